@@ -1,0 +1,1 @@
+//! netceil-analyze (placeholder until its issue lands).

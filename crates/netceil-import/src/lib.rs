@@ -1,0 +1,1 @@
+//! netceil-import (placeholder until its issue lands).

@@ -1,0 +1,1 @@
+//! netceil-lab (placeholder until its issue lands).

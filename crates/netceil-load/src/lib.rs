@@ -1,0 +1,7 @@
+//! netceil's load engine: paced UDP trains, many-flow TCP, request/response.
+//!
+//! Libraries never print: progress goes to a caller-supplied callback, results come back as
+//! values, and errors are [`LoadError`] variants that carry what failed and where.
+
+pub mod clock;
+pub mod pacing;

@@ -1,0 +1,19 @@
+//! netceil's one data model.
+//!
+//! Every path in and out of netceil goes through [`Run`]: a live run, a watched run and an
+//! imported log all become one, and the analyzer, store and reports only ever see a `Run`.
+//! This crate is platform-independent and does no I/O.
+
+mod finding;
+mod results;
+mod run;
+mod series;
+mod units;
+
+pub use finding::{Advice, Evidence, Finding};
+pub use results::{
+    FlowResult, GeneratorStats, KernelDelivery, LatencySummary, PacingMode, Results, TcpPacing,
+};
+pub use run::{HostInfo, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind};
+pub use series::{Metric, MetricId, MissingValue, Series};
+pub use units::{frame_to_udp_payload, udp_payload_to_frame, Rate, RateParseError, Unit};

@@ -1,0 +1,142 @@
+//! Workload totals: what was sent, what arrived where, and how fast.
+//!
+//! The JSON form of [`Results`] is a stable contract documented in the README; fields may be
+//! added, never renamed or removed.
+
+use serde::{Deserialize, Serialize};
+
+/// How the sender waits between sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacingMode {
+    /// No pacing: as fast as the sender can go.
+    None,
+    /// Sleep on a timer until the next send time (cheap, ~50 µs granularity under load).
+    Sleep,
+    /// Busy-wait on the clock (precise to ~1 µs, burns a core).
+    Spin,
+}
+
+/// Where per-flow TCP pacing was enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpPacing {
+    None,
+    /// The kernel paces with SO_MAX_PACING_RATE (fq qdisc or TCP internal pacing).
+    Kernel,
+    /// The application writes on a schedule.
+    Application,
+}
+
+/// What the kernel reports about delivery, next to what the application read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelDelivery {
+    /// Packets counted by the receive interface over the run (all traffic on it, not just ours).
+    pub iface_rx_packets: Option<u64>,
+    /// Which interface `iface_rx_packets` counts.
+    pub iface: Option<String>,
+    /// Datagrams dropped at our receive sockets because the buffer was full (SO_RXQ_OVFL).
+    pub socket_drops: Option<u64>,
+    /// Delta of Udp RcvbufErrors (/proc/net/snmp) over the run, machine-wide.
+    pub udp_rcvbuf_errors: Option<u64>,
+    /// Delta of Udp InErrors over the run, machine-wide.
+    pub udp_in_errors: Option<u64>,
+    /// Delta of Udp SndbufErrors over the run, machine-wide.
+    pub udp_sndbuf_errors: Option<u64>,
+}
+
+/// The sender's own cost and accuracy: was the generator the limit?
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorStats {
+    pub pacing: Option<PacingMode>,
+    /// Achieved send rate over requested; `None` when unpaced.
+    pub achieved_ratio: Option<f64>,
+    /// CPU seconds the sender threads spent, from their thread CPU clocks.
+    pub cpu_s: f64,
+    /// Of `cpu_s`, the part spent busy-waiting for the next send time.
+    pub spin_cpu_s: f64,
+    /// Of `cpu_s`, the part spent doing sends (cpu_s − spin_cpu_s).
+    pub work_cpu_s: f64,
+    /// Sender CPU as a share of one core over the run, 0–100 per thread.
+    pub cpu_pct: f64,
+    /// Median |actual − scheduled| send time of paced sends, in µs.
+    pub send_gap_error_median_us: Option<f64>,
+    /// 99th percentile of the same.
+    pub send_gap_error_p99_us: Option<f64>,
+    /// Sends that left more than one interval behind schedule.
+    pub late_sends: u64,
+    /// sendmmsg/send calls that failed (ENOBUFS, ECONNREFUSED…), counted not stored.
+    pub send_errors: u64,
+}
+
+/// Request/response latency summary, in microseconds, measured from the intended send time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub count: u64,
+}
+
+/// One TCP (or RR) flow's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    pub flow: u32,
+    pub bytes: u64,
+    pub bits_per_s: f64,
+    /// Total retransmitted segments from TCP_INFO (tcpi_total_retrans).
+    pub retransmits: Option<u64>,
+    /// Smoothed RTT from TCP_INFO, µs.
+    pub rtt_us: Option<f64>,
+}
+
+/// Workload totals for a run. Field names are the README's JSON contract.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub duration_s: f64,
+    /// UDP payload bytes per packet (iperf3 -l, sockperf -m); `None` for streams.
+    pub payload_bytes: Option<usize>,
+    /// RFC 2544 frame size of one packet, `payload + 46` for IPv4.
+    pub frame_bytes: Option<usize>,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_pps: f64,
+    pub tx_bits_per_s: f64,
+    /// The requested packet rate; `None` when unpaced.
+    pub requested_pps: Option<f64>,
+    pub rx_app_packets: u64,
+    pub rx_app_bytes: u64,
+    pub rx_app_pps: f64,
+    pub rx_app_bits_per_s: f64,
+    /// Packets the kernel saw arrive (interface RX counter delta); `None` if unknown.
+    pub rx_kernel_packets: Option<u64>,
+    pub kernel: KernelDelivery,
+    pub lost_packets: u64,
+    pub reordered_packets: u64,
+    pub duplicate_packets: u64,
+    /// Sent but not yet received or dropped when the receiver stopped listening.
+    pub in_flight_packets: u64,
+    /// sent − (received + counted drops + in-flight): what nothing accounts for. Negative
+    /// means more arrived than we think was sent (another sender on the port).
+    pub unexplained_packets: i64,
+    /// True when the sender could not reach the requested rate: the generator was the limit.
+    pub generator_limited: bool,
+    pub generator: GeneratorStats,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<LatencySummary>,
+    /// Request/response transactions per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowResult>,
+    /// How TCP flows were paced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_pacing: Option<TcpPacing>,
+    /// Anything the reader should know about how these figures were obtained.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,132 @@
+//! The Run and its metadata.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::{Finding, Results, Series};
+
+/// What generated the load, if anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    Udp,
+    Tcp,
+    Rr,
+    /// Several workloads in one run (the default `netceil run`).
+    Suite,
+    /// Someone else's load, observed.
+    External,
+}
+
+/// The workload: its kind plus the parameters it ran with, as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    #[serde(flatten)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How a Run came to be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunSource {
+    /// netceil generated the load.
+    Live,
+    /// netceil observed; `command` is what it launched, if anything.
+    Watched { command: Option<Vec<String>> },
+    /// Read from another tool's log.
+    Imported { format: String, file: String },
+}
+
+/// One network interface as seen on the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NicInfo {
+    pub name: String,
+    pub driver: Option<String>,
+    /// Link speed in Mbit/s as the driver reports it.
+    pub speed_mbit: Option<u64>,
+    pub mtu: Option<u32>,
+    pub rx_queues: Option<u32>,
+    pub tx_queues: Option<u32>,
+}
+
+/// The machine a run was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: Option<String>,
+    pub os: Option<String>,
+    pub kernel: Option<String>,
+    pub cpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<NicInfo>,
+}
+
+/// Identity and context of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Start time, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    pub host: HostInfo,
+    /// netceil's version that made the run.
+    pub netceil_version: String,
+    /// False while a run is being recorded, or if it was cut short.
+    pub complete: bool,
+}
+
+/// One row of a lock-contention table (from eBPF or an imported lock profile).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LockStat {
+    /// Lock name or class (`rtentry`, `&rq->__lock`…).
+    pub name: String,
+    /// Where it was taken, if known (file:line or symbol).
+    pub caller: Option<String>,
+    /// Acquisitions.
+    pub count: u64,
+    /// Times the lock was found held (contended acquisitions), if known.
+    pub contended: Option<u64>,
+    pub wait_total_s: f64,
+    pub wait_max_s: Option<f64>,
+    pub hold_total_s: Option<f64>,
+    pub hold_max_s: Option<f64>,
+}
+
+/// Everything netceil knows about one measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub run_id: String,
+    pub source: RunSource,
+    pub workload: Option<Workload>,
+    pub meta: RunMeta,
+    pub series: Series,
+    pub results: Option<Results>,
+    /// Results of each part of a suite run, in order (udp, tcp, rr for the default run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Run>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<LockStat>,
+    /// Filled in by the analyzer only.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    /// Import warnings, skipped lines, tool output: things a reader should see.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Run {
+    pub fn new(run_id: impl Into<String>, source: RunSource) -> Self {
+        Run {
+            run_id: run_id.into(),
+            source,
+            workload: None,
+            meta: RunMeta::default(),
+            series: Series::default(),
+            results: None,
+            parts: Vec::new(),
+            locks: Vec::new(),
+            findings: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! A time-indexed, columnar table of metrics.
+//!
+//! Counters are stored as per-interval rates, never as raw totals, so that a reader needs no
+//! knowledge of where a value came from. A value that could not be measured is `None`, never 0,
+//! and the reason is kept once in [`Series::missing`].
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::Unit;
+
+/// The identity of a metric: a name plus optional labels such as `cpu=1` or `iface=veth0`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct MetricId {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl MetricId {
+    pub fn new(name: impl Into<String>) -> Self {
+        MetricId {
+            name: name.into(),
+            labels: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one label, builder style.
+    #[must_use]
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).map(String::as_str)
+    }
+}
+
+impl std::fmt::Display for MetricId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)?;
+        if !self.labels.is_empty() {
+            f.write_str("{")?;
+            for (i, (k, v)) in self.labels.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{k}={v}")?;
+            }
+            f.write_str("}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One column of the series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    #[serde(flatten)]
+    pub id: MetricId,
+    pub unit: Unit,
+    /// One value per row of [`Series::t_s`]; `None` where it was not measured.
+    pub values: Vec<Option<f64>>,
+}
+
+/// Why a metric has no value over some rows; recorded once per metric and reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MissingValue {
+    pub metric: String,
+    pub reason: String,
+    /// The first row (index into `t_s`) the reason applied to.
+    pub from_row: usize,
+}
+
+/// The time-indexed table. Row `i` covers the interval ending at `t_s[i]` seconds after the
+/// run's start; its length is `t_s[i] - t_s[i-1]` (or `t_s[0]` for the first row).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// The nominal sampling interval in seconds (the measured one is in `t_s`).
+    pub interval_s: f64,
+    /// The end of each interval, in seconds since the run's start.
+    pub t_s: Vec<f64>,
+    pub metrics: Vec<Metric>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<MissingValue>,
+}
+
+impl Series {
+    pub fn new(interval_s: f64) -> Self {
+        Series {
+            interval_s,
+            ..Default::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t_s.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_s.is_empty()
+    }
+
+    /// Starts a new row ending at `t_s`; every metric gets `None` until [`Series::set`] fills it.
+    pub fn push_row(&mut self, t_s: f64) -> usize {
+        self.t_s.push(t_s);
+        for m in &mut self.metrics {
+            m.values.push(None);
+        }
+        self.t_s.len() - 1
+    }
+
+    /// Sets a value in the last row, creating the metric (with earlier rows missing) if needed.
+    pub fn set(&mut self, id: &MetricId, unit: Unit, value: f64) {
+        let rows = self.t_s.len();
+        assert!(rows > 0, "Series::set before push_row");
+        let idx = self.index_or_insert(id, unit);
+        self.metrics[idx].values[rows - 1] = Some(value);
+    }
+
+    /// Records, once per metric and reason, why a metric could not be measured.
+    pub fn note_missing(&mut self, metric: &str, reason: impl Into<String>) {
+        let reason = reason.into();
+        if !self
+            .missing
+            .iter()
+            .any(|m| m.metric == metric && m.reason == reason)
+        {
+            let from_row = self.t_s.len().saturating_sub(1);
+            self.missing.push(MissingValue {
+                metric: metric.into(),
+                reason,
+                from_row,
+            });
+        }
+    }
+
+    fn index_or_insert(&mut self, id: &MetricId, unit: Unit) -> usize {
+        if let Some(i) = self.metrics.iter().position(|m| &m.id == id) {
+            return i;
+        }
+        self.metrics.push(Metric {
+            id: id.clone(),
+            unit,
+            values: vec![None; self.t_s.len()],
+        });
+        self.metrics.len() - 1
+    }
+
+    pub fn get(&self, id: &MetricId) -> Option<&Metric> {
+        self.metrics.iter().find(|m| &m.id == id)
+    }
+
+    /// The metric with this name and no labels.
+    pub fn total(&self, name: &str) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .find(|m| m.id.name == name && m.id.labels.is_empty())
+    }
+
+    /// Every metric with this name, whatever its labels (e.g. all `cpu_busy_pct{cpu=N}`).
+    pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Metric> + 'a {
+        self.metrics.iter().filter(move |m| m.id.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn late_metric_is_missing_in_earlier_rows() {
+        let mut s = Series::new(1.0);
+        s.push_row(1.0);
+        s.set(&MetricId::new("a"), Unit::PerSecond, 1.0);
+        s.push_row(2.0);
+        let b = MetricId::new("b").with("cpu", "0");
+        s.set(&b, Unit::Percent, 5.0);
+        assert_eq!(s.get(&b).unwrap().values, vec![None, Some(5.0)]);
+        assert_eq!(s.total("a").unwrap().values, vec![Some(1.0), None]);
+        assert_eq!(b.to_string(), "b{cpu=0}");
+    }
+
+    #[test]
+    fn missing_reason_recorded_once() {
+        let mut s = Series::new(1.0);
+        s.push_row(1.0);
+        s.note_missing("psi_cpu", "no /proc/pressure");
+        s.push_row(2.0);
+        s.note_missing("psi_cpu", "no /proc/pressure");
+        assert_eq!(s.missing.len(), 1);
+    }
+}

@@ -1,0 +1,1 @@
+//! netceil-probe (placeholder until its issue lands).

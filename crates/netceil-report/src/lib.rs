@@ -1,0 +1,1 @@
+//! netceil-report (placeholder until its issue lands).

@@ -1,0 +1,1 @@
+//! netceil-store (placeholder until its issue lands).
