@@ -4,4 +4,8 @@
 //! values, and errors are [`LoadError`] variants that carry what failed and where.
 
 pub mod clock;
+mod error;
+pub mod header;
 pub mod pacing;
+
+pub use error::LoadError;
