@@ -7,5 +7,9 @@ pub mod clock;
 mod error;
 pub mod header;
 pub mod pacing;
+pub mod rr;
+pub mod tcp;
+pub mod tcpinfo;
+pub mod udp;
 
 pub use error::LoadError;

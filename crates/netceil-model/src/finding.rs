@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One measured fact that supports a finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Evidence {
     /// The metric it is about (`cs_per_s`, `cpu_busy_pct{cpu=0}`…).
     pub metric: String,
@@ -15,7 +15,7 @@ pub struct Evidence {
 }
 
 /// A knob to try, which way, and the catch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Advice {
     pub knob: String,
     pub expect: String,
@@ -23,7 +23,7 @@ pub struct Advice {
 }
 
 /// A verdict about what bound (or did not bind) the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     /// A stable machine name for the cause: `hot_cpu`, `generator_limited`, `socket_buffer`…
     pub cause: String,

@@ -5,9 +5,11 @@
 //! This crate is platform-independent and does no I/O.
 
 mod finding;
+pub mod names;
 mod results;
 mod run;
 mod series;
+pub mod time;
 mod units;
 
 pub use finding::{Advice, Evidence, Finding};

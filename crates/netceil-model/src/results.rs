@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How the sender waits between sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PacingMode {
     /// No pacing: as fast as the sender can go.
@@ -18,7 +18,7 @@ pub enum PacingMode {
 }
 
 /// Where per-flow TCP pacing was enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TcpPacing {
     None,
@@ -29,7 +29,7 @@ pub enum TcpPacing {
 }
 
 /// What the kernel reports about delivery, next to what the application read.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelDelivery {
     /// Packets counted by the receive interface over the run (all traffic on it, not just ours).
     pub iface_rx_packets: Option<u64>,
@@ -43,10 +43,13 @@ pub struct KernelDelivery {
     pub udp_in_errors: Option<u64>,
     /// Delta of Udp SndbufErrors over the run, machine-wide.
     pub udp_sndbuf_errors: Option<u64>,
+    /// Delta of the softnet backlog drops (/proc/net/softnet_stat column 2) over the run,
+    /// machine-wide: packets that never reached a socket because a CPU's backlog was full.
+    pub backlog_drops: Option<u64>,
 }
 
 /// The sender's own cost and accuracy: was the generator the limit?
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GeneratorStats {
     pub pacing: Option<PacingMode>,
     /// Achieved send rate over requested; `None` when unpaced.
@@ -70,7 +73,7 @@ pub struct GeneratorStats {
 }
 
 /// Request/response latency summary, in microseconds, measured from the intended send time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub p50: f64,
     pub p90: f64,
@@ -83,7 +86,7 @@ pub struct LatencySummary {
 }
 
 /// One TCP (or RR) flow's figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowResult {
     pub flow: u32,
     pub bytes: u64,
@@ -95,7 +98,7 @@ pub struct FlowResult {
 }
 
 /// Workload totals for a run. Field names are the README's JSON contract.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
     pub duration_s: f64,
     /// UDP payload bytes per packet (iperf3 -l, sockperf -m); `None` for streams.

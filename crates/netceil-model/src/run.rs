@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::{Finding, Results, Series};
 
 /// What generated the load, if anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkloadKind {
     Udp,
@@ -19,7 +19,7 @@ pub enum WorkloadKind {
 }
 
 /// The workload: its kind plus the parameters it ran with, as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     pub kind: WorkloadKind,
     #[serde(flatten)]
@@ -27,7 +27,7 @@ pub struct Workload {
 }
 
 /// How a Run came to be.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunSource {
     /// netceil generated the load.
@@ -39,7 +39,7 @@ pub enum RunSource {
 }
 
 /// One network interface as seen on the host.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NicInfo {
     pub name: String,
     pub driver: Option<String>,
@@ -51,7 +51,7 @@ pub struct NicInfo {
 }
 
 /// The machine a run was measured on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostInfo {
     pub hostname: Option<String>,
     pub os: Option<String>,
@@ -62,7 +62,7 @@ pub struct HostInfo {
 }
 
 /// Identity and context of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunMeta {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
@@ -73,10 +73,16 @@ pub struct RunMeta {
     pub netceil_version: String,
     /// False while a run is being recorded, or if it was cut short.
     pub complete: bool,
+    /// CPU seconds netceil's own sampler used over the run: the observer's cost.
+    #[serde(default)]
+    pub sampler_cpu_s: Option<f64>,
+    /// The same as a percentage of one core over the sampled wall time.
+    #[serde(default)]
+    pub sampler_cpu_pct: Option<f64>,
 }
 
 /// One row of a lock-contention table (from eBPF or an imported lock profile).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LockStat {
     /// Lock name or class (`rtentry`, `&rq->__lock`…).
     pub name: String,
@@ -93,7 +99,7 @@ pub struct LockStat {
 }
 
 /// Everything netceil knows about one measurement.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
     pub run_id: String,
     pub source: RunSource,

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use crate::Unit;
 
 /// The identity of a metric: a name plus optional labels such as `cpu=1` or `iface=veth0`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct MetricId {
     pub name: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -55,7 +57,7 @@ impl std::fmt::Display for MetricId {
 }
 
 /// One column of the series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Metric {
     #[serde(flatten)]
     pub id: MetricId,
@@ -65,7 +67,7 @@ pub struct Metric {
 }
 
 /// Why a metric has no value over some rows; recorded once per metric and reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MissingValue {
     pub metric: String,
     pub reason: String,
@@ -75,7 +77,7 @@ pub struct MissingValue {
 
 /// The time-indexed table. Row `i` covers the interval ending at `t_s[i]` seconds after the
 /// run's start; its length is `t_s[i] - t_s[i-1]` (or `t_s[0]` for the first row).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Series {
     /// The nominal sampling interval in seconds (the measured one is in `t_s`).
     pub interval_s: f64,
@@ -119,6 +121,13 @@ impl Series {
         self.metrics[idx].values[rows - 1] = Some(value);
     }
 
+    /// Sets a value in row `row` (which must exist), creating the metric if needed.
+    pub fn set_at(&mut self, row: usize, id: &MetricId, unit: Unit, value: f64) {
+        assert!(row < self.t_s.len(), "Series::set_at past the last row");
+        let idx = self.index_or_insert(id, unit);
+        self.metrics[idx].values[row] = Some(value);
+    }
+
     /// Records, once per metric and reason, why a metric could not be measured.
     pub fn note_missing(&mut self, metric: &str, reason: impl Into<String>) {
         let reason = reason.into();
@@ -146,6 +155,25 @@ impl Series {
             values: vec![None; self.t_s.len()],
         });
         self.metrics.len() - 1
+    }
+
+    /// The rows whose interval ends in `(from_s, to_s]`, with times made relative to `from_s`;
+    /// missing notes are kept when their metric appears in the window.
+    pub fn window(&self, from_s: f64, to_s: f64) -> Series {
+        let rows: Vec<usize> = (0..self.t_s.len()).filter(|&i| self.t_s[i] > from_s && self.t_s[i] <= to_s).collect();
+        let metrics = self
+            .metrics
+            .iter()
+            .map(|m| Metric { id: m.id.clone(), unit: m.unit, values: rows.iter().map(|&i| m.values[i]).collect() })
+            .filter(|m| m.values.iter().any(Option::is_some))
+            .collect::<Vec<_>>();
+        let missing = self
+            .missing
+            .iter()
+            .filter(|n| metrics.iter().any(|m| m.id.to_string() == n.metric || m.id.name == n.metric))
+            .map(|n| MissingValue { from_row: rows.iter().position(|&r| r >= n.from_row).unwrap_or(0), ..n.clone() })
+            .collect();
+        Series { interval_s: self.interval_s, t_s: rows.iter().map(|&i| self.t_s[i] - from_s).collect(), metrics, missing }
     }
 
     pub fn get(&self, id: &MetricId) -> Option<&Metric> {
@@ -180,6 +208,19 @@ mod tests {
         assert_eq!(s.get(&b).unwrap().values, vec![None, Some(5.0)]);
         assert_eq!(s.total("a").unwrap().values, vec![Some(1.0), None]);
         assert_eq!(b.to_string(), "b{cpu=0}");
+    }
+
+    #[test]
+    fn window_keeps_rows_in_range_relative_to_its_start() {
+        let mut s = Series::new(1.0);
+        for t in 1..=5 {
+            s.push_row(f64::from(t));
+            s.set(&MetricId::new("a"), Unit::PerSecond, f64::from(t) * 10.0);
+        }
+        let w = s.window(2.0, 4.0);
+        assert_eq!(w.t_s, vec![1.0, 2.0]);
+        assert_eq!(w.total("a").unwrap().values, vec![Some(30.0), Some(40.0)]);
+        assert!(s.window(10.0, 20.0).is_empty());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The unit of a metric's values. Rates are per second; bit rates are decimal (10^9 = 1 Gbit/s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     BitsPerSecond,
@@ -41,7 +41,7 @@ impl Unit {
 }
 
 /// A requested send rate, either in packets per second or in bits per second.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rate {
     PacketsPerSecond(f64),

@@ -1,0 +1,570 @@
+//! The TCP side of a netceil receiver: a sink for streams and an echo for request/response, on
+//! one port, told apart by the hello (see [`super::hello`]).
+//!
+//! A few worker threads each run an epoll loop over their share of the connections, so thousands
+//! of connections need no more threads than cores. Worker 0 also owns the listener and deals new
+//! connections out round-robin through per-worker inboxes woken by an eventfd: deterministic
+//! balance, unlike SO_REUSEPORT hashing or EPOLLEXCLUSIVE wake-ups.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nix::sys::epoll::EpollFlags;
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::evloop::EventLoop;
+use super::hello::{self, Mode, HELLO_LEN, REPORT_LEN};
+use crate::clock::{now_ns, thread_cpu_ns};
+use crate::LoadError;
+
+const WAKE_TOKEN: u64 = 0;
+const LISTENER_TOKEN: u64 = 1;
+const FIRST_CONN_TOKEN: u64 = 2;
+/// Read buffer per worker: large reads keep the per-byte cost of the sink low.
+const READ_BUF: usize = 256 * 1024;
+/// Reads per connection per wake-up before serving the others (level-triggered: it comes back).
+const READS_PER_TURN: usize = 16;
+
+/// What a TCP receiver saw while it served.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TcpServeReport {
+    /// Seconds served.
+    pub duration_s: f64,
+    /// Connections accepted.
+    pub connections: u64,
+    /// Connections that said they were streams (sink).
+    pub stream_connections: u64,
+    /// Connections that asked for echo (request/response).
+    pub echo_connections: u64,
+    /// Connections closed because their first bytes were not a netceil hello.
+    pub rejected_connections: u64,
+    /// Payload bytes the sink read (hellos excluded).
+    pub stream_bytes: u64,
+    /// Bytes sent back by the echo.
+    pub echoed_bytes: u64,
+    /// CPU seconds the server threads used.
+    pub cpu_s: f64,
+}
+
+/// Live counters, readable while the server runs (for progress lines).
+#[derive(Debug, Default)]
+pub(crate) struct LiveCounters {
+    pub(crate) stream_bytes: AtomicU64,
+    /// When the sink last read stream data (CLOCK_MONOTONIC ns): the end of the receive window.
+    pub(crate) last_stream_data_ns: AtomicU64,
+    pub(crate) echoed_bytes: AtomicU64,
+}
+
+struct Inbox {
+    queue: Mutex<Vec<TcpStream>>,
+    wake: EventFd,
+}
+
+/// A running sink/echo server.
+pub(crate) struct Server {
+    local_addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    live: Arc<LiveCounters>,
+    workers: Vec<JoinHandle<Result<TcpServeReport, LoadError>>>,
+    started_ns: u64,
+}
+
+impl Server {
+    /// Binds `listen` and starts `threads` workers.
+    pub(crate) fn start(listen: SocketAddr, threads: usize) -> Result<Server, LoadError> {
+        let bind_err = |source| LoadError::Bind {
+            addr: listen,
+            source,
+        };
+        let socket = Socket::new(
+            Domain::for_address(listen),
+            Type::STREAM,
+            Some(Protocol::TCP),
+        )
+        .map_err(|e| LoadError::socket("socket(SOCK_STREAM)", e))?;
+        socket.set_reuse_address(true).map_err(bind_err)?;
+        socket.bind(&listen.into()).map_err(bind_err)?;
+        // Thousands of flows connect in a burst; the kernel caps this at net.core.somaxconn.
+        socket.listen(4096).map_err(bind_err)?;
+        socket.set_nonblocking(true).map_err(bind_err)?;
+        let listener: TcpListener = socket.into();
+        let local_addr = listener.local_addr().map_err(bind_err)?;
+
+        let threads = threads.max(1);
+        let inboxes: Arc<Vec<Inbox>> = Arc::new(
+            (0..threads)
+                .map(|_| {
+                    Ok(Inbox {
+                        queue: Mutex::new(Vec::new()),
+                        wake: EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
+                            .map_err(|e| LoadError::socket("eventfd", e))?,
+                    })
+                })
+                .collect::<Result<_, LoadError>>()?,
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(LiveCounters::default());
+        let mut listener = Some(listener);
+        let mut workers = Vec::with_capacity(threads);
+        for index in 0..threads {
+            let worker = Worker {
+                index,
+                listener: listener.take(),
+                inboxes: inboxes.clone(),
+                stop: stop.clone(),
+                live: live.clone(),
+                next_target: 0,
+                conns: Vec::new(),
+                free: Vec::new(),
+                report: TcpServeReport::default(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("netceil-tcp-rx{index}"))
+                .spawn(move || worker.run())
+                .map_err(|e| LoadError::Other(format!("cannot start a receiver thread: {e}")))?;
+            workers.push(handle);
+        }
+        Ok(Server {
+            local_addr,
+            stop,
+            live,
+            workers,
+            started_ns: now_ns(),
+        })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub(crate) fn live(&self) -> &LiveCounters {
+        &self.live
+    }
+
+    /// Stops the workers (within one tick) and sums what they saw.
+    pub(crate) fn stop(self) -> Result<TcpServeReport, LoadError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut total = TcpServeReport {
+            duration_s: (now_ns() - self.started_ns) as f64 / 1e9,
+            ..TcpServeReport::default()
+        };
+        let mut first_err = None;
+        for w in self.workers {
+            match w.join() {
+                Ok(Ok(r)) => {
+                    total.connections += r.connections;
+                    total.stream_connections += r.stream_connections;
+                    total.echo_connections += r.echo_connections;
+                    total.rejected_connections += r.rejected_connections;
+                    total.stream_bytes += r.stream_bytes;
+                    total.echoed_bytes += r.echoed_bytes;
+                    total.cpu_s += r.cpu_s;
+                }
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => {
+                    first_err = first_err.or(Some(LoadError::Other(
+                        "a TCP receiver thread panicked".into(),
+                    )))
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+}
+
+/// Serves TCP streams (sink) and request/response (echo) on `listen`: the TCP half of
+/// `netceil recv`. Runs until `stop` is set or `duration` has passed, then reports.
+pub fn serve_tcp(
+    listen: SocketAddr,
+    stop: &AtomicBool,
+    duration: Option<Duration>,
+) -> Result<TcpServeReport, LoadError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let server = Server::start(listen, threads)?;
+    let end = duration.map(|d| now_ns() + d.as_nanos() as u64);
+    while !stop.load(Ordering::Relaxed) && end.is_none_or(|e| now_ns() < e) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.stop()
+}
+
+enum State {
+    Hello {
+        buf: [u8; HELLO_LEN],
+        got: usize,
+    },
+    Sink {
+        bytes: u64,
+    },
+    Echo {
+        pending: Vec<u8>,
+        sent: usize,
+        eof: bool,
+    },
+}
+
+struct Conn {
+    stream: TcpStream,
+    state: State,
+}
+
+/// What to do with a connection after handling its event.
+enum Next {
+    Keep,
+    Close,
+}
+
+struct Worker {
+    index: usize,
+    listener: Option<TcpListener>,
+    inboxes: Arc<Vec<Inbox>>,
+    stop: Arc<AtomicBool>,
+    live: Arc<LiveCounters>,
+    next_target: usize,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    report: TcpServeReport,
+}
+
+impl Worker {
+    fn run(mut self) -> Result<TcpServeReport, LoadError> {
+        let cpu_start = thread_cpu_ns();
+        let mut ev = EventLoop::new(256)?;
+        ev.add(
+            &self.inboxes[self.index].wake,
+            WAKE_TOKEN,
+            EpollFlags::EPOLLIN,
+        )?;
+        if let Some(l) = &self.listener {
+            ev.add(l, LISTENER_TOKEN, EpollFlags::EPOLLIN)?;
+        }
+        let mut buf = vec![0u8; READ_BUF];
+        let mut ready = Vec::with_capacity(256);
+        while !self.stop.load(Ordering::Relaxed) {
+            ready.clear();
+            ready.extend(ev.wait(None, now_ns())?);
+            for &(token, flags) in &ready {
+                match token {
+                    WAKE_TOKEN => {
+                        let _ = self.inboxes[self.index].wake.read();
+                        let incoming = std::mem::take(
+                            &mut *self.inboxes[self.index]
+                                .queue
+                                .lock()
+                                .map_err(|_| LoadError::Other("receiver inbox poisoned".into()))?,
+                        );
+                        for s in incoming {
+                            self.adopt(&ev, s)?;
+                        }
+                    }
+                    LISTENER_TOKEN => self.accept_all(&ev)?,
+                    t => {
+                        let slot = (t - FIRST_CONN_TOKEN) as usize;
+                        let next = match self.conns.get_mut(slot).and_then(Option::as_mut) {
+                            Some(conn) => {
+                                handle(conn, flags, &mut buf, &mut self.report, &self.live)
+                            }
+                            None => continue,
+                        };
+                        match next {
+                            Next::Keep => self.sync_interest(&ev, slot)?,
+                            Next::Close => self.close(&ev, slot),
+                        }
+                    }
+                }
+            }
+        }
+        self.report.cpu_s = (thread_cpu_ns() - cpu_start) as f64 / 1e9;
+        Ok(self.report)
+    }
+
+    fn accept_all(&mut self, ev: &EventLoop) -> Result<(), LoadError> {
+        loop {
+            let accepted = match &self.listener {
+                Some(l) => l.accept(),
+                None => return Ok(()),
+            };
+            match accepted {
+                Ok((s, _peer)) => {
+                    self.report.connections += 1;
+                    let target = self.next_target % self.inboxes.len();
+                    self.next_target += 1;
+                    if target == self.index {
+                        self.adopt(ev, s)?;
+                    } else {
+                        let inbox = &self.inboxes[target];
+                        inbox
+                            .queue
+                            .lock()
+                            .map_err(|_| LoadError::Other("receiver inbox poisoned".into()))?
+                            .push(s);
+                        let _ = inbox.wake.write(1);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                // The peer gave up before we accepted (ECONNABORTED) or fds ran out: the
+                // connection is lost to its client, who sees the error; keep serving others.
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+
+    fn adopt(&mut self, ev: &EventLoop, stream: TcpStream) -> Result<(), LoadError> {
+        if stream.set_nonblocking(true).is_err() {
+            return Ok(());
+        }
+        let _ = stream.set_nodelay(true);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        ev.add(&stream, slot as u64 + FIRST_CONN_TOKEN, EpollFlags::EPOLLIN)?;
+        self.conns[slot] = Some(Conn {
+            stream,
+            state: State::Hello {
+                buf: [0; HELLO_LEN],
+                got: 0,
+            },
+        });
+        Ok(())
+    }
+
+    /// Echo connections with unsent data wait for EPOLLOUT and stop reading (backpressure).
+    fn sync_interest(&mut self, ev: &EventLoop, slot: usize) -> Result<(), LoadError> {
+        if let Some(conn) = &self.conns[slot] {
+            let flags = match &conn.state {
+                State::Echo { pending, sent, .. } if *sent < pending.len() => EpollFlags::EPOLLOUT,
+                _ => EpollFlags::EPOLLIN,
+            };
+            ev.modify(&conn.stream, slot as u64 + FIRST_CONN_TOKEN, flags)?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, ev: &EventLoop, slot: usize) {
+        if let Some(conn) = self.conns[slot].take() {
+            ev.delete(&conn.stream);
+            self.free.push(slot);
+        }
+    }
+}
+
+fn handle(
+    conn: &mut Conn,
+    flags: EpollFlags,
+    buf: &mut [u8],
+    report: &mut TcpServeReport,
+    live: &LiveCounters,
+) -> Next {
+    if let State::Hello { buf: hello, got } = &mut conn.state {
+        match conn.stream.read(&mut hello[*got..]) {
+            Ok(0) => return Next::Close,
+            Ok(n) => *got += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+            Err(_) => return Next::Close,
+        }
+        if *got < HELLO_LEN {
+            return Next::Keep;
+        }
+        let Some((mode, _flow)) = hello::decode(hello) else {
+            report.rejected_connections += 1;
+            return Next::Close;
+        };
+        // 8 bytes into an empty send buffer: always fits.
+        if conn.stream.write_all(&hello[..]).is_err() {
+            return Next::Close;
+        }
+        conn.state = match mode {
+            Mode::Stream => {
+                report.stream_connections += 1;
+                State::Sink { bytes: 0 }
+            }
+            Mode::Echo => {
+                report.echo_connections += 1;
+                State::Echo {
+                    pending: Vec::new(),
+                    sent: 0,
+                    eof: false,
+                }
+            }
+        };
+        // Data may already be queued behind the hello; level-triggered epoll brings us back.
+        return Next::Keep;
+    }
+    match &mut conn.state {
+        State::Hello { .. } => Next::Keep,
+        State::Sink { bytes } => {
+            let before = *bytes;
+            let next = sink_reads(&mut conn.stream, bytes, buf, report, live);
+            if *bytes > before {
+                live.last_stream_data_ns
+                    .fetch_max(now_ns(), Ordering::Relaxed);
+            }
+            next
+        }
+        State::Echo { pending, sent, eof } => {
+            if flags.contains(EpollFlags::EPOLLOUT) || *sent < pending.len() {
+                match flush(&mut conn.stream, pending, sent, report, live) {
+                    Ok(true) => {}
+                    Ok(false) => return Next::Keep,
+                    Err(()) => return Next::Close,
+                }
+                if *eof {
+                    return Next::Close;
+                }
+            }
+            for _ in 0..READS_PER_TURN {
+                match conn.stream.read(buf) {
+                    Ok(0) => {
+                        *eof = true;
+                        return if *sent < pending.len() {
+                            Next::Keep
+                        } else {
+                            Next::Close
+                        };
+                    }
+                    Ok(n) => {
+                        pending.clear();
+                        pending.extend_from_slice(&buf[..n]);
+                        *sent = 0;
+                        match flush(&mut conn.stream, pending, sent, report, live) {
+                            Ok(true) => {}
+                            Ok(false) => return Next::Keep,
+                            Err(()) => return Next::Close,
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => return Next::Close,
+                }
+            }
+            Next::Keep
+        }
+    }
+}
+
+/// Reads a stream connection until it is drained (or its turn is over); at the client's
+/// half-close, sends the byte count and closes.
+fn sink_reads(
+    stream: &mut TcpStream,
+    bytes: &mut u64,
+    buf: &mut [u8],
+    report: &mut TcpServeReport,
+    live: &LiveCounters,
+) -> Next {
+    for _ in 0..READS_PER_TURN {
+        match stream.read(buf) {
+            Ok(0) => {
+                // The client half-closed: tell it how much arrived, then close.
+                let _ = stream.write_all(&bytes.to_le_bytes()[..REPORT_LEN]);
+                let _ = stream.shutdown(Shutdown::Write);
+                return Next::Close;
+            }
+            Ok(n) => {
+                *bytes += n as u64;
+                report.stream_bytes += n as u64;
+                live.stream_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Next::Close,
+        }
+    }
+    Next::Keep
+}
+
+/// Writes the unsent part of `pending`. `Ok(true)` when all of it went, `Ok(false)` when the
+/// socket is full, `Err` when the connection is gone.
+fn flush(
+    stream: &mut TcpStream,
+    pending: &[u8],
+    sent: &mut usize,
+    report: &mut TcpServeReport,
+    live: &LiveCounters,
+) -> Result<bool, ()> {
+    while *sent < pending.len() {
+        match stream.write(&pending[*sent..]) {
+            Ok(0) => return Err(()),
+            Ok(n) => {
+                *sent += n;
+                report.echoed_bytes += n as u64;
+                live.echoed_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn loopback() -> SocketAddr {
+        "127.0.0.1:0".parse().unwrap()
+    }
+
+    #[test]
+    fn sink_reports_bytes_after_half_close() {
+        let server = Server::start(loopback(), 2).unwrap();
+        let mut s = TcpStream::connect(server.local_addr()).unwrap();
+        s.write_all(&hello::encode(Mode::Stream, 3)).unwrap();
+        let mut ack = [0u8; HELLO_LEN];
+        s.read_exact(&mut ack).unwrap();
+        assert_eq!(hello::decode(&ack), Some((Mode::Stream, 3)));
+        s.write_all(&vec![1u8; 100_000]).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        let mut count = [0u8; REPORT_LEN];
+        s.read_exact(&mut count).unwrap();
+        assert_eq!(u64::from_le_bytes(count), 100_000);
+        let report = server.stop().unwrap();
+        assert_eq!(report.stream_bytes, 100_000);
+        assert_eq!(report.stream_connections, 1);
+    }
+
+    #[test]
+    fn echo_returns_every_byte_and_foreign_clients_are_rejected() {
+        let server = Server::start(loopback(), 1).unwrap();
+        let mut s = TcpStream::connect(server.local_addr()).unwrap();
+        s.write_all(&hello::encode(Mode::Echo, 0)).unwrap();
+        let mut ack = [0u8; HELLO_LEN];
+        s.read_exact(&mut ack).unwrap();
+        let msg: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+        let writer = {
+            let mut w = s.try_clone().unwrap();
+            let msg = msg.clone();
+            std::thread::spawn(move || w.write_all(&msg).unwrap())
+        };
+        let mut back = vec![0u8; msg.len()];
+        s.read_exact(&mut back).unwrap();
+        writer.join().unwrap();
+        assert!(back == msg, "echo changed the bytes");
+
+        let mut foreign = TcpStream::connect(server.local_addr()).unwrap();
+        // Exactly hello-sized, so nothing is left unread (which would make the close a reset).
+        foreign.write_all(b"GET / HT").unwrap();
+        let mut rest = Vec::new();
+        // The server closes without answering.
+        assert_eq!(
+            foreign.read_to_end(&mut rest).map(|_| rest.len()).ok(),
+            Some(0)
+        );
+        let report = server.stop().unwrap();
+        assert_eq!(report.rejected_connections, 1);
+        assert_eq!(report.echoed_bytes, 300_000);
+    }
+}

@@ -1,0 +1,206 @@
+//! Socket setup shared by the UDP sender and receiver: buffer sizes, drop reporting, MTU.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use nix::sys::socket::{setsockopt, sockopt};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::mmsg;
+use crate::LoadError;
+
+/// What the kernel granted for a receive buffer request, for the report.
+#[derive(Debug, Clone)]
+pub struct RcvbufGrant {
+    /// Bytes the socket's receive buffer may hold, as `getsockopt(SO_RCVBUF)` reports it (the
+    /// kernel doubles the request for bookkeeping overhead and clamps plain requests to
+    /// `net.core.rmem_max`).
+    pub granted: usize,
+    pub note: String,
+}
+
+/// Receive buffer asked for when the user does not choose one: big enough that a receiver that
+/// is briefly descheduled does not drop at loopback rates (as udp_floor.c asks for 64 MB, which
+/// the kernel clamps the same way).
+pub const DEFAULT_RCVBUF: usize = 4 << 20;
+
+/// A UDP socket bound to `listen` with SO_RXQ_OVFL on, a read timeout so its thread can notice
+/// a stop request, and the receive buffer asked for.
+pub fn bind_receiver(
+    listen: SocketAddr,
+    rcvbuf: Option<usize>,
+    read_timeout: Duration,
+) -> Result<(UdpSocket, RcvbufGrant), LoadError> {
+    let socket = Socket::new(
+        Domain::for_address(listen),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )
+    .map_err(|e| LoadError::socket("socket(UDP)", e))?;
+    if listen.is_ipv6() {
+        // A v6 listener takes only v6 so that `--listen [::]:P` next to a v4 one does not clash.
+        socket
+            .set_only_v6(true)
+            .map_err(|e| LoadError::socket("setsockopt IPV6_V6ONLY", e))?;
+    }
+    let grant = set_rcvbuf(&socket, rcvbuf)?;
+    socket.bind(&listen.into()).map_err(|e| LoadError::Bind {
+        addr: listen,
+        source: e,
+    })?;
+    let socket: UdpSocket = socket.into();
+    setsockopt(&socket, sockopt::RxqOvfl, &1)
+        .map_err(|e| LoadError::socket("setsockopt SO_RXQ_OVFL", e))?;
+    socket
+        .set_read_timeout(Some(read_timeout))
+        .map_err(|e| LoadError::socket("setsockopt SO_RCVTIMEO", e))?;
+    Ok((socket, grant))
+}
+
+/// Sets the receive buffer. SO_RCVBUFFORCE (root or CAP_NET_ADMIN) is tried first because it is
+/// not clamped to `net.core.rmem_max`; without the privilege, plain SO_RCVBUF is used and the
+/// note says the request may have been clamped.
+fn set_rcvbuf(socket: &Socket, requested: Option<usize>) -> Result<RcvbufGrant, LoadError> {
+    let want = requested.unwrap_or(DEFAULT_RCVBUF);
+    let how = match setsockopt(socket, sockopt::RcvBufForce, &want) {
+        Ok(()) => "SO_RCVBUFFORCE (privileged, not clamped to net.core.rmem_max)",
+        Err(_) => {
+            socket
+                .set_recv_buffer_size(want)
+                .map_err(|e| LoadError::socket(format!("setsockopt SO_RCVBUF {want}"), e))?;
+            "SO_RCVBUF (unprivileged: clamped to net.core.rmem_max)"
+        }
+    };
+    let granted = socket
+        .recv_buffer_size()
+        .map_err(|e| LoadError::socket("getsockopt SO_RCVBUF", e))?;
+    let whose = if requested.is_some() {
+        "requested"
+    } else {
+        "default request"
+    };
+    Ok(RcvbufGrant {
+        granted,
+        note: format!(
+            "receive buffer: {whose} {want} B via {how}; kernel granted {granted} B (it doubles the request for overhead)"
+        ),
+    })
+}
+
+/// A sender socket for one flow: its own ephemeral source port, connected to `target`, never
+/// fragmenting (a datagram over the path MTU fails instead).
+pub fn connect_sender(target: SocketAddr, sndbuf: Option<usize>) -> Result<UdpSocket, LoadError> {
+    let bind: SocketAddr = if target.is_ipv6() {
+        "[::]:0".parse().expect("static address")
+    } else {
+        "0.0.0.0:0".parse().expect("static address")
+    };
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )
+    .map_err(|e| LoadError::socket("socket(UDP)", e))?;
+    if let Some(size) = sndbuf {
+        if setsockopt(&socket, sockopt::SndBufForce, &size).is_err() {
+            socket
+                .set_send_buffer_size(size)
+                .map_err(|e| LoadError::socket(format!("setsockopt SO_SNDBUF {size}"), e))?;
+        }
+    }
+    socket.bind(&bind.into()).map_err(|e| LoadError::Bind {
+        addr: bind,
+        source: e,
+    })?;
+    mmsg::forbid_fragmentation(socket.as_fd(), target.is_ipv6())
+        .map_err(|e| LoadError::socket("setsockopt IP_MTU_DISCOVER=IP_PMTUDISC_DO", e))?;
+    socket
+        .connect(&target.into())
+        .map_err(|e| LoadError::Connect {
+            addr: target,
+            source: e,
+        })?;
+    let socket: UdpSocket = socket.into();
+    // A blocked send must not hold the thread past a stop request for long.
+    socket
+        .set_write_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| LoadError::socket("setsockopt SO_SNDTIMEO", e))?;
+    Ok(socket)
+}
+
+/// Largest UDP payload that fits `mtu` without fragmentation.
+pub fn max_payload_for_mtu(mtu: usize, ipv6: bool) -> usize {
+    mtu.saturating_sub(if ipv6 { 40 } else { 20 } + 8)
+}
+
+/// Extends the socket's wrapping u32 drop counter to a u64 total.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DropCounter {
+    last_raw: u32,
+    total: u64,
+}
+
+impl DropCounter {
+    /// Folds in a fresh reading of the counter (which only grows, modulo 2^32).
+    #[inline]
+    pub fn update(&mut self, raw: u32) {
+        let delta = raw.wrapping_sub(self.last_raw);
+        // A reading older than one already seen (control messages of datagrams queued before
+        // the last reading) would look like a near-2^32 jump; it carries no news.
+        if delta < 1 << 31 {
+            self.total += u64::from(delta);
+            self.last_raw = raw;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_counter_wraps_and_ignores_stale_readings() {
+        let mut d = DropCounter::default();
+        d.update(10);
+        d.update(5);
+        assert_eq!(d.total(), 10);
+        d.update(0x8000_0000);
+        d.update(u32::MAX);
+        d.update(3);
+        assert_eq!(d.total(), u64::from(u32::MAX) + 4);
+    }
+
+    #[test]
+    fn bind_reports_grant_and_bad_address() {
+        let (s, g) = bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            Some(100_000),
+            Duration::from_millis(10),
+        )
+        .unwrap();
+        assert!(g.granted >= 100_000, "{g:?}");
+        let taken = s.local_addr().unwrap();
+        let e = bind_receiver(taken, None, Duration::from_millis(10)).unwrap_err();
+        assert!(e.is_usage(), "{e}");
+    }
+
+    #[test]
+    fn loopback_mtu_is_known_after_connect() {
+        let (rx, _) = bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            Duration::from_millis(10),
+        )
+        .unwrap();
+        let tx = connect_sender(rx.local_addr().unwrap(), None).unwrap();
+        let mtu = mmsg::path_mtu(tx.as_fd(), false).unwrap();
+        // lo has MTU 65536; IP caps a route's MTU at 65535.
+        assert!(mtu >= 65535, "{mtu}");
+        assert_eq!(max_payload_for_mtu(65535, false), 65507);
+    }
+}

@@ -1,0 +1,333 @@
+//! Request/response over loopback: closed loop, paced, loss, coordinated omission, errors.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use netceil_load::header::{Header, Kind, VERSION};
+use netceil_load::rr::{run_rr, RrConfig, RrProto};
+use netceil_model::{LatencySummary, Results};
+
+fn run(cfg: &RrConfig) -> Results {
+    run_rr(cfg, &AtomicBool::new(false), &mut |_| {}).unwrap()
+}
+
+fn assert_ordered(l: &LatencySummary) {
+    assert!(l.min > 0.0, "{l:?}");
+    assert!(
+        l.min <= l.p50 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max,
+        "{l:?}"
+    );
+    assert!(l.mean >= l.min && l.mean <= l.max, "{l:?}");
+}
+
+fn closed_loop(proto: RrProto) {
+    let cfg = RrConfig {
+        proto,
+        size: 64,
+        duration: Duration::from_millis(800),
+        ..RrConfig::default()
+    };
+    let mut progress = 0;
+    let r = run_rr(&cfg, &AtomicBool::new(false), &mut |_| progress += 1).unwrap();
+    let tps = r.transactions_per_s.unwrap();
+    assert!(tps > 500.0, "{tps} transactions/s");
+    let l = r.latency_us.as_ref().unwrap();
+    assert_ordered(l);
+    assert_eq!(l.count, r.rx_app_packets);
+    assert_eq!(
+        r.tx_packets,
+        r.rx_app_packets + r.lost_packets + r.in_flight_packets
+    );
+    assert_eq!(r.unexplained_packets, 0);
+    assert_eq!(r.lost_packets, 0);
+    assert_eq!(r.requested_pps, None);
+    assert_eq!(r.rx_app_bytes, r.rx_app_packets * 64);
+}
+
+#[test]
+fn tcp_closed_loop_gives_ordered_percentiles() {
+    closed_loop(RrProto::Tcp);
+}
+
+#[test]
+fn udp_closed_loop_gives_ordered_percentiles() {
+    closed_loop(RrProto::Udp);
+}
+
+#[test]
+fn paced_rr_achieves_the_rate() {
+    for (proto, flows) in [(RrProto::Tcp, 2), (RrProto::Udp, 1)] {
+        let cfg = RrConfig {
+            proto,
+            flows,
+            rate_tps: Some(1000.0),
+            duration: Duration::from_millis(1500),
+            ..RrConfig::default()
+        };
+        let r = run(&cfg);
+        let tps = r.transactions_per_s.unwrap();
+        assert!(
+            (tps / 1000.0 - 1.0).abs() < 0.02,
+            "{proto:?}: {tps} transactions/s"
+        );
+        assert!(!r.generator_limited, "{proto:?}");
+        assert_eq!(r.requested_pps, Some(1000.0));
+        assert!(r.generator.send_gap_error_median_us.is_some());
+        assert_ordered(r.latency_us.as_ref().unwrap());
+    }
+}
+
+/// A TCP echo speaking netceil's hello that stalls `stall` once, at request `stall_at`.
+fn stalling_tcp_echo(size: usize, stall_at: u64, stall: Duration) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        // Without it, Nagle holds each answer until the previous one is acknowledged.
+        s.set_nodelay(true).unwrap();
+        let mut hello = [0u8; 8];
+        s.read_exact(&mut hello).unwrap();
+        s.write_all(&hello).unwrap();
+        let mut req = vec![0u8; size];
+        let mut n = 0;
+        while s.read_exact(&mut req).is_ok() {
+            n += 1;
+            if n == stall_at {
+                std::thread::sleep(stall);
+            }
+            if s.write_all(&req).is_err() {
+                break;
+            }
+        }
+    });
+    addr
+}
+
+/// A UDP echo that stalls once at request `stall_at` and drops every `drop_every`-th request.
+fn udp_echo(
+    stall_at: u64,
+    stall: Duration,
+    drop_every: Option<u64>,
+) -> (SocketAddr, Arc<AtomicBool>) {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let addr = socket.local_addr().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = done.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut n = 0;
+        let mut since_drop = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let Ok((len, from)) = socket.recv_from(&mut buf) else {
+                continue;
+            };
+            let Some(h) = Header::read(&buf[..len]) else {
+                continue;
+            };
+            assert_eq!(h.kind, Kind::Request);
+            n += 1;
+            if n == stall_at {
+                std::thread::sleep(stall);
+            }
+            since_drop += 1;
+            if drop_every == Some(since_drop) {
+                since_drop = 0;
+                continue;
+            }
+            buf[2] = (VERSION << 4) | Kind::Response as u8;
+            let _ = socket.send_to(&buf[..len], from);
+        }
+    });
+    (addr, done)
+}
+
+/// 2 s at 10 ms: ~200 requests, of which those scheduled during the stall waited up to the
+/// stall's length. Were the stall counted once (one slow sample), p99 would not show it.
+fn check_stall_is_measured(r: &Results, stall_ms: f64) {
+    let l = r.latency_us.as_ref().unwrap();
+    assert!((190..=201).contains(&l.count), "{l:?}");
+    assert!(
+        l.p99 > stall_ms / 2.0 * 1e3,
+        "p99 {} µs hides the {stall_ms} ms stall",
+        l.p99
+    );
+    assert!(l.max > stall_ms * 0.95 * 1e3, "{l:?}");
+    assert!(l.p50 < 10_000.0, "{l:?}");
+}
+
+#[test]
+fn tcp_stall_is_measured_from_the_intended_send_time() {
+    let target = stalling_tcp_echo(64, 50, Duration::from_millis(200));
+    let cfg = RrConfig {
+        proto: RrProto::Tcp,
+        rate_tps: Some(100.0),
+        duration: Duration::from_secs(2),
+        target: Some(target),
+        ..RrConfig::default()
+    };
+    check_stall_is_measured(&run(&cfg), 200.0);
+}
+
+#[test]
+fn udp_stall_is_measured_from_the_intended_send_time() {
+    // Shorter than the 100 ms loss timeout, so the delayed answers count as slow, not lost.
+    let (target, done) = udp_echo(50, Duration::from_millis(80), None);
+    let cfg = RrConfig {
+        proto: RrProto::Udp,
+        rate_tps: Some(100.0),
+        duration: Duration::from_secs(2),
+        target: Some(target),
+        ..RrConfig::default()
+    };
+    let r = run(&cfg);
+    done.store(true, Ordering::Relaxed);
+    assert_eq!(r.lost_packets, 0);
+    check_stall_is_measured(&r, 80.0);
+}
+
+#[test]
+fn udp_losses_are_counted_and_never_hang() {
+    let (target, done) = udp_echo(0, Duration::ZERO, Some(10));
+    let cfg = RrConfig {
+        proto: RrProto::Udp,
+        rate_tps: Some(200.0),
+        duration: Duration::from_secs(1),
+        target: Some(target),
+        ..RrConfig::default()
+    };
+    let started = Instant::now();
+    let r = run(&cfg);
+    done.store(true, Ordering::Relaxed);
+    assert!(
+        started.elapsed() < Duration::from_millis(1600),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(r.tx_packets, 200);
+    assert_eq!(r.lost_packets, 20, "{r:?}");
+    assert_eq!(r.rx_app_packets, 180);
+    assert_eq!(r.unexplained_packets, 0);
+}
+
+#[test]
+fn closed_loop_udp_with_nobody_listening_ends_on_time() {
+    let nobody = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cfg = RrConfig {
+        proto: RrProto::Udp,
+        duration: Duration::from_millis(500),
+        target: Some(nobody),
+        ..RrConfig::default()
+    };
+    let started = Instant::now();
+    let r = run(&cfg);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(r.rx_app_packets, 0);
+    assert!(r.latency_us.is_none());
+    assert_eq!(r.transactions_per_s, Some(0.0));
+}
+
+#[test]
+fn bad_configurations_are_usage_errors_naming_the_flag() {
+    let udp = RrConfig {
+        proto: RrProto::Udp,
+        ..RrConfig::default()
+    };
+    let cases = [
+        (
+            RrConfig {
+                size: 0,
+                ..RrConfig::default()
+            },
+            "--size",
+        ),
+        (
+            RrConfig {
+                size: 70_000,
+                ..udp.clone()
+            },
+            "--size",
+        ),
+        (
+            RrConfig {
+                rate_tps: Some(0.0),
+                ..udp.clone()
+            },
+            "--rate",
+        ),
+        (
+            RrConfig {
+                rate_tps: Some(-5.0),
+                ..RrConfig::default()
+            },
+            "--rate",
+        ),
+        (
+            RrConfig {
+                flows: 0,
+                ..udp.clone()
+            },
+            "--flows",
+        ),
+        (
+            RrConfig {
+                ipv6: true,
+                target: Some("127.0.0.1:9".parse().unwrap()),
+                ..udp
+            },
+            "--ipv6",
+        ),
+    ];
+    for (cfg, flag) in cases {
+        let err = run_rr(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+        assert!(err.is_usage(), "{err:?}");
+        assert!(err.to_string().contains(flag), "{err} should name {flag}");
+    }
+}
+
+#[test]
+fn large_tcp_messages_are_split_and_reassembled() {
+    // Bigger than one write and one read: requests and responses cross many segments.
+    let size = 300_000;
+    let cfg = RrConfig {
+        proto: RrProto::Tcp,
+        size,
+        flows: 2,
+        duration: Duration::from_millis(400),
+        ..RrConfig::default()
+    };
+    let r = run(&cfg);
+    assert!(r.rx_app_packets > 10, "{r:?}");
+    assert_eq!(r.rx_app_bytes, r.rx_app_packets * size as u64);
+    assert_eq!(r.in_flight_packets, 0);
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains(&format!("{} B echoed", r.rx_app_bytes))));
+}
+
+#[test]
+fn ipv6_loopback_works_for_both_protocols() {
+    if UdpSocket::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback here");
+        return;
+    }
+    for proto in [RrProto::Tcp, RrProto::Udp] {
+        let cfg = RrConfig {
+            proto,
+            ipv6: true,
+            duration: Duration::from_millis(300),
+            ..RrConfig::default()
+        };
+        let r = run(&cfg);
+        assert!(r.rx_app_packets > 0, "{proto:?}");
+    }
+}

@@ -1,0 +1,285 @@
+//! The UDP engine end to end over loopback, sender and receiver in this process.
+//!
+//! Tests in this file run one at a time (a shared lock): a flat-out run next to a paced one
+//! would make the paced one's timing a test of the scheduler, not of the engine.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use netceil_load::udp::{run_udp, UdpConfig, UdpOutcome};
+use netceil_model::{PacingMode, Rate};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn run(cfg: &UdpConfig) -> UdpOutcome {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = AtomicBool::new(false);
+    run_udp(cfg, &stop, &mut |_| {}).expect("run_udp")
+}
+
+fn base() -> UdpConfig {
+    UdpConfig {
+        run_id: 0x1234,
+        duration: Duration::from_secs(5),
+        ..UdpConfig::default()
+    }
+}
+
+fn assert_accounted(o: &UdpOutcome) {
+    let r = &o.results;
+    assert!(o.receiver_reported);
+    assert_eq!(r.unexplained_packets, 0, "{r:#?}");
+    assert_eq!(
+        r.tx_packets,
+        r.rx_app_packets + r.kernel.socket_drops.unwrap() + r.in_flight_packets,
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn hundred_thousand_paced_packets_arrive_without_loss() {
+    let o = run(&UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(50_000.0)),
+        count: Some(100_000),
+        ..base()
+    });
+    let r = &o.results;
+    assert_eq!(r.tx_packets, 100_000);
+    assert_eq!(r.rx_app_packets, 100_000, "{r:#?}");
+    assert_eq!(r.rx_app_bytes, 100_000 * 64);
+    assert_eq!(r.lost_packets, 0);
+    assert_eq!(r.duplicate_packets, 0);
+    assert_eq!(r.kernel.socket_drops, Some(0));
+    assert_eq!(o.sent_per_flow, vec![100_000]);
+    assert_eq!(r.payload_bytes, Some(64));
+    assert_eq!(r.frame_bytes, Some(110));
+    assert_accounted(&o);
+    assert!(o.rcvbuf_granted.is_some_and(|g| g > 0));
+}
+
+#[test]
+fn overload_with_tiny_rcvbuf_loss_equals_socket_drops() {
+    let o = run(&UdpConfig {
+        rcvbuf: Some(4096),
+        duration: Duration::from_millis(1500),
+        flows: 2,
+        threads: 2,
+        ..base()
+    });
+    let r = &o.results;
+    assert!(
+        r.lost_packets > 0,
+        "a 4 KiB buffer at full rate must overflow: {r:#?}"
+    );
+    assert_eq!(Some(r.lost_packets), r.kernel.socket_drops, "{r:#?}");
+    assert_accounted(&o);
+    assert!(o.rcvbuf_granted.unwrap() < 64 * 1024);
+}
+
+#[test]
+fn count_stops_exactly_at_count() {
+    for (flows, threads, count, rate) in [
+        (1, 1, 12_345u64, None),
+        (4, 2, 40_001, None),
+        (3, 3, 1_000, Some(Rate::PacketsPerSecond(10_000.0))),
+    ] {
+        let o = run(&UdpConfig {
+            count: Some(count),
+            flows,
+            threads,
+            rate,
+            ..base()
+        });
+        let r = &o.results;
+        assert_eq!(r.tx_packets, count, "flows {flows} threads {threads}");
+        assert_eq!(o.sent_per_flow.iter().sum::<u64>(), count);
+        assert_eq!(o.sent_per_flow.len(), flows as usize);
+        assert!(
+            o.sent_per_flow.iter().all(|&s| s > 0),
+            "{:?}",
+            o.sent_per_flow
+        );
+        assert_accounted(&o);
+        assert!(
+            r.notes.iter().any(|n| n.contains("--count")),
+            "{:?}",
+            r.notes
+        );
+    }
+}
+
+#[test]
+fn paced_20kpps_for_one_second_is_within_two_percent() {
+    let o = run(&UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(20_000.0)),
+        duration: Duration::from_secs(1),
+        ..base()
+    });
+    let r = &o.results;
+    let ratio = r.tx_pps / 20_000.0;
+    assert!((0.98..=1.02).contains(&ratio), "achieved {} pps", r.tx_pps);
+    assert!(
+        (19_600..=20_400).contains(&r.tx_packets),
+        "{}",
+        r.tx_packets
+    );
+    assert!((0.98..=1.02).contains(&r.generator.achieved_ratio.unwrap()));
+    assert!(!r.generator_limited);
+    assert_eq!(r.requested_pps, Some(20_000.0));
+    assert!(r.generator.send_gap_error_median_us.is_some());
+    assert_eq!(r.generator.spin_cpu_s, 0.0, "sleep pacing never spins");
+    assert_accounted(&o);
+}
+
+#[test]
+fn bursts_and_threads_share_the_rate() {
+    // 20 kpps in bursts of 10 (2000 bursts/s), dealt out to 2 threads over 4 flows.
+    let o = run(&UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(20_000.0)),
+        burst: 10,
+        flows: 4,
+        threads: 2,
+        duration: Duration::from_secs(1),
+        ..base()
+    });
+    let r = &o.results;
+    assert!(
+        (19_600..=20_400).contains(&r.tx_packets),
+        "{}",
+        r.tx_packets
+    );
+    // Each thread sends whole bursts to one flow at a time, round robin over its two flows.
+    for &sent in &o.sent_per_flow {
+        assert!((4_800..=5_200).contains(&sent), "{:?}", o.sent_per_flow);
+        assert_eq!(sent % 10, 0, "{:?}", o.sent_per_flow);
+    }
+    assert!(!r.generator_limited);
+    assert_accounted(&o);
+}
+
+#[test]
+fn bit_rate_is_converted_to_packets() {
+    // 1 Mbit/s of 125-byte payloads is 1000 pps.
+    let o = run(&UdpConfig {
+        payload_bytes: 125,
+        rate: Some(Rate::BitsPerSecond(1e6)),
+        duration: Duration::from_millis(500),
+        ..base()
+    });
+    assert_eq!(o.results.requested_pps, Some(1000.0));
+    assert!(
+        (490..=510).contains(&o.results.tx_packets),
+        "{}",
+        o.results.tx_packets
+    );
+}
+
+#[test]
+fn spin_pacing_reports_spin_cpu() {
+    let o = run(&UdpConfig {
+        interval_ns: Some(20_000.0),
+        pacing: PacingMode::Spin,
+        duration: Duration::from_millis(300),
+        ..base()
+    });
+    let g = &o.results.generator;
+    assert_eq!(g.pacing, Some(PacingMode::Spin));
+    assert!(g.spin_cpu_s > 0.05, "{g:#?}");
+    assert!(g.work_cpu_s > 0.0);
+    assert!((g.cpu_s - g.spin_cpu_s - g.work_cpu_s).abs() < 1e-9);
+    assert!(g.send_gap_error_median_us.unwrap() < 20.0, "{g:#?}");
+    assert_eq!(o.results.requested_pps, Some(50_000.0));
+    assert_accounted(&o);
+}
+
+#[test]
+fn unpaced_run_is_not_called_generator_limited() {
+    let o = run(&UdpConfig {
+        duration: Duration::from_millis(300),
+        ..base()
+    });
+    let r = &o.results;
+    assert!(r.tx_packets > 1000);
+    assert_eq!(r.requested_pps, None);
+    assert!(!r.generator_limited);
+    assert_eq!(r.generator.achieved_ratio, None);
+    assert_eq!(r.generator.send_gap_error_median_us, None);
+    assert_eq!(r.generator.pacing, Some(PacingMode::None));
+    assert!(r.generator.cpu_s > 0.0);
+    assert_accounted(&o);
+}
+
+#[test]
+fn impossible_rate_is_reported_as_generator_limited() {
+    // 50 Mpps of 64 B over loopback is far beyond any one thread.
+    let o = run(&UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(50e6)),
+        duration: Duration::from_millis(300),
+        ..base()
+    });
+    let r = &o.results;
+    assert!(r.generator_limited, "{r:#?}");
+    assert!(r.generator.achieved_ratio.unwrap() < 0.99);
+    assert!(r.generator.late_sends > 0);
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("GENERATOR WAS THE LIMIT")));
+}
+
+#[test]
+fn ipv6_loopback_works() {
+    let o = run(&UdpConfig {
+        ipv6: true,
+        count: Some(5_000),
+        payload_bytes: 1200,
+        ..base()
+    });
+    assert_eq!(o.results.rx_app_packets + o.results.lost_packets, 5_000);
+    assert_eq!(o.results.frame_bytes, Some(1200 + 66));
+    assert_accounted(&o);
+}
+
+#[test]
+fn stop_is_honoured_quickly_and_results_are_kept() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = AtomicBool::new(false);
+    let cfg = UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(1_000.0)),
+        duration: Duration::from_secs(30),
+        ..base()
+    };
+    let started = Instant::now();
+    let o = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::Relaxed);
+        });
+        run_udp(&cfg, &stop, &mut |_| {}).unwrap()
+    });
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(800), "took {took:?}");
+    let r = &o.results;
+    assert!((200..=400).contains(&r.tx_packets), "{}", r.tx_packets);
+    assert!(r.notes.iter().any(|n| n.contains("interrupted")));
+    assert_accounted(&o);
+}
+
+#[test]
+fn progress_is_reported_about_once_a_second() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = AtomicBool::new(false);
+    let mut seen = Vec::new();
+    let cfg = UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(5_000.0)),
+        duration: Duration::from_millis(2_300),
+        ..base()
+    };
+    run_udp(&cfg, &stop, &mut |p| seen.push(p.clone())).unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].tx_packets > 3_000 && seen[1].tx_packets > seen[0].tx_packets);
+    assert!(seen[1].rx_packets > 0 && seen[1].rx_packets <= seen[1].tx_packets);
+    assert_eq!(seen[1].tx_bytes, seen[1].tx_packets * 64);
+    assert!((seen[1].elapsed_s - 2.0).abs() < 0.2, "{seen:?}");
+}

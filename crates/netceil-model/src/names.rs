@@ -1,0 +1,247 @@
+//! The names of the metrics netceil records, with their units and labels.
+//!
+//! The sampler writes these names, and the importers and the analyzer read them, so a metric
+//! means the same thing whichever way it entered a [`Series`](crate::Series). Names are
+//! snake_case and end in their unit (`_pct`, `_per_s`, `_bits_per_s`, `_pps`); gauges that are
+//! plain counts carry no suffix. [`ALL`] lists every name with its [`Unit`], and [`unit_of`]
+//! looks one up.
+//!
+//! Labels: a metric without labels is the machine-wide figure (for CPU percentages, the average
+//! over all CPUs, 0–100); the same name with a label is one part of it (`cpu=3`, `iface=eth0`).
+
+use crate::Unit;
+
+/// Label key: a CPU number, as the kernel counts CPUs (`cpu=0`).
+pub const LABEL_CPU: &str = "cpu";
+/// Label key: a network interface name (`iface=eth0`).
+pub const LABEL_IFACE: &str = "iface";
+/// Label key: a device that could not be tied to an interface, e.g. a PCI address.
+pub const LABEL_DEVICE: &str = "device";
+/// Label key: an interrupt number from /proc/interrupts (`irq=38`).
+pub const LABEL_IRQ: &str = "irq";
+/// Label key: a NIC queue number (`queue=3`).
+pub const LABEL_QUEUE: &str = "queue";
+/// Label key: a NIC queue's direction: `rx`, `tx` or `rxtx` (a combined queue pair).
+pub const LABEL_DIR: &str = "dir";
+/// Label key: a process id.
+pub const LABEL_PID: &str = "pid";
+/// Label key: a thread id.
+pub const LABEL_TID: &str = "tid";
+/// Label key: a thread's command name (`comm`), as the kernel reports it.
+pub const LABEL_COMM: &str = "comm";
+
+macro_rules! metric_names {
+    ($( $(#[doc = $doc:expr])* $ident:ident = $name:literal, $unit:ident; )*) => {
+        $( $(#[doc = $doc])* pub const $ident: &str = $name; )*
+
+        /// Every metric name defined here, with its unit.
+        pub const ALL: &[(&str, Unit)] = &[ $( ($name, Unit::$unit) ),* ];
+    };
+}
+
+metric_names! {
+    // CPU time shares, from /proc/stat. Unlabeled: average over all CPUs; `cpu=N`: one CPU.
+    /// Time in user mode (without nice), % of the CPU(s). Labels: none or `cpu`.
+    CPU_USER_PCT = "cpu_user_pct", Percent;
+    /// Time in user mode at positive nice, %. Labels: none or `cpu`.
+    CPU_NICE_PCT = "cpu_nice_pct", Percent;
+    /// Time in kernel mode outside interrupt handlers, %. Labels: none or `cpu`.
+    CPU_SYSTEM_PCT = "cpu_system_pct", Percent;
+    /// Time in hard interrupt handlers, %. Labels: none or `cpu`.
+    CPU_IRQ_PCT = "cpu_irq_pct", Percent;
+    /// Time in softirqs (network receive and transmit processing among them), %. Labels: none or `cpu`.
+    CPU_SOFTIRQ_PCT = "cpu_softirq_pct", Percent;
+    /// Idle time, %. Labels: none or `cpu`.
+    CPU_IDLE_PCT = "cpu_idle_pct", Percent;
+    /// Idle time with I/O outstanding, %; the kernel calls this figure unreliable. Labels: none or `cpu`.
+    CPU_IOWAIT_PCT = "cpu_iowait_pct", Percent;
+    /// Time the hypervisor ran something else while this virtual CPU wanted to run, %. Labels: none or `cpu`.
+    CPU_STEAL_PCT = "cpu_steal_pct", Percent;
+    /// Everything but idle and iowait, %. Labels: none or `cpu`.
+    CPU_BUSY_PCT = "cpu_busy_pct", Percent;
+
+    // Whole-machine counters, from /proc/stat.
+    /// Hardware interrupts per second, all CPUs (/proc/stat `intr`).
+    INTR_PER_S = "intr_per_s", PerSecond;
+    /// Context switches per second, all CPUs (/proc/stat `ctxt`).
+    CS_PER_S = "cs_per_s", PerSecond;
+    /// Processes and threads created per second (/proc/stat `processes`).
+    FORKS_PER_S = "forks_per_s", PerSecond;
+    /// Runnable tasks at the sample time (a gauge, not a rate).
+    PROCS_RUNNING = "procs_running", Count;
+    /// Tasks blocked on I/O at the sample time (a gauge).
+    PROCS_BLOCKED = "procs_blocked", Count;
+
+    // Softirqs, from /proc/softirqs. Unlabeled: sum over CPUs; `cpu=N`: one CPU.
+    /// NET_RX softirqs raised per second. Labels: none or `cpu`.
+    SOFTIRQ_NET_RX_PER_S = "softirq_net_rx_per_s", PerSecond;
+    /// NET_TX softirqs raised per second. Labels: none or `cpu`.
+    SOFTIRQ_NET_TX_PER_S = "softirq_net_tx_per_s", PerSecond;
+
+    // NIC interrupts, from /proc/interrupts.
+    /// Interrupts per second of one NIC queue interrupt, all CPUs. Labels: `irq`, `iface` (or
+    /// `device` when no interface could be matched), `queue` when known, and `dir`.
+    IRQ_PER_S = "irq_per_s", PerSecond;
+    /// NIC queue interrupts per second. Labels: none (all CPUs) or `cpu`: where they land.
+    NIC_IRQ_PER_S = "nic_irq_per_s", PerSecond;
+
+    // Interfaces, from /proc/net/dev and /sys/class/net/IF/statistics. Label: `iface`.
+    /// Received bits per second (bytes × 8, as counted by the driver). Label: `iface`.
+    IFACE_RX_BITS_PER_S = "iface_rx_bits_per_s", BitsPerSecond;
+    /// Transmitted bits per second. Label: `iface`.
+    IFACE_TX_BITS_PER_S = "iface_tx_bits_per_s", BitsPerSecond;
+    /// Received packets per second. Label: `iface`.
+    IFACE_RX_PPS = "iface_rx_pps", PacketsPerSecond;
+    /// Transmitted packets per second. Label: `iface`.
+    IFACE_TX_PPS = "iface_tx_pps", PacketsPerSecond;
+    /// Received packets dropped per second (/proc/net/dev `drop`). Label: `iface`.
+    IFACE_RX_DROPPED_PER_S = "iface_rx_dropped_per_s", PerSecond;
+    /// Transmit packets dropped per second. Label: `iface`.
+    IFACE_TX_DROPPED_PER_S = "iface_tx_dropped_per_s", PerSecond;
+    /// Receive errors per second. Label: `iface`.
+    IFACE_RX_ERRORS_PER_S = "iface_rx_errors_per_s", PerSecond;
+    /// Transmit errors per second. Label: `iface`.
+    IFACE_TX_ERRORS_PER_S = "iface_tx_errors_per_s", PerSecond;
+    /// Packets the NIC missed for lack of host buffers, per second (`rx_missed_errors`). Label: `iface`.
+    IFACE_RX_MISSED_PER_S = "iface_rx_missed_per_s", PerSecond;
+
+    // Per-CPU backlog processing, from /proc/net/softnet_stat. Unlabeled: sum; `cpu=N`: one CPU.
+    /// Packets taken off the backlog and processed per second. Labels: none or `cpu`.
+    SOFTNET_PROCESSED_PER_S = "softnet_processed_per_s", PerSecond;
+    /// Packets dropped per second because the backlog was full (netdev_max_backlog). Labels: none or `cpu`.
+    SOFTNET_DROPPED_PER_S = "softnet_dropped_per_s", PerSecond;
+    /// Times per second the receive softirq ran out of budget or time with work left. Labels: none or `cpu`.
+    SOFTNET_TIME_SQUEEZE_PER_S = "softnet_time_squeeze_per_s", PerSecond;
+    /// RPS inter-processor interrupts received per second. Labels: none or `cpu`.
+    SOFTNET_RECEIVED_RPS_PER_S = "softnet_received_rps_per_s", PerSecond;
+    /// Packets dropped per second by flow limiting. Labels: none or `cpu`.
+    SOFTNET_FLOW_LIMIT_PER_S = "softnet_flow_limit_per_s", PerSecond;
+    /// Packets waiting in the backlog at the sample time (a gauge; kernels ≥ 5.10). Labels: none or `cpu`.
+    SOFTNET_BACKLOG_LEN = "softnet_backlog_len", Count;
+
+    // TCP, from /proc/net/snmp (Tcp) and /proc/net/netstat (TcpExt). Machine-wide.
+    /// TCP segments received per second.
+    TCP_IN_SEGS_PER_S = "tcp_in_segs_per_s", PerSecond;
+    /// TCP segments sent per second, retransmissions excluded.
+    TCP_OUT_SEGS_PER_S = "tcp_out_segs_per_s", PerSecond;
+    /// TCP segments retransmitted per second (Tcp RetransSegs).
+    TCP_RETRANS_SEGS_PER_S = "tcp_retrans_segs_per_s", PerSecond;
+    /// Retransmissions that were lost again, per second (TCPLostRetransmit).
+    TCP_LOST_RETRANSMIT_PER_S = "tcp_lost_retransmit_per_s", PerSecond;
+    /// Fast retransmits per second (TCPFastRetrans).
+    TCP_FAST_RETRANS_PER_S = "tcp_fast_retrans_per_s", PerSecond;
+    /// Retransmission timeouts per second (TCPTimeouts).
+    TCP_TIMEOUTS_PER_S = "tcp_timeouts_per_s", PerSecond;
+    /// Duplicate SACKs received per second (TCPDSACKRecv): the peer got a segment twice.
+    TCP_DSACK_RECV_PER_S = "tcp_dsack_recv_per_s", PerSecond;
+    /// Duplicate SACKs sent per second (TCPDSACKOldSent + TCPDSACKOfoSent).
+    TCP_DSACK_SENT_PER_S = "tcp_dsack_sent_per_s", PerSecond;
+    /// Reordering detected through SACK, per second (TCPSACKReorder).
+    TCP_SACK_REORDER_PER_S = "tcp_sack_reorder_per_s", PerSecond;
+    /// Delayed ACKs sent per second (DelayedACKs).
+    TCP_DELAYED_ACKS_PER_S = "tcp_delayed_acks_per_s", PerSecond;
+    /// Segments dropped per second because a socket's backlog was full (TCPBacklogDrop).
+    TCP_BACKLOG_DROP_PER_S = "tcp_backlog_drop_per_s", PerSecond;
+    /// Connection requests dropped at a listener per second (ListenDrops).
+    TCP_LISTEN_DROPS_PER_S = "tcp_listen_drops_per_s", PerSecond;
+
+    // UDP and IP, from /proc/net/snmp. Machine-wide.
+    /// UDP datagrams delivered to sockets per second.
+    UDP_IN_DATAGRAMS_PER_S = "udp_in_datagrams_per_s", PerSecond;
+    /// UDP datagrams sent per second.
+    UDP_OUT_DATAGRAMS_PER_S = "udp_out_datagrams_per_s", PerSecond;
+    /// UDP datagrams per second that arrived at a port nobody listened on.
+    UDP_NO_PORTS_PER_S = "udp_no_ports_per_s", PerSecond;
+    /// UDP datagrams per second that could not be delivered (RcvbufErrors included).
+    UDP_IN_ERRORS_PER_S = "udp_in_errors_per_s", PerSecond;
+    /// UDP datagrams dropped per second because a socket receive buffer was full.
+    UDP_RCVBUF_ERRORS_PER_S = "udp_rcvbuf_errors_per_s", PerSecond;
+    /// UDP sends failed per second for lack of send buffer.
+    UDP_SNDBUF_ERRORS_PER_S = "udp_sndbuf_errors_per_s", PerSecond;
+    /// IP datagrams received per second (before any checks).
+    IP_IN_RECEIVES_PER_S = "ip_in_receives_per_s", PerSecond;
+    /// IP datagrams discarded per second without an error in them (e.g. for lack of buffers).
+    IP_IN_DISCARDS_PER_S = "ip_in_discards_per_s", PerSecond;
+
+    // Pressure stall information, from /proc/pressure/*: share of wall time, from `total` deltas.
+    /// Share of time some runnable task waited for a CPU, %.
+    PSI_CPU_SOME_PCT = "psi_cpu_some_pct", Percent;
+    /// Share of time all non-idle tasks waited for a CPU, % (kernels ≥ 5.13).
+    PSI_CPU_FULL_PCT = "psi_cpu_full_pct", Percent;
+    /// Share of time some task waited for I/O, %.
+    PSI_IO_SOME_PCT = "psi_io_some_pct", Percent;
+    /// Share of time all non-idle tasks waited for I/O, %.
+    PSI_IO_FULL_PCT = "psi_io_full_pct", Percent;
+    /// Share of time some task waited for memory, %.
+    PSI_MEMORY_SOME_PCT = "psi_memory_some_pct", Percent;
+    /// Share of time all non-idle tasks waited for memory, %.
+    PSI_MEMORY_FULL_PCT = "psi_memory_full_pct", Percent;
+
+    // Threads of watched processes, from /proc/PID/task/TID/{stat,status}.
+    /// CPU time of one thread, % of one core (user + system). Labels: `pid`, `tid`, `comm`.
+    THREAD_CPU_PCT = "thread_cpu_pct", Percent;
+    /// User-mode CPU time of one thread, % of one core. Labels: `pid`, `tid`, `comm`.
+    THREAD_USER_PCT = "thread_user_pct", Percent;
+    /// Kernel-mode CPU time of one thread, % of one core. Labels: `pid`, `tid`, `comm`.
+    THREAD_SYSTEM_PCT = "thread_system_pct", Percent;
+    /// Voluntary context switches per second (the thread blocked). Labels: `pid`, `tid`, `comm`.
+    THREAD_VOLUNTARY_CS_PER_S = "thread_voluntary_cs_per_s", PerSecond;
+    /// Involuntary context switches per second (the thread was preempted). Labels: `pid`, `tid`, `comm`.
+    THREAD_NONVOLUNTARY_CS_PER_S = "thread_nonvoluntary_cs_per_s", PerSecond;
+    /// The CPU the thread last ran on, at the sample time (a gauge). Labels: `pid`, `tid`, `comm`.
+    THREAD_LAST_CPU = "thread_last_cpu", Count;
+
+    // The observer's own cost.
+    /// CPU time of netceil's sampler thread, % of one core.
+    SAMPLER_CPU_PCT = "sampler_cpu_pct", Percent;
+
+    // The workload's own figures per interval (live runs), as its sender and receiver counted.
+    /// Packets the generator sent per second.
+    LOAD_TX_PPS = "load_tx_pps", PacketsPerSecond;
+    /// Packets the application receiver read per second.
+    LOAD_RX_PPS = "load_rx_pps", PacketsPerSecond;
+    /// Payload bits the generator sent per second.
+    LOAD_TX_BITS_PER_S = "load_tx_bits_per_s", BitsPerSecond;
+    /// Payload bits the application receiver read per second.
+    LOAD_RX_BITS_PER_S = "load_rx_bits_per_s", BitsPerSecond;
+    /// Packets found lost by sequence number per second.
+    LOAD_LOST_PER_S = "load_lost_per_s", PerSecond;
+    /// Request/response transactions completed per second.
+    LOAD_TRANSACTIONS_PER_S = "load_transactions_per_s", PerSecond;
+    /// Mean request/response latency over the interval, µs from the intended send time.
+    LOAD_MEAN_LATENCY_US = "load_mean_latency_us", Microseconds;
+}
+
+/// The unit of a metric name defined here, or `None` for a name this module does not know.
+pub fn unit_of(name: &str) -> Option<Unit> {
+    ALL.iter().find(|(n, _)| *n == name).map(|&(_, u)| u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_snake_case_and_unit_suffixed() {
+        let mut seen = std::collections::BTreeSet::new();
+        for &(name, unit) in ALL {
+            assert!(seen.insert(name), "duplicate metric name {name}");
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{name} is not snake_case"
+            );
+            let suffix_ok = match unit {
+                Unit::Percent => name.ends_with("_pct"),
+                Unit::BitsPerSecond => name.ends_with("_bits_per_s"),
+                Unit::PacketsPerSecond => name.ends_with("_pps"),
+                Unit::PerSecond => name.ends_with("_per_s"),
+                Unit::Count => !name.ends_with("_per_s") && !name.ends_with("_pct"),
+                _ => true,
+            };
+            assert!(suffix_ok, "{name} does not end in the suffix of {unit:?}");
+        }
+        assert_eq!(unit_of(CPU_BUSY_PCT), Some(Unit::Percent));
+        assert_eq!(unit_of("no_such_metric"), None);
+    }
+}

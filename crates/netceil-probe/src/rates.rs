@@ -1,0 +1,1056 @@
+//! Two snapshots in, one row of rates out.
+//!
+//! Rates are counter deltas divided by the *measured* time between the snapshots (their
+//! timestamps), never by the nominal interval, so a late sample gives a longer interval and
+//! the same rate. CPU shares are tick deltas over the CPU's total tick delta, as mpstat does.
+//! Slow-tier metrics (see [`crate::sampler`]) appear only in rows where that tier was read
+//! again, as rates over the time between its own two readings.
+//!
+//! # When a counter goes backwards
+//!
+//! A decrease is never turned into a huge rate. [`counter_delta`] decides:
+//! - a counter the kernel keeps in 32 bits and never resets ([`CounterWidth::U32`]: softirqs,
+//!   softnet_stat) wrapped: the delta is `2^32 − prev + cur`, accepted when below 2^31;
+//! - any other counter ([`CounterWidth::Native`]) is read as one 32-bit wrap only when `prev`
+//!   was within 2^28 of 2^32 and `cur` is below 2^28 (32-bit kernels, and drivers that keep
+//!   32-bit hardware counters);
+//! - every other decrease is a reset (interface re-created, driver reloaded, IRQ re-requested):
+//!   the metric has no value for that interval, and the reason is recorded.
+//!
+//! `iowait` is the one exception the kernel documents: it may decrease. A decrease makes only
+//! `cpu_iowait_pct` missing for the interval; the other shares use an iowait delta of 0.
+//!
+//! # Things that appear and vanish
+//!
+//! A CPU, interface, IRQ or thread that is in the current snapshot but not the previous one
+//! gets values from the next interval on. One that vanished gets a missing value with the
+//! reason. A source that could not be read makes its metrics missing, with the read error as
+//! the reason; nothing is ever recorded as 0 for lack of a reading.
+
+use std::collections::BTreeMap;
+
+use netceil_model::names::*;
+use netceil_model::{MetricId, Unit};
+
+use crate::parse::proc_stat::CpuTimes;
+use crate::parse::snmp::{Counter, KnownCounters};
+use crate::sampler::{NicIrq, SlowSnapshot, Snapshot};
+use crate::SourceError;
+
+/// How a kernel counter is stored, which decides how a decrease is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterWidth {
+    /// A 32-bit counter that only wraps (softirqs, softnet_stat).
+    U32,
+    /// `unsigned long` or u64: 32 bits on 32-bit kernels; may also be reset.
+    Native,
+}
+
+const TWO_32: u64 = 1 << 32;
+const NEAR_32: u64 = 1 << 28;
+
+/// The increase of a counter from `prev` to `cur`, or `None` when it went backwards in a way
+/// that is not a wrap (see the module docs for the rule).
+pub fn counter_delta(prev: u64, cur: u64, width: CounterWidth) -> Option<u64> {
+    if cur >= prev {
+        return Some(cur - prev);
+    }
+    if prev >= TWO_32 {
+        return None;
+    }
+    let wrapped = TWO_32 - prev + cur;
+    match width {
+        CounterWidth::U32 => (cur < TWO_32 && wrapped < (1 << 31)).then_some(wrapped),
+        CounterWidth::Native => (TWO_32 - prev <= NEAR_32 && cur < NEAR_32).then_some(wrapped),
+    }
+}
+
+/// The reason recorded when a counter went backwards.
+pub const RESET_REASON: &str =
+    "counter went backwards (reset, or a wrap that cannot be told from one); no value for this interval";
+
+/// The metrics of the slow tier of sources (see [`crate::sampler`]): at short intervals they
+/// have values only in the rows where that tier was read.
+pub const SLOW_TIER_METRICS: &[&str] = &[
+    IRQ_PER_S,
+    NIC_IRQ_PER_S,
+    IFACE_RX_MISSED_PER_S,
+    IP_IN_RECEIVES_PER_S,
+    IP_IN_DISCARDS_PER_S,
+    TCP_IN_SEGS_PER_S,
+    TCP_OUT_SEGS_PER_S,
+    TCP_RETRANS_SEGS_PER_S,
+    UDP_IN_DATAGRAMS_PER_S,
+    UDP_OUT_DATAGRAMS_PER_S,
+    UDP_NO_PORTS_PER_S,
+    UDP_IN_ERRORS_PER_S,
+    UDP_RCVBUF_ERRORS_PER_S,
+    UDP_SNDBUF_ERRORS_PER_S,
+    TCP_LOST_RETRANSMIT_PER_S,
+    TCP_FAST_RETRANS_PER_S,
+    TCP_TIMEOUTS_PER_S,
+    TCP_DSACK_RECV_PER_S,
+    TCP_DSACK_SENT_PER_S,
+    TCP_SACK_REORDER_PER_S,
+    TCP_DELAYED_ACKS_PER_S,
+    TCP_BACKLOG_DROP_PER_S,
+    TCP_LISTEN_DROPS_PER_S,
+    PSI_CPU_SOME_PCT,
+    PSI_CPU_FULL_PCT,
+    PSI_IO_SOME_PCT,
+    PSI_IO_FULL_PCT,
+    PSI_MEMORY_SOME_PCT,
+    PSI_MEMORY_FULL_PCT,
+    THREAD_CPU_PCT,
+    THREAD_USER_PCT,
+    THREAD_SYSTEM_PCT,
+    THREAD_VOLUNTARY_CS_PER_S,
+    THREAD_NONVOLUNTARY_CS_PER_S,
+    THREAD_LAST_CPU,
+];
+
+/// The reason a [`crate::Recorder`] notes, once, for slow-tier metrics in rows without them.
+pub const SLOW_TIER_REASON: &str = "slow-tier source, read at most every slow_interval (100 ms by default): values only in the rows where it was read";
+
+/// One metric value of a row.
+pub type Value = (MetricId, Unit, f64);
+
+/// The rates of one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Row {
+    /// The end of the interval. From [`rates`], on the source's clock; from a
+    /// [`crate::Recorder`], seconds since its first sample.
+    pub t_s: f64,
+    /// The measured length of the interval, seconds.
+    pub elapsed_s: f64,
+    pub values: Vec<Value>,
+    /// `(metric, reason)` for values that could not be given: a metric name, or a metric
+    /// with labels as [`MetricId`]'s `Display` writes it.
+    pub missing: Vec<(String, String)>,
+}
+
+impl Row {
+    /// The value of a metric, if the row has it.
+    pub fn get(&self, id: &MetricId) -> Option<f64> {
+        self.values.iter().find(|(m, _, _)| m == id).map(|v| v.2)
+    }
+
+    /// The value of the unlabeled metric `name`.
+    pub fn total(&self, name: &str) -> Option<f64> {
+        self.values
+            .iter()
+            .find(|(m, _, _)| m.name == name && m.labels.is_empty())
+            .map(|v| v.2)
+    }
+
+    /// Every value with this name, whatever its labels.
+    pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.values.iter().filter(move |(m, _, _)| m.name == name)
+    }
+
+    /// The reason recorded for a metric (name, or name with labels), if any.
+    pub fn missing_reason(&self, metric: &str) -> Option<&str> {
+        self.missing
+            .iter()
+            .find(|(m, _)| m == metric)
+            .map(|(_, r)| r.as_str())
+    }
+}
+
+struct Builder {
+    row: Row,
+    elapsed: f64,
+}
+
+impl Builder {
+    fn value(&mut self, id: MetricId, unit: Unit, v: f64) {
+        self.row.values.push((id, unit, v));
+    }
+
+    fn missing(&mut self, metric: impl ToString, reason: impl Into<String>) {
+        self.row.missing.push((metric.to_string(), reason.into()));
+    }
+
+    fn missing_all(&mut self, names: &[&str], reason: &SourceError) {
+        let reason = reason.to_string();
+        for n in names {
+            self.missing(n, reason.clone());
+        }
+    }
+
+    /// A per-second rate from a counter pair, or a missing value with the reason.
+    fn rate(&mut self, id: MetricId, unit: Unit, prev: u64, cur: u64, w: CounterWidth, k: f64) {
+        match counter_delta(prev, cur, w) {
+            Some(d) => {
+                let v = d as f64 * k / self.elapsed;
+                self.value(id, unit, v);
+            }
+            None => self.missing(&id, RESET_REASON),
+        }
+    }
+}
+
+fn labeled(name: &str, key: &str, value: impl ToString) -> MetricId {
+    MetricId::new(name).with(key, value.to_string())
+}
+
+/// Turns two snapshots into the rates of the interval between them.
+pub fn rates(prev: &Snapshot, cur: &Snapshot) -> Row {
+    let elapsed = cur.t.as_secs_f64() - prev.t.as_secs_f64();
+    // Room for every value at once: growing a vector of ~70-byte entries several times per
+    // row is a measurable part of a 10 ms sample.
+    let cpus = cur.stat.as_ref().map_or(0, |s| s.cpus.len() + 1);
+    let ifaces = cur.net_dev.as_ref().map_or(0, |d| d.ifaces.len());
+    let irqs = cur.slow.nic_irqs.len();
+    let threads = cur.slow.threads.len();
+    let capacity = 16 * cpus + 10 * ifaces + irqs + 6 * threads + 48;
+    let mut b = Builder {
+        row: Row {
+            t_s: cur.t.as_secs_f64(),
+            elapsed_s: elapsed,
+            values: Vec::with_capacity(capacity),
+            missing: Vec::new(),
+        },
+        elapsed,
+    };
+    if elapsed <= 0.0 {
+        b.missing("*", "no time elapsed between the two samples");
+        return b.row;
+    }
+    proc_stat_rates(&mut b, prev, cur);
+    softirq_rates(&mut b, prev, cur);
+    iface_rates(&mut b, prev, cur);
+    softnet_rates(&mut b, prev, cur);
+    // The slow tier: only when it was read again, over the time between its two readings.
+    let (ps, cs) = (&*prev.slow, &*cur.slow);
+    let slow_elapsed = cs.t.as_secs_f64() - ps.t.as_secs_f64();
+    if cs.seq != ps.seq && slow_elapsed > 0.0 {
+        b.elapsed = slow_elapsed;
+        irq_rates(&mut b, ps, cs);
+        rx_missed_rates(&mut b, ps, cs, cur);
+        protocol_rates(&mut b, ps, cs);
+        pressure_rates(&mut b, ps, cs);
+        thread_rates(&mut b, ps, cs, cur.ticks_per_s);
+        b.elapsed = elapsed;
+    }
+    if let (Some(p), Some(c)) = (prev.sampler_cpu, cur.sampler_cpu) {
+        let used = c.saturating_sub(p).as_secs_f64();
+        b.value(
+            MetricId::new(SAMPLER_CPU_PCT),
+            Unit::Percent,
+            100.0 * used / elapsed,
+        );
+    } else {
+        b.missing(SAMPLER_CPU_PCT, "no thread CPU clock on this platform");
+    }
+    b.row
+}
+
+const CPU_NAMES: [&str; 9] = [
+    CPU_USER_PCT,
+    CPU_NICE_PCT,
+    CPU_SYSTEM_PCT,
+    CPU_IRQ_PCT,
+    CPU_SOFTIRQ_PCT,
+    CPU_IDLE_PCT,
+    CPU_IOWAIT_PCT,
+    CPU_STEAL_PCT,
+    CPU_BUSY_PCT,
+];
+
+fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
+    let c = match &cur.stat {
+        Ok(c) => c,
+        Err(e) => {
+            b.missing_all(&CPU_NAMES, e);
+            b.missing_all(
+                &[
+                    INTR_PER_S,
+                    CS_PER_S,
+                    FORKS_PER_S,
+                    PROCS_RUNNING,
+                    PROCS_BLOCKED,
+                ],
+                e,
+            );
+            return;
+        }
+    };
+    let gauges = [
+        (PROCS_RUNNING, c.procs_running),
+        (PROCS_BLOCKED, c.procs_blocked),
+    ];
+    for (name, v) in gauges {
+        match v {
+            Some(v) => b.value(MetricId::new(name), Unit::Count, v as f64),
+            None => b.missing(name, "not in this kernel's /proc/stat"),
+        }
+    }
+    let Ok(p) = &prev.stat else { return };
+    cpu_shares(b, None, &p.total, &c.total);
+    for line in &c.cpus {
+        // A CPU new in this snapshot starts at the next interval.
+        if let Some(pt) = p.cpu(line.cpu) {
+            cpu_shares(b, Some(line.cpu), pt, &line.times);
+        }
+    }
+    for line in &p.cpus {
+        if c.cpu(line.cpu).is_none() {
+            for name in CPU_NAMES {
+                b.missing(
+                    labeled(name, LABEL_CPU, line.cpu),
+                    format!("cpu{} went offline", line.cpu),
+                );
+            }
+        }
+    }
+    let counters = [
+        (INTR_PER_S, p.intr_total, c.intr_total),
+        (CS_PER_S, p.ctxt, c.ctxt),
+        (FORKS_PER_S, p.processes, c.processes),
+    ];
+    for (name, pv, cv) in counters {
+        match (pv, cv) {
+            (Some(pv), Some(cv)) => b.rate(
+                MetricId::new(name),
+                Unit::PerSecond,
+                pv,
+                cv,
+                CounterWidth::Native,
+                1.0,
+            ),
+            _ => b.missing(name, "not in this kernel's /proc/stat"),
+        }
+    }
+}
+
+fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
+    let id = |name: &str| match cpu {
+        Some(n) => labeled(name, LABEL_CPU, n),
+        None => MetricId::new(name),
+    };
+    let who = || cpu.map_or_else(|| "all CPUs".to_string(), |n| format!("cpu{n}"));
+    let d = |a: u64, z: u64| counter_delta(a, z, CounterWidth::Native);
+    let required = [
+        d(p.user, c.user),
+        d(p.nice, c.nice),
+        d(p.system, c.system),
+        d(p.idle, c.idle),
+    ];
+    let [Some(user), Some(nice), Some(system), Some(idle)] = required else {
+        for name in CPU_NAMES {
+            b.missing(id(name), format!("{}: CPU time went backwards", who()));
+        }
+        return;
+    };
+    // Optional columns: None = this kernel does not print it.
+    let opt = |a: Option<u64>, z: Option<u64>| match (a, z) {
+        (Some(a), Some(z)) => Some(d(a, z)),
+        _ => None,
+    };
+    let iowait = opt(p.iowait, c.iowait);
+    let irq = opt(p.irq, c.irq);
+    let softirq = opt(p.softirq, c.softirq);
+    let steal = opt(p.steal, c.steal);
+    if [irq, softirq, steal]
+        .iter()
+        .any(|v| matches!(v, Some(None)))
+    {
+        for name in CPU_NAMES {
+            b.missing(id(name), format!("{}: CPU time went backwards", who()));
+        }
+        return;
+    }
+    let iowait_ticks = iowait.flatten().unwrap_or(0);
+    let total = user + nice + system + idle + iowait_ticks;
+    let total = total
+        + irq.flatten().unwrap_or(0)
+        + softirq.flatten().unwrap_or(0)
+        + steal.flatten().unwrap_or(0);
+    if total == 0 {
+        for name in CPU_NAMES {
+            b.missing(
+                id(name),
+                format!(
+                    "{}: no CPU time ticks in the interval (shorter than one USER_HZ tick)",
+                    who()
+                ),
+            );
+        }
+        return;
+    }
+    let pct = |ticks: u64| 100.0 * ticks as f64 / total as f64;
+    b.value(id(CPU_USER_PCT), Unit::Percent, pct(user));
+    b.value(id(CPU_NICE_PCT), Unit::Percent, pct(nice));
+    b.value(id(CPU_SYSTEM_PCT), Unit::Percent, pct(system));
+    b.value(id(CPU_IDLE_PCT), Unit::Percent, pct(idle));
+    b.value(
+        id(CPU_BUSY_PCT),
+        Unit::Percent,
+        pct(total - idle - iowait_ticks),
+    );
+    let optional = [
+        (CPU_IOWAIT_PCT, iowait, "iowait"),
+        (CPU_IRQ_PCT, irq, "irq"),
+        (CPU_SOFTIRQ_PCT, softirq, "softirq"),
+        (CPU_STEAL_PCT, steal, "steal"),
+    ];
+    for (name, ticks, column) in optional {
+        match ticks {
+            Some(Some(t)) => b.value(id(name), Unit::Percent, pct(t)),
+            Some(None) => b.missing(
+                id(name),
+                format!(
+                    "{}: iowait went backwards, which the kernel allows (proc.rst)",
+                    who()
+                ),
+            ),
+            // Said once for the name, not per CPU.
+            None => b.missing(
+                name,
+                format!("/proc/stat has no {column} column on this kernel"),
+            ),
+        }
+    }
+}
+
+fn softirq_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
+    let names = [
+        ("NET_RX", SOFTIRQ_NET_RX_PER_S),
+        ("NET_TX", SOFTIRQ_NET_TX_PER_S),
+    ];
+    let c = match &cur.softirqs {
+        Ok(c) => c,
+        Err(e) => {
+            b.missing_all(&[SOFTIRQ_NET_RX_PER_S, SOFTIRQ_NET_TX_PER_S], e);
+            return;
+        }
+    };
+    let Ok(p) = &prev.softirqs else { return };
+    for (row, name) in names {
+        let (Some(pr), Some(cr)) = (p.row(row), c.row(row)) else {
+            b.missing(name, format!("/proc/softirqs has no {row} row"));
+            continue;
+        };
+        let mut total = Some(0u64);
+        for (i, (&cpu, &count)) in c.cpus.iter().zip(&cr.counts).enumerate() {
+            // Columns usually line up; look further only when CPUs came or went.
+            let col = if p.cpus.get(i) == Some(&cpu) {
+                Some(i)
+            } else {
+                p.cpus.iter().position(|&c| c == cpu)
+            };
+            let Some(&before) = col.and_then(|col| pr.counts.get(col)) else {
+                continue;
+            };
+            let delta = counter_delta(before, count, CounterWidth::U32);
+            total = total.zip(delta).map(|(t, d)| t + d);
+            b.rate(
+                labeled(name, LABEL_CPU, cpu),
+                Unit::PerSecond,
+                before,
+                count,
+                CounterWidth::U32,
+                1.0,
+            );
+        }
+        match total {
+            Some(t) => b.value(MetricId::new(name), Unit::PerSecond, t as f64 / b.elapsed),
+            None => b.missing(name, RESET_REASON),
+        }
+    }
+}
+
+fn irq_id(irq: &NicIrq) -> MetricId {
+    let mut id = labeled(IRQ_PER_S, LABEL_IRQ, irq.irq);
+    match (&irq.iface, &irq.device) {
+        (Some(i), _) => id = id.with(LABEL_IFACE, i.clone()),
+        (None, Some(d)) => id = id.with(LABEL_DEVICE, d.clone()),
+        (None, None) => {}
+    }
+    if let Some(q) = irq.queue {
+        id = id.with(LABEL_QUEUE, q.to_string());
+    }
+    id.with(LABEL_DIR, irq.direction.as_str())
+}
+
+fn irq_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
+    let c = match &cur.interrupts {
+        Ok(c) => c,
+        Err(e) => {
+            b.missing_all(&[IRQ_PER_S, NIC_IRQ_PER_S], e);
+            return;
+        }
+    };
+    let Ok(p) = &prev.interrupts else { return };
+    for gone in &prev.nic_irqs {
+        if !cur.nic_irqs.iter().any(|n| n == gone) {
+            b.missing(
+                irq_id(gone),
+                format!(
+                    "IRQ {} is gone (interface removed or driver reloaded)",
+                    gone.irq
+                ),
+            );
+        }
+    }
+    if cur.nic_irqs.is_empty() {
+        b.missing(
+            NIC_IRQ_PER_S,
+            "no NIC queue interrupts in /proc/interrupts for the recorded interfaces",
+        );
+        return;
+    }
+    let prev_col: BTreeMap<u32, usize> = p.cpus.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let mut per_cpu: BTreeMap<u32, Option<u64>> = c
+        .cpus
+        .iter()
+        .filter(|cpu| prev_col.contains_key(cpu))
+        .map(|&cpu| (cpu, Some(0)))
+        .collect();
+    let mut any = false;
+    for nic in &cur.nic_irqs {
+        // New, or the IRQ number now belongs to another queue: starts next interval.
+        if !prev.nic_irqs.iter().any(|n| n == nic) {
+            continue;
+        }
+        let (Some(pr), Some(cr)) = (p.irq(nic.irq), c.irq(nic.irq)) else {
+            continue;
+        };
+        any = true;
+        let mut sum = Some(0u64);
+        for (&cpu, &count) in c.cpus.iter().zip(&cr.counts) {
+            let Some(&col) = prev_col.get(&cpu) else {
+                continue;
+            };
+            let Some(&before) = pr.counts.get(col) else {
+                continue;
+            };
+            // Descriptors are freed and re-made when a driver reloads: resets happen.
+            let d = counter_delta(before, count, CounterWidth::Native);
+            sum = sum.zip(d).map(|(s, d)| s + d);
+            if let Some(slot) = per_cpu.get_mut(&cpu) {
+                *slot = slot.zip(d).map(|(s, d)| s + d);
+            }
+        }
+        match sum {
+            Some(s) => b.value(irq_id(nic), Unit::PerSecond, s as f64 / b.elapsed),
+            None => b.missing(irq_id(nic), RESET_REASON),
+        }
+    }
+    if !any {
+        return;
+    }
+    let mut total = Some(0u64);
+    for (cpu, v) in per_cpu {
+        total = total.zip(v).map(|(t, v)| t + v);
+        match v {
+            Some(v) => b.value(
+                labeled(NIC_IRQ_PER_S, LABEL_CPU, cpu),
+                Unit::PerSecond,
+                v as f64 / b.elapsed,
+            ),
+            None => b.missing(labeled(NIC_IRQ_PER_S, LABEL_CPU, cpu), RESET_REASON),
+        }
+    }
+    match total {
+        Some(t) => b.value(
+            MetricId::new(NIC_IRQ_PER_S),
+            Unit::PerSecond,
+            t as f64 / b.elapsed,
+        ),
+        None => b.missing(NIC_IRQ_PER_S, RESET_REASON),
+    }
+}
+
+const IFACE_NAMES: [&str; 9] = [
+    IFACE_RX_BITS_PER_S,
+    IFACE_TX_BITS_PER_S,
+    IFACE_RX_PPS,
+    IFACE_TX_PPS,
+    IFACE_RX_DROPPED_PER_S,
+    IFACE_TX_DROPPED_PER_S,
+    IFACE_RX_ERRORS_PER_S,
+    IFACE_TX_ERRORS_PER_S,
+    IFACE_RX_MISSED_PER_S,
+];
+
+fn iface_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
+    for name in &cur.ifaces_absent {
+        for metric in IFACE_NAMES {
+            b.missing(
+                labeled(metric, LABEL_IFACE, name),
+                format!("no interface {name} in /proc/net/dev"),
+            );
+        }
+    }
+    let c = match &cur.net_dev {
+        Ok(c) => c,
+        Err(e) => {
+            b.missing_all(&IFACE_NAMES, e);
+            return;
+        }
+    };
+    let Ok(p) = &prev.net_dev else { return };
+    for pr in &p.ifaces {
+        if c.iface(&pr.iface).is_none() && !cur.ifaces_absent.contains(&pr.iface) {
+            for metric in IFACE_NAMES {
+                b.missing(
+                    labeled(metric, LABEL_IFACE, &pr.iface),
+                    format!("interface {} vanished or is no longer up", pr.iface),
+                );
+            }
+        }
+    }
+    let native = CounterWidth::Native;
+    for cr in &c.ifaces {
+        let Some(pr) = p.iface(&cr.iface) else {
+            continue;
+        };
+        let id = |name: &str| labeled(name, LABEL_IFACE, &cr.iface);
+        let pairs = [
+            (
+                IFACE_RX_BITS_PER_S,
+                Unit::BitsPerSecond,
+                pr.rx_bytes,
+                cr.rx_bytes,
+                8.0,
+            ),
+            (
+                IFACE_TX_BITS_PER_S,
+                Unit::BitsPerSecond,
+                pr.tx_bytes,
+                cr.tx_bytes,
+                8.0,
+            ),
+            (
+                IFACE_RX_PPS,
+                Unit::PacketsPerSecond,
+                pr.rx_packets,
+                cr.rx_packets,
+                1.0,
+            ),
+            (
+                IFACE_TX_PPS,
+                Unit::PacketsPerSecond,
+                pr.tx_packets,
+                cr.tx_packets,
+                1.0,
+            ),
+            (
+                IFACE_RX_DROPPED_PER_S,
+                Unit::PerSecond,
+                pr.rx_dropped,
+                cr.rx_dropped,
+                1.0,
+            ),
+            (
+                IFACE_TX_DROPPED_PER_S,
+                Unit::PerSecond,
+                pr.tx_dropped,
+                cr.tx_dropped,
+                1.0,
+            ),
+            (
+                IFACE_RX_ERRORS_PER_S,
+                Unit::PerSecond,
+                pr.rx_errors,
+                cr.rx_errors,
+                1.0,
+            ),
+            (
+                IFACE_TX_ERRORS_PER_S,
+                Unit::PerSecond,
+                pr.tx_errors,
+                cr.tx_errors,
+                1.0,
+            ),
+        ];
+        for (name, unit, before, now, k) in pairs {
+            b.rate(id(name), unit, before, now, native, k);
+        }
+    }
+}
+
+fn rx_missed_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, fast: &Snapshot) {
+    // Interfaces no longer selected or gone are reported by the fast tier.
+    let Ok(nd) = &fast.net_dev else { return };
+    for (name, now) in &cur.rx_missed {
+        if nd.iface(name).is_none() {
+            continue;
+        }
+        let id = labeled(IFACE_RX_MISSED_PER_S, LABEL_IFACE, name);
+        match (prev.rx_missed.get(name), now) {
+            (Some(Ok(before)), Ok(now)) => b.rate(
+                id,
+                Unit::PerSecond,
+                *before,
+                *now,
+                CounterWidth::Native,
+                1.0,
+            ),
+            (_, Err(e)) => b.missing(&id, e.to_string()),
+            // New: starts at the next reading.
+            (_, Ok(_)) => {}
+        }
+    }
+}
+
+const SOFTNET_NAMES: [&str; 6] = [
+    SOFTNET_PROCESSED_PER_S,
+    SOFTNET_DROPPED_PER_S,
+    SOFTNET_TIME_SQUEEZE_PER_S,
+    SOFTNET_RECEIVED_RPS_PER_S,
+    SOFTNET_FLOW_LIMIT_PER_S,
+    SOFTNET_BACKLOG_LEN,
+];
+
+fn softnet_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
+    let c = match &cur.softnet {
+        Ok(c) => c,
+        Err(e) => {
+            b.missing_all(&SOFTNET_NAMES, e);
+            return;
+        }
+    };
+    // The backlog length is a gauge: it needs no previous snapshot.
+    if c.rows.iter().all(|r| r.backlog_len.is_some()) && !c.rows.is_empty() {
+        let mut sum = 0u64;
+        for r in &c.rows {
+            let v = r.backlog_len.unwrap_or(0);
+            sum += v;
+            b.value(
+                labeled(SOFTNET_BACKLOG_LEN, LABEL_CPU, r.cpu),
+                Unit::Count,
+                v as f64,
+            );
+        }
+        b.value(MetricId::new(SOFTNET_BACKLOG_LEN), Unit::Count, sum as f64);
+    } else {
+        b.missing(
+            SOFTNET_BACKLOG_LEN,
+            "softnet_stat has no backlog column before kernel 5.10",
+        );
+    }
+    let Ok(p) = &prev.softnet else { return };
+    type Pick = fn(&crate::parse::softnet::SoftnetRow) -> Option<u64>;
+    let columns: [(&str, Pick, &str); 5] = [
+        (SOFTNET_PROCESSED_PER_S, |r| Some(r.processed), ""),
+        (SOFTNET_DROPPED_PER_S, |r| Some(r.dropped), ""),
+        (SOFTNET_TIME_SQUEEZE_PER_S, |r| Some(r.time_squeeze), ""),
+        (
+            SOFTNET_RECEIVED_RPS_PER_S,
+            |r| r.received_rps,
+            "softnet_stat has no received_rps column before kernel 2.6.36",
+        ),
+        (
+            SOFTNET_FLOW_LIMIT_PER_S,
+            |r| r.flow_limit_count,
+            "softnet_stat has no flow_limit_count column before kernel 3.11",
+        ),
+    ];
+    for (name, pick, absent) in columns {
+        let mut total = Some(0u64);
+        let mut seen = false;
+        for cr in &c.rows {
+            let Some(pr) = p.cpu(cr.cpu) else { continue };
+            let (Some(before), Some(now)) = (pick(pr), pick(cr)) else {
+                continue;
+            };
+            seen = true;
+            let d = counter_delta(before, now, CounterWidth::U32);
+            total = total.zip(d).map(|(t, d)| t + d);
+            b.rate(
+                labeled(name, LABEL_CPU, cr.cpu),
+                Unit::PerSecond,
+                before,
+                now,
+                CounterWidth::U32,
+                1.0,
+            );
+        }
+        if !seen {
+            if !absent.is_empty() {
+                b.missing(name, absent);
+            }
+            continue;
+        }
+        match total {
+            Some(t) => b.value(MetricId::new(name), Unit::PerSecond, t as f64 / b.elapsed),
+            None => b.missing(name, RESET_REASON),
+        }
+    }
+    for pr in &p.rows {
+        if c.cpu(pr.cpu).is_none() {
+            b.missing(
+                labeled(SOFTNET_PROCESSED_PER_S, LABEL_CPU, pr.cpu),
+                format!("cpu{} went offline", pr.cpu),
+            );
+        }
+    }
+}
+
+/// Which file a protocol counter comes from.
+#[derive(Clone, Copy)]
+enum ProtoFile {
+    Snmp,
+    Netstat,
+}
+
+const PROTO_METRICS: [(&str, ProtoFile, &[Counter]); 20] = [
+    (
+        IP_IN_RECEIVES_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::IpInReceives],
+    ),
+    (
+        IP_IN_DISCARDS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::IpInDiscards],
+    ),
+    (TCP_IN_SEGS_PER_S, ProtoFile::Snmp, &[Counter::TcpInSegs]),
+    (TCP_OUT_SEGS_PER_S, ProtoFile::Snmp, &[Counter::TcpOutSegs]),
+    (
+        TCP_RETRANS_SEGS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::TcpRetransSegs],
+    ),
+    (
+        UDP_IN_DATAGRAMS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::UdpInDatagrams],
+    ),
+    (
+        UDP_OUT_DATAGRAMS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::UdpOutDatagrams],
+    ),
+    (UDP_NO_PORTS_PER_S, ProtoFile::Snmp, &[Counter::UdpNoPorts]),
+    (
+        UDP_IN_ERRORS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::UdpInErrors],
+    ),
+    (
+        UDP_RCVBUF_ERRORS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::UdpRcvbufErrors],
+    ),
+    (
+        UDP_SNDBUF_ERRORS_PER_S,
+        ProtoFile::Snmp,
+        &[Counter::UdpSndbufErrors],
+    ),
+    (
+        TCP_LOST_RETRANSMIT_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtLostRetransmit],
+    ),
+    (
+        TCP_FAST_RETRANS_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtFastRetrans],
+    ),
+    (
+        TCP_TIMEOUTS_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtTimeouts],
+    ),
+    (
+        TCP_DSACK_RECV_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtDsackRecv],
+    ),
+    (
+        TCP_DSACK_SENT_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtDsackOldSent, Counter::TcpExtDsackOfoSent],
+    ),
+    (
+        TCP_SACK_REORDER_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtSackReorder],
+    ),
+    (
+        TCP_DELAYED_ACKS_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtDelayedAcks],
+    ),
+    (
+        TCP_BACKLOG_DROP_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtBacklogDrop],
+    ),
+    (
+        TCP_LISTEN_DROPS_PER_S,
+        ProtoFile::Netstat,
+        &[Counter::TcpExtListenDrops],
+    ),
+];
+
+fn protocol_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
+    for (name, file, counters) in PROTO_METRICS {
+        let (p, c): (&Result<KnownCounters, _>, &Result<KnownCounters, _>) = match file {
+            ProtoFile::Snmp => (&prev.snmp, &cur.snmp),
+            ProtoFile::Netstat => (&prev.netstat, &cur.netstat),
+        };
+        let c = match c {
+            Ok(c) => c,
+            Err(e) => {
+                b.missing(name, e.to_string());
+                continue;
+            }
+        };
+        let Ok(p) = p else { continue };
+        let mut sum = Some(0u64);
+        for &counter in counters {
+            let (proto, field) = counter.key();
+            let (Some(before), Some(now)) = (p.counter(counter), c.counter(counter)) else {
+                b.missing(name, format!("no {proto} {field} counter on this kernel"));
+                sum = None;
+                break;
+            };
+            match counter_delta(before, now, CounterWidth::Native) {
+                Some(d) => sum = sum.map(|s| s + d),
+                None => {
+                    b.missing(name, RESET_REASON);
+                    sum = None;
+                    break;
+                }
+            }
+        }
+        if let Some(s) = sum {
+            b.value(MetricId::new(name), Unit::PerSecond, s as f64 / b.elapsed);
+        }
+    }
+}
+
+fn pressure_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
+    let files = [
+        (
+            &prev.psi_cpu,
+            &cur.psi_cpu,
+            PSI_CPU_SOME_PCT,
+            PSI_CPU_FULL_PCT,
+        ),
+        (&prev.psi_io, &cur.psi_io, PSI_IO_SOME_PCT, PSI_IO_FULL_PCT),
+        (
+            &prev.psi_memory,
+            &cur.psi_memory,
+            PSI_MEMORY_SOME_PCT,
+            PSI_MEMORY_FULL_PCT,
+        ),
+    ];
+    for (p, c, some_name, full_name) in files {
+        let c = match c {
+            Ok(c) => c,
+            Err(e) => {
+                b.missing_all(&[some_name, full_name], e);
+                continue;
+            }
+        };
+        let Ok(p) = p else { continue };
+        // Stall microseconds per second of wall time, as a percentage.
+        let k = 100.0 / 1e6;
+        b.rate(
+            MetricId::new(some_name),
+            Unit::Percent,
+            p.some.total_us,
+            c.some.total_us,
+            CounterWidth::Native,
+            k,
+        );
+        match (p.full, c.full) {
+            (Some(pf), Some(cf)) => b.rate(
+                MetricId::new(full_name),
+                Unit::Percent,
+                pf.total_us,
+                cf.total_us,
+                CounterWidth::Native,
+                k,
+            ),
+            _ => b.missing(
+                full_name,
+                "no 'full' line in this kernel's pressure file (cpu has one since 5.13)",
+            ),
+        }
+    }
+}
+
+fn thread_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, ticks_per_s: u64) {
+    for (pid, e) in &cur.process_errors {
+        b.missing(labeled(THREAD_CPU_PCT, LABEL_PID, pid), e.to_string());
+    }
+    let thread_id = |name: &str, t: &crate::sampler::ThreadSample| {
+        MetricId::new(name)
+            .with(LABEL_PID, t.pid.to_string())
+            .with(LABEL_TID, t.tid.to_string())
+            .with(LABEL_COMM, t.comm.clone())
+    };
+    let prev_threads: BTreeMap<(i32, u32), &crate::sampler::ThreadSample> =
+        prev.threads.iter().map(|t| ((t.pid, t.tid), t)).collect();
+    let cur_keys: std::collections::BTreeSet<(i32, u32)> =
+        cur.threads.iter().map(|t| (t.pid, t.tid)).collect();
+    for t in &prev.threads {
+        if !cur_keys.contains(&(t.pid, t.tid)) {
+            b.missing(thread_id(THREAD_CPU_PCT, t), "thread exited");
+        }
+    }
+    let tick_pct = 100.0 / ticks_per_s.max(1) as f64;
+    let native = CounterWidth::Native;
+    for t in &cur.threads {
+        b.value(
+            thread_id(THREAD_LAST_CPU, t),
+            Unit::Count,
+            f64::from(t.processor),
+        );
+        let Some(p) = prev_threads.get(&(t.pid, t.tid)) else {
+            continue;
+        };
+        b.rate(
+            thread_id(THREAD_USER_PCT, t),
+            Unit::Percent,
+            p.utime,
+            t.utime,
+            native,
+            tick_pct,
+        );
+        b.rate(
+            thread_id(THREAD_SYSTEM_PCT, t),
+            Unit::Percent,
+            p.stime,
+            t.stime,
+            native,
+            tick_pct,
+        );
+        b.rate(
+            thread_id(THREAD_CPU_PCT, t),
+            Unit::Percent,
+            p.utime.saturating_add(p.stime),
+            t.utime.saturating_add(t.stime),
+            native,
+            tick_pct,
+        );
+        let switches = [
+            (THREAD_VOLUNTARY_CS_PER_S, p.voluntary_cs, t.voluntary_cs),
+            (
+                THREAD_NONVOLUNTARY_CS_PER_S,
+                p.nonvoluntary_cs,
+                t.nonvoluntary_cs,
+            ),
+        ];
+        for (name, before, now) in switches {
+            match (before, now) {
+                (Some(before), Some(now)) => b.rate(
+                    thread_id(name, t),
+                    Unit::PerSecond,
+                    before,
+                    now,
+                    native,
+                    1.0,
+                ),
+                _ => b.missing(name, "no context switch counts in /proc/PID/status"),
+            }
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! The sampler: reads every source once per interval into a [`Snapshot`].
+//!
+//! A snapshot holds raw counters, not rates; [`crate::rates`] turns two of them into one row.
+//! Each source is read and parsed on its own, so one unreadable file (no /proc/pressure on a
+//! kernel without PSI, a process that exited) costs only its own metrics, and the reason is
+//! kept next to the value that is missing. File buffers are reused between samples.
+//!
+//! Sources come in two tiers, to keep the observer cheap at short intervals. The fast tier
+//! (/proc/stat, /proc/softirqs, /proc/net/dev, /proc/net/softnet_stat) is read at every
+//! sample. The slow tier ([`SlowSnapshot`]: /proc/interrupts, /proc/net/snmp,
+//! /proc/net/netstat, /proc/pressure/*, `rx_missed_errors`, watched threads) costs several
+//! times more for the kernel to produce and is read at most every
+//! [`SamplerConfig::slow_interval`] (100 ms by default), so at intervals of 100 ms and more it
+//! too is read at every sample. Thread CPU times count in 10 ms ticks, so reading them more
+//! often would only add noise.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netceil_model::NicInfo;
+
+use crate::error::{ParseError, SourceError};
+use crate::iface::{self, IfaceInfo};
+use crate::parse::interrupts::{self, nic_queue, Interrupts, QueueDirection, QueueOwner};
+use crate::parse::net_dev::{self, NetDev};
+use crate::parse::pressure::{self, Pressure};
+use crate::parse::proc_stat::{self, ProcStat};
+use crate::parse::snmp::{self, KnownCounters};
+use crate::parse::softirqs::{self, Softirqs};
+use crate::parse::softnet::{self, SoftnetStat};
+use crate::parse::{netstat, task_stat, task_status};
+use crate::Source;
+
+/// The shortest sampling interval the sampler is designed for.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// How often interface facts (state, speed, driver, IRQs) are re-read when nothing changed.
+pub const IFACE_REFRESH: Duration = Duration::from_secs(5);
+
+/// What to sample and how often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerConfig {
+    /// Time between samples: 1 s by default, down to [`MIN_INTERVAL`].
+    pub interval: Duration,
+    /// Interfaces to record. `None`: every interface that is up, loopback included (it reports
+    /// operstate `unknown`), since netceil's own tests run over loopback. An interface that
+    /// comes up later is picked up within [`IFACE_REFRESH`].
+    pub ifaces: Option<Vec<String>>,
+    /// Processes whose threads are recorded one by one.
+    pub pids: Vec<i32>,
+    /// The slow tier of sources is read at most this often (see the module docs).
+    pub slow_interval: Duration,
+}
+
+/// The default [`SamplerConfig::slow_interval`].
+pub const DEFAULT_SLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig {
+            interval: Duration::from_secs(1),
+            ifaces: None,
+            pids: Vec::new(),
+            slow_interval: DEFAULT_SLOW_INTERVAL,
+        }
+    }
+}
+
+impl SamplerConfig {
+    /// Checks the interval: at least [`MIN_INTERVAL`], at most an hour.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.interval < MIN_INTERVAL {
+            return Err(format!(
+                "sampling interval {:?} is below the {:?} minimum",
+                self.interval, MIN_INTERVAL
+            ));
+        }
+        if self.interval > Duration::from_secs(3600) {
+            return Err(format!(
+                "sampling interval {:?} is above the one-hour maximum",
+                self.interval
+            ));
+        }
+        if self.slow_interval > Duration::from_secs(3600) {
+            return Err(format!(
+                "slow-tier interval {:?} is above the one-hour maximum",
+                self.slow_interval
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One thread's counters at a sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSample {
+    pub pid: i32,
+    pub tid: u32,
+    pub comm: String,
+    /// User-mode CPU time, ticks.
+    pub utime: u64,
+    /// Kernel-mode CPU time, ticks.
+    pub stime: u64,
+    /// The CPU it last ran on.
+    pub processor: u32,
+    pub voluntary_cs: Option<u64>,
+    pub nonvoluntary_cs: Option<u64>,
+}
+
+/// A NIC queue interrupt, tied to an interface where possible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NicIrq {
+    pub irq: u32,
+    /// The interface, when the IRQ could be matched to one the machine has.
+    pub iface: Option<String>,
+    /// Otherwise what the IRQ name says: a PCI address, `virtioN`, a driver or an old name.
+    pub device: Option<String>,
+    pub queue: Option<u32>,
+    pub direction: QueueDirection,
+}
+
+/// Everything read at one moment: raw counters, not rates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// When it was taken, on the source's monotonic clock: the middle of the reads.
+    pub t: Duration,
+    /// USER_HZ, to turn thread CPU ticks into time.
+    pub ticks_per_s: u64,
+    pub stat: Result<ProcStat, SourceError>,
+    pub softirqs: Result<Softirqs, SourceError>,
+    /// /proc/net/dev, reduced to the selected interfaces.
+    pub net_dev: Result<NetDev, SourceError>,
+    /// Interfaces asked for by name that the machine does not have (now).
+    pub ifaces_absent: Vec<String>,
+    pub softnet: Result<SoftnetStat, SourceError>,
+    /// The slow tier as last read: shared with earlier snapshots when it was not read again
+    /// this time (compare [`SlowSnapshot::seq`]).
+    pub slow: Arc<SlowSnapshot>,
+    /// The sampling thread's CPU time so far, read at the end of the sample.
+    pub sampler_cpu: Option<Duration>,
+}
+
+/// The sources read at most every [`SamplerConfig::slow_interval`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlowSnapshot {
+    /// Counts the slow readings of one sampler: equal in two snapshots means the same reading.
+    pub seq: u64,
+    /// When it was read, on the source's clock.
+    pub t: Duration,
+    pub interrupts: Result<Interrupts, SourceError>,
+    /// NIC queue IRQs found in `interrupts`, for the selected interfaces.
+    pub nic_irqs: Vec<NicIrq>,
+    /// `statistics/rx_missed_errors` of each selected interface.
+    pub rx_missed: BTreeMap<String, Result<u64, SourceError>>,
+    /// The counters netceil uses from /proc/net/snmp.
+    pub snmp: Result<KnownCounters, SourceError>,
+    /// The counters netceil uses from /proc/net/netstat.
+    pub netstat: Result<KnownCounters, SourceError>,
+    pub psi_cpu: Result<Pressure, SourceError>,
+    pub psi_io: Result<Pressure, SourceError>,
+    pub psi_memory: Result<Pressure, SourceError>,
+    pub threads: Vec<ThreadSample>,
+    /// Watched processes that could not be read, and why.
+    pub process_errors: Vec<(i32, SourceError)>,
+}
+
+#[derive(Debug, Default)]
+struct Buffers {
+    stat: String,
+    softirqs: String,
+    interrupts: String,
+    net_dev: String,
+    softnet: String,
+    snmp: String,
+    netstat: String,
+    psi: String,
+    sys: String,
+    task: String,
+}
+
+/// Reads all sources once per [`Sampler::sample`] call.
+#[derive(Debug)]
+pub struct Sampler<S: Source> {
+    source: S,
+    config: SamplerConfig,
+    bufs: Buffers,
+    ifaces: BTreeMap<String, IfaceInfo>,
+    ifaces_read_at: Option<Duration>,
+    slow: Option<Arc<SlowSnapshot>>,
+}
+
+fn read_parse<S: Source + ?Sized, T>(
+    source: &S,
+    path: &str,
+    buf: &mut String,
+    parse: fn(&str) -> Result<T, ParseError>,
+) -> Result<T, SourceError> {
+    source
+        .read_into(path, buf)
+        .map_err(|e| SourceError::io(path, &e))?;
+    parse(buf).map_err(|e| SourceError::parse(path, e))
+}
+
+impl<S: Source> Sampler<S> {
+    /// A sampler reading from `source`. Nothing is read until [`Sampler::sample`].
+    pub fn new(source: S, config: SamplerConfig) -> Self {
+        Sampler {
+            source,
+            config,
+            bufs: Buffers::default(),
+            ifaces: BTreeMap::new(),
+            ifaces_read_at: None,
+            slow: None,
+        }
+    }
+
+    pub fn config(&self) -> &SamplerConfig {
+        &self.config
+    }
+
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Facts about the interfaces being recorded, as last read.
+    pub fn nic_info(&self) -> Vec<NicInfo> {
+        self.ifaces
+            .values()
+            .filter(|i| self.selected(i))
+            .map(IfaceInfo::nic_info)
+            .collect()
+    }
+
+    fn selected(&self, info: &IfaceInfo) -> bool {
+        match &self.config.ifaces {
+            Some(list) => list.contains(&info.name),
+            None => info.is_usable(),
+        }
+    }
+
+    /// Reads every fast-tier source, and the slow tier when it is due.
+    pub fn sample(&mut self) -> Snapshot {
+        let t0 = self.source.now();
+        let src = &self.source;
+        let b = &mut self.bufs;
+        let stat = read_parse(src, proc_stat::SOURCE, &mut b.stat, proc_stat::parse);
+        let softirqs = read_parse(src, softirqs::SOURCE, &mut b.softirqs, softirqs::parse);
+        let net_dev_all = read_parse(src, net_dev::SOURCE, &mut b.net_dev, net_dev::parse);
+        let softnet = read_parse(src, softnet::SOURCE, &mut b.softnet, softnet::parse);
+        if let Ok(nd) = &net_dev_all {
+            self.refresh_ifaces(nd, t0);
+        }
+        let (net_dev, ifaces_absent) = self.select_ifaces(net_dev_all);
+
+        let slow = match self.slow.take() {
+            // Half an interval of slack, so that jitter does not push a reading a whole
+            // interval later.
+            Some(last)
+                if t0.saturating_sub(last.t) + self.config.interval / 2
+                    < self.config.slow_interval =>
+            {
+                last
+            }
+            last => {
+                let seq = last.map_or(0, |l| l.seq + 1);
+                Arc::new(self.read_slow(seq, t0, net_dev.as_ref().ok()))
+            }
+        };
+        self.slow = Some(Arc::clone(&slow));
+        let t1 = self.source.now();
+        Snapshot {
+            t: t0 + (t1.saturating_sub(t0)) / 2,
+            ticks_per_s: self.source.clock_ticks_per_s(),
+            stat,
+            softirqs,
+            net_dev,
+            ifaces_absent,
+            softnet,
+            slow,
+            sampler_cpu: self.source.thread_cpu_time(),
+        }
+    }
+
+    fn read_slow(&mut self, seq: u64, t0: Duration, net_dev: Option<&NetDev>) -> SlowSnapshot {
+        let src = &self.source;
+        let b = &mut self.bufs;
+        let interrupts = read_parse(
+            src,
+            interrupts::SOURCE,
+            &mut b.interrupts,
+            interrupts::parse,
+        );
+        let snmp = read_parse(src, snmp::SOURCE, &mut b.snmp, |t| {
+            snmp::parse_known(snmp::SOURCE, t)
+        });
+        let netstat = read_parse(src, netstat::SOURCE, &mut b.netstat, |t| {
+            snmp::parse_known(netstat::SOURCE, t)
+        });
+        let psi_cpu = read_parse(src, "/proc/pressure/cpu", &mut b.psi, pressure::parse);
+        let psi_io = read_parse(src, "/proc/pressure/io", &mut b.psi, pressure::parse);
+        let psi_memory = read_parse(src, "/proc/pressure/memory", &mut b.psi, pressure::parse);
+        let mut rx_missed = BTreeMap::new();
+        for row in net_dev.map(|nd| nd.ifaces.as_slice()).unwrap_or_default() {
+            let v = iface::read_counter(src, &row.iface, "rx_missed_errors", &mut b.sys);
+            rx_missed.insert(row.iface.clone(), v);
+        }
+        let nic_irqs = match &interrupts {
+            Ok(irqs) => self.nic_irqs(irqs),
+            Err(_) => Vec::new(),
+        };
+        let (threads, process_errors) = self.read_threads();
+        let t1 = self.source.now();
+        SlowSnapshot {
+            seq,
+            t: t0 + (t1.saturating_sub(t0)) / 2,
+            interrupts,
+            nic_irqs,
+            rx_missed,
+            snmp,
+            netstat,
+            psi_cpu,
+            psi_io,
+            psi_memory,
+            threads,
+            process_errors,
+        }
+    }
+
+    /// Re-reads interface facts when an interface appeared or vanished, or every
+    /// [`IFACE_REFRESH`].
+    fn refresh_ifaces(&mut self, net_dev: &NetDev, now: Duration) {
+        let same_set = net_dev.ifaces.len() == self.ifaces.len()
+            && net_dev
+                .ifaces
+                .iter()
+                .all(|r| self.ifaces.contains_key(&r.iface));
+        let fresh = self
+            .ifaces_read_at
+            .is_some_and(|t| now.saturating_sub(t) < IFACE_REFRESH);
+        if same_set && fresh {
+            return;
+        }
+        self.ifaces = net_dev
+            .ifaces
+            .iter()
+            .map(|r| {
+                let info = iface::read_info(&self.source, &r.iface, &mut self.bufs.sys);
+                (r.iface.clone(), info)
+            })
+            .collect();
+        self.ifaces_read_at = Some(now);
+    }
+
+    fn select_ifaces(
+        &self,
+        net_dev: Result<NetDev, SourceError>,
+    ) -> (Result<NetDev, SourceError>, Vec<String>) {
+        let Ok(mut nd) = net_dev else {
+            return (net_dev, Vec::new());
+        };
+        nd.ifaces.retain(|r| match self.ifaces.get(&r.iface) {
+            Some(info) => self.selected(info),
+            // Not yet described: keep it only if asked for by name.
+            None => self
+                .config
+                .ifaces
+                .as_ref()
+                .is_some_and(|l| l.contains(&r.iface)),
+        });
+        let absent = match &self.config.ifaces {
+            Some(list) => list
+                .iter()
+                .filter(|n| nd.iface(n).is_none())
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        (Ok(nd), absent)
+    }
+
+    /// Finds the NIC queue IRQs and ties each to an interface: first by the device's
+    /// `msi_irqs`, then by what the IRQ name says.
+    fn nic_irqs(&self, irqs: &Interrupts) -> Vec<NicIrq> {
+        let mut by_msi: BTreeMap<u32, &str> = BTreeMap::new();
+        for info in self.ifaces.values() {
+            for &irq in &info.msi_irqs {
+                by_msi.insert(irq, &info.name);
+            }
+        }
+        let mut out = Vec::new();
+        for row in &irqs.rows {
+            let Some(irq) = row.irq() else { continue };
+            let Some((iface, device, queue, direction)) = row
+                .devices
+                .iter()
+                .find_map(|name| self.resolve_irq_name(irq, name, &by_msi))
+            else {
+                continue;
+            };
+            let wanted = match &iface {
+                Some(name) => self.ifaces.get(name).is_some_and(|i| self.selected(i)),
+                None => self.config.ifaces.is_none(),
+            };
+            if wanted {
+                out.push(NicIrq {
+                    irq,
+                    iface,
+                    device,
+                    queue,
+                    direction,
+                });
+            }
+        }
+        out
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn resolve_irq_name(
+        &self,
+        irq: u32,
+        name: &str,
+        by_msi: &BTreeMap<u32, &str>,
+    ) -> Option<(Option<String>, Option<String>, Option<u32>, QueueDirection)> {
+        let Some(q) = nic_queue(name) else {
+            // A single-vector NIC names its IRQ after the interface.
+            return self
+                .ifaces
+                .contains_key(name)
+                .then(|| (Some(name.to_string()), None, None, QueueDirection::RxTx));
+        };
+        let known = |n: &str| self.ifaces.contains_key(n).then(|| n.to_string());
+        let by_device = |dev: &str| {
+            self.ifaces
+                .values()
+                .find(|i| i.device.as_deref() == Some(dev))
+                .map(|i| i.name.clone())
+        };
+        let (iface, device) = if let Some(name) = by_msi.get(&irq) {
+            (Some((*name).to_string()), None)
+        } else {
+            match &q.owner {
+                QueueOwner::Iface(n) => match known(n).or_else(|| {
+                    // A driver prefix the name parser does not know: `drv-eth0`.
+                    self.ifaces
+                        .keys()
+                        .find(|k| n.ends_with(&format!("-{k}")))
+                        .cloned()
+                }) {
+                    Some(i) => (Some(i), None),
+                    None => (None, Some(n.clone())),
+                },
+                QueueOwner::Pci(addr) => match by_device(addr) {
+                    Some(i) => (Some(i), None),
+                    None => (None, Some(addr.clone())),
+                },
+                QueueOwner::Virtio(n) => {
+                    let dev = format!("virtio{n}");
+                    match by_device(&dev) {
+                        Some(i) => (Some(i), None),
+                        None => (None, Some(dev)),
+                    }
+                }
+                QueueOwner::Driver(d) => {
+                    let mut matching = self
+                        .ifaces
+                        .values()
+                        .filter(|i| i.driver.as_deref() == Some(d.as_str()));
+                    match (matching.next(), matching.next()) {
+                        (Some(i), None) => (Some(i.name.clone()), None),
+                        _ => (None, Some(d.clone())),
+                    }
+                }
+            }
+        };
+        Some((iface, device, q.queue, q.direction))
+    }
+
+    fn read_threads(&mut self) -> (Vec<ThreadSample>, Vec<(i32, SourceError)>) {
+        let mut threads = Vec::new();
+        let mut errors = Vec::new();
+        let pids: BTreeSet<i32> = self.config.pids.iter().copied().collect();
+        for pid in pids {
+            let task_dir = format!("/proc/{pid}/task");
+            let tids = match self.source.list_dir(&task_dir) {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push((pid, SourceError::io(&task_dir, &e)));
+                    continue;
+                }
+            };
+            let mut tids: Vec<u32> = tids.iter().filter_map(|t| t.parse().ok()).collect();
+            tids.sort_unstable();
+            for tid in tids {
+                match self.read_thread(pid, tid) {
+                    Ok(Some(t)) => threads.push(t),
+                    // Exited between the listing and the read: it simply is not there.
+                    Ok(None) => {}
+                    Err(e) => errors.push((pid, e)),
+                }
+            }
+        }
+        (threads, errors)
+    }
+
+    fn read_thread(&mut self, pid: i32, tid: u32) -> Result<Option<ThreadSample>, SourceError> {
+        let stat_path = format!("/proc/{pid}/task/{tid}/stat");
+        match self.source.read_into(&stat_path, &mut self.bufs.task) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(SourceError::io(&stat_path, &e)),
+        }
+        let stat =
+            task_stat::parse(&self.bufs.task).map_err(|e| SourceError::parse(&stat_path, e))?;
+        let status_path = format!("/proc/{pid}/task/{tid}/status");
+        let (voluntary_cs, nonvoluntary_cs) =
+            match self.source.read_into(&status_path, &mut self.bufs.task) {
+                Ok(()) => task_status::parse_ctxt_switches(&self.bufs.task)
+                    .map_err(|e| SourceError::parse(&status_path, e))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(SourceError::io(&status_path, &e)),
+            };
+        Ok(Some(ThreadSample {
+            pid,
+            tid,
+            comm: stat.comm,
+            utime: stat.utime,
+            stime: stat.stime,
+            processor: stat.processor,
+            voluntary_cs,
+            nonvoluntary_cs,
+        }))
+    }
+}

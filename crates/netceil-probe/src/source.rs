@@ -1,0 +1,392 @@
+//! The OS seam: everything the sampler learns from the machine goes through [`Source`].
+//!
+//! [`ProcFs`] reads the live /proc and /sys (or a copy of them under another root, such as an
+//! unpacked sosreport); [`FakeSource`] serves text from memory and can be changed between
+//! samples, so the sampler's arithmetic is tested on exact, hand-written counter values,
+//! including wraps, resets, CPUs going offline and files that do not exist.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Where the sampler reads from. Paths are absolute Linux paths (`/proc/stat`).
+pub trait Source {
+    /// The whole text of a file.
+    fn read(&self, path: &str) -> io::Result<String>;
+
+    /// The whole text of a file into `buf` (cleared first), so a caller can reuse one buffer.
+    fn read_into(&self, path: &str, buf: &mut String) -> io::Result<()> {
+        let text = self.read(path)?;
+        buf.clear();
+        buf.push_str(&text);
+        Ok(())
+    }
+
+    /// The target of a symbolic link, as stored (often relative: `../../../virtio2`).
+    fn read_link(&self, path: &str) -> io::Result<String>;
+
+    /// The names in a directory, sorted.
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>>;
+
+    /// A monotonic clock; only differences between readings matter.
+    fn now(&self) -> Duration;
+
+    /// CPU time used so far by the calling thread, if the platform can tell.
+    fn thread_cpu_time(&self) -> Option<Duration>;
+
+    /// USER_HZ: the unit of CPU times in /proc (100 on every mainstream architecture).
+    fn clock_ticks_per_s(&self) -> u64 {
+        100
+    }
+}
+
+/// The live /proc and /sys, or a copy of them under another root directory.
+///
+/// Files outside /proc/PID are kept open and re-read from offset 0, which makes the kernel
+/// produce fresh text (seq_file and sysfs both restart at offset 0): that saves the path
+/// lookup, open and close that would otherwise be a good part of a sample's cost.
+#[derive(Debug)]
+pub struct ProcFs {
+    root: PathBuf,
+    origin: Instant,
+    ticks_per_s: u64,
+    open: Mutex<HashMap<String, File>>,
+}
+
+/// Open files kept at most; past that the cache starts over (interfaces come and go).
+const MAX_OPEN: usize = 256;
+
+impl Default for ProcFs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for ProcFs {
+    fn clone(&self) -> Self {
+        ProcFs {
+            root: self.root.clone(),
+            origin: self.origin,
+            ticks_per_s: self.ticks_per_s,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl ProcFs {
+    /// The machine's own /proc and /sys.
+    pub fn new() -> Self {
+        Self::with_root("/")
+    }
+
+    /// /proc and /sys found under `root` (`root/proc/stat` …), e.g. an unpacked sosreport.
+    pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        ProcFs {
+            root: root.into(),
+            origin: Instant::now(),
+            ticks_per_s: os::clock_ticks_per_s(),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The root directory paths are resolved under.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn resolve(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    /// Per-process files are not kept open: their processes come and go.
+    fn keep_open(path: &str) -> bool {
+        let per_process = path
+            .strip_prefix("/proc/")
+            .and_then(|rest| rest.split('/').next())
+            .is_some_and(|first| first == "self" || first.bytes().all(|b| b.is_ascii_digit()));
+        !per_process
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read(buf)
+}
+
+/// Reads a whole file from offset 0 into `bytes`, keeping its capacity.
+fn read_whole(file: &File, bytes: &mut Vec<u8>) -> io::Result<()> {
+    bytes.clear();
+    let mut filled = 0;
+    loop {
+        if bytes.len() - filled < 1024 {
+            bytes.resize((filled * 2).max(4096), 0);
+        }
+        match read_at(file, &mut bytes[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(())
+}
+
+impl Source for ProcFs {
+    fn read(&self, path: &str) -> io::Result<String> {
+        let mut buf = String::new();
+        self.read_into(path, &mut buf)?;
+        Ok(buf)
+    }
+
+    fn read_into(&self, path: &str, buf: &mut String) -> io::Result<()> {
+        // The text goes straight into the caller's buffer, which keeps its capacity between
+        // samples.
+        let mut bytes = std::mem::take(buf).into_bytes();
+        if Self::keep_open(path) {
+            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+            let cached = match open.get(path) {
+                Some(file) => read_whole(file, &mut bytes).is_ok(),
+                None => false,
+            };
+            if !cached {
+                // Not open yet, or the file went away under the open descriptor (an
+                // interface removed and made again): open it afresh.
+                open.remove(path);
+                let file = File::open(self.resolve(path))?;
+                read_whole(&file, &mut bytes)?;
+                if open.len() >= MAX_OPEN {
+                    open.clear();
+                }
+                open.insert(path.to_string(), file);
+            }
+        } else {
+            read_whole(&File::open(self.resolve(path))?, &mut bytes)?;
+        }
+        *buf = String::from_utf8(bytes)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file is not UTF-8 text"))?;
+        Ok(())
+    }
+
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        let target = std::fs::read_link(self.resolve(path))?;
+        target
+            .into_os_string()
+            .into_string()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "link target is not UTF-8"))
+    }
+
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(self.resolve(path))? {
+            if let Ok(name) = entry?.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn thread_cpu_time(&self) -> Option<Duration> {
+        os::thread_cpu_time()
+    }
+
+    fn clock_ticks_per_s(&self) -> u64 {
+        self.ticks_per_s
+    }
+}
+
+/// The OS calls behind [`ProcFs`]; elsewhere than Linux they report "unknown".
+#[cfg(target_os = "linux")]
+mod os {
+    use std::time::Duration;
+
+    pub(super) fn thread_cpu_time() -> Option<Duration> {
+        use nix::time::{clock_gettime, ClockId};
+        let ts = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+        let secs = u64::try_from(ts.tv_sec()).ok()?;
+        let nanos = u32::try_from(ts.tv_nsec()).ok()?;
+        Some(Duration::new(secs, nanos))
+    }
+
+    pub(super) fn clock_ticks_per_s() -> u64 {
+        use nix::unistd::{sysconf, SysconfVar};
+        match sysconf(SysconfVar::CLK_TCK) {
+            Ok(Some(t)) if t > 0 => t.unsigned_abs(),
+            _ => 100,
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod os {
+    use std::time::Duration;
+
+    pub(super) fn thread_cpu_time() -> Option<Duration> {
+        None
+    }
+
+    pub(super) fn clock_ticks_per_s() -> u64 {
+        100
+    }
+}
+
+/// CPU time used so far by the calling thread (Linux: `CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_time() -> Option<Duration> {
+    os::thread_cpu_time()
+}
+
+#[derive(Debug, Clone)]
+enum FakeEntry {
+    Text(String),
+    Error(io::ErrorKind, String),
+}
+
+#[derive(Debug, Default)]
+struct FakeState {
+    files: BTreeMap<String, FakeEntry>,
+    links: BTreeMap<String, String>,
+    now: Duration,
+    thread_cpu: Option<Duration>,
+    ticks_per_s: Option<u64>,
+}
+
+/// An in-memory [`Source`] for tests. Clones share one state, so a test keeps a handle and
+/// changes files and the clock between samples while the sampler owns another.
+#[derive(Debug, Clone, Default)]
+pub struct FakeSource {
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl FakeSource {
+    /// An empty source: every read fails with "not found" until a file is set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, FakeState> {
+        // A test that panicked while holding the lock leaves consistent data behind.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets a file's text.
+    pub fn set(&self, path: &str, text: impl Into<String>) {
+        self.state()
+            .files
+            .insert(path.to_string(), FakeEntry::Text(text.into()));
+    }
+
+    /// Makes reads (or listings) of `path` fail with this error.
+    pub fn set_error(&self, path: &str, kind: io::ErrorKind, message: &str) {
+        self.state().files.insert(
+            path.to_string(),
+            FakeEntry::Error(kind, message.to_string()),
+        );
+    }
+
+    /// Removes a file, link or error, so that the path is not found.
+    pub fn remove(&self, path: &str) {
+        let mut s = self.state();
+        s.files.remove(path);
+        s.links.remove(path);
+    }
+
+    /// Removes every file and link under a directory.
+    pub fn remove_dir(&self, dir: &str) {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        let mut s = self.state();
+        s.files.retain(|k, _| !k.starts_with(&prefix));
+        s.links.retain(|k, _| !k.starts_with(&prefix));
+    }
+
+    /// Sets a symbolic link's target.
+    pub fn set_link(&self, path: &str, target: &str) {
+        self.state()
+            .links
+            .insert(path.to_string(), target.to_string());
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.state().now += by;
+    }
+
+    /// Sets what [`Source::thread_cpu_time`] reports.
+    pub fn set_thread_cpu(&self, cpu: Option<Duration>) {
+        self.state().thread_cpu = cpu;
+    }
+
+    /// Sets USER_HZ (default 100).
+    pub fn set_clock_ticks_per_s(&self, ticks: u64) {
+        self.state().ticks_per_s = Some(ticks);
+    }
+}
+
+fn not_found() -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, "No such file or directory")
+}
+
+impl Source for FakeSource {
+    fn read(&self, path: &str) -> io::Result<String> {
+        match self.state().files.get(path) {
+            Some(FakeEntry::Text(t)) => Ok(t.clone()),
+            Some(FakeEntry::Error(kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
+            None => Err(not_found()),
+        }
+    }
+
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        let s = self.state();
+        if let Some(FakeEntry::Error(kind, msg)) = s.files.get(path) {
+            return Err(io::Error::new(*kind, msg.clone()));
+        }
+        s.links.get(path).cloned().ok_or_else(not_found)
+    }
+
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        let s = self.state();
+        if let Some(FakeEntry::Error(kind, msg)) = s.files.get(path) {
+            return Err(io::Error::new(*kind, msg.clone()));
+        }
+        let prefix = format!("{}/", path.trim_end_matches('/'));
+        let children: BTreeSet<String> = s
+            .files
+            .keys()
+            .chain(s.links.keys())
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split('/').next())
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect();
+        if children.is_empty() {
+            return Err(not_found());
+        }
+        Ok(children.into_iter().collect())
+    }
+
+    fn now(&self) -> Duration {
+        self.state().now
+    }
+
+    fn thread_cpu_time(&self) -> Option<Duration> {
+        self.state().thread_cpu
+    }
+
+    fn clock_ticks_per_s(&self) -> u64 {
+        self.state().ticks_per_s.unwrap_or(100)
+    }
+}

@@ -1,0 +1,904 @@
+//! The sampler and the rate arithmetic on a fake machine whose counters the tests set exactly.
+
+use std::time::Duration;
+
+use netceil_model::names::*;
+use netceil_model::{MetricId, Unit};
+use netceil_probe::rates::RESET_REASON;
+use netceil_probe::{
+    counter_delta, rates, CounterWidth, FakeSource, Recorder, Row, Sampler, SamplerConfig,
+};
+
+#[derive(Clone)]
+struct Iface {
+    name: &'static str,
+    rx_bytes: u64,
+    rx_packets: u64,
+    rx_dropped: u64,
+    tx_bytes: u64,
+    tx_packets: u64,
+    rx_missed: u64,
+    operstate: &'static str,
+    device: Option<&'static str>,
+    msi_irqs: Vec<u32>,
+}
+
+impl Iface {
+    fn new(name: &'static str) -> Self {
+        Iface {
+            name,
+            rx_bytes: 0,
+            rx_packets: 0,
+            rx_dropped: 0,
+            tx_bytes: 0,
+            tx_packets: 0,
+            rx_missed: 0,
+            operstate: "up",
+            device: None,
+            msi_irqs: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Thread {
+    pid: i32,
+    tid: u32,
+    comm: &'static str,
+    utime: u64,
+    stime: u64,
+    cpu: u32,
+    voluntary: u64,
+    nonvoluntary: u64,
+}
+
+/// Counter values of a pretend machine, written out as the kernel would print them.
+#[derive(Clone)]
+struct Machine {
+    /// (cpu, [user nice system idle iowait irq softirq steal])
+    cpus: Vec<(u32, [u64; 8])>,
+    intr: u64,
+    ctxt: u64,
+    forks: u64,
+    running: u64,
+    blocked: u64,
+    net_rx: Vec<u64>,
+    net_tx: Vec<u64>,
+    /// (irq, per-CPU counts, name)
+    irqs: Vec<(u32, Vec<u64>, &'static str)>,
+    ifaces: Vec<Iface>,
+    /// (cpu, processed, dropped, time_squeeze, received_rps, flow_limit, backlog)
+    softnet: Vec<(u32, u64, u64, u64, u64, u64, u64)>,
+    tcp_retrans: u64,
+    udp_rcvbuf_errors: u64,
+    udp_in_datagrams: u64,
+    ip_in_discards: u64,
+    tcp_backlog_drop: u64,
+    dsack_old: u64,
+    dsack_ofo: u64,
+    /// (some, full) total µs for cpu, io, memory; `None` = no /proc/pressure.
+    psi: Option<[(u64, u64); 3]>,
+    threads: Vec<Thread>,
+}
+
+impl Machine {
+    fn new() -> Self {
+        let mut eth0 = Iface::new("eth0");
+        eth0.device = Some("0000:81:00.0");
+        eth0.msi_irqs = vec![40, 41];
+        Machine {
+            cpus: vec![
+                (0, [1000, 0, 500, 8000, 10, 0, 100, 0]),
+                (1, [2000, 0, 500, 7000, 10, 0, 100, 0]),
+            ],
+            intr: 1_000_000,
+            ctxt: 5_000_000,
+            forks: 1000,
+            running: 2,
+            blocked: 0,
+            net_rx: vec![100, 200],
+            net_tx: vec![10, 20],
+            irqs: vec![
+                (0, vec![50, 0], "timer"),
+                (40, vec![1000, 0], "eth0-TxRx-0"),
+                (41, vec![0, 2000], "eth0-TxRx-1"),
+                (50, vec![0, 0], "mlx5_comp0@pci:0000:99:00.0"),
+            ],
+            ifaces: vec![Iface::new("lo"), eth0],
+            softnet: vec![(0, 1000, 0, 0, 0, 0, 0), (1, 2000, 0, 0, 0, 0, 0)],
+            tcp_retrans: 100,
+            udp_rcvbuf_errors: 0,
+            udp_in_datagrams: 1000,
+            ip_in_discards: 0,
+            tcp_backlog_drop: 0,
+            dsack_old: 0,
+            dsack_ofo: 0,
+            psi: Some([(1_000_000, 0), (0, 0), (0, 0)]),
+            threads: vec![Thread {
+                pid: 100,
+                tid: 100,
+                comm: "load gen",
+                utime: 100,
+                stime: 50,
+                cpu: 1,
+                voluntary: 10,
+                nonvoluntary: 1,
+            }],
+        }
+    }
+
+    /// Time passes on every CPU: `ticks` more idle ticks each.
+    fn idle(&mut self, ticks: u64) {
+        for (_, t) in &mut self.cpus {
+            t[3] += ticks;
+        }
+    }
+
+    fn install(&self, fake: &FakeSource) {
+        // /proc/stat
+        let mut total = [0u64; 8];
+        for (_, t) in &self.cpus {
+            for (a, b) in total.iter_mut().zip(t) {
+                *a += b;
+            }
+        }
+        let line = |label: &str, t: &[u64; 8]| {
+            let v: Vec<String> = t.iter().map(u64::to_string).collect();
+            format!("{label} {} 0 0\n", v.join(" "))
+        };
+        let mut stat = line("cpu ", &total);
+        for (id, t) in &self.cpus {
+            stat += &line(&format!("cpu{id}"), t);
+        }
+        stat += &format!(
+            "intr {} 0 0\nctxt {}\nbtime 1\nprocesses {}\nprocs_running {}\nprocs_blocked {}\n",
+            self.intr, self.ctxt, self.forks, self.running, self.blocked
+        );
+        fake.set("/proc/stat", stat);
+
+        // /proc/softirqs and /proc/interrupts share the CPU list of /proc/stat.
+        let header: String = self
+            .cpus
+            .iter()
+            .map(|(id, _)| format!("CPU{id} "))
+            .collect();
+        let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        let zeros = vec![0u64; self.cpus.len()];
+        fake.set(
+            "/proc/softirqs",
+            format!(
+                "{header}\nHI: {z}\nNET_TX: {}\nNET_RX: {}\n",
+                join(&self.net_tx),
+                join(&self.net_rx),
+                z = join(&zeros)
+            ),
+        );
+        let mut irqs = format!("{header}\n");
+        for (irq, counts, name) in &self.irqs {
+            irqs += &format!(
+                "{irq}: {} IR-PCI-MSIX-0000:81:00.0 {irq}-edge {name}\n",
+                join(counts)
+            );
+        }
+        irqs += &format!("LOC: {} Local timer interrupts\nERR: 0\n", join(&zeros));
+        fake.set("/proc/interrupts", irqs);
+
+        // /proc/net/dev and /sys/class/net
+        let mut dev =
+            "Inter-| Receive | Transmit\n face |bytes packets|bytes packets\n".to_string();
+        for i in &self.ifaces {
+            dev += &format!(
+                "{}: {} {} 0 {} 0 0 0 0 {} {} 0 0 0 0 0 0\n",
+                i.name, i.rx_bytes, i.rx_packets, i.rx_dropped, i.tx_bytes, i.tx_packets
+            );
+            let dir = format!("/sys/class/net/{}", i.name);
+            fake.set(&format!("{dir}/operstate"), format!("{}\n", i.operstate));
+            fake.set(&format!("{dir}/mtu"), "1500\n");
+            fake.set(
+                &format!("{dir}/statistics/rx_missed_errors"),
+                format!("{}\n", i.rx_missed),
+            );
+            fake.set(&format!("{dir}/queues/rx-0/rps_cpus"), "0\n");
+            fake.set(&format!("{dir}/queues/tx-0/xps_cpus"), "0\n");
+            if let Some(d) = i.device {
+                fake.set(&format!("{dir}/speed"), "25000\n");
+                fake.set_link(&format!("{dir}/device"), &format!("../../../{d}"));
+                fake.set_link(
+                    &format!("{dir}/device/driver"),
+                    "../../../../bus/pci/drivers/mlx5_core",
+                );
+                for irq in &i.msi_irqs {
+                    fake.set(&format!("{dir}/device/msi_irqs/{irq}"), "msix\n");
+                }
+            } else {
+                fake.set_error(
+                    &format!("{dir}/speed"),
+                    std::io::ErrorKind::InvalidInput,
+                    "Invalid argument",
+                );
+            }
+        }
+        fake.set("/proc/net/dev", dev);
+
+        // /proc/net/softnet_stat, 13 columns.
+        let softnet: String = self
+            .softnet
+            .iter()
+            .map(|&(cpu, p, d, s, rps, flow, backlog)| {
+                format!("{p:08x} {d:08x} {s:08x} 00000000 00000000 00000000 00000000 00000000 00000000 {rps:08x} {flow:08x} {backlog:08x} {cpu:08x}\n")
+            })
+            .collect();
+        fake.set("/proc/net/softnet_stat", softnet);
+
+        fake.set(
+            "/proc/net/snmp",
+            format!(
+                "Ip: Forwarding InReceives InDiscards\nIp: 1 500 {}\n\
+                 Tcp: MaxConn InSegs OutSegs RetransSegs\nTcp: -1 10 20 {}\n\
+                 Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+                 Udp: {} 0 {} 7 {} 0\n",
+                self.ip_in_discards,
+                self.tcp_retrans,
+                self.udp_in_datagrams,
+                self.udp_rcvbuf_errors,
+                self.udp_rcvbuf_errors
+            ),
+        );
+        fake.set(
+            "/proc/net/netstat",
+            format!(
+                "TcpExt: DelayedACKs ListenDrops TCPSACKReorder TCPLostRetransmit TCPFastRetrans TCPTimeouts TCPDSACKOldSent TCPDSACKOfoSent TCPDSACKRecv TCPBacklogDrop\n\
+                 TcpExt: 0 0 0 0 0 0 {} {} 0 {}\n",
+                self.dsack_old, self.dsack_ofo, self.tcp_backlog_drop
+            ),
+        );
+        match self.psi {
+            Some(psi) => {
+                for (name, (some, full)) in ["cpu", "io", "memory"].iter().zip(psi) {
+                    fake.set(
+                        &format!("/proc/pressure/{name}"),
+                        format!(
+                            "some avg10=0.00 avg60=0.00 avg300=0.00 total={some}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total={full}\n"
+                        ),
+                    );
+                }
+            }
+            None => fake.remove_dir("/proc/pressure"),
+        }
+
+        fake.remove_dir("/proc/100");
+        for t in &self.threads {
+            let base = format!("/proc/{}/task/{}", t.pid, t.tid);
+            fake.set(
+                &format!("{base}/stat"),
+                format!(
+                    "{} ({}) S 1 1 1 0 -1 0 0 0 0 0 {} {} 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 {} 0 0\n",
+                    t.tid, t.comm, t.utime, t.stime, t.cpu
+                ),
+            );
+            fake.set(
+                &format!("{base}/status"),
+                format!(
+                    "Name:\t{}\nvoluntary_ctxt_switches:\t{}\nnonvoluntary_ctxt_switches:\t{}\n",
+                    t.comm, t.voluntary, t.nonvoluntary
+                ),
+            );
+        }
+    }
+}
+
+fn config() -> SamplerConfig {
+    SamplerConfig {
+        interval: Duration::from_secs(2),
+        ifaces: None,
+        pids: vec![100],
+        ..SamplerConfig::default()
+    }
+}
+
+fn id(name: &str) -> MetricId {
+    MetricId::new(name)
+}
+
+fn cpu(name: &str, n: u32) -> MetricId {
+    MetricId::new(name).with(LABEL_CPU, n.to_string())
+}
+
+fn iface(name: &str, i: &str) -> MetricId {
+    MetricId::new(name).with(LABEL_IFACE, i)
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+#[track_caller]
+fn assert_value(row: &Row, metric: &MetricId, expected: f64) {
+    let got = row.get(metric);
+    assert!(
+        close(got, expected),
+        "{metric}: got {got:?}, expected {expected}"
+    );
+}
+
+/// Takes a baseline on `before`, advances the clock, installs `after`, and returns the row.
+fn interval(before: &Machine, after: &Machine, secs: u64) -> Row {
+    let fake = FakeSource::new();
+    before.install(&fake);
+    fake.set_thread_cpu(Some(Duration::from_millis(10)));
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    fake.advance(Duration::from_secs(secs));
+    after.install(&fake);
+    fake.set_thread_cpu(Some(Duration::from_millis(12)));
+    let b = s.sample();
+    rates(&a, &b)
+}
+
+#[test]
+fn two_samples_give_rates_over_the_measured_interval() {
+    let m0 = Machine::new();
+    let mut m1 = m0.clone();
+    // 2 s later. cpu0: +100 ticks: 30 user, 10 system, 50 idle, 10 softirq.
+    m1.cpus[0].1 = [1030, 0, 510, 8050, 10, 0, 110, 0];
+    // cpu1: +100 ticks, all user.
+    m1.cpus[1].1 = [2100, 0, 500, 7000, 10, 0, 100, 0];
+    m1.intr += 40_000;
+    m1.ctxt += 10_000;
+    m1.forks += 6;
+    m1.running = 5;
+    m1.net_rx = vec![100 + 3000, 200 + 1000];
+    m1.net_tx = vec![10, 20 + 40];
+    m1.irqs[1].1 = vec![1000 + 8000, 0];
+    m1.irqs[2].1 = vec![4, 2000 + 2000];
+    let eth0 = &mut m1.ifaces[1];
+    eth0.rx_bytes = 250_000_000;
+    eth0.rx_packets = 200_000;
+    eth0.rx_dropped = 30;
+    eth0.tx_bytes = 1_000;
+    eth0.tx_packets = 10;
+    eth0.rx_missed = 8;
+    m1.softnet[0].1 += 100_000;
+    m1.softnet[0].2 += 4;
+    m1.softnet[0].3 += 10;
+    m1.softnet[1].6 = 7;
+    m1.tcp_retrans += 50;
+    m1.udp_rcvbuf_errors += 20;
+    m1.udp_in_datagrams += 2_000_000;
+    m1.ip_in_discards += 2;
+    m1.tcp_backlog_drop += 4;
+    m1.dsack_old += 3;
+    m1.dsack_ofo += 1;
+    m1.psi = Some([(1_000_000 + 500_000, 100_000), (0, 0), (0, 0)]);
+    m1.threads[0].utime += 150;
+    m1.threads[0].stime += 50;
+    m1.threads[0].voluntary += 2000;
+    m1.threads[0].nonvoluntary += 20;
+    m1.threads[0].cpu = 0;
+
+    let row = interval(&m0, &m1, 2);
+    assert!(close(Some(row.elapsed_s), 2.0));
+
+    // CPU shares: ticks over ticks.
+    assert_value(&row, &cpu(CPU_USER_PCT, 0), 30.0);
+    assert_value(&row, &cpu(CPU_SYSTEM_PCT, 0), 10.0);
+    assert_value(&row, &cpu(CPU_SOFTIRQ_PCT, 0), 10.0);
+    assert_value(&row, &cpu(CPU_IDLE_PCT, 0), 50.0);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 0), 50.0);
+    assert_value(&row, &cpu(CPU_IOWAIT_PCT, 0), 0.0);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 1), 100.0);
+    // Unlabeled: the average over both CPUs, from the `cpu` line.
+    assert_value(&row, &id(CPU_BUSY_PCT), 75.0);
+    assert_value(&row, &id(CPU_USER_PCT), 65.0);
+    assert_eq!(row.by_name(CPU_BUSY_PCT).count(), 3);
+
+    assert_value(&row, &id(INTR_PER_S), 20_000.0);
+    assert_value(&row, &id(CS_PER_S), 5_000.0);
+    assert_value(&row, &id(FORKS_PER_S), 3.0);
+    assert_value(&row, &id(PROCS_RUNNING), 5.0);
+    assert_value(&row, &id(PROCS_BLOCKED), 0.0);
+
+    assert_value(&row, &cpu(SOFTIRQ_NET_RX_PER_S, 0), 1500.0);
+    assert_value(&row, &cpu(SOFTIRQ_NET_RX_PER_S, 1), 500.0);
+    assert_value(&row, &id(SOFTIRQ_NET_RX_PER_S), 2000.0);
+    assert_value(&row, &id(SOFTIRQ_NET_TX_PER_S), 20.0);
+
+    // NIC IRQs: tied to eth0 through its device's msi_irqs, queue from the name.
+    let q0 = MetricId::new(IRQ_PER_S)
+        .with(LABEL_IRQ, "40")
+        .with(LABEL_IFACE, "eth0")
+        .with(LABEL_QUEUE, "0")
+        .with(LABEL_DIR, "rxtx");
+    assert_value(&row, &q0, 4000.0);
+    let q1 = MetricId::new(IRQ_PER_S)
+        .with(LABEL_IRQ, "41")
+        .with(LABEL_IFACE, "eth0")
+        .with(LABEL_QUEUE, "1")
+        .with(LABEL_DIR, "rxtx");
+    assert_value(&row, &q1, 1002.0);
+    // An mlx5 vector of a PCI device no interface owns keeps its address.
+    let orphan = MetricId::new(IRQ_PER_S)
+        .with(LABEL_IRQ, "50")
+        .with(LABEL_DEVICE, "0000:99:00.0")
+        .with(LABEL_QUEUE, "0")
+        .with(LABEL_DIR, "rxtx");
+    assert_value(&row, &orphan, 0.0);
+    assert_value(&row, &cpu(NIC_IRQ_PER_S, 0), 4002.0);
+    assert_value(&row, &cpu(NIC_IRQ_PER_S, 1), 1000.0);
+    assert_value(&row, &id(NIC_IRQ_PER_S), 5002.0);
+    assert!(row
+        .by_name(IRQ_PER_S)
+        .all(|(m, _, _)| m.label(LABEL_IRQ) != Some("0")));
+
+    assert_value(&row, &iface(IFACE_RX_BITS_PER_S, "eth0"), 1e9);
+    assert_value(&row, &iface(IFACE_RX_PPS, "eth0"), 100_000.0);
+    assert_value(&row, &iface(IFACE_RX_DROPPED_PER_S, "eth0"), 15.0);
+    assert_value(&row, &iface(IFACE_TX_BITS_PER_S, "eth0"), 4000.0);
+    assert_value(&row, &iface(IFACE_TX_PPS, "eth0"), 5.0);
+    assert_value(&row, &iface(IFACE_RX_MISSED_PER_S, "eth0"), 4.0);
+    assert_value(&row, &iface(IFACE_RX_BITS_PER_S, "lo"), 0.0);
+    let unit = row
+        .values
+        .iter()
+        .find(|(m, _, _)| *m == iface(IFACE_RX_BITS_PER_S, "eth0"))
+        .unwrap()
+        .1;
+    assert_eq!(unit, Unit::BitsPerSecond);
+
+    assert_value(&row, &cpu(SOFTNET_PROCESSED_PER_S, 0), 50_000.0);
+    assert_value(&row, &id(SOFTNET_PROCESSED_PER_S), 50_000.0);
+    assert_value(&row, &id(SOFTNET_DROPPED_PER_S), 2.0);
+    assert_value(&row, &cpu(SOFTNET_TIME_SQUEEZE_PER_S, 0), 5.0);
+    assert_value(&row, &cpu(SOFTNET_BACKLOG_LEN, 1), 7.0);
+    assert_value(&row, &id(SOFTNET_BACKLOG_LEN), 7.0);
+
+    assert_value(&row, &id(TCP_RETRANS_SEGS_PER_S), 25.0);
+    assert_value(&row, &id(UDP_RCVBUF_ERRORS_PER_S), 10.0);
+    assert_value(&row, &id(UDP_IN_ERRORS_PER_S), 10.0);
+    assert_value(&row, &id(UDP_IN_DATAGRAMS_PER_S), 1_000_000.0);
+    assert_value(&row, &id(IP_IN_DISCARDS_PER_S), 1.0);
+    assert_value(&row, &id(TCP_BACKLOG_DROP_PER_S), 2.0);
+    assert_value(&row, &id(TCP_DSACK_SENT_PER_S), 2.0);
+
+    assert_value(&row, &id(PSI_CPU_SOME_PCT), 25.0);
+    assert_value(&row, &id(PSI_CPU_FULL_PCT), 5.0);
+
+    let thread = |name: &str| {
+        MetricId::new(name)
+            .with(LABEL_PID, "100")
+            .with(LABEL_TID, "100")
+            .with(LABEL_COMM, "load gen")
+    };
+    assert_value(&row, &thread(THREAD_CPU_PCT), 100.0);
+    assert_value(&row, &thread(THREAD_USER_PCT), 75.0);
+    assert_value(&row, &thread(THREAD_SYSTEM_PCT), 25.0);
+    assert_value(&row, &thread(THREAD_VOLUNTARY_CS_PER_S), 1000.0);
+    assert_value(&row, &thread(THREAD_NONVOLUNTARY_CS_PER_S), 10.0);
+    assert_value(&row, &thread(THREAD_LAST_CPU), 0.0);
+
+    assert_value(&row, &id(SAMPLER_CPU_PCT), 0.1);
+    assert!(row.missing.is_empty(), "{:?}", row.missing);
+}
+
+#[test]
+fn wraps_are_followed_and_resets_never_spike() {
+    let mut m0 = Machine::new();
+    m0.softnet[0].1 = 0xFFFF_FF00; // 32-bit softnet counter about to wrap
+    m0.net_rx[0] = u64::from(u32::MAX) - 99; // 32-bit softirq counter about to wrap
+    m0.ifaces[1].rx_missed = (1 << 32) - 100; // a driver's 32-bit hardware counter
+    m0.ifaces[1].rx_packets = 4_294_967_000;
+    m0.ifaces[1].rx_bytes = 5_000_000_000;
+    m0.tcp_retrans = 1_000_000;
+    let mut m1 = m0.clone();
+    m1.softnet[0].1 = 0x100;
+    m1.net_rx[0] = 100;
+    m1.ifaces[1].rx_missed = 50;
+    m1.ifaces[1].rx_packets = 704;
+    // Interface re-created: bytes restart from 0.
+    m1.ifaces[1].rx_bytes = 1000;
+    // netstat counters reset (namespace re-created): a reset, not a wrap.
+    m1.tcp_retrans = 10;
+
+    let row = interval(&m0, &m1, 2);
+    assert_value(&row, &cpu(SOFTNET_PROCESSED_PER_S, 0), 256.0);
+    assert_value(&row, &cpu(SOFTIRQ_NET_RX_PER_S, 0), 100.0);
+    assert_value(&row, &iface(IFACE_RX_MISSED_PER_S, "eth0"), 75.0);
+    assert_value(&row, &iface(IFACE_RX_PPS, "eth0"), 500.0);
+    // The reset counters have no value and say why; nothing is huge.
+    let bits = iface(IFACE_RX_BITS_PER_S, "eth0");
+    assert_eq!(row.get(&bits), None);
+    assert_eq!(row.missing_reason(&bits.to_string()), Some(RESET_REASON));
+    assert_eq!(row.total(TCP_RETRANS_SEGS_PER_S), None);
+    assert_eq!(
+        row.missing_reason(TCP_RETRANS_SEGS_PER_S),
+        Some(RESET_REASON)
+    );
+    for (m, _, v) in &row.values {
+        assert!(*v < 1e6, "{m} = {v} looks like a spike");
+    }
+
+    // The interval after a reset is measured normally again.
+    let mut m2 = m1.clone();
+    m2.ifaces[1].rx_bytes += 2000;
+    m2.tcp_retrans += 4;
+    let row = interval(&m1, &m2, 2);
+    assert_value(&row, &bits, 8000.0);
+    assert_value(&row, &id(TCP_RETRANS_SEGS_PER_S), 2.0);
+}
+
+#[test]
+fn counter_delta_rule() {
+    use CounterWidth::{Native, U32};
+    assert_eq!(counter_delta(5, 7, Native), Some(2));
+    assert_eq!(counter_delta(u64::MAX - 1, u64::MAX, Native), Some(1));
+    // 32-bit wrap near the top is followed for both widths.
+    assert_eq!(counter_delta(u64::from(u32::MAX), 0, Native), Some(1));
+    assert_eq!(counter_delta(u64::from(u32::MAX) - 9, 5, U32), Some(15));
+    // Far from the top, a Native decrease is a reset; a U32 one still a wrap if plausible.
+    assert_eq!(counter_delta(3_000_000_000, 5, Native), None);
+    assert_eq!(
+        counter_delta(3_000_000_000, 5, U32),
+        Some((1 << 32) - 3_000_000_000 + 5)
+    );
+    // A wrap that would mean ≥ 2^31 events in one interval is not believed.
+    assert_eq!(counter_delta(1000, 5, U32), None);
+    // Above 32 bits there is no wrap to follow.
+    assert_eq!(counter_delta(1 << 40, 5, Native), None);
+    assert_eq!(counter_delta(1 << 40, 5, U32), None);
+    // Near the top but the new value is large: a reset, not a wrap.
+    assert_eq!(counter_delta(u64::from(u32::MAX), 1 << 30, Native), None);
+}
+
+#[test]
+fn a_cpu_appearing_starts_next_interval_and_one_leaving_is_missing() {
+    let fake = FakeSource::new();
+    let m0 = Machine::new();
+    m0.install(&fake);
+    fake.set_thread_cpu(Some(Duration::ZERO));
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+
+    // cpu2 comes online.
+    let mut m1 = m0.clone();
+    m1.idle(100);
+    m1.cpus.push((2, [0, 0, 0, 100, 0, 0, 0, 0]));
+    m1.net_rx.push(0);
+    m1.net_tx.push(0);
+    for irq in &mut m1.irqs {
+        irq.1.push(0);
+    }
+    m1.softnet.push((2, 0, 0, 0, 0, 0, 0));
+    fake.advance(Duration::from_secs(1));
+    m1.install(&fake);
+    let b = s.sample();
+    let row = rates(&a, &b);
+    assert!(row.get(&cpu(CPU_BUSY_PCT, 0)).is_some());
+    assert!(row.get(&cpu(CPU_BUSY_PCT, 2)).is_none());
+    assert!(row.get(&cpu(SOFTIRQ_NET_RX_PER_S, 2)).is_none());
+    assert!(row.get(&cpu(SOFTNET_PROCESSED_PER_S, 2)).is_none());
+    assert!(row.missing.is_empty(), "{:?}", row.missing);
+
+    let mut m2 = m1.clone();
+    m2.idle(100);
+    m2.cpus[2].1 = [40, 0, 10, 150, 0, 0, 0, 0];
+    m2.net_rx[2] = 300;
+    fake.advance(Duration::from_secs(1));
+    m2.install(&fake);
+    let c = s.sample();
+    let row = rates(&b, &c);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 2), 50.0);
+    assert_value(&row, &cpu(SOFTIRQ_NET_RX_PER_S, 2), 300.0);
+    assert_value(&row, &cpu(SOFTNET_PROCESSED_PER_S, 2), 0.0);
+
+    // cpu1 goes offline: its lines disappear from every file.
+    let mut m3 = m2.clone();
+    m3.idle(100);
+    m3.cpus.remove(1);
+    m3.net_rx.remove(1);
+    m3.net_tx.remove(1);
+    for irq in &mut m3.irqs {
+        irq.1.remove(1);
+    }
+    m3.softnet.remove(1);
+    fake.advance(Duration::from_secs(1));
+    m3.install(&fake);
+    let d = s.sample();
+    let row = rates(&c, &d);
+    assert!(row.get(&cpu(CPU_BUSY_PCT, 1)).is_none());
+    assert_eq!(
+        row.missing_reason(&cpu(CPU_BUSY_PCT, 1).to_string()),
+        Some("cpu1 went offline")
+    );
+    assert!(row.get(&cpu(CPU_BUSY_PCT, 2)).is_some());
+    assert!(row.get(&cpu(NIC_IRQ_PER_S, 2)).is_some());
+}
+
+#[test]
+fn missing_pressure_is_recorded_once_and_never_as_zero() {
+    let fake = FakeSource::new();
+    let mut m = Machine::new();
+    m.psi = None;
+    m.install(&fake);
+    let mut s = Sampler::new(fake.clone(), config());
+    let mut rec = Recorder::new(Duration::from_secs(2));
+    assert!(
+        rec.push(s.sample()).is_none(),
+        "the first sample is the baseline"
+    );
+    for _ in 0..3 {
+        fake.advance(Duration::from_secs(2));
+        m.idle(200);
+        m.install(&fake);
+        let row = rec.push(s.sample()).expect("a row per interval");
+        assert!(row.total(PSI_CPU_SOME_PCT).is_none());
+    }
+    let series = rec.into_series();
+    assert_eq!(series.t_s, [2.0, 4.0, 6.0]);
+    assert!(
+        series.total(PSI_CPU_SOME_PCT).is_none(),
+        "no column of zeros"
+    );
+    let notes: Vec<_> = series
+        .missing
+        .iter()
+        .filter(|m| m.metric == PSI_CPU_SOME_PCT)
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", series.missing);
+    assert_eq!(
+        notes[0].reason,
+        "/proc/pressure/cpu: No such file or directory (kernel without CONFIG_PSI, or booted with psi=0)"
+    );
+    assert_eq!(notes[0].from_row, 0);
+    // Everything else was recorded in every row.
+    let busy = series.total(CPU_BUSY_PCT).unwrap();
+    assert!(busy.values.iter().all(Option::is_some));
+}
+
+#[test]
+fn recorder_places_late_metrics_and_measured_times() {
+    let fake = FakeSource::new();
+    let m0 = Machine::new();
+    m0.install(&fake);
+    let mut s = Sampler::new(fake.clone(), config());
+    let mut rec = Recorder::new(Duration::from_secs(1));
+    rec.push(s.sample());
+    fake.advance(Duration::from_millis(1000));
+    rec.push(s.sample());
+    // A late sample: the interval is longer, the rate the same.
+    let mut m2 = m0.clone();
+    m2.ctxt += 1500;
+    m2.cpus.push((2, [0, 0, 0, 100, 0, 0, 0, 0]));
+    fake.advance(Duration::from_millis(1500));
+    m2.install(&fake);
+    let row = rec.push(s.sample()).unwrap();
+    assert!(close(Some(row.t_s), 2.5));
+    assert!(close(Some(row.elapsed_s), 1.5));
+    assert_value(&row, &id(CS_PER_S), 1000.0);
+    let mut m3 = m2.clone();
+    m3.cpus[2].1[0] += 10;
+    m3.cpus[2].1[3] += 90;
+    fake.advance(Duration::from_millis(1000));
+    m3.install(&fake);
+    rec.push(s.sample());
+    let series = rec.series();
+    assert!(close(Some(series.interval_s), 1.0));
+    assert_eq!(series.t_s, [1.0, 2.5, 3.5]);
+    let cs = &series.total(CS_PER_S).unwrap().values;
+    assert_eq!(cs, &[Some(0.0), Some(1000.0), Some(0.0)]);
+    let cpu2 = series.get(&cpu(CPU_BUSY_PCT, 2)).unwrap();
+    assert_eq!(cpu2.values, [None, None, Some(10.0)]);
+    assert_eq!(cpu2.unit, Unit::Percent);
+}
+
+#[test]
+fn iowait_going_backwards_only_hides_iowait() {
+    let m0 = Machine::new();
+    let mut m1 = m0.clone();
+    m1.cpus[0].1 = [1050, 0, 500, 8050, 5, 0, 100, 0];
+    let row = interval(&m0, &m1, 1);
+    assert!(row.get(&cpu(CPU_IOWAIT_PCT, 0)).is_none());
+    assert!(row
+        .missing_reason(&cpu(CPU_IOWAIT_PCT, 0).to_string())
+        .unwrap()
+        .contains("iowait went backwards"));
+    assert_value(&row, &cpu(CPU_USER_PCT, 0), 50.0);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 0), 50.0);
+}
+
+#[test]
+fn interfaces_and_threads_coming_and_going() {
+    let fake = FakeSource::new();
+    let mut m0 = Machine::new();
+    let mut down = Iface::new("ifb0");
+    down.operstate = "down";
+    m0.ifaces.push(down);
+    m0.install(&fake);
+    let mut cfg = config();
+    cfg.pids = vec![100, 4242];
+    let mut s = Sampler::new(fake.clone(), cfg);
+    let a = s.sample();
+    assert_eq!(a.slow.process_errors.len(), 1, "pid 4242 does not exist");
+    let nics: Vec<String> = s.nic_info().into_iter().map(|n| n.name).collect();
+    assert_eq!(nics, ["eth0", "lo"], "down interfaces are left out");
+    let eth0 = s.nic_info().into_iter().find(|n| n.name == "eth0").unwrap();
+    assert_eq!(
+        (
+            eth0.driver.as_deref(),
+            eth0.speed_mbit,
+            eth0.mtu,
+            eth0.rx_queues
+        ),
+        (Some("mlx5_core"), Some(25_000), Some(1500), Some(1))
+    );
+
+    // veth0 appears, a second thread starts, and eth0's thread 100 exits.
+    let mut m1 = m0.clone();
+    m1.ifaces.push(Iface::new("veth0"));
+    m1.threads[0].tid = 101;
+    fake.advance(Duration::from_secs(1));
+    m1.install(&fake);
+    let b = s.sample();
+    let row = rates(&a, &b);
+    assert!(row.get(&iface(IFACE_RX_PPS, "veth0")).is_none());
+    assert!(row.get(&iface(IFACE_RX_PPS, "ifb0")).is_none());
+    let gone = MetricId::new(THREAD_CPU_PCT)
+        .with(LABEL_PID, "100")
+        .with(LABEL_TID, "100")
+        .with(LABEL_COMM, "load gen");
+    assert_eq!(row.missing_reason(&gone.to_string()), Some("thread exited"));
+    let no_pid = MetricId::new(THREAD_CPU_PCT).with(LABEL_PID, "4242");
+    assert!(row
+        .missing_reason(&no_pid.to_string())
+        .unwrap()
+        .contains("/proc/4242/task"));
+
+    let mut m2 = m1.clone();
+    m2.ifaces[3].rx_packets = 50;
+    m2.threads[0].utime += 20;
+    // eth0 is removed.
+    m2.ifaces.remove(1);
+    m2.irqs.retain(|i| i.0 != 40 && i.0 != 41);
+    fake.advance(Duration::from_secs(1));
+    fake.remove_dir("/sys/class/net/eth0");
+    m2.install(&fake);
+    let c = s.sample();
+    let row = rates(&b, &c);
+    assert_value(&row, &iface(IFACE_RX_PPS, "veth0"), 50.0);
+    let t101 = MetricId::new(THREAD_CPU_PCT)
+        .with(LABEL_PID, "100")
+        .with(LABEL_TID, "101")
+        .with(LABEL_COMM, "load gen");
+    assert_value(&row, &t101, 20.0);
+    assert!(row
+        .missing_reason(&iface(IFACE_RX_PPS, "eth0").to_string())
+        .unwrap()
+        .contains("eth0 vanished"));
+    let q0 = MetricId::new(IRQ_PER_S)
+        .with(LABEL_IRQ, "40")
+        .with(LABEL_IFACE, "eth0")
+        .with(LABEL_QUEUE, "0")
+        .with(LABEL_DIR, "rxtx");
+    assert!(row.missing_reason(&q0.to_string()).is_some());
+}
+
+#[test]
+fn an_interface_asked_for_by_name_that_is_absent() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    let mut cfg = config();
+    cfg.ifaces = Some(vec!["eth0".into(), "eth9".into()]);
+    let mut s = Sampler::new(fake.clone(), cfg);
+    let a = s.sample();
+    fake.advance(Duration::from_secs(1));
+    let b = s.sample();
+    let row = rates(&a, &b);
+    assert!(row.get(&iface(IFACE_RX_PPS, "eth0")).is_some());
+    assert!(
+        row.get(&iface(IFACE_RX_PPS, "lo")).is_none(),
+        "not asked for"
+    );
+    assert_eq!(
+        row.missing_reason(&iface(IFACE_RX_PPS, "eth9").to_string()),
+        Some("no interface eth9 in /proc/net/dev")
+    );
+    // IRQs of devices that belong to no recorded interface are left out too.
+    assert!(row
+        .by_name(IRQ_PER_S)
+        .all(|(m, _, _)| m.label(LABEL_IFACE) == Some("eth0")));
+}
+
+#[test]
+fn unreadable_and_malformed_sources_are_missing_with_their_reason() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    fake.advance(Duration::from_secs(1));
+    fake.set("/proc/net/softnet_stat", "00000001 zz\n");
+    fake.set_error(
+        "/proc/net/snmp",
+        std::io::ErrorKind::PermissionDenied,
+        "Permission denied",
+    );
+    let b = s.sample();
+    let row = rates(&a, &b);
+    assert_eq!(
+        row.missing_reason(SOFTNET_PROCESSED_PER_S),
+        Some(
+            "/proc/net/softnet_stat: line 1, field 2: expected a hex number (dropped), found 'zz'"
+        )
+    );
+    assert!(row.total(SOFTNET_PROCESSED_PER_S).is_none());
+    assert_eq!(
+        row.missing_reason(UDP_RCVBUF_ERRORS_PER_S),
+        Some("/proc/net/snmp: Permission denied")
+    );
+    // Sources that did read still give values.
+    assert!(row.total(CS_PER_S).is_some());
+    assert!(row.total(TCP_BACKLOG_DROP_PER_S).is_some());
+}
+
+#[test]
+fn no_elapsed_time_gives_no_values() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    let mut s = Sampler::new(fake, config());
+    let a = s.sample();
+    let b = s.sample();
+    let row = rates(&a, &b);
+    assert!(row.values.is_empty());
+    assert_eq!(row.missing.len(), 1);
+}
+
+#[test]
+fn config_validation() {
+    let mut c = SamplerConfig::default();
+    assert_eq!(c.interval, Duration::from_secs(1));
+    assert!(c.validate().is_ok());
+    c.interval = Duration::from_millis(10);
+    assert!(c.validate().is_ok());
+    c.interval = Duration::from_millis(5);
+    assert!(c.validate().unwrap_err().contains("below"));
+}
+
+#[test]
+fn at_10ms_the_slow_tier_is_read_every_100ms() {
+    let fake = FakeSource::new();
+    let mut m = Machine::new();
+    m.install(&fake);
+    fake.set_thread_cpu(Some(Duration::ZERO));
+    let mut cfg = config();
+    cfg.interval = Duration::from_millis(10);
+    let mut s = Sampler::new(fake.clone(), cfg);
+    let mut rec = Recorder::new(Duration::from_millis(10));
+    rec.push(s.sample());
+    let mut slow_rows = Vec::new();
+    for i in 1..=30 {
+        fake.advance(Duration::from_millis(10));
+        m.idle(1);
+        m.ctxt += 10;
+        m.tcp_retrans += 1;
+        m.install(&fake);
+        let row = rec.push(s.sample()).unwrap();
+        // The fast tier is in every row, over 10 ms.
+        assert_value(&row, &id(CS_PER_S), 1000.0);
+        if let Some(v) = row.total(TCP_RETRANS_SEGS_PER_S) {
+            slow_rows.push(i);
+            // Over the 100 ms since the last slow reading: 10 retransmits.
+            assert!((v - 100.0).abs() < 1e-6, "row {i}: {v}");
+        }
+    }
+    assert_eq!(slow_rows, [10, 20, 30]);
+    let series = rec.into_series();
+    let notes: Vec<_> = series
+        .missing
+        .iter()
+        .filter(|m| m.metric == TCP_RETRANS_SEGS_PER_S)
+        .collect();
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].reason.contains("slow_interval"));
+    assert!(series
+        .missing
+        .iter()
+        .all(|m| !m.metric.starts_with("cpu_") && m.metric != CS_PER_S));
+}

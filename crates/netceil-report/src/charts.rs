@@ -1,0 +1,517 @@
+//! SVG charts for the HTML report, drawn with plotters' SVG backend.
+//!
+//! plotters is built without its `ttf` feature: the SVG backend writes `<text>` elements
+//! with a `font-family="sans-serif"` attribute and lets the browser pick the font, so no
+//! font file, fontconfig or font-kit is needed and the report stays self-contained. The
+//! price is that plotters only estimates text widths; layouts here leave room for that.
+//!
+//! Legends are drawn below the plot area rather than inside it, so they never hide data.
+//! A missing value breaks a line instead of being drawn as 0.
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::fmt;
+
+/// Width of every chart in SVG pixels; the page scales it down on narrow screens.
+pub const WIDTH: u32 = 960;
+const PLOT_HEIGHT: u32 = 300;
+const FONT: &str = "sans-serif";
+const LEGEND_FONT_PX: u32 = 13;
+const LEGEND_ROW_PX: u32 = 20;
+
+/// Tableau 10: distinct to most eyes, including the common colour-vision deficiencies.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xba, 0xb0, 0xac),
+];
+
+/// The i-th colour of the palette; after ten, lines are also dashed to stay apart.
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// One line: a label and points (t, value); `None` leaves a gap.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub label: String,
+    pub points: Vec<(f64, Option<f64>)>,
+    pub dashed: bool,
+    pub color: RGBColor,
+}
+
+impl Line {
+    fn has_data(&self) -> bool {
+        self.points.iter().any(|(_, v)| v.is_some_and(f64::is_finite))
+    }
+
+    /// Runs of consecutive present values.
+    fn segments(&self) -> Vec<Vec<(f64, f64)>> {
+        let mut out = Vec::new();
+        let mut current = Vec::new();
+        for &(t, v) in &self.points {
+            match v.filter(|v| v.is_finite()) {
+                Some(v) => current.push((t, v)),
+                None => {
+                    if !current.is_empty() {
+                        out.push(std::mem::take(&mut current));
+                    }
+                }
+            }
+        }
+        if !current.is_empty() {
+            out.push(current);
+        }
+        out
+    }
+
+    fn max(&self) -> f64 {
+        self.points
+            .iter()
+            .filter_map(|(_, v)| *v)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
+    }
+}
+
+/// One y axis: its description (with the unit) and its lines.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// `throughput [bit/s]`.
+    pub desc: String,
+    pub lines: Vec<Line>,
+    /// Fixed top of the axis (100 for percentages); otherwise the data's maximum + 8 %.
+    pub max: Option<f64>,
+}
+
+impl Axis {
+    fn top(&self) -> f64 {
+        if let Some(m) = self.max {
+            return m;
+        }
+        let m = self.lines.iter().map(Line::max).fold(0.0, f64::max);
+        if m > 0.0 {
+            m * 1.08
+        } else {
+            1.0
+        }
+    }
+}
+
+/// A time-series chart with a left axis and an optional right axis.
+#[derive(Debug, Clone)]
+pub struct TimeChart {
+    pub title: String,
+    pub x_desc: String,
+    pub left: Axis,
+    pub right: Option<Axis>,
+}
+
+type ChartResult<T> = Result<T, String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    format!("could not draw the chart: {e}")
+}
+
+/// A legend entry.
+struct LegendItem {
+    label: String,
+    color: RGBColor,
+    dashed: bool,
+    /// Draw a filled box instead of a line sample (bar charts).
+    boxed: bool,
+}
+
+/// Estimated width of a legend label: plotters cannot measure text for SVG either.
+fn text_width(text: &str, px: u32) -> u32 {
+    (text.chars().count() as f64 * f64::from(px) * 0.6).ceil() as u32
+}
+
+fn legend_layout(items: &[LegendItem]) -> Vec<Vec<usize>> {
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut x = 0;
+    for (i, item) in items.iter().enumerate() {
+        let w = 28 + text_width(&item.label, LEGEND_FONT_PX) + 18;
+        if x + w > WIDTH - 20 && !rows.last().is_some_and(Vec::is_empty) {
+            rows.push(Vec::new());
+            x = 0;
+        }
+        rows.last_mut().unwrap_or_else(|| unreachable!()).push(i);
+        x += w;
+    }
+    rows
+}
+
+fn legend_height(items: &[LegendItem]) -> u32 {
+    if items.is_empty() {
+        return 0;
+    }
+    legend_layout(items).len() as u32 * LEGEND_ROW_PX + 10
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    items: &[LegendItem],
+) -> ChartResult<()> {
+    let style = TextStyle::from((FONT, LEGEND_FONT_PX).into_font())
+        .pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Left,
+            plotters::style::text_anchor::VPos::Center,
+        ));
+    for (row_no, row) in legend_layout(items).iter().enumerate() {
+        let y = 10 + row_no as i32 * LEGEND_ROW_PX as i32;
+        let mut x = 70;
+        for &i in row {
+            let item = &items[i];
+            if item.boxed {
+                area.draw(&Rectangle::new(
+                    [(x + 4, y - 6), (x + 20, y + 6)],
+                    item.color.filled(),
+                ))
+                .map_err(err)?;
+            } else if item.dashed {
+                for k in 0..3 {
+                    let x0 = x + k * 8;
+                    area.draw(&PathElement::new(
+                        vec![(x0, y), (x0 + 5, y)],
+                        item.color.stroke_width(3),
+                    ))
+                    .map_err(err)?;
+                }
+            } else {
+                area.draw(&PathElement::new(
+                    vec![(x, y), (x + 22, y)],
+                    item.color.stroke_width(3),
+                ))
+                .map_err(err)?;
+            }
+            area.draw(&Text::new(item.label.clone(), (x + 28, y), style.clone()))
+                .map_err(err)?;
+            x += 28 + text_width(&item.label, LEGEND_FONT_PX) as i32 + 18;
+        }
+    }
+    Ok(())
+}
+
+/// Renders a time chart as an SVG string, or `None` when no line has any data.
+pub fn time_chart(chart: &TimeChart) -> Option<ChartResult<String>> {
+    let right_has_data = chart
+        .right
+        .as_ref()
+        .is_some_and(|a| a.lines.iter().any(Line::has_data));
+    if !chart.left.lines.iter().any(Line::has_data) && !right_has_data {
+        return None;
+    }
+    Some(draw_time_chart(chart))
+}
+
+fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
+    let right = chart.right.as_ref().filter(|a| a.lines.iter().any(Line::has_data));
+    let mut legend: Vec<LegendItem> = Vec::new();
+    for l in chart.left.lines.iter().filter(|l| l.has_data()) {
+        legend.push(LegendItem {
+            label: if right.is_some() {
+                format!("{} (left)", l.label)
+            } else {
+                l.label.clone()
+            },
+            color: l.color,
+            dashed: l.dashed,
+            boxed: false,
+        });
+    }
+    for l in right.iter().flat_map(|a| a.lines.iter()).filter(|l| l.has_data()) {
+        legend.push(LegendItem {
+            label: format!("{} (right)", l.label),
+            color: l.color,
+            dashed: l.dashed,
+            boxed: false,
+        });
+    }
+    let x_max = chart
+        .left
+        .lines
+        .iter()
+        .chain(right.iter().flat_map(|a| a.lines.iter()))
+        .flat_map(|l| l.points.iter().map(|(t, _)| *t))
+        .fold(0.0, f64::max)
+        .max(1e-3);
+
+    let height = PLOT_HEIGHT + legend_height(&legend);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT);
+        let mut ctx = ChartBuilder::on(&plot_area)
+            .caption(&chart.title, (FONT, 17))
+            .margin(8)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .right_y_label_area_size(if right.is_some() { 72 } else { 8 })
+            .build_cartesian_2d(0.0..x_max, 0.0..chart.left.top())
+            .map_err(err)?
+            .set_secondary_coord(0.0..x_max, 0.0..right.map_or(1.0, Axis::top));
+        ctx.configure_mesh()
+            .x_desc(chart.x_desc.as_str())
+            .y_desc(chart.left.desc.as_str())
+            .x_label_formatter(&|v| fmt::si(*v))
+            .y_label_formatter(&|v| fmt::si(*v))
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 12))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+            .draw()
+            .map_err(err)?;
+        if let Some(axis) = right {
+            ctx.configure_secondary_axes()
+                .y_desc(axis.desc.as_str())
+                .y_label_formatter(&|v| fmt::si(*v))
+                .axis_desc_style((FONT, 14))
+                .label_style((FONT, 12))
+                .draw()
+                .map_err(err)?;
+        }
+        for line in chart.left.lines.iter() {
+            for seg in line.segments() {
+                let style = line.color.stroke_width(2);
+                if seg.len() == 1 {
+                    ctx.draw_series(std::iter::once(Circle::new(seg[0], 3, line.color.filled())))
+                        .map_err(err)?;
+                } else if line.dashed {
+                    ctx.draw_series(DashedLineSeries::new(seg, 6, 4, style))
+                        .map_err(err)?;
+                } else {
+                    ctx.draw_series(LineSeries::new(seg, style)).map_err(err)?;
+                }
+            }
+        }
+        for line in right.iter().flat_map(|a| a.lines.iter()) {
+            for seg in line.segments() {
+                let style = line.color.stroke_width(2);
+                if seg.len() == 1 {
+                    ctx.draw_secondary_series(std::iter::once(Circle::new(
+                        seg[0],
+                        3,
+                        line.color.filled(),
+                    )))
+                    .map_err(err)?;
+                } else if line.dashed {
+                    ctx.draw_secondary_series(DashedLineSeries::new(seg, 6, 4, style))
+                        .map_err(err)?;
+                } else {
+                    ctx.draw_secondary_series(LineSeries::new(seg, style))
+                        .map_err(err)?;
+                }
+            }
+        }
+        draw_legend(&legend_area, &legend)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One horizontal bar.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub label: String,
+    /// `None`: not measured; the bar is left out and the annotation says so.
+    pub value: Option<f64>,
+    /// Printed at the end of the bar: the exact figure.
+    pub annotation: String,
+    pub color: RGBColor,
+}
+
+/// A horizontal bar chart; `log` puts the value axis on a log scale (for latency
+/// percentiles, where the maximum can be a thousand times the median).
+pub fn bar_chart(title: &str, value_desc: &str, bars: &[Bar], log: bool) -> ChartResult<String> {
+    let positive = bars
+        .iter()
+        .filter_map(|b| b.value)
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let max = positive.clone().fold(0.0, f64::max);
+    let min = positive.fold(f64::INFINITY, f64::min);
+    if log && max > 0.0 {
+        let lo = 10f64.powf((min / 1.5).log10().floor());
+        let hi = max * 6.0;
+        draw_bars(title, value_desc, bars, (lo..hi).log_scale(), lo)
+    } else {
+        let hi = if max > 0.0 { max * 1.25 } else { 1.0 };
+        draw_bars(title, value_desc, bars, 0.0..hi, 0.0)
+    }
+}
+
+fn draw_bars<X>(
+    title: &str,
+    value_desc: &str,
+    bars: &[Bar],
+    x_range: X,
+    base: f64,
+) -> ChartResult<String>
+where
+    X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let n = bars.len() as i32;
+    let label_px = bars
+        .iter()
+        .map(|b| text_width(&b.label, 12))
+        .max()
+        .unwrap_or(40)
+        + 16;
+    let height = 70 + 28 * bars.len() as u32 + 10;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut ctx = ChartBuilder::on(&root)
+            .caption(title, (FONT, 17))
+            .margin(8)
+            .x_label_area_size(40)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d(x_range, (0..n).into_segmented())
+            .map_err(err)?;
+        // Bars are listed top-down; the y axis counts bottom-up.
+        let label_of = |v: &SegmentValue<i32>| match v {
+            SegmentValue::CenterOf(i) if *i >= 0 && *i < n => {
+                bars[(n - 1 - *i) as usize].label.clone()
+            }
+            _ => String::new(),
+        };
+        ctx.configure_mesh()
+            .disable_y_mesh()
+            .x_desc(value_desc)
+            .x_label_formatter(&|v| fmt::si(*v))
+            .y_label_formatter(&label_of)
+            .y_labels(bars.len())
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 12))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+            .draw()
+            .map_err(err)?;
+        let anchor = TextStyle::from((FONT, 12).into_font()).pos(
+            plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ),
+        );
+        for (i, bar) in bars.iter().enumerate() {
+            let y = n - 1 - i as i32;
+            let end = match bar.value.filter(|v| v.is_finite()) {
+                Some(v) if v > base => {
+                    let mut rect = Rectangle::new(
+                        [(base, SegmentValue::Exact(y)), (v, SegmentValue::Exact(y + 1))],
+                        bar.color.filled(),
+                    );
+                    rect.set_margin(5, 5, 0, 0);
+                    ctx.draw_series(std::iter::once(rect)).map_err(err)?;
+                    v
+                }
+                _ => base,
+            };
+            ctx.draw_series(std::iter::once(Text::new(
+                format!(" {}", bar.annotation),
+                (end, SegmentValue::CenterOf(y)),
+                anchor.clone(),
+            )))
+            .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(label: &str, values: &[Option<f64>]) -> Line {
+        Line {
+            label: label.into(),
+            points: values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1) as f64, *v))
+                .collect(),
+            dashed: false,
+            color: color(0),
+        }
+    }
+
+    #[test]
+    fn gaps_split_lines() {
+        let l = line("x", &[Some(1.0), None, Some(2.0), Some(3.0)]);
+        assert_eq!(l.segments(), vec![vec![(1.0, 1.0)], vec![(3.0, 2.0), (4.0, 3.0)]]);
+    }
+
+    #[test]
+    fn time_chart_has_text_axes_and_legend_without_fonts() {
+        let chart = TimeChart {
+            title: "rates <&>".into(),
+            x_desc: "time since start [s]".into(),
+            left: Axis {
+                desc: "throughput [bit/s]".into(),
+                lines: vec![line("load_rx_bits_per_s", &[Some(1e9), Some(2e9)])],
+                max: None,
+            },
+            right: Some(Axis {
+                desc: "events [/s]".into(),
+                lines: vec![line("cs_per_s", &[Some(25e3), None])],
+                max: None,
+            }),
+        };
+        let svg = time_chart(&chart).unwrap().unwrap();
+        assert!(svg.starts_with("<svg"), "{svg:.80}");
+        assert!(svg.contains("font-family=\"sans-serif\""));
+        assert!(svg.contains("rates &lt;&amp;&gt;"), "plotters escapes text");
+        assert!(svg.contains("throughput [bit/s]") && svg.contains("events [/s]"));
+        assert!(svg.contains("load_rx_bits_per_s (left)") && svg.contains("cs_per_s (right)"));
+        // SI tick labels: 2e9 max → ticks in G.
+        assert!(svg.contains(" G\n") || svg.contains(" G<"), "no SI tick label");
+    }
+
+    #[test]
+    fn empty_chart_is_not_drawn() {
+        let chart = TimeChart {
+            title: "t".into(),
+            x_desc: "x".into(),
+            left: Axis {
+                desc: "y".into(),
+                lines: vec![line("a", &[None, None])],
+                max: None,
+            },
+            right: None,
+        };
+        assert!(time_chart(&chart).is_none());
+    }
+
+    #[test]
+    fn bar_chart_labels_each_bar() {
+        let bars: Vec<Bar> = ["sent", "received", "lost"]
+            .iter()
+            .zip([Some(100.0), Some(90.0), None])
+            .map(|(l, v)| Bar {
+                label: (*l).into(),
+                value: v,
+                annotation: v.map_or("not measured".into(), |v| v.to_string()),
+                color: color(0),
+            })
+            .collect();
+        let svg = bar_chart("delivery", "packets", &bars, false).unwrap();
+        for want in ["sent", "received", "lost", "not measured", "packets"] {
+            assert!(svg.contains(want), "missing {want}");
+        }
+        let log = bar_chart("latency", "µs", &bars, true).unwrap();
+        assert!(log.contains("<rect"));
+    }
+}

@@ -1,0 +1,971 @@
+//! `netceil report`: one self-contained HTML file with SVG charts.
+//!
+//! The file must open anywhere, offline and from `file://`, and still open in ten years:
+//! so no scripts, no external stylesheets, fonts or images; the charts are inline SVG
+//! rendered by plotters, and a Content-Security-Policy of `default-src 'none'` makes the
+//! browser refuse any fetch that might slip in. All text from a run (notes, labels, lock
+//! names…) is escaped.
+//!
+//! The first chart is the picture the vmstat investigation (SEEDS §1) wanted: throughput
+//! with context switches, interrupts and NET_RX softirqs on the same time axis.
+
+use std::fmt::Write as _;
+
+use netceil_model::{names as n, Finding, Metric, Run, Series, Unit};
+
+use crate::charts::{self, Axis, Bar, Line, TimeChart};
+use crate::compare;
+use crate::compare_render;
+use crate::fmt;
+use crate::summary::{self, Row};
+use crate::view;
+
+/// The most per-CPU lines one chart shows; beyond that, the busiest CPUs are kept.
+const MAX_CPU_LINES: usize = 16;
+const TIME_DESC: &str = "time since start [s]";
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       margin: 0 auto; max-width: 1000px; padding: 1.5rem; color: #1d1d1f; background: #fff; line-height: 1.45; }
+h1 { font-size: 1.7rem; margin-bottom: .2rem; }
+h2 { font-size: 1.35rem; border-bottom: 2px solid #4e79a7; padding-bottom: .2rem; margin-top: 2.5rem; }
+h3 { font-size: 1.12rem; margin-top: 1.8rem; }
+h4 { font-size: 1rem; margin: 1.2rem 0 .4rem; }
+section.part { border-left: 3px solid #e6e6e6; padding-left: 1rem; margin-left: .2rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
+th, td { border: 1px solid #ddd; padding: .25rem .55rem; text-align: left; vertical-align: top; }
+th { background: #f4f6f9; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.kv th { width: 13rem; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 0 1.5rem; }
+figure { margin: 1rem 0; }
+figure svg { width: 100%; height: auto; display: block; }
+figcaption { font-size: .85rem; color: #555; margin-top: .2rem; }
+code { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: .88em;
+       background: #f4f4f4; padding: 0 .25em; border-radius: 3px; }
+.badge { display: inline-block; font-size: .8rem; padding: .05rem .5rem; border-radius: 1rem;
+         background: #e8eef6; color: #2a4a6e; margin-left: .4rem; vertical-align: middle; }
+.badge.warn { background: #fdecea; color: #8a1c12; }
+.finding { border: 1px solid #ddd; border-left: 4px solid #e15759; border-radius: 4px;
+           padding: .5rem .9rem; margin: .8rem 0; }
+.finding p.summary { font-weight: 600; margin: .2rem 0 .4rem; }
+.finding ul { margin: .2rem 0 .4rem 1.1rem; padding: 0; }
+.muted { color: #666; font-size: .9rem; }
+nav ul { padding-left: 1.2rem; }
+footer { margin-top: 3rem; font-size: .8rem; color: #777; border-top: 1px solid #eee; padding-top: .6rem; }
+"#;
+
+/// Renders one or more runs as a single self-contained HTML document.
+///
+/// Each run gets its own section (suite runs with a subsection per part); with several
+/// runs, an overview table and overlay charts of the metrics they share come first, and
+/// with exactly two, the A/B comparison.
+pub fn html_report(runs: &[Run]) -> String {
+    let mut page = String::new();
+    let title = match runs {
+        [] => "netceil report".to_string(),
+        [one] => format!("netceil report: {}", one.run_id),
+        many => format!("netceil report: {} runs", many.len()),
+    };
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"generator\" content=\"netceil-report {}\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        env!("CARGO_PKG_VERSION"),
+        escape(&title)
+    );
+    let _ = writeln!(page, "<header><h1>{}</h1>", escape(&title));
+    let _ = writeln!(
+        page,
+        "<p class=\"muted\">Bit rates are decimal (1 Gbit/s = 10<sup>9</sup> bit/s). \
+         A gap in a line is an interval that was not measured, not a zero.</p></header>"
+    );
+    if runs.is_empty() {
+        page.push_str("<p>No runs were given.</p>\n");
+    }
+    if runs.len() > 1 {
+        write_toc(&mut page, runs);
+        write_overview(&mut page, runs);
+    }
+    if let [a, b] = runs {
+        write_comparison(&mut page, a, b);
+    }
+    for (i, run) in runs.iter().enumerate() {
+        write_run(&mut page, run, &format!("run-{}", i + 1), 2);
+    }
+    let _ = write!(
+        page,
+        "<footer>Made by netceil-report {}. This file is self-contained: it loads nothing \
+         from the network.</footer>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    page
+}
+
+fn short_name(run: &Run) -> String {
+    if run.meta.labels.is_empty() {
+        run.run_id.clone()
+    } else {
+        format!("{} [{}]", run.run_id, summary::labels(run))
+    }
+}
+
+fn write_toc(page: &mut String, runs: &[Run]) {
+    page.push_str("<nav><h2>Runs</h2><ul>\n");
+    for (i, run) in runs.iter().enumerate() {
+        let _ = writeln!(
+            page,
+            "<li><a href=\"#run-{}\">{}</a> <span class=\"muted\">{}</span></li>",
+            i + 1,
+            escape(&run.run_id),
+            escape(&format!("{}; {}", summary::kind(run), summary::labels(run)))
+        );
+    }
+    page.push_str("</ul></nav>\n");
+}
+
+fn kv_table(page: &mut String, rows: &[Row]) {
+    page.push_str("<table class=\"kv\">\n");
+    for r in rows {
+        let _ = writeln!(
+            page,
+            "<tr><th>{}</th><td>{}</td></tr>",
+            escape(&r.label),
+            escape(&r.value)
+        );
+    }
+    page.push_str("</table>\n");
+}
+
+/// A table with a header row; cells after the first are right-aligned numbers.
+fn grid_table<S: AsRef<str>>(page: &mut String, headers: &[&str], rows: &[Vec<S>]) {
+    page.push_str("<table>\n<tr>");
+    for h in headers {
+        let _ = write!(page, "<th>{}</th>", escape(h));
+    }
+    page.push_str("</tr>\n");
+    for r in rows {
+        page.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let class = if i == 0 { "" } else { " class=\"num\"" };
+            let _ = write!(page, "<td{class}>{}</td>", escape(c.as_ref()));
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</table>\n");
+}
+
+fn figure(page: &mut String, svg: Option<Result<String, String>>, caption: &str) {
+    match svg {
+        None => {}
+        Some(Ok(svg)) => {
+            let _ = write!(
+                page,
+                "<figure>\n{svg}<figcaption>{}</figcaption></figure>\n",
+                escape(caption)
+            );
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(page, "<p class=\"muted\">{}</p>", escape(&e));
+        }
+    }
+}
+
+fn metric_line(series: &Series, metric: &Metric, label: String, index: usize) -> Line {
+    Line {
+        label,
+        points: series
+            .t_s
+            .iter()
+            .zip(&metric.values)
+            .map(|(t, v)| (*t, *v))
+            .collect(),
+        dashed: index >= 10,
+        color: charts::color(index),
+    }
+}
+
+fn axis_desc(what: &str, unit: Unit) -> String {
+    format!("{what} [{}]", unit.symbol())
+}
+
+/// Throughput (left) with cs/s, in/s and NET_RX/s (right): SEEDS §1's picture.
+fn throughput_chart(run: &Run) -> TimeChart {
+    let s = &run.series;
+    let mut left = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut push_left = |m: Option<&Metric>, left: &mut Vec<Line>| {
+        if let Some(m) = m {
+            let id = m.id.to_string();
+            if !seen.contains(&id) {
+                left.push(metric_line(s, m, id.clone(), left.len()));
+                seen.push(id);
+            }
+        }
+    };
+    push_left(view::busiest(s, n::LOAD_RX_BITS_PER_S), &mut left);
+    push_left(view::busiest(s, n::LOAD_TX_BITS_PER_S), &mut left);
+    push_left(view::busiest(s, n::IFACE_RX_BITS_PER_S), &mut left);
+    let offset = left.len();
+    let right: Vec<Line> = [n::CS_PER_S, n::INTR_PER_S, n::SOFTIRQ_NET_RX_PER_S]
+        .iter()
+        .filter_map(|name| s.total(name))
+        .enumerate()
+        .map(|(i, m)| metric_line(s, m, m.id.to_string(), offset + i))
+        .collect();
+    TimeChart {
+        title: "Throughput and kernel event rates".into(),
+        x_desc: TIME_DESC.into(),
+        left: Axis {
+            desc: axis_desc("throughput", Unit::BitsPerSecond),
+            lines: left,
+            max: None,
+        },
+        right: Some(Axis {
+            desc: axis_desc("events", Unit::PerSecond),
+            lines: right,
+            max: None,
+        }),
+    }
+}
+
+fn packet_chart(run: &Run) -> TimeChart {
+    let s = &run.series;
+    let mut left = Vec::new();
+    for name in [n::LOAD_TX_PPS, n::LOAD_RX_PPS, n::IFACE_RX_PPS] {
+        if let Some(m) = view::busiest(s, name) {
+            left.push(metric_line(s, m, m.id.to_string(), left.len()));
+        }
+    }
+    let offset = left.len();
+    let right: Vec<Line> = [n::LOAD_LOST_PER_S, n::LOAD_TRANSACTIONS_PER_S]
+        .iter()
+        .filter_map(|name| s.total(name))
+        .enumerate()
+        .map(|(i, m)| metric_line(s, m, m.id.to_string(), offset + i))
+        .collect();
+    TimeChart {
+        title: "Packet and transaction rates".into(),
+        x_desc: TIME_DESC.into(),
+        left: Axis {
+            desc: axis_desc("packets", Unit::PacketsPerSecond),
+            lines: left,
+            max: None,
+        },
+        right: Some(Axis {
+            desc: axis_desc("lost, transactions", Unit::PerSecond),
+            lines: right,
+            max: None,
+        }),
+    }
+}
+
+/// The CPUs to draw: all of them, or the busiest [`MAX_CPU_LINES`] by mean busy share.
+fn shown_cpus(s: &Series) -> (Vec<u32>, usize) {
+    let all: Vec<usize> = (0..s.len()).collect();
+    let mut cpus: Vec<(u32, f64)> = view::per_cpu(s, n::CPU_BUSY_PCT)
+        .into_iter()
+        .map(|(c, m)| (c, view::mean_over(m, &all).unwrap_or(0.0)))
+        .collect();
+    let total = cpus.len();
+    if total > MAX_CPU_LINES {
+        cpus.sort_by(|a, b| b.1.total_cmp(&a.1));
+        cpus.truncate(MAX_CPU_LINES);
+        cpus.sort_by_key(|(c, _)| *c);
+    }
+    (cpus.into_iter().map(|(c, _)| c).collect(), total)
+}
+
+fn cpu_chart(run: &Run, cpus: &[u32]) -> TimeChart {
+    let s = &run.series;
+    let mut lines: Vec<Line> = view::per_cpu(s, n::CPU_BUSY_PCT)
+        .into_iter()
+        .filter(|(c, _)| cpus.contains(c))
+        .enumerate()
+        .map(|(i, (c, m))| metric_line(s, m, format!("cpu{c}"), i))
+        .collect();
+    if let Some(total) = s.total(n::CPU_BUSY_PCT) {
+        let mut l = metric_line(s, total, "all CPUs (mean)".into(), lines.len());
+        l.dashed = true;
+        l.color = plotters::style::RGBColor(0x33, 0x33, 0x33);
+        lines.push(l);
+    }
+    TimeChart {
+        title: "CPU busy per core (everything but idle and iowait)".into(),
+        x_desc: TIME_DESC.into(),
+        left: Axis {
+            desc: axis_desc("busy", Unit::Percent),
+            lines,
+            max: Some(100.0),
+        },
+        right: None,
+    }
+}
+
+/// System plus softirq time per core: where the kernel's network work shows.
+fn sys_softirq_chart(run: &Run, cpus: &[u32]) -> TimeChart {
+    let s = &run.series;
+    let softirq = view::per_cpu(s, n::CPU_SOFTIRQ_PCT);
+    let lines: Vec<Line> = view::per_cpu(s, n::CPU_SYSTEM_PCT)
+        .into_iter()
+        .filter(|(c, _)| cpus.contains(c))
+        .filter_map(|(c, sys)| {
+            let si = softirq.iter().find(|(sc, _)| *sc == c)?.1;
+            Some((c, sys, si))
+        })
+        .enumerate()
+        .map(|(i, (c, sys, si))| Line {
+            label: format!("cpu{c} sy+si"),
+            points: s
+                .t_s
+                .iter()
+                .zip(sys.values.iter().zip(&si.values))
+                .map(|(t, (a, b))| (*t, a.zip(*b).map(|(a, b)| a + b)))
+                .collect(),
+            dashed: i >= 10,
+            color: charts::color(i),
+        })
+        .collect();
+    TimeChart {
+        title: "System + softirq time per core (sy+si)".into(),
+        x_desc: TIME_DESC.into(),
+        left: Axis {
+            desc: axis_desc("sy+si", Unit::Percent),
+            lines,
+            max: Some(100.0),
+        },
+        right: None,
+    }
+}
+
+/// Drop and error counters worth a look; only those that were ever non-zero are drawn.
+const TROUBLE: [&str; 11] = [
+    n::LOAD_LOST_PER_S,
+    n::IFACE_RX_DROPPED_PER_S,
+    n::IFACE_RX_MISSED_PER_S,
+    n::IFACE_RX_ERRORS_PER_S,
+    n::SOFTNET_DROPPED_PER_S,
+    n::SOFTNET_TIME_SQUEEZE_PER_S,
+    n::UDP_RCVBUF_ERRORS_PER_S,
+    n::UDP_SNDBUF_ERRORS_PER_S,
+    n::IP_IN_DISCARDS_PER_S,
+    n::TCP_RETRANS_SEGS_PER_S,
+    n::TCP_BACKLOG_DROP_PER_S,
+];
+
+fn trouble_chart(run: &Run) -> (TimeChart, Vec<String>) {
+    let s = &run.series;
+    let mut lines = Vec::new();
+    let mut watched = Vec::new();
+    for name in TROUBLE {
+        let metrics: Vec<&Metric> = match s.total(name) {
+            // Per-CPU breakdowns repeat the total; draw the total only.
+            Some(total) => vec![total],
+            None => s.by_name(name).collect(),
+        };
+        for m in metrics {
+            watched.push(m.id.to_string());
+            if m.values.iter().flatten().any(|v| *v != 0.0) {
+                let i = lines.len();
+                lines.push(metric_line(s, m, m.id.to_string(), i));
+            }
+        }
+    }
+    (
+        TimeChart {
+            title: "Drops, errors, retransmissions and squeezes".into(),
+            x_desc: TIME_DESC.into(),
+            left: Axis {
+                desc: axis_desc("events", Unit::PerSecond),
+                lines,
+                max: None,
+            },
+            right: None,
+        },
+        watched,
+    )
+}
+
+fn latency_time_chart(run: &Run) -> Option<TimeChart> {
+    let s = &run.series;
+    let m = s.total(n::LOAD_MEAN_LATENCY_US)?;
+    Some(TimeChart {
+        title: "Mean request/response latency per interval".into(),
+        x_desc: TIME_DESC.into(),
+        left: Axis {
+            desc: axis_desc("latency", Unit::Microseconds),
+            lines: vec![metric_line(s, m, m.id.to_string(), 0)],
+            max: None,
+        },
+        right: None,
+    })
+}
+
+fn write_series_charts(page: &mut String, run: &Run, hn: usize) {
+    let s = &run.series;
+    if s.is_empty() {
+        let _ = writeln!(
+            page,
+            "<p class=\"muted\">This run has no time series.</p>"
+        );
+        return;
+    }
+    let _ = writeln!(page, "<h{hn}>Time series</h{hn}>");
+    figure(
+        page,
+        charts::time_chart(&throughput_chart(run)),
+        "Throughput on the left axis; context switches, interrupts and NET_RX softirqs per \
+         second on the right. A ceiling shows as these rates flattening while throughput stops \
+         growing.",
+    );
+    figure(
+        page,
+        charts::time_chart(&packet_chart(run)),
+        "Packets sent by the generator and read by the application, and the busiest \
+         interface's receive rate.",
+    );
+    let (cpus, total_cpus) = shown_cpus(s);
+    let omitted = if total_cpus > cpus.len() {
+        format!(
+            " The {} busiest of {total_cpus} CPUs are shown.",
+            cpus.len()
+        )
+    } else {
+        String::new()
+    };
+    figure(
+        page,
+        charts::time_chart(&cpu_chart(run, &cpus)),
+        &format!(
+            "One saturated core hides in the machine-wide average (dashed).{omitted}"
+        ),
+    );
+    figure(
+        page,
+        charts::time_chart(&sys_softirq_chart(run, &cpus)),
+        &format!("Kernel time outside interrupts plus softirq time, per core.{omitted}"),
+    );
+    let (trouble, watched) = trouble_chart(run);
+    match charts::time_chart(&trouble) {
+        Some(svg) => figure(
+            page,
+            Some(svg),
+            "Only counters that were ever non-zero are drawn.",
+        ),
+        None if !watched.is_empty() => {
+            let _ = writeln!(
+                page,
+                "<p class=\"muted\">No drops, errors, retransmissions or squeezes were counted \
+                 ({} counters watched).</p>",
+                watched.len()
+            );
+        }
+        None => {}
+    }
+    if let Some(chart) = latency_time_chart(run) {
+        figure(page, charts::time_chart(&chart), "Measured from the intended send time.");
+    }
+}
+
+fn write_delivery(page: &mut String, run: &Run, hn: usize) {
+    let Some(r) = &run.results else { return };
+    let _ = writeln!(
+        page,
+        "<h{hn}>Delivery: kernel vs application</h{hn}>"
+    );
+    let steps = summary::delivery(r);
+    let bars: Vec<Bar> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let scope = if s.machine_wide { " (machine-wide)" } else { "" };
+            Bar {
+                label: format!("{}{scope}", s.label),
+                value: s.packets.map(|p| p as f64),
+                annotation: s
+                    .packets
+                    .map_or_else(|| "not measured".into(), fmt::signed_count),
+                color: match i {
+                    0..=2 => charts::color(0),
+                    _ if s.packets.is_some_and(|p| p != 0) => charts::color(2),
+                    _ => charts::color(9),
+                },
+            }
+        })
+        .collect();
+    figure(
+        page,
+        Some(charts::bar_chart(
+            "Where packets were counted, and where they were lost",
+            "packets",
+            &bars,
+            false,
+        )),
+        "Machine-wide counters include every socket and interface; the interface counter \
+         counts all traffic on it (on loopback, both directions), not only this workload's.",
+    );
+    let _ = writeln!(
+        page,
+        "<p>Lost: {}.</p>",
+        escape(&summary::loss_text(r))
+    );
+}
+
+fn write_latency(page: &mut String, run: &Run, hn: usize) {
+    let Some(l) = run.results.as_ref().and_then(|r| r.latency_us.as_ref()) else {
+        return;
+    };
+    let _ = writeln!(page, "<h{hn}>Latency</h{hn}>");
+    let points = [
+        ("min", l.min),
+        ("p50", l.p50),
+        ("p90", l.p90),
+        ("p99", l.p99),
+        ("p99.9", l.p999),
+        ("max", l.max),
+    ];
+    let bars: Vec<Bar> = points
+        .iter()
+        .map(|(label, v)| Bar {
+            label: (*label).into(),
+            value: Some(*v),
+            annotation: fmt::value(*v, Unit::Microseconds),
+            color: charts::color(3),
+        })
+        .collect();
+    figure(
+        page,
+        Some(charts::bar_chart(
+            "Request/response latency percentiles (log scale)",
+            "latency [µs]",
+            &bars,
+            true,
+        )),
+        &format!(
+            "{} samples, mean {}; measured from the intended send time.",
+            fmt::count(l.count),
+            fmt::value(l.mean, Unit::Microseconds)
+        ),
+    );
+}
+
+fn write_flows(page: &mut String, run: &Run, hn: usize) {
+    let Some(r) = &run.results else { return };
+    if r.flows.is_empty() {
+        return;
+    }
+    let _ = writeln!(page, "<h{hn}>Flows</h{hn}>");
+    let rows: Vec<Vec<String>> = r
+        .flows
+        .iter()
+        .map(|f| {
+            vec![
+                f.flow.to_string(),
+                fmt::value(f.bytes as f64, Unit::Bytes),
+                fmt::value(f.bits_per_s, Unit::BitsPerSecond),
+                fmt::opt_count(f.retransmits),
+                fmt::opt_value(f.rtt_us, Unit::Microseconds),
+            ]
+        })
+        .collect();
+    grid_table(
+        page,
+        &["flow", "bytes", "throughput", "retransmits", "smoothed RTT"],
+        &rows,
+    );
+}
+
+fn write_locks(page: &mut String, run: &Run, hn: usize) {
+    let locks = summary::locks(run);
+    if locks.is_empty() {
+        return;
+    }
+    let _ = writeln!(page, "<h{hn}>Locks, by total wait</h{hn}>");
+    let rows: Vec<Vec<String>> = locks
+        .iter()
+        .map(|l| {
+            vec![
+                l.lock.name.clone(),
+                l.lock.caller.clone().unwrap_or_else(|| fmt::MISSING.into()),
+                fmt::count(l.lock.count),
+                fmt::opt_count(l.lock.contended),
+                fmt::value(l.lock.wait_total_s, Unit::Seconds),
+                l.waiters.map_or(fmt::MISSING.into(), fmt::si),
+                fmt::opt_value(l.cpu_share_pct, Unit::Percent),
+                fmt::opt_value(l.mean_wait_s, Unit::Seconds),
+                fmt::opt_value(l.lock.wait_max_s, Unit::Seconds),
+                fmt::opt_value(l.lock.hold_total_s, Unit::Seconds),
+                fmt::opt_value(l.lock.hold_max_s, Unit::Seconds),
+            ]
+        })
+        .collect();
+    grid_table(
+        page,
+        &[
+            "lock",
+            "caller",
+            "acquisitions",
+            "contended",
+            "wait total",
+            "mean waiters",
+            "of all CPU time",
+            "mean wait",
+            "max wait",
+            "hold total",
+            "max hold",
+        ],
+        &rows,
+    );
+    let _ = writeln!(
+        page,
+        "<p class=\"muted\">Mean waiters = total wait ÷ run duration; share of all CPU time = \
+         total wait ÷ (duration × CPUs).</p>"
+    );
+}
+
+fn write_finding(page: &mut String, f: &Finding) {
+    let _ = writeln!(
+        page,
+        "<div class=\"finding\"><p class=\"summary\">{}</p>\
+         <p class=\"muted\">cause <code>{}</code>, confidence {:.0} %</p>",
+        escape(&f.summary),
+        escape(&f.cause),
+        f.confidence * 100.0
+    );
+    if !f.evidence.is_empty() {
+        page.push_str("<strong>Evidence</strong><ul>");
+        for e in &f.evidence {
+            let window = e
+                .window_s
+                .map(|(a, b)| format!(", {}–{} s", fmt::si(a), fmt::si(b)))
+                .unwrap_or_default();
+            let _ = write!(
+                page,
+                "<li>{} <span class=\"muted\">(<code>{}</code>{})</span></li>",
+                escape(&e.text),
+                escape(&e.metric),
+                escape(&window)
+            );
+        }
+        page.push_str("</ul>");
+    }
+    if !f.alternatives.is_empty() {
+        page.push_str("<strong>Considered</strong><ul>");
+        for a in &f.alternatives {
+            let _ = write!(page, "<li>{}</li>", escape(a));
+        }
+        page.push_str("</ul>");
+    }
+    if !f.advice.is_empty() {
+        page.push_str("<strong>Try</strong><ul>");
+        for a in &f.advice {
+            let caveat = a
+                .caveat
+                .as_deref()
+                .map(|c| format!(" <span class=\"muted\">Caveat: {}</span>", escape(c)))
+                .unwrap_or_default();
+            let _ = write!(
+                page,
+                "<li><code>{}</code>: {}{caveat}</li>",
+                escape(&a.knob),
+                escape(&a.expect)
+            );
+        }
+        page.push_str("</ul>");
+    }
+    if let Some(next) = &f.next {
+        let _ = write!(page, "<p><strong>Next:</strong> {}</p>", escape(next));
+    }
+    page.push_str("</div>\n");
+}
+
+fn write_findings(page: &mut String, run: &Run, hn: usize) {
+    let _ = writeln!(page, "<h{hn}>Findings</h{hn}>");
+    if run.findings.is_empty() {
+        let _ = writeln!(
+            page,
+            "<p class=\"muted\">None recorded; the analyzer fills these in.</p>"
+        );
+    }
+    for f in &run.findings {
+        write_finding(page, f);
+    }
+}
+
+fn write_environment(page: &mut String, run: &Run, hn: usize) {
+    let _ = writeln!(page, "<h{hn}>Environment</h{hn}>");
+    kv_table(page, &summary::environment(run));
+    let nics = &run.meta.host.nics;
+    if !nics.is_empty() {
+        let q = |v: Option<u32>| v.map_or(fmt::MISSING.into(), |v| v.to_string());
+        let rows: Vec<Vec<String>> = nics
+            .iter()
+            .map(|nic| {
+                vec![
+                    nic.name.clone(),
+                    nic.driver.clone().unwrap_or_else(|| fmt::MISSING.into()),
+                    nic.speed_mbit
+                        .map_or(fmt::MISSING.into(), |s| format!("{s} Mbit/s")),
+                    q(nic.mtu),
+                    q(nic.rx_queues),
+                    q(nic.tx_queues),
+                ]
+            })
+            .collect();
+        grid_table(
+            page,
+            &["interface", "driver", "speed", "MTU", "rx queues", "tx queues"],
+            &rows,
+        );
+    }
+}
+
+fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
+    let hn = level.min(6);
+    let sub = (level + 1).min(6);
+    let class = if level > 2 { "run part" } else { "run" };
+    let _ = writeln!(page, "<section class=\"{class}\" id=\"{}\">", escape(anchor));
+    let incomplete = if run.meta.complete {
+        String::new()
+    } else {
+        "<span class=\"badge warn\">incomplete</span>".into()
+    };
+    let _ = writeln!(
+        page,
+        "<h{hn}>Run <code>{}</code><span class=\"badge\">{}</span>{incomplete}</h{hn}>",
+        escape(&run.run_id),
+        escape(summary::kind(run))
+    );
+    page.push_str("<div class=\"grid\"><div>\n");
+    kv_table(page, &summary::overview(run));
+    page.push_str("</div><div>\n");
+    let params = summary::workload_params(run);
+    if !params.is_empty() {
+        kv_table(page, &params);
+    }
+    page.push_str("</div></div>\n");
+
+    if let Some(r) = &run.results {
+        let _ = writeln!(page, "<h{sub}>Results</h{sub}>");
+        page.push_str("<div class=\"grid\"><div>\n");
+        kv_table(page, &summary::results(r));
+        page.push_str("</div><div>\n");
+        kv_table(page, &summary::generator(r));
+        page.push_str("</div></div>\n");
+    }
+
+    write_series_charts(page, run, sub);
+    write_delivery(page, run, sub);
+    write_latency(page, run, sub);
+    write_flows(page, run, sub);
+    write_locks(page, run, sub);
+    write_findings(page, run, sub);
+    write_environment(page, run, sub);
+
+    let notes = summary::notes(run);
+    if !notes.is_empty() {
+        let _ = writeln!(page, "<h{sub}>Notes</h{sub}>\n<ul>");
+        for n in notes {
+            let _ = writeln!(page, "<li>{}</li>", escape(&n));
+        }
+        page.push_str("</ul>\n");
+    }
+
+    if !run.parts.is_empty() {
+        let _ = writeln!(
+            page,
+            "<h{sub}>Parts</h{sub}>\n<p class=\"muted\">This is a suite run: each part below \
+             has its own results and series.</p>"
+        );
+        for (i, part) in run.parts.iter().enumerate() {
+            write_run(page, part, &format!("{anchor}-part-{}", i + 1), level + 1);
+        }
+    }
+    page.push_str("</section>\n");
+}
+
+/// Headline figures of every run in one table, then overlays of the shared metrics.
+fn write_overview(page: &mut String, runs: &[Run]) {
+    page.push_str("<section id=\"overview\"><h2>All runs</h2>\n");
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|run| {
+            let r = run.results.as_ref();
+            vec![
+                short_name(run),
+                summary::kind(run).to_string(),
+                r.map_or(fmt::MISSING.into(), |r| {
+                    fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond)
+                }),
+                r.map_or(fmt::MISSING.into(), |r| {
+                    fmt::value(r.rx_app_pps, Unit::PacketsPerSecond)
+                }),
+                r.and_then(summary::loss_pct)
+                    .map_or(fmt::MISSING.into(), |p| fmt::value(p, Unit::Percent)),
+                r.and_then(|r| r.latency_us.as_ref())
+                    .map_or(fmt::MISSING.into(), |l| fmt::value(l.p99, Unit::Microseconds)),
+                run.findings.len().to_string(),
+            ]
+        })
+        .collect();
+    grid_table(
+        page,
+        &[
+            "run",
+            "workload",
+            "throughput",
+            "packets",
+            "lost",
+            "latency p99",
+            "findings",
+        ],
+        &rows,
+    );
+
+    let overlays: [(&str, &str, Unit, fn(&Series) -> Option<&Metric>); 5] = [
+        ("Throughput", "throughput", Unit::BitsPerSecond, view::throughput_metric),
+        ("Context switches", "context switches", Unit::PerSecond, |s| {
+            s.total(n::CS_PER_S)
+        }),
+        ("Interrupts", "interrupts", Unit::PerSecond, |s| {
+            s.total(n::INTR_PER_S)
+        }),
+        ("NET_RX softirqs", "NET_RX softirqs", Unit::PerSecond, |s| {
+            s.total(n::SOFTIRQ_NET_RX_PER_S)
+        }),
+        ("CPU busy, all CPUs", "busy", Unit::Percent, |s| {
+            s.total(n::CPU_BUSY_PCT)
+        }),
+    ];
+    for (title, what, unit, pick) in overlays {
+        let lines: Vec<Line> = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, run)| {
+                pick(&run.series).map(|m| {
+                    metric_line(
+                        &run.series,
+                        m,
+                        format!("{} ({})", short_name(run), m.id),
+                        i,
+                    )
+                })
+            })
+            .collect();
+        if lines.len() < 2 {
+            continue;
+        }
+        let chart = TimeChart {
+            title: format!("{title}: all runs"),
+            x_desc: TIME_DESC.into(),
+            left: Axis {
+                desc: axis_desc(what, unit),
+                lines,
+                max: (unit == Unit::Percent).then_some(100.0),
+            },
+            right: None,
+        };
+        figure(
+            page,
+            charts::time_chart(&chart),
+            "Each run on its own time axis, from its start.",
+        );
+    }
+    page.push_str("</section>\n");
+}
+
+fn write_comparison(page: &mut String, a: &Run, b: &Run) {
+    let c = compare::compare(a, b);
+    page.push_str("<section id=\"comparison\"><h2>A/B comparison</h2>\n");
+    let _ = writeln!(
+        page,
+        "<p>A = <code>{}</code>, B = <code>{}</code>.</p><ul>",
+        escape(&c.a.run_id),
+        escape(&c.b.run_id)
+    );
+    for (name, s) in [("A", &c.a), ("B", &c.b)] {
+        let _ = writeln!(
+            page,
+            "<li>{name} load phase: {} of {} intervals; {}</li>",
+            s.load_phase.rows,
+            s.load_phase.total_rows,
+            escape(&s.load_phase.rule)
+        );
+    }
+    page.push_str("</ul>\n");
+    let mut figs = compare_render::figure_rows(&c.headline);
+    figs.extend(compare_render::figure_rows(&c.normalized));
+    let figs: Vec<Vec<String>> = figs.into_iter().map(Vec::from).collect();
+    grid_table(page, &["figure", "A", "B", "B vs A"], &figs);
+    if !c.distributions.is_empty() {
+        page.push_str("<h3>Per-interval distributions over the load phase</h3>\n");
+        let rows: Vec<Vec<String>> = compare_render::distribution_rows(&c.distributions)
+            .into_iter()
+            .map(Vec::from)
+            .collect();
+        grid_table(
+            page,
+            &["metric", "run", "n", "median", "p10", "p90", "stddev", "CV"],
+            &rows,
+        );
+    }
+    if !c.differences.is_empty() {
+        page.push_str("<h3>Difference B − A of the per-interval means</h3>\n");
+        let rows: Vec<Vec<String>> = compare_render::difference_rows(&c.differences)
+            .into_iter()
+            .map(Vec::from)
+            .collect();
+        grid_table(
+            page,
+            &["metric", "mean A", "mean B", "B − A", "95 % CI", "p", "significant"],
+            &rows,
+        );
+        let _ = writeln!(
+            page,
+            "<p class=\"muted\">Method: {} Significant: p &lt; {}.</p>",
+            escape(&c.method),
+            c.alpha
+        );
+    }
+    if !c.summary.is_empty() {
+        page.push_str("<ul>");
+        for s in &c.summary {
+            let _ = write!(page, "<li>{}</li>", escape(s));
+        }
+        page.push_str("</ul>\n");
+    }
+    page.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_everything_that_matters() {
+        assert_eq!(
+            escape(r#"<script>"a" & 'b'</script>"#),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
+        );
+    }
+}

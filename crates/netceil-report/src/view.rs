@@ -1,0 +1,237 @@
+//! Read-only views of a Run's series that several reports need: which metric carries the
+//! throughput, how long each row lasted, how many cores were busy.
+//!
+//! A live run has the workload's own `load_*` figures; a watched or imported run may only
+//! have interface counters, or nothing but a label. These helpers pick the best available
+//! source in a fixed order, so the HTML report and `compare` agree on what "throughput" means.
+
+use netceil_model::{names as n, Metric, Run, Series};
+
+/// Meta label an importer sets when a log's throughput is known from outside the series
+/// (e.g. the FTP client's figure next to a vmstat log), in bytes per second.
+pub const LABEL_THROUGHPUT_BYTES_PER_S: &str = "throughput_bytes_per_s";
+/// The same in bits per second.
+pub const LABEL_THROUGHPUT_BITS_PER_S: &str = "throughput_bits_per_s";
+
+/// Bit-rate metrics in order of preference: what the application received first.
+const THROUGHPUT_NAMES: [&str; 4] = [
+    n::LOAD_RX_BITS_PER_S,
+    n::IFACE_RX_BITS_PER_S,
+    n::LOAD_TX_BITS_PER_S,
+    n::IFACE_TX_BITS_PER_S,
+];
+/// Packet-rate metrics in the same order.
+const PACKET_RATE_NAMES: [&str; 4] = [
+    n::LOAD_RX_PPS,
+    n::IFACE_RX_PPS,
+    n::LOAD_TX_PPS,
+    n::IFACE_TX_PPS,
+];
+
+/// The length of each row's interval in seconds: `t[i] − t[i−1]`, and `t[0]` for the first.
+pub fn row_durations(series: &Series) -> Vec<f64> {
+    let mut prev = 0.0;
+    series
+        .t_s
+        .iter()
+        .map(|&t| {
+            let dt = t - prev;
+            prev = t;
+            dt
+        })
+        .collect()
+}
+
+/// Plain mean of the values present in `rows`.
+pub fn mean_over(metric: &Metric, rows: &[usize]) -> Option<f64> {
+    let present: Vec<f64> = rows
+        .iter()
+        .filter_map(|&r| metric.values.get(r).copied().flatten())
+        .filter(|v| v.is_finite())
+        .collect();
+    (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64)
+}
+
+fn mean_all(metric: &Metric) -> Option<f64> {
+    let rows: Vec<usize> = (0..metric.values.len()).collect();
+    mean_over(metric, &rows)
+}
+
+/// The metric of this name that carries the traffic: the unlabeled total if there is one,
+/// else the labeled one (e.g. the interface) with the highest mean. Metrics with no value
+/// at all are skipped.
+pub fn busiest<'a>(series: &'a Series, name: &str) -> Option<&'a Metric> {
+    if let Some(total) = series.total(name).filter(|m| mean_all(m).is_some()) {
+        return Some(total);
+    }
+    series
+        .metrics
+        .iter()
+        .filter(|m| m.id.name == name)
+        .filter_map(|m| mean_all(m).map(|mean| (m, mean)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(m, _)| m)
+}
+
+/// The series' throughput in bit/s: the application's receive rate if measured, else the
+/// busiest interface's receive rate, else the send rates.
+pub fn throughput_metric(series: &Series) -> Option<&Metric> {
+    THROUGHPUT_NAMES
+        .iter()
+        .find_map(|name| busiest(series, name))
+}
+
+/// The series' packet rate in packets/s, in the same order of preference.
+pub fn packet_rate_metric(series: &Series) -> Option<&Metric> {
+    PACKET_RATE_NAMES
+        .iter()
+        .find_map(|name| busiest(series, name))
+}
+
+/// Throughput in bytes/s given as a meta label (see [`LABEL_THROUGHPUT_BYTES_PER_S`]), with
+/// the label it came from.
+pub fn labeled_throughput_bytes_per_s(run: &Run) -> Option<(f64, &'static str)> {
+    let parse = |key: &str| {
+        run.meta
+            .labels
+            .get(key)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    parse(LABEL_THROUGHPUT_BYTES_PER_S)
+        .map(|b| (b, LABEL_THROUGHPUT_BYTES_PER_S))
+        .or_else(|| parse(LABEL_THROUGHPUT_BITS_PER_S).map(|b| (b / 8.0, LABEL_THROUGHPUT_BITS_PER_S)))
+}
+
+/// The per-CPU metrics of this name, sorted by CPU number.
+pub fn per_cpu<'a>(series: &'a Series, name: &str) -> Vec<(u32, &'a Metric)> {
+    let mut cpus: Vec<(u32, &Metric)> = series
+        .metrics
+        .iter()
+        .filter(|m| m.id.name == name)
+        .filter_map(|m| {
+            m.id.label(n::LABEL_CPU)
+                .and_then(|c| c.parse().ok())
+                .map(|c| (c, m))
+        })
+        .collect();
+    cpus.sort_by_key(|(c, _)| *c);
+    cpus
+}
+
+/// Busy cores per row (1.0 = one core fully busy): the sum of per-CPU busy shares when every
+/// CPU has a value in that row, else the machine-wide share × the CPU count from the host info.
+pub fn busy_cores(run: &Run) -> Vec<Option<f64>> {
+    let series = &run.series;
+    let cpus = per_cpu(series, n::CPU_BUSY_PCT);
+    let total = series.total(n::CPU_BUSY_PCT);
+    let host_cpus = run.meta.host.cpus.filter(|&c| c > 0).map(f64::from);
+    (0..series.len())
+        .map(|row| {
+            if !cpus.is_empty() {
+                let per_cpu: Option<f64> = cpus
+                    .iter()
+                    .map(|(_, m)| m.values.get(row).copied().flatten())
+                    .sum();
+                if let Some(sum) = per_cpu {
+                    return Some(sum / 100.0);
+                }
+            }
+            let share = total.and_then(|m| m.values.get(row).copied().flatten())?;
+            host_cpus.map(|c| share / 100.0 * c)
+        })
+        .collect()
+}
+
+/// The values of a metric in `rows`, `None` where missing.
+pub fn values_in(metric: Option<&Metric>, rows: &[usize]) -> Vec<Option<f64>> {
+    rows.iter()
+        .map(|&r| metric.and_then(|m| m.values.get(r).copied().flatten()))
+        .collect()
+}
+
+/// Σ num·dt / Σ den·dt over the rows where both are present: the ratio of two rates over a
+/// phase, weighted by how long each row lasted. `None` when nothing overlaps or den sums to 0.
+pub fn weighted_ratio(num: &[Option<f64>], den: &[Option<f64>], dt: &[f64]) -> Option<f64> {
+    let mut sum_num = 0.0;
+    let mut sum_den = 0.0;
+    let mut any = false;
+    for ((x, y), d) in num.iter().zip(den).zip(dt) {
+        if let (Some(x), Some(y)) = (x, y) {
+            if x.is_finite() && y.is_finite() {
+                sum_num += x * d;
+                sum_den += y * d;
+                any = true;
+            }
+        }
+    }
+    (any && sum_den != 0.0).then(|| sum_num / sum_den)
+}
+
+/// Σ v·dt / Σ dt over the rows where a value is present: a time-weighted mean rate.
+pub fn weighted_mean(values: &[Option<f64>], dt: &[f64]) -> Option<f64> {
+    let ones: Vec<Option<f64>> = values.iter().map(|v| v.map(|_| 1.0)).collect();
+    weighted_ratio(values, &ones, dt)
+}
+
+/// The run's duration in seconds: the results' if known, else the end of the last row.
+pub fn duration_s(run: &Run) -> Option<f64> {
+    run.results
+        .as_ref()
+        .map(|r| r.duration_s)
+        .filter(|d| *d > 0.0)
+        .or_else(|| run.series.t_s.last().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netceil_model::{MetricId, RunSource, Unit};
+
+    #[test]
+    fn picks_busiest_interface_and_weights_by_duration() {
+        let mut s = Series::new(1.0);
+        for (t, lo, eth) in [(1.0, 10.0, 5.0), (3.0, 30.0, 5.0)] {
+            s.push_row(t);
+            let lo_id = MetricId::new(n::IFACE_RX_BITS_PER_S).with("iface", "lo");
+            let eth_id = MetricId::new(n::IFACE_RX_BITS_PER_S).with("iface", "eth0");
+            s.set(&lo_id, Unit::BitsPerSecond, lo);
+            s.set(&eth_id, Unit::BitsPerSecond, eth);
+        }
+        let m = throughput_metric(&s).unwrap();
+        assert_eq!(m.id.label("iface"), Some("lo"));
+        let dt = row_durations(&s);
+        assert_eq!(dt, vec![1.0, 2.0]);
+        // (10·1 + 30·2) / 3.
+        let mean = weighted_mean(&values_in(Some(m), &[0, 1]), &dt).unwrap();
+        assert!((mean - 70.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn busy_cores_from_per_cpu_or_total() {
+        let mut run = Run::new("r", RunSource::Live);
+        run.meta.host.cpus = Some(4);
+        run.series.push_row(1.0);
+        run.series
+            .set(&MetricId::new(n::CPU_BUSY_PCT), Unit::Percent, 50.0);
+        assert_eq!(busy_cores(&run), vec![Some(2.0)]);
+        for (cpu, v) in [(0, 100.0), (1, 20.0)] {
+            let id = MetricId::new(n::CPU_BUSY_PCT).with("cpu", cpu.to_string());
+            run.series.set(&id, Unit::Percent, v);
+        }
+        assert_eq!(busy_cores(&run), vec![Some(1.2)]);
+    }
+
+    #[test]
+    fn label_throughput() {
+        let mut run = Run::new("r", RunSource::Live);
+        assert_eq!(labeled_throughput_bytes_per_s(&run), None);
+        run.meta
+            .labels
+            .insert(LABEL_THROUGHPUT_BITS_PER_S.into(), "8e6".into());
+        assert_eq!(
+            labeled_throughput_bytes_per_s(&run),
+            Some((1e6, LABEL_THROUGHPUT_BITS_PER_S))
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! The versioned schema and its forward migrations.
+//!
+//! The version lives in SQLite's `PRAGMA user_version`; `MIGRATIONS[i]` takes a database
+//! from version `i` to `i + 1`. Pending steps run in one `BEGIN IMMEDIATE` transaction with the
+//! version bump, so a failed step changes nothing, and two processes opening a new file at the
+//! same moment migrate it once: the second waits for the write lock, then sees the new version.
+//! A database newer than [`MIGRATIONS`] is refused before anything is written.
+//!
+//! Steps are only ever appended; an applied step is never edited.
+//!
+//! # Tables (version 1)
+//! - `runs`: one row per run, and per part of a suite (`parent_key`, `part_idx`). The JSON
+//!   columns (`source`, `workload`, `meta`, `results`) hold the model's own serde form, so a
+//!   field added to the model later is kept without a migration. `complete`, the headline
+//!   throughput and `verdict` are plain columns so that listing runs reads no JSON.
+//!   `key` is an AUTOINCREMENT integer: it orders runs by when they were recorded and is never
+//!   reused after a delete. Ids are unique among top-level runs only, since a part's id is
+//!   chosen by the suite that made it.
+//! - `labels`: the run's `key=value` labels, indexed by pair for `--label` filters.
+//! - `metrics`: the series columns in order, with their labels and units.
+//! - `samples`: one row per interval, `t_s` plus every value in one BLOB (see `samples.rs`).
+//!   Appending an interval is one INSERT however many metrics there are, and a value costs 8
+//!   bytes (1 bit when missing) instead of the ~30 bytes plus index entry of a
+//!   (run, row, metric, value) row; the store always reads whole series, so per-value SQL
+//!   access is not worth that price.
+//!   `samples` and `findings` keep a rowid (unlike the small lookup tables, which are
+//!   `WITHOUT ROWID`) because their rows can be kilobytes, which SQLite stores better out of
+//!   the key's B-tree.
+//! - `missing`, `locks`, `findings`, `notes`: the Run's lists, each in its original order.
+//!
+//! Every child row references `runs(key)` with `ON DELETE CASCADE`, so deleting a run deletes
+//! its parts, samples and everything else.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// Identifies a netceil store among SQLite files (`PRAGMA application_id`): ASCII "ncRS".
+pub(crate) const APPLICATION_ID: i32 = 0x6E63_5253;
+
+/// One forward step of the schema.
+pub(crate) struct Migration {
+    /// What the step does, for error messages.
+    pub description: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every schema step, oldest first. The schema version is the number of steps applied.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    description: "create runs, labels, metrics, samples, missing, locks, findings, notes",
+    sql: r"
+CREATE TABLE runs (
+    key                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                  TEXT NOT NULL,
+    parent_key          INTEGER REFERENCES runs(key) ON DELETE CASCADE,
+    part_idx            INTEGER,
+    started_unix_s      REAL NOT NULL,
+    kind                TEXT,
+    source              TEXT NOT NULL,
+    workload            TEXT,
+    meta                TEXT NOT NULL,
+    interval_s          REAL NOT NULL,
+    results             TEXT,
+    complete            INTEGER NOT NULL DEFAULT 0,
+    duration_s          REAL,
+    tx_pps              REAL,
+    tx_bits_per_s       REAL,
+    rx_app_pps          REAL,
+    rx_app_bits_per_s   REAL,
+    transactions_per_s  REAL,
+    verdict             TEXT,
+    CHECK ((parent_key IS NULL) = (part_idx IS NULL))
+);
+CREATE UNIQUE INDEX runs_top_level_id ON runs(id) WHERE parent_key IS NULL;
+CREATE UNIQUE INDEX runs_parts ON runs(parent_key, part_idx);
+
+CREATE TABLE labels (
+    run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    key     TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (run_key, key)
+) WITHOUT ROWID;
+CREATE INDEX labels_by_pair ON labels(key, value);
+
+CREATE TABLE metrics (
+    run_key    INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    metric_idx INTEGER NOT NULL,
+    name       TEXT NOT NULL,
+    labels     TEXT NOT NULL,
+    unit       TEXT NOT NULL,
+    PRIMARY KEY (run_key, metric_idx)
+) WITHOUT ROWID;
+
+CREATE TABLE samples (
+    run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    row     INTEGER NOT NULL,
+    t_s     REAL NOT NULL,
+    vals    BLOB NOT NULL,
+    PRIMARY KEY (run_key, row)
+);
+
+CREATE TABLE missing (
+    run_key  INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    idx      INTEGER NOT NULL,
+    metric   TEXT NOT NULL,
+    reason   TEXT NOT NULL,
+    from_row INTEGER NOT NULL,
+    PRIMARY KEY (run_key, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE locks (
+    run_key      INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    idx          INTEGER NOT NULL,
+    name         TEXT NOT NULL,
+    caller       TEXT,
+    count        INTEGER NOT NULL,
+    contended    INTEGER,
+    wait_total_s REAL NOT NULL,
+    wait_max_s   REAL,
+    hold_total_s REAL,
+    hold_max_s   REAL,
+    PRIMARY KEY (run_key, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE findings (
+    run_key    INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    idx        INTEGER NOT NULL,
+    cause      TEXT NOT NULL,
+    confidence REAL,
+    finding    TEXT NOT NULL,
+    PRIMARY KEY (run_key, idx)
+);
+CREATE INDEX findings_by_cause ON findings(cause);
+
+CREATE TABLE notes (
+    run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    idx     INTEGER NOT NULL,
+    text    TEXT NOT NULL,
+    PRIMARY KEY (run_key, idx)
+) WITHOUT ROWID;
+",
+}];
+
+/// The schema version this build writes.
+pub(crate) fn latest_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Why a database could not be brought up to date.
+#[derive(Debug)]
+pub(crate) enum MigrateError {
+    Sqlite {
+        op: String,
+        source: rusqlite::Error,
+    },
+    TooNew {
+        found: i64,
+        supported: i64,
+    },
+    /// An SQLite file that belongs to someone else.
+    Foreign(String),
+}
+
+fn sql(op: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> MigrateError {
+    let op = op.into();
+    move |source| MigrateError::Sqlite { op, source }
+}
+
+/// Brings the database to the last of `steps`, returning how many steps it applied (0 when it
+/// was already up to date, in which case nothing is written).
+pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, MigrateError> {
+    let supported = steps.len() as i64;
+    // Checked before taking the write lock, so an up-to-date or too-new file is only read.
+    let found = user_version(conn)?;
+    if found > supported {
+        return Err(MigrateError::TooNew { found, supported });
+    }
+    check_application_id(conn, found)?;
+    if found == supported {
+        return Ok(0);
+    }
+    let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
+        .map_err(sql("taking the write lock to migrate the schema"))?;
+    // Another process may have migrated while we waited for the lock.
+    let found = user_version(&tx)?;
+    if found > supported {
+        return Err(MigrateError::TooNew { found, supported });
+    }
+    check_application_id(&tx, found)?;
+    let start = usize::try_from(found).unwrap_or(0);
+    for (i, step) in steps.iter().enumerate().skip(start) {
+        tx.execute_batch(step.sql).map_err(sql(format!(
+            "schema migration {} → {} ({})",
+            i,
+            i + 1,
+            step.description
+        )))?;
+    }
+    tx.pragma_update(None, "application_id", APPLICATION_ID)
+        .map_err(sql("setting application_id"))?;
+    tx.pragma_update(None, "user_version", supported)
+        .map_err(sql("setting the schema version"))?;
+    tx.commit()
+        .map_err(sql("committing the schema migration"))?;
+    Ok(steps.len() - start)
+}
+
+fn user_version(conn: &Connection) -> Result<i64, MigrateError> {
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sql("reading the schema version"))
+}
+
+/// Refuses another program's SQLite file instead of adding tables to it.
+fn check_application_id(conn: &Connection, version: i64) -> Result<(), MigrateError> {
+    let app_id: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(sql("reading application_id"))?;
+    if app_id == APPLICATION_ID {
+        return Ok(());
+    }
+    if app_id != 0 {
+        return Err(MigrateError::Foreign(format!(
+            "an SQLite database with application_id {app_id:#x}, not netceil's {APPLICATION_ID:#x}"
+        )));
+    }
+    // application_id 0: either a brand-new file or someone else's database.
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()
+        })
+        .map_err(sql("listing tables"))?;
+    if tables.is_empty() && version == 0 {
+        Ok(())
+    } else {
+        Err(MigrateError::Foreign(format!(
+            "an SQLite database of another program (schema version {version}, tables: {})",
+            if tables.is_empty() {
+                "none".to_string()
+            } else {
+                tables.join(", ")
+            }
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STEP_A: Migration = Migration {
+        description: "table a",
+        sql: "CREATE TABLE a (x INTEGER);",
+    };
+    const STEP_B: Migration = Migration {
+        description: "table b",
+        sql: "CREATE TABLE b (y INTEGER); INSERT INTO a VALUES (1);",
+    };
+    const STEP_BROKEN: Migration = Migration {
+        description: "broken",
+        sql: "CREATE TABLE c (z INTEGER); THIS IS NOT SQL;",
+    };
+
+    fn tables(conn: &Connection) -> Vec<String> {
+        conn.prepare("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn applies_only_pending_steps_in_order() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&conn, &[STEP_A]).unwrap(), 1);
+        assert_eq!(user_version(&conn).unwrap(), 1);
+        assert_eq!(migrate(&conn, &[STEP_A, STEP_B]).unwrap(), 1);
+        assert_eq!(user_version(&conn).unwrap(), 2);
+        assert_eq!(tables(&conn), ["a", "b"]);
+        // STEP_A ran once: had it run again, CREATE TABLE a would have failed.
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM a", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
+        assert_eq!(migrate(&conn, &[STEP_A, STEP_B]).unwrap(), 0);
+    }
+
+    #[test]
+    fn failed_step_changes_nothing() {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn, &[STEP_A]).unwrap();
+        let err = migrate(&conn, &[STEP_A, STEP_B, STEP_BROKEN]).unwrap_err();
+        match err {
+            MigrateError::Sqlite { op, .. } => assert!(op.contains("2 → 3 (broken)"), "{op}"),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(user_version(&conn).unwrap(), 1);
+        assert_eq!(tables(&conn), ["a"]);
+    }
+
+    #[test]
+    fn newer_database_is_refused_untouched() {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn, &[STEP_A, STEP_B]).unwrap();
+        let err = migrate(&conn, &[STEP_A]).unwrap_err();
+        assert!(matches!(
+            err,
+            MigrateError::TooNew {
+                found: 2,
+                supported: 1
+            }
+        ));
+        assert_eq!(user_version(&conn).unwrap(), 2);
+    }
+
+    #[test]
+    fn foreign_database_is_refused() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE theirs (x);").unwrap();
+        let err = migrate(&conn, MIGRATIONS).unwrap_err();
+        assert!(matches!(err, MigrateError::Foreign(ref d) if d.contains("theirs")));
+        assert_eq!(tables(&conn), ["theirs"]);
+    }
+
+    #[test]
+    fn real_schema_applies_to_an_empty_database() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&conn, MIGRATIONS).unwrap(), MIGRATIONS.len());
+        assert_eq!(user_version(&conn).unwrap(), latest_version());
+        let expected = [
+            "findings",
+            "labels",
+            "locks",
+            "metrics",
+            "missing",
+            "notes",
+            "runs",
+            "samples",
+            "sqlite_sequence",
+        ];
+        assert_eq!(tables(&conn), expected);
+    }
+}

@@ -1,0 +1,262 @@
+//! The command line: every flag, its units and its defaults, in one place.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::parse::{parse_duration, parse_label, parse_size};
+
+/// Find the ceiling of this machine's network I/O and name what sets it.
+#[derive(Debug, Parser)]
+#[command(name = "netceil", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate load and measure it. With no workload: a ~20 s loopback ceiling test
+    /// (UDP at the smallest frame and maximum rate, a TCP stream, request/response).
+    Run(RunArgs),
+    /// Observe only: sample what vmstat, mpstat, sar and pidstat would show, one table row per
+    /// interval, around any workload. With `-- CMD ARGS…`, launch the command, observe until it
+    /// exits, keep its output in the run, and exit with its exit code.
+    Watch(WatchArgs),
+    /// List stored runs, newest first.
+    Runs(RunsArgs),
+    /// Show a stored run's summary, results and findings again.
+    Show(ShowArgs),
+    /// Remove stored runs.
+    Rm(RmArgs),
+    /// A standalone receiver for `netceil run … --to ADDR:PORT`: counts UDP trains, sinks TCP
+    /// streams and echoes request/response traffic, on one port number (UDP and TCP).
+    Recv(RecvArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(subcommand)]
+    pub workload: Option<Workload>,
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+}
+
+/// Options every workload takes.
+#[derive(Debug, Args, Clone)]
+pub struct CommonRunArgs {
+    /// Print one JSON document on stdout (the contract is in the README); live lines go to stderr.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Send to a `netceil recv` at this address instead of an in-process receiver on loopback.
+    #[arg(long, global = true, value_name = "ADDR:PORT")]
+    pub to: Option<SocketAddr>,
+    /// Use IPv6 loopback (::1) for the in-process receiver.
+    #[arg(long, global = true)]
+    pub ipv6: bool,
+    /// A label to keep with the run, e.g. --label nic=msk0 (repeatable).
+    #[arg(long = "label", global = true, value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// No live lines, only the summary.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Sampling interval of the machine's counters, 10ms to 1h.
+    #[arg(long, global = true, value_parser = parse_duration, default_value = "1s")]
+    pub sample_interval: Duration,
+    /// Show every column of the live table, whatever the terminal's width.
+    #[arg(long, global = true)]
+    pub wide: bool,
+    /// Do not keep this run in the store ($NETCEIL_DB, else ~/.local/share/netceil/runs.db).
+    #[arg(long, global = true)]
+    pub no_store: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Workload {
+    /// UDP packet trains: paced or at maximum rate, accounted packet by packet.
+    Udp(UdpArgs),
+    /// TCP streams: a few bulk flows, or many slow paced ones.
+    Tcp(TcpArgs),
+    /// Request/response transactions with a latency histogram.
+    Rr(RrArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PacingArg {
+    /// Sleep on a timer until each send is due (cheap; coarse under ~50 µs).
+    Sleep,
+    /// Busy-wait on the clock (µs precision; burns a core, and netceil reports that it did).
+    Spin,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct UdpArgs {
+    /// UDP payload in bytes, as iperf3 -l and sockperf -m count it (at least 18, netceil's header).
+    #[arg(long, value_parser = parse_size, conflicts_with = "frame_size")]
+    pub size: Option<usize>,
+    /// Ethernet frame size as RFC 2544 counts it; IPv4 payload = frame − 46 (IPv6: − 66).
+    #[arg(long, value_parser = parse_size)]
+    pub frame_size: Option<usize>,
+    /// Send rate: packets/s (200k, 1.5M) or bits of payload per second (100Mbit, 1Gbit). Default: as fast as possible.
+    #[arg(long, conflicts_with = "interval", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// Gap between packets (5us, 1500ns, 1ms); the alternative to --rate.
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Stop after this many packets (or at --duration, whichever comes first).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Packets sent back to back per scheduled send; bursts are burst × interval apart.
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// Flows (distinct source ports).
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Sender threads; flows are spread over them.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// How to wait between paced sends.
+    #[arg(long, value_enum, default_value_t = PacingArg::Sleep)]
+    pub pacing: PacingArg,
+    /// Run length (10, 2.5s, 500ms, 1m).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Receive buffer to request on the receiver's socket, bytes (e.g. 4K to provoke drops).
+    #[arg(long, value_parser = parse_size)]
+    pub rcvbuf: Option<usize>,
+    /// Send buffer to request on the sender's sockets, bytes.
+    #[arg(long, value_parser = parse_size)]
+    pub sndbuf: Option<usize>,
+    /// UDP GSO (UDP_SEGMENT): fewer, larger sends. Changes what is measured; never the default.
+    #[arg(long)]
+    pub gso: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TcpPacingArg {
+    /// Kernel pacing (SO_MAX_PACING_RATE) if it holds the rate here, else application pacing.
+    Auto,
+    Kernel,
+    App,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TcpArgs {
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Rate per flow in bit/s (1Mbit, 500kbit); default unpaced.
+    #[arg(long, allow_hyphen_values = true)]
+    pub rate_per_flow: Option<String>,
+    /// Bytes per write (128K = 131072; K, M, G are binary here, as in iperf3).
+    #[arg(long, value_parser = parse_size, default_value = "128K")]
+    pub msg_size: usize,
+    /// Threads that multiplex the flows (epoll).
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Where per-flow pacing is enforced.
+    #[arg(long, value_enum, default_value_t = TcpPacingArg::Auto)]
+    pub pacing: TcpPacingArg,
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtoArg {
+    Tcp,
+    Udp,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RrArgs {
+    #[arg(long, value_enum, default_value_t = ProtoArg::Tcp)]
+    pub proto: ProtoArg,
+    /// Request and response size in bytes.
+    #[arg(long, value_parser = parse_size, default_value = "64")]
+    pub size: usize,
+    /// Transactions per second in total (10k); default closed loop, one outstanding per flow.
+    #[arg(long, allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// Concurrent connections (or UDP sockets).
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct RecvArgs {
+    /// Address and port to listen on, for UDP and TCP alike.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Receive buffer to request, bytes.
+    #[arg(long, value_parser = parse_size)]
+    pub rcvbuf: Option<usize>,
+    /// Print one JSON document at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Stop after this long (default: until the command exits, or Ctrl-C).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Sampling interval, 10ms to 1h.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub interval: Duration,
+    /// Interfaces to show and record (repeatable); default: every interface that is up.
+    #[arg(long = "iface", value_name = "IF")]
+    pub ifaces: Vec<String>,
+    /// Record this process's threads one by one (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<i32>,
+    /// Show every column, whatever the terminal's width.
+    #[arg(long)]
+    pub wide: bool,
+    /// Print the whole run as one JSON document at the end; table rows go to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// A label to keep with the run (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// No table rows, only the end.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not keep this run in the store.
+    #[arg(long)]
+    pub no_store: bool,
+    /// The command to launch and observe.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs with this label (repeatable; all must match).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// Only the newest N.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run id, a unique prefix of one, or `last`.
+    pub run: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// Run ids, unique prefixes, or `last`.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+}

@@ -1,0 +1,454 @@
+//! `netceil run`: generate load, count it at the kernel and the application, and report.
+//!
+//! Every workload is validated before anything is measured or stored, so bad input costs
+//! nothing. One recording (sampler + store writer) spans the whole command; for the default
+//! suite each part's series is its window of that one timeline.
+
+use anyhow::{anyhow, Context};
+use netceil_load::{rr, tcp, udp};
+use netceil_model::names as n;
+use netceil_model::{
+    frame_to_udp_payload, time, udp_payload_to_frame, MetricId, PacingMode, Rate, Results, Run, RunSource,
+    Unit, Workload as WorkloadSpec, WorkloadKind,
+};
+use netceil_store::Store;
+use serde_json::json;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::cli::{
+    CommonRunArgs, PacingArg, ProtoArg, RrArgs, RunArgs, TcpArgs, TcpPacingArg, UdpArgs, Workload,
+};
+use crate::live::Live;
+use crate::observe::{open_store, terminal_width, LiveTable, Recording};
+use crate::table::{LoadFigures, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
+use crate::{host, kernel, load_failure, summary, Failure};
+
+/// The default run's parts: short enough that the whole suite takes about 20 s.
+const SUITE_PART: Duration = Duration::from_secs(6);
+
+/// A workload, validated and ready to run.
+enum Plan {
+    Udp(udp::UdpConfig, serde_json::Map<String, serde_json::Value>),
+    Tcp(tcp::TcpConfig, serde_json::Map<String, serde_json::Value>),
+    Rr(rr::RrConfig, serde_json::Map<String, serde_json::Value>),
+}
+
+impl Plan {
+    fn spec(&self) -> WorkloadSpec {
+        let (kind, params) = match self {
+            Plan::Udp(_, p) => (WorkloadKind::Udp, p),
+            Plan::Tcp(_, p) => (WorkloadKind::Tcp, p),
+            Plan::Rr(_, p) => (WorkloadKind::Rr, p),
+        };
+        WorkloadSpec { kind, params: params.clone() }
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<u8, Failure> {
+    let common = args.common;
+    let started = now_unix_s();
+    let run_id = new_run_id(started);
+    let wire_id = wire_run_id(&run_id);
+    let suite = args.workload.is_none();
+    let plans = match &args.workload {
+        None => suite_plans(&common, wire_id)?,
+        Some(w) => vec![plan(w, &common, wire_id)?],
+    };
+    let mut top = Run::new(run_id, RunSource::Live);
+    top.meta.started_unix_s = started;
+    top.meta.host = host::host_info();
+    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    top.meta.labels = common.labels.iter().cloned().collect();
+    top.workload = Some(if suite {
+        WorkloadSpec {
+            kind: WorkloadKind::Suite,
+            params: obj(json!({
+                "parts": ["udp --frame-size 64 (unpaced)", "tcp 1 flow", "rr tcp 64 B closed loop"],
+                "part_duration_s": SUITE_PART.as_secs_f64(),
+            })),
+        }
+    } else {
+        plans[0].spec()
+    });
+
+    let store = open_store(common.no_store);
+    let mut h = Harness::start(&common, store.as_ref(), &top)?;
+    let mut parts = Vec::new();
+    for p in &plans {
+        if crate::stop_flag().load(Ordering::SeqCst) {
+            break;
+        }
+        let from = h.rec.elapsed_s();
+        let results = match p {
+            Plan::Udp(cfg, _) => measure_udp(cfg, &mut h)?,
+            Plan::Tcp(cfg, _) => measure_tcp(cfg, &mut h)?,
+            Plan::Rr(cfg, _) => measure_rr(cfg, &mut h)?,
+        };
+        parts.push((p.spec(), results, from, h.rec.elapsed_s()));
+    }
+    let leftover = h.rec.stop(&mut top);
+    h.rec.store_rows(&leftover);
+    let interrupted = crate::stop_flag().load(Ordering::SeqCst);
+    if suite {
+        for (spec, results, from, to) in parts {
+            let mut part = Run::new(format!("{}.{}", top.run_id, top.parts.len() + 1), RunSource::Live);
+            part.meta = top.meta.clone();
+            part.meta.host.nics.clear();
+            part.series = top.series.window(from, to + top.series.interval_s / 2.0);
+            part.workload = Some(spec);
+            part.results = Some(results);
+            part.meta.complete = true;
+            top.parts.push(part);
+        }
+        // The headline is the UDP part: the packet-rate ceiling.
+        top.results = top.parts.first().and_then(|p| p.results.clone());
+    } else {
+        top.results = parts.into_iter().next().map(|(_, r, _, _)| r);
+    }
+    top.meta.complete = !interrupted;
+    if interrupted {
+        top.notes.push("interrupted (Ctrl-C): results cover the time measured so far".into());
+    }
+    let stored = h.rec.finish(&top);
+    emit(&top, common.json, stored.as_deref(), store.as_ref())?;
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+pub(crate) fn now_unix_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A run id that sorts by time and is unique enough to share a database: `20261121-231502-3fa9c1`.
+pub(crate) fn new_run_id(started: f64) -> String {
+    let salt = (netceil_load::clock::now_ns() ^ (u64::from(std::process::id()) << 20)) & 0xFF_FFFF;
+    format!("{}-{salt:06x}", time::compact_utc(started))
+}
+
+/// A 16-bit id stamped into every datagram so packets of other runs are not counted as ours.
+fn wire_run_id(run_id: &str) -> u16 {
+    run_id.bytes().fold(0x811c_u16, |h, b| h.rotate_left(5) ^ u16::from(b))
+}
+
+fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+fn plan(w: &Workload, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, Failure> {
+    match w {
+        Workload::Udp(a) => udp_plan(a, common, wire_id),
+        Workload::Tcp(a) => tcp_plan(a, common),
+        Workload::Rr(a) => rr_plan(a, common),
+    }
+}
+
+/// The default suite's parts, parsed through clap so they run exactly what the flags mean.
+fn suite_plans(common: &CommonRunArgs, wire_id: u16) -> Result<Vec<Plan>, Failure> {
+    use clap::Parser;
+    let secs = format!("{}s", SUITE_PART.as_secs());
+    let argvs: [&[&str]; 3] = [
+        &["netceil", "run", "udp", "--frame-size", "64", "--duration", &secs],
+        &["netceil", "run", "tcp", "--duration", &secs],
+        &["netceil", "run", "rr", "--duration", &secs],
+    ];
+    argvs
+        .iter()
+        .map(|argv| {
+            let cli = crate::cli::Cli::try_parse_from(*argv).map_err(|e| Failure::from(anyhow!("internal: {e}")))?;
+            match cli.command {
+                crate::cli::Command::Run(RunArgs { workload: Some(w), .. }) => plan(&w, common, wire_id),
+                _ => Err(Failure::from(anyhow!("internal: a suite part did not parse to a workload"))),
+            }
+        })
+        .collect()
+}
+
+/// Resolves --size / --frame-size into the UDP payload.
+fn udp_payload(a: &UdpArgs, ipv6: bool, default_frame: usize) -> Result<usize, Failure> {
+    match (a.size, a.frame_size) {
+        (Some(s), _) => Ok(s),
+        (None, Some(f)) => frame_to_udp_payload(f, ipv6).ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "--frame-size {f} cannot carry the Ethernet, IP and UDP headers ({} bytes)",
+                udp_payload_to_frame(0, ipv6)
+            ))
+        }),
+        (None, None) => Ok(frame_to_udp_payload(default_frame, ipv6).unwrap_or(18)),
+    }
+}
+
+fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, Failure> {
+    let rate = a
+        .rate
+        .as_deref()
+        .map(Rate::parse)
+        .transpose()
+        .map_err(|e| Failure::usage(anyhow!("--rate: {e}")))?;
+    let cfg = udp::UdpConfig {
+        payload_bytes: udp_payload(a, common.ipv6, 64)?,
+        rate,
+        interval_ns: a.interval.map(|d| d.as_nanos() as f64),
+        pacing: match a.pacing {
+            PacingArg::Sleep => PacingMode::Sleep,
+            PacingArg::Spin => PacingMode::Spin,
+        },
+        burst: a.burst,
+        count: a.count,
+        duration: a.duration,
+        flows: a.flows,
+        threads: a.threads,
+        ipv6: common.ipv6,
+        target: common.to,
+        rcvbuf: a.rcvbuf,
+        sndbuf: a.sndbuf,
+        run_id: wire_id,
+        gso: a.gso,
+    };
+    cfg.validate().map_err(load_failure)?;
+    let params = obj(json!({
+        "payload_bytes": cfg.payload_bytes,
+        "frame_bytes": udp_payload_to_frame(cfg.payload_bytes, cfg.ipv6),
+        "rate": a.rate, "interval_ns": cfg.interval_ns, "pacing": cfg.pacing,
+        "burst": cfg.burst, "count": cfg.count, "duration_s": cfg.duration.as_secs_f64(),
+        "flows": cfg.flows, "threads": cfg.threads, "ipv6": cfg.ipv6,
+        "target": cfg.target.map(|t| t.to_string()), "rcvbuf": cfg.rcvbuf, "gso": cfg.gso,
+    }));
+    Ok(Plan::Udp(cfg, params))
+}
+
+fn tcp_plan(a: &TcpArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
+    let rate_per_flow_bps = a
+        .rate_per_flow
+        .as_deref()
+        .map(|r| match Rate::parse(r) {
+            Ok(Rate::BitsPerSecond(b)) => Ok(b),
+            Ok(Rate::PacketsPerSecond(_)) => Err(Failure::usage(anyhow!(
+                "--rate-per-flow {r}: give a bit rate such as 1Mbit or 500kbit (TCP is a byte stream)"
+            ))),
+            Err(e) => Err(Failure::usage(anyhow!("--rate-per-flow: {e}"))),
+        })
+        .transpose()?;
+    let cfg = tcp::TcpConfig {
+        flows: a.flows,
+        msg_size: a.msg_size,
+        rate_per_flow_bps,
+        duration: a.duration,
+        threads: a.threads,
+        ipv6: common.ipv6,
+        target: common.to,
+        pacing: match a.pacing {
+            TcpPacingArg::Auto => tcp::TcpPacingChoice::Auto,
+            TcpPacingArg::Kernel => tcp::TcpPacingChoice::Kernel,
+            TcpPacingArg::App => tcp::TcpPacingChoice::Application,
+        },
+        nodelay: false,
+    };
+    cfg.validate().map_err(load_failure)?;
+    let params = obj(json!({
+        "flows": cfg.flows, "msg_size": cfg.msg_size, "rate_per_flow_bps": rate_per_flow_bps,
+        "duration_s": cfg.duration.as_secs_f64(), "threads": cfg.threads, "ipv6": cfg.ipv6,
+        "target": cfg.target.map(|t| t.to_string()),
+    }));
+    Ok(Plan::Tcp(cfg, params))
+}
+
+fn rr_plan(a: &RrArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
+    let rate_tps = a
+        .rate
+        .as_deref()
+        .map(|r| match Rate::parse(r) {
+            Ok(Rate::PacketsPerSecond(t)) => Ok(t),
+            Ok(Rate::BitsPerSecond(_)) => {
+                Err(Failure::usage(anyhow!("--rate {r}: give transactions per second, e.g. 10k")))
+            }
+            Err(e) => Err(Failure::usage(anyhow!("--rate: {e}"))),
+        })
+        .transpose()?;
+    let cfg = rr::RrConfig {
+        proto: match a.proto {
+            ProtoArg::Tcp => rr::RrProto::Tcp,
+            ProtoArg::Udp => rr::RrProto::Udp,
+        },
+        size: a.size,
+        flows: a.flows,
+        rate_tps,
+        duration: a.duration,
+        ipv6: common.ipv6,
+        target: common.to,
+    };
+    cfg.validate().map_err(load_failure)?;
+    let params = obj(json!({
+        "proto": format!("{:?}", a.proto).to_lowercase(), "size": cfg.size, "flows": cfg.flows,
+        "rate_tps": rate_tps, "duration_s": cfg.duration.as_secs_f64(), "ipv6": cfg.ipv6,
+        "target": cfg.target.map(|t| t.to_string()),
+    }));
+    Ok(Plan::Rr(cfg, params))
+}
+
+fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure> {
+    let title = format!(
+        "udp {} B payload ({} B frame)",
+        cfg.payload_bytes,
+        udp_payload_to_frame(cfg.payload_bytes, cfg.ipv6)
+    );
+    h.begin_part(&title, cfg.duration, UDP_COLUMNS);
+    let before = kernel::Counters::read();
+    let stop = crate::stop_flag();
+    let mut last = (0.0, 0u64, 0u64, 0u64, 0u64);
+    let outcome = udp::run_udp(cfg, &stop, &mut |p: &udp::Progress| {
+        let dt = (p.elapsed_s - last.0).max(1e-9);
+        let tx_pps = (p.tx_packets - last.1) as f64 / dt;
+        let rx_pps = (p.rx_packets - last.2) as f64 / dt;
+        let rx_bits = (p.rx_bytes - last.3) as f64 * 8.0 / dt;
+        let lost_per_s = p.lost_so_far.saturating_sub(last.4) as f64 / dt;
+        h.progress(
+            p.elapsed_s,
+            &LoadFigures {
+                tx_pps: Some(tx_pps),
+                rx_pps: Some(rx_pps),
+                rx_bits_per_s: Some(rx_bits),
+                lost: Some(p.lost_so_far),
+                ..Default::default()
+            },
+            vec![
+                (MetricId::new(n::LOAD_TX_PPS), Unit::PacketsPerSecond, tx_pps),
+                (MetricId::new(n::LOAD_RX_PPS), Unit::PacketsPerSecond, rx_pps),
+                (MetricId::new(n::LOAD_RX_BITS_PER_S), Unit::BitsPerSecond, rx_bits),
+                (MetricId::new(n::LOAD_LOST_PER_S), Unit::PerSecond, lost_per_s),
+            ],
+        );
+        last = (p.elapsed_s, p.tx_packets, p.rx_packets, p.rx_bytes, p.lost_so_far);
+    });
+    h.end_part();
+    let outcome = outcome.map_err(load_failure)?;
+    let after = kernel::Counters::read();
+    let mut results = outcome.results;
+    kernel::attribute_udp(&before, &after, cfg.target.is_none(), &mut results);
+    Ok(results)
+}
+
+fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
+    let title = format!("tcp {} flow{}", cfg.flows, if cfg.flows == 1 { "" } else { "s" });
+    h.begin_part(&title, cfg.duration, TCP_COLUMNS);
+    let before = kernel::Counters::read();
+    let stop = crate::stop_flag();
+    let results = tcp::run_tcp(cfg, &stop, &mut |p: &tcp::TcpProgress| {
+        let mut values = vec![(MetricId::new(n::LOAD_TX_BITS_PER_S), Unit::BitsPerSecond, p.interval_tx_bits_per_s)];
+        if let Some(rx) = p.interval_rx_bits_per_s {
+            values.push((MetricId::new(n::LOAD_RX_BITS_PER_S), Unit::BitsPerSecond, rx));
+        }
+        h.progress(
+            p.elapsed_s,
+            &LoadFigures {
+                tx_bits_per_s: Some(p.interval_tx_bits_per_s),
+                rx_bits_per_s: p.interval_rx_bits_per_s,
+                ..Default::default()
+            },
+            values,
+        );
+    });
+    h.end_part();
+    let mut results = results.map_err(load_failure)?;
+    let after = kernel::Counters::read();
+    kernel::attribute_tcp(&before, &after, &mut results);
+    Ok(results)
+}
+
+fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
+    let proto = match cfg.proto {
+        rr::RrProto::Tcp => "tcp",
+        rr::RrProto::Udp => "udp",
+    };
+    h.begin_part(&format!("rr {proto} {} B", cfg.size), cfg.duration, RR_COLUMNS);
+    let stop = crate::stop_flag();
+    let results = rr::run_rr(cfg, &stop, &mut |p: &rr::RrProgress| {
+        let mut values = vec![(MetricId::new(n::LOAD_TRANSACTIONS_PER_S), Unit::PerSecond, p.interval_tps)];
+        if let Some(m) = p.interval_mean_latency_us {
+            values.push((MetricId::new(n::LOAD_MEAN_LATENCY_US), Unit::Microseconds, m));
+        }
+        h.progress(
+            p.elapsed_s,
+            &LoadFigures {
+                tps: Some(p.interval_tps),
+                mean_latency_us: p.interval_mean_latency_us,
+                lost: Some(p.lost),
+                ..Default::default()
+            },
+            values,
+        );
+    });
+    h.end_part();
+    let mut results = results.map_err(load_failure)?;
+    if results.payload_bytes.is_none() {
+        results.payload_bytes = Some(cfg.size);
+    }
+    Ok(results)
+}
+
+/// What runs beside every workload: the recording, and the live output of the current part.
+struct Harness<'s> {
+    rec: Recording<'s>,
+    json: bool,
+    quiet: bool,
+    wide: bool,
+    part: Option<(Live, LiveTable)>,
+}
+
+impl<'s> Harness<'s> {
+    fn start(common: &CommonRunArgs, store: Option<&'s Store>, run: &Run) -> Result<Harness<'s>, Failure> {
+        let rec = Recording::start(common.sample_interval, Vec::new(), vec![std::process::id() as i32], store, run)?;
+        Ok(Harness { rec, json: common.json, quiet: common.quiet, wide: common.wide, part: None })
+    }
+
+    fn begin_part(&mut self, title: &str, length: Duration, load: &'static [&'static str]) {
+        let live = Live::new(title, length, self.json, self.quiet);
+        let table = LiveTable::new(Vec::new(), load, self.wide, terminal_width(self.json));
+        self.part = Some((live, table));
+    }
+
+    /// One progress report of the workload: a table line with the system row of the same
+    /// interval; if the sampler's row does not come in time its columns print as not measured.
+    fn progress(&mut self, elapsed_s: f64, load: &LoadFigures, values: Vec<(MetricId, Unit, f64)>) {
+        let mut rows = self.rec.rows(Duration::from_millis(250));
+        self.rec.attach_and_store(&mut rows, values);
+        let mut shown = rows.pop().unwrap_or_default();
+        shown.t_s = elapsed_s;
+        if let Some((live, table)) = &mut self.part {
+            for line in table.lines(&shown, load) {
+                live.line(&line);
+            }
+            live.set_elapsed(elapsed_s);
+        }
+    }
+
+    fn end_part(&mut self) {
+        if let Some((live, _)) = self.part.take() {
+            live.finish();
+        }
+    }
+}
+
+/// Prints the run as JSON or as the human summary.
+pub(crate) fn emit(run: &Run, as_json: bool, stored: Option<&str>, store: Option<&Store>) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        serde_json::to_writer_pretty(&mut out, run).context("writing JSON to stdout")?;
+        writeln!(out).context("writing to stdout")?;
+    } else {
+        write!(out, "{}", summary::render(run)).context("writing to stdout")?;
+        match (stored, store) {
+            (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
+            _ => writeln!(out, "not stored"),
+        }
+        .context("writing to stdout")?;
+    }
+    Ok(())
+}
+

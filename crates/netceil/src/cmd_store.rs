@@ -1,0 +1,140 @@
+//! The store's commands: `runs`, `show`, `rm`.
+
+use anyhow::Context;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use netceil_model::{time, RunSource, WorkloadKind};
+use netceil_store::{RunFilter, RunSummary, Store};
+use std::io::Write;
+
+use crate::cli::{RmArgs, RunsArgs, ShowArgs};
+use crate::{fmt, summary, Failure};
+
+/// Opens the store for reading; here a missing or broken store is an error, not a warning.
+pub fn open() -> Result<Store, Failure> {
+    Store::open_default().map_err(|e| Failure::from(anyhow::Error::new(e)))
+}
+
+/// A run spec (id, unique prefix, or `last`) to a full id; an unknown or ambiguous one is the
+/// user's input at fault (exit 2).
+pub fn resolve(store: &Store, spec: &str) -> Result<String, Failure> {
+    store.resolve(spec).map_err(Failure::usage)
+}
+
+fn kind(s: &RunSummary) -> String {
+    match (&s.kind, &s.source) {
+        (Some(k), _) => match k {
+            WorkloadKind::Udp => "udp",
+            WorkloadKind::Tcp => "tcp",
+            WorkloadKind::Rr => "rr",
+            WorkloadKind::Suite => "suite",
+            WorkloadKind::External => "watch",
+        }
+        .to_string(),
+        (None, RunSource::Watched { .. }) => "watch".into(),
+        (None, RunSource::Imported { format, .. }) => format!("import:{format}"),
+        (None, RunSource::Live) => "live".into(),
+    }
+}
+
+/// The one figure that says most about a run: rx bit/s and pps, else tps.
+fn headline(s: &RunSummary) -> String {
+    match (s.rx_app_bits_per_s, s.rx_app_pps, s.transactions_per_s) {
+        (Some(b), Some(p), _) if p > 0.0 => format!("{}  {}", fmt::bits_per_s(b), fmt::pps(p)),
+        (Some(b), _, _) if b > 0.0 => fmt::bits_per_s(b),
+        (_, _, Some(t)) => format!("{} tps", fmt::si(t, "")),
+        _ => "-".into(),
+    }
+}
+
+pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
+    let store = open()?;
+    let filter = RunFilter { labels: args.labels.into_iter().collect(), last: args.last };
+    let list = store.list(&filter).context("listing runs")?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let rows: Vec<_> = list
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "run_id": s.run_id, "started": time::format_utc(s.started_unix_s), "kind": kind(s),
+                    "labels": s.labels, "complete": s.complete, "rx_app_bits_per_s": s.rx_app_bits_per_s,
+                    "rx_app_pps": s.rx_app_pps, "transactions_per_s": s.transactions_per_s, "verdict": s.verdict,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+        return Ok(0);
+    }
+    if list.is_empty() {
+        writeln!(out, "no runs in {}", store.path().display()).context("writing to stdout")?;
+        return Ok(0);
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["id", "when (UTC)", "kind", "labels", "throughput", "verdict"]);
+    for s in &list {
+        let labels = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        let mut id = s.run_id.clone();
+        if !s.complete {
+            id.push_str(" (incomplete)");
+        }
+        t.add_row(vec![
+            id,
+            time::format_utc(s.started_unix_s).replace('T', " ").trim_end_matches('Z').to_string(),
+            kind(s),
+            labels,
+            headline(s),
+            s.verdict.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    writeln!(out, "{t}").context("writing to stdout")?;
+    Ok(0)
+}
+
+pub fn show(args: ShowArgs) -> Result<u8, Failure> {
+    let store = open()?;
+    let id = resolve(&store, &args.run)?;
+    let run = store.get_run(&id).with_context(|| format!("reading run {id}"))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "run {} ({}), started {}{}",
+        run.run_id,
+        match &run.source {
+            RunSource::Live => "live".to_string(),
+            RunSource::Watched { command: Some(c) } => format!("watched: {}", c.join(" ")),
+            RunSource::Watched { command: None } => "watched".to_string(),
+            RunSource::Imported { format, file } => format!("imported {format} from {file}"),
+        },
+        time::format_utc(run.meta.started_unix_s),
+        if run.meta.complete { "" } else { ", INCOMPLETE (cut short)" }
+    )
+    .context("writing to stdout")?;
+    if !run.meta.labels.is_empty() {
+        let labels = run.meta.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        writeln!(out, "labels: {labels}").context("writing to stdout")?;
+    }
+    writeln!(out, "{} intervals of {} s recorded", run.series.len(), run.series.interval_s).context("writing to stdout")?;
+    write!(out, "{}", summary::render(&run)).context("writing to stdout")?;
+    for f in &run.findings {
+        write!(out, "{f}").context("writing to stdout")?;
+    }
+    Ok(0)
+}
+
+pub fn rm(args: RmArgs) -> Result<u8, Failure> {
+    let store = open()?;
+    // Resolve every spec first, so a typo in the third removes nothing.
+    let ids = args.runs.iter().map(|spec| resolve(&store, spec)).collect::<Result<Vec<_>, _>>()?;
+    for id in ids {
+        store.delete(&id).with_context(|| format!("removing run {id}"))?;
+        println!("removed {id}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,169 @@
+//! `netceil watch`: observe only, optionally around a command netceil launches.
+
+use anyhow::{anyhow, Context};
+use netceil_model::{Run, RunSource};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::cli::WatchArgs;
+use crate::observe::{open_store, terminal_width, LiveTable, Recording};
+use crate::table::LoadFigures;
+use crate::Failure;
+
+/// How much of a launched command's output is kept in the run; the rest is counted.
+const OUTPUT_KEEP: usize = 1 << 20;
+
+/// Reads a child's pipe, echoing it to our stderr and keeping the first [`OUTPUT_KEEP`] bytes.
+fn collect(mut pipe: impl Read + Send + 'static, echo: bool) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut total = 0usize;
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n;
+            if echo {
+                let _ = std::io::stderr().write_all(&buf[..n]);
+            }
+            let room = OUTPUT_KEEP.saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+        }
+        (kept, total)
+    })
+}
+
+pub fn run(args: WatchArgs) -> Result<u8, Failure> {
+    if args.interval < netceil_probe::sampler::MIN_INTERVAL {
+        return Err(Failure::usage(anyhow!("--interval {:?}: the shortest is 10ms", args.interval)));
+    }
+    let stop = crate::stop_flag();
+    let started = crate::cmd_run::now_unix_s();
+    let mut run = Run::new(
+        crate::cmd_run::new_run_id(started),
+        RunSource::Watched { command: (!args.command.is_empty()).then(|| args.command.clone()) },
+    );
+    run.meta.started_unix_s = started;
+    run.meta.host = crate::host::host_info();
+    run.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    run.meta.labels = args.labels.iter().cloned().collect();
+
+    let mut child = match args.command.split_first() {
+        Some((prog, rest)) => Some(
+            Command::new(prog)
+                .args(rest)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| Failure::usage(anyhow!("cannot launch '{prog}': {e}")))?,
+        ),
+        None => None,
+    };
+    let mut pids = args.pids.clone();
+    if let Some(c) = &child {
+        pids.push(c.id() as i32);
+    }
+    let echo = !args.quiet;
+    let readers = child.as_mut().map(|c| {
+        (collect(c.stdout.take().expect("piped"), echo), collect(c.stderr.take().expect("piped"), echo))
+    });
+
+    let store = open_store(args.no_store);
+    let mut rec = Recording::start(args.interval, args.ifaces.clone(), pids, store.as_ref(), &run)?;
+    let mut table = LiveTable::new(args.ifaces.clone(), &[], args.wide, terminal_width(args.json));
+    let deadline = args.duration.map(|d| Instant::now() + d);
+    let mut exit_status = None;
+    let print = |line: &str| {
+        if args.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    loop {
+        let rows = rec.rows(Duration::ZERO);
+        rec.store_rows(&rows);
+        for row in rows {
+            if !args.quiet {
+                for line in table.lines(&row, &LoadFigures::default()) {
+                    print(&line);
+                }
+            }
+        }
+        if let Some(c) = child.as_mut() {
+            if let Some(status) = c.try_wait().context("waiting for the command")? {
+                exit_status = Some(status);
+                break;
+            }
+        }
+        if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10).min(args.interval / 2));
+    }
+    // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
+    // terminal, or we end it, and wait so nothing is left behind.
+    if let (Some(c), None) = (child.as_mut(), exit_status) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        exit_status = Some(c.wait().context("waiting for the command to end")?);
+    }
+    let rest = rec.stop(&mut run);
+    rec.store_rows(&rest);
+    for row in rest {
+        if !args.quiet {
+            for line in table.lines(&row, &LoadFigures::default()) {
+                print(&line);
+            }
+        }
+    }
+    if let Some((out, err)) = readers {
+        for (name, h) in [("stdout", out), ("stderr", err)] {
+            let (kept, total) = h.join().map_err(|_| anyhow!("the {name} reader panicked"))?;
+            if total > 0 {
+                let mut text = String::from_utf8_lossy(&kept).into_owned();
+                if total > kept.len() {
+                    text.push_str(&format!("\n[{} more bytes not kept]", total - kept.len()));
+                }
+                run.notes.push(format!("command {name}:\n{text}"));
+            }
+        }
+    }
+    let code = exit_status.map_or(0, exit_code);
+    if let Some(s) = exit_status {
+        run.notes.push(format!("command exited with {s}"));
+    }
+    run.meta.complete = true;
+    let stored = rec.finish(&run);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+    } else {
+        let cost = run.meta.sampler_cpu_pct.map_or("unknown".into(), |p| format!("{p:.3} % of one core"));
+        writeln!(out, "{} intervals of {:?} recorded; sampler CPU {cost}", run.series.len(), args.interval)
+            .context("writing to stdout")?;
+        for m in &run.series.missing {
+            writeln!(out, "not measured: {}: {}", m.metric, m.reason).context("writing to stdout")?;
+        }
+        match (stored, &store) {
+            (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
+            _ => writeln!(out, "not stored"),
+        }
+        .context("writing to stdout")?;
+    }
+    Ok(code)
+}
+
+/// The command's exit code, or 128 + signal as a shell reports a killed command.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.clamp(0, 255) as u8,
+        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+        _ => 1,
+    }
+}

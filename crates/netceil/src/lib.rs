@@ -1,0 +1,96 @@
+//! The netceil binary: command line, wiring and terminal output. The work is done in the
+//! library crates; this crate decides what to run and how to show it.
+
+mod cli;
+mod cmd_recv;
+mod cmd_run;
+mod cmd_store;
+mod cmd_watch;
+mod fmt;
+mod host;
+mod kernel;
+mod live;
+mod observe;
+mod parse;
+mod summary;
+mod table;
+
+use clap::Parser;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// An error and the exit code it deserves: 2 for bad input, 1 for everything else.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    pub fn usage(error: impl Into<anyhow::Error>) -> Failure {
+        Failure { code: 2, error: error.into() }
+    }
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure { code: 1, error: e.into() }
+    }
+}
+
+/// Maps a load-engine error to its exit code: the user's input (2) or the system (1).
+pub(crate) fn load_failure(e: netceil_load::LoadError) -> Failure {
+    if e.is_usage() {
+        Failure::usage(e)
+    } else {
+        Failure::from(e)
+    }
+}
+
+/// Set by Ctrl-C (SIGINT) and SIGTERM; every loop polls it and ends cleanly, keeping its results.
+pub fn stop_flag() -> Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        // If a handler is already installed (tests calling in-process), keep going without one.
+        let _ = ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                // A second Ctrl-C means "now": the first one already asked nicely.
+                std::process::exit(130);
+            }
+        });
+        flag
+    })
+    .clone()
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let outcome = match cli.command {
+        cli::Command::Run(args) => cmd_run::run(args),
+        cli::Command::Recv(args) => cmd_recv::run(args),
+        cli::Command::Watch(args) => cmd_watch::run(args),
+        cli::Command::Runs(args) => cmd_store::runs(args),
+        cli::Command::Show(args) => cmd_store::show(args),
+        cli::Command::Rm(args) => cmd_store::rm(args),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            if is_broken_pipe(&f.error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("netceil: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,64 @@
+//! Live output while a run goes on: one line per second and a progress bar on a terminal,
+//! plain lines otherwise. With --json the lines go to stderr so stdout stays one document.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+pub struct Live {
+    bar: Option<ProgressBar>,
+    to_stderr: bool,
+    quiet: bool,
+}
+
+impl Live {
+    /// `length` is the planned run length; `to_stderr` when stdout carries JSON.
+    pub fn new(title: &str, length: Duration, to_stderr: bool, quiet: bool) -> Live {
+        let tty = if to_stderr { std::io::stderr().is_terminal() } else { std::io::stdout().is_terminal() };
+        let bar = (tty && !quiet).then(|| {
+            let target =
+                if to_stderr { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::stdout() };
+            let bar = ProgressBar::with_draw_target(Some(length.as_millis() as u64), target);
+            bar.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed}/{duration}")
+                    .expect("static template")
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(title.to_string());
+            bar
+        });
+        let live = Live { bar, to_stderr, quiet };
+        if live.bar.is_none() && !quiet {
+            live.line(&format!("{title}: {:.1} s", length.as_secs_f64()));
+        }
+        live
+    }
+
+    /// Prints one line above the bar (or plainly).
+    pub fn line(&self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None if self.to_stderr => eprintln!("{text}"),
+            None => {
+                let mut out = std::io::stdout().lock();
+                // A closed pipe ends output, not the run: the summary write reports it.
+                let _ = writeln!(out, "{text}");
+            }
+        }
+    }
+
+    pub fn set_elapsed(&self, elapsed_s: f64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position((elapsed_s * 1000.0) as u64);
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The observer beside every run and watch: a sampler thread recording the machine's counters,
+//! the workload's own figures attached to the same rows, and the run streamed into the store
+//! as it goes, so a crash or Ctrl-C keeps what was measured.
+
+use anyhow::Context;
+use netceil_model::{MetricId, Run, Unit};
+use netceil_probe::{spawn_sampler, ProcFs, Row, SamplerConfig, SamplerHandle};
+use netceil_store::{RunWriter, Store};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::table::{LoadFigures, Table};
+
+/// The live table's state: its columns are fixed at the first row, so every row lines up.
+pub struct LiveTable {
+    table: Option<Table>,
+    ifaces: Vec<String>,
+    load: &'static [&'static str],
+    wide: bool,
+    width: Option<usize>,
+}
+
+impl LiveTable {
+    pub fn new(ifaces: Vec<String>, load: &'static [&'static str], wide: bool, width: Option<usize>) -> LiveTable {
+        LiveTable { table: None, ifaces, load, wide, width }
+    }
+
+    /// The lines to print for a row: the header first, the first time.
+    pub fn lines(&mut self, row: &Row, load: &LoadFigures) -> Vec<String> {
+        let mut out = Vec::new();
+        let table = self.table.get_or_insert_with(|| {
+            let t = Table::new(self.load, self.ifaces.clone(), self.width, self.wide);
+            out.push(t.header());
+            t
+        });
+        out.push(table.row(row, load));
+        out
+    }
+}
+
+/// The terminal's width, if stdout (or stderr, when stdout carries JSON) is one.
+pub fn terminal_width(to_stderr: bool) -> Option<usize> {
+    let term = if to_stderr { console::Term::stderr() } else { console::Term::stdout() };
+    term.is_term().then(|| term.size().1 as usize)
+}
+
+/// Opens the run store unless told not to. A store that cannot be opened does not stop the
+/// measurement: the reason is printed and the run goes on unstored.
+pub fn open_store(no_store: bool) -> Option<Store> {
+    if no_store {
+        return None;
+    }
+    match Store::open_default() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("netceil: this run will not be stored: {e}");
+            None
+        }
+    }
+}
+
+/// A sampler recording the machine, and the run being written to the store.
+pub struct Recording<'s> {
+    handle: Option<SamplerHandle>,
+    rows: Receiver<Row>,
+    started: Instant,
+    writer: Option<RunWriter<'s>>,
+    /// Workload values attached to sampler rows, by the row's `t_s`, re-applied to the final series.
+    attached: Vec<(f64, Vec<(MetricId, Unit, f64)>)>,
+}
+
+impl<'s> Recording<'s> {
+    /// Starts sampling, and begins the run in the store (meta first, marked incomplete).
+    pub fn start(
+        interval: Duration,
+        ifaces: Vec<String>,
+        pids: Vec<i32>,
+        store: Option<&'s Store>,
+        run: &Run,
+    ) -> anyhow::Result<Recording<'s>> {
+        let (tx, rows) = channel();
+        let config = SamplerConfig {
+            interval,
+            ifaces: if ifaces.is_empty() { None } else { Some(ifaces) },
+            pids,
+            ..SamplerConfig::default()
+        };
+        let handle = spawn_sampler(ProcFs::new(), config, Arc::new(AtomicBool::new(false)), tx)
+            .context("starting the sampler thread")?;
+        let writer = store.and_then(|s| match s.begin_run(run) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("netceil: this run will not be stored: {e}");
+                None
+            }
+        });
+        Ok(Recording { handle: Some(handle), rows, started: Instant::now(), writer, attached: Vec::new() })
+    }
+
+    /// Seconds since sampling started: the time base of the series.
+    pub fn elapsed_s(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Rows recorded since the last call; waits up to `wait` for at least one (on a saturated
+    /// machine the sampler thread is scheduled late). Every row is streamed to the store.
+    pub fn rows(&mut self, wait: Duration) -> Vec<Row> {
+        let mut rows: Vec<Row> = self.rows.try_iter().collect();
+        if rows.is_empty() && !wait.is_zero() {
+            rows.extend(self.rows.recv_timeout(wait).ok());
+            rows.extend(self.rows.try_iter());
+        }
+        rows
+    }
+
+    /// Attaches the workload's figures of the same interval to the newest row, then streams
+    /// the rows to the store.
+    pub fn attach_and_store(&mut self, rows: &mut [Row], load: Vec<(MetricId, Unit, f64)>) {
+        if let Some(newest) = rows.last_mut() {
+            newest.values.extend(load.iter().cloned());
+            self.attached.push((newest.t_s, load));
+        }
+        self.store_rows(rows);
+    }
+
+    pub fn store_rows(&mut self, rows: &[Row]) {
+        let Some(w) = self.writer.as_mut() else { return };
+        for row in rows {
+            let values: Vec<(MetricId, Unit, Option<f64>)> =
+                row.values.iter().map(|(id, unit, v)| (id.clone(), *unit, Some(*v))).collect();
+            if let Err(e) = w.append_row(row.t_s, &values) {
+                eprintln!("netceil: stopped writing this run to the store: {e}");
+                self.writer = None;
+                return;
+            }
+        }
+    }
+
+    /// Stops sampling and moves the recording into the run: series (with the workload's
+    /// figures), interfaces, the sampler's own cost. Returns the rows not yet seen.
+    pub fn stop(&mut self, run: &mut Run) -> Vec<Row> {
+        let mut rest: Vec<Row> = self.rows.try_iter().collect();
+        let Some(handle) = self.handle.take() else { return rest };
+        let stopped = handle.stop();
+        rest.extend(self.rows.try_iter());
+        match stopped {
+            Ok(out) => {
+                run.meta.sampler_cpu_s = out.sampler_cpu_s;
+                run.meta.sampler_cpu_pct = out.sampler_cpu_pct();
+                if !out.nics.is_empty() {
+                    run.meta.host.nics = out.nics;
+                }
+                run.series = out.series;
+            }
+            Err(_) => run.notes.push("the sampler thread failed; no timeline was recorded".into()),
+        }
+        for (t, values) in &self.attached {
+            if let Some(row) = run.series.t_s.iter().position(|x| x == t) {
+                for (id, unit, v) in values {
+                    run.series.set_at(row, id, *unit, *v);
+                }
+            }
+        }
+        rest
+    }
+
+    /// Writes the finished run (results, findings, remaining rows) and marks it complete in the
+    /// store. Returns where it went, for the summary.
+    pub fn finish(self, run: &Run) -> Option<String> {
+        let w = self.writer?;
+        match w.finish(run) {
+            Ok(()) => Some(run.run_id.clone()),
+            Err(e) => {
+                eprintln!("netceil: could not finish storing run {}: {e}", run.run_id);
+                None
+            }
+        }
+    }
+}

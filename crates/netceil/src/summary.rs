@@ -1,0 +1,216 @@
+//! The human summary printed at the end of `netceil run`.
+
+use netceil_model::{Results, Run, WorkloadKind};
+use std::fmt::Write;
+
+use crate::fmt;
+
+/// The whole summary of a run (a suite shows each part, then one table of the ceilings).
+pub fn render(run: &Run) -> String {
+    let mut s = String::new();
+    if run.parts.is_empty() {
+        part(&mut s, run);
+    } else {
+        for p in &run.parts {
+            part(&mut s, p);
+            s.push('\n');
+        }
+        suite_table(&mut s, run);
+    }
+    for n in &run.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+fn kind(run: &Run) -> Option<WorkloadKind> {
+    run.workload.as_ref().map(|w| w.kind)
+}
+
+fn part(s: &mut String, run: &Run) {
+    let Some(r) = &run.results else {
+        let _ = writeln!(s, "{}: no results", run.run_id);
+        return;
+    };
+    match kind(run) {
+        Some(WorkloadKind::Udp) => udp(s, r),
+        Some(WorkloadKind::Tcp) => tcp(s, r),
+        Some(WorkloadKind::Rr) => rr(s, r),
+        _ => {}
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+}
+
+fn udp(s: &mut String, r: &Results) {
+    let payload = r.payload_bytes.unwrap_or(0);
+    let frame = r.frame_bytes.map(|f| format!(" ({f} B frame)")).unwrap_or_default();
+    let pacing = match r.requested_pps {
+        Some(p) => format!("paced at {}", fmt::pps(p)),
+        None => "unpaced".into(),
+    };
+    let _ = writeln!(s, "UDP {payload} B payload{frame}, {pacing}, {:.1} s", r.duration_s);
+    let _ = writeln!(
+        s,
+        "  sent        {:>14} pkt  {:>10}  {:>12} payload",
+        fmt::count(r.tx_packets),
+        fmt::pps(r.tx_pps),
+        fmt::bits_per_s(r.tx_bits_per_s)
+    );
+    let _ = writeln!(
+        s,
+        "  received    {:>14} pkt  {:>10}  {:>12} payload (application)",
+        fmt::count(r.rx_app_packets),
+        fmt::pps(r.rx_app_pps),
+        fmt::bits_per_s(r.rx_app_bits_per_s)
+    );
+    let k = &r.kernel;
+    let mut kernel = Vec::new();
+    if let (Some(p), Some(i)) = (r.rx_kernel_packets, &k.iface) {
+        kernel.push(format!("{i} rx {} pkt (all traffic on {i})", fmt::count(p)));
+    }
+    if let Some(d) = k.socket_drops {
+        kernel.push(format!("socket drops {} (SO_RXQ_OVFL)", fmt::count(d)));
+    }
+    if let Some(d) = k.udp_rcvbuf_errors {
+        kernel.push(format!("Udp RcvbufErrors +{}", fmt::count(d)));
+    }
+    if let Some(d) = k.backlog_drops {
+        kernel.push(format!("softnet backlog drops +{}", fmt::count(d)));
+    }
+    if !kernel.is_empty() {
+        let _ = writeln!(s, "  kernel      {}", kernel.join("; "));
+    }
+    let _ = writeln!(
+        s,
+        "  accounting  lost {} ({})  reordered {}  duplicate {}  in flight {}  unexplained {}",
+        fmt::count(r.lost_packets),
+        fmt::pct(r.lost_packets as f64, r.tx_packets as f64),
+        fmt::count(r.reordered_packets),
+        fmt::count(r.duplicate_packets),
+        fmt::count(r.in_flight_packets),
+        r.unexplained_packets
+    );
+    generator(s, r);
+}
+
+fn generator(s: &mut String, r: &Results) {
+    let g = &r.generator;
+    let mut line = format!(
+        "  generator   CPU {:.0} % of a core (working {:.2} s, spinning {:.2} s)",
+        g.cpu_pct, g.work_cpu_s, g.spin_cpu_s
+    );
+    if let Some(ratio) = g.achieved_ratio {
+        let _ = write!(line, ", achieved {:.2} % of the requested rate", ratio * 100.0);
+    }
+    if let (Some(m), Some(p)) = (g.send_gap_error_median_us, g.send_gap_error_p99_us) {
+        let _ = write!(line, ", send gap error median {m:.2} µs p99 {p:.2} µs");
+    }
+    let _ = writeln!(s, "{line}");
+    if r.generator_limited {
+        let _ = writeln!(
+            s,
+            "  ! the generator was the limit: it could not send at the requested rate, so these figures say nothing about the receiver's ceiling"
+        );
+    }
+}
+
+fn tcp(s: &mut String, r: &Results) {
+    let _ = writeln!(s, "TCP {} flow{}, {:.1} s", r.flows.len(), if r.flows.len() == 1 { "" } else { "s" }, r.duration_s);
+    let _ = writeln!(
+        s,
+        "  goodput     {:>12}  ({} received by the application)",
+        fmt::bits_per_s(r.rx_app_bits_per_s),
+        fmt::count(r.rx_app_bytes)
+    );
+    let retrans: u64 = r.flows.iter().filter_map(|f| f.retransmits).sum();
+    if !r.flows.is_empty() {
+        let rates: Vec<f64> = r.flows.iter().map(|f| f.bits_per_s).collect();
+        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = rates.iter().copied().fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "  per flow    min {}  max {}  retransmits {}",
+            fmt::bits_per_s(min),
+            fmt::bits_per_s(max),
+            fmt::count(retrans)
+        );
+    }
+    if let Some(p) = r.tcp_pacing {
+        let _ = writeln!(s, "  pacing      {p:?}");
+    }
+    generator(s, r);
+}
+
+fn rr(s: &mut String, r: &Results) {
+    let _ = writeln!(
+        s,
+        "Request/response {} B, {} flow{}, {:.1} s",
+        r.payload_bytes.unwrap_or(0),
+        r.flows.len().max(1),
+        if r.flows.len() > 1 { "s" } else { "" },
+        r.duration_s
+    );
+    if let Some(t) = r.transactions_per_s {
+        let _ = writeln!(s, "  rate        {} transactions/s", fmt::si(t, ""));
+    }
+    if let Some(l) = &r.latency_us {
+        let _ = writeln!(
+            s,
+            "  latency     p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples, from intended send time)",
+            fmt::micros(l.p50),
+            fmt::micros(l.p90),
+            fmt::micros(l.p99),
+            fmt::micros(l.p999),
+            fmt::micros(l.max),
+            fmt::count(l.count)
+        );
+    }
+    if r.lost_packets > 0 {
+        let _ = writeln!(s, "  lost        {} transactions timed out", fmt::count(r.lost_packets));
+    }
+    if r.generator_limited {
+        let _ = writeln!(s, "  ! the generator was the limit: it could not reach the requested rate");
+    }
+}
+
+fn suite_table(s: &mut String, run: &Run) {
+    use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec!["ceiling", "figure", "detail"]);
+    for p in &run.parts {
+        let Some(r) = &p.results else { continue };
+        match kind(p) {
+            Some(WorkloadKind::Udp) => {
+                t.add_row(vec![
+                    format!("UDP packet rate ({} B frame)", r.frame_bytes.unwrap_or(0)),
+                    fmt::pps(r.rx_app_pps),
+                    format!("lost {}, unexplained {}", fmt::pct(r.lost_packets as f64, r.tx_packets as f64), r.unexplained_packets),
+                ]);
+            }
+            Some(WorkloadKind::Tcp) => {
+                t.add_row(vec![
+                    "TCP stream".to_string(),
+                    fmt::bits_per_s(r.rx_app_bits_per_s),
+                    format!(
+                        "{} flow(s), {} retransmits",
+                        r.flows.len(),
+                        r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>()
+                    ),
+                ]);
+            }
+            Some(WorkloadKind::Rr) => {
+                let lat = r.latency_us.as_ref().map(|l| format!("p50 {}  p99 {}", fmt::micros(l.p50), fmt::micros(l.p99)));
+                t.add_row(vec![
+                    "Request/response".to_string(),
+                    format!("{} tps", fmt::si(r.transactions_per_s.unwrap_or(0.0), "")),
+                    lat.unwrap_or_default(),
+                ]);
+            }
+            _ => {}
+        }
+    }
+    let _ = writeln!(s, "{t}");
+}

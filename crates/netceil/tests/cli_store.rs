@@ -1,0 +1,99 @@
+//! End-to-end: runs are stored while they go on, listed, shown and removed.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn netceil(db: &Path) -> Command {
+    let mut c = Command::cargo_bin("netceil").expect("binary built");
+    c.env("NETCEIL_DB", db).timeout(Duration::from_secs(60));
+    c
+}
+
+fn json(c: &mut Command) -> Value {
+    let out = c.output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+#[test]
+fn runs_are_stored_listed_shown_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let run = json(netceil(&db).args(["run", "udp", "--rate", "5k", "--duration", "2", "--label", "nic=lo", "--json", "-q"]));
+    let id = run["run_id"].as_str().unwrap().to_string();
+    json(netceil(&db).args(["watch", "--duration", "1", "--json", "-q", "--label", "nic=none"]));
+
+    let listed = json(netceil(&db).args(["runs", "--json"]));
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let only = json(netceil(&db).args(["runs", "--json", "--label", "nic=lo"]));
+    assert_eq!(only[0]["run_id"], id.as_str());
+    assert_eq!(only.as_array().unwrap().len(), 1);
+
+    // The stored run is the run that was printed, series and all.
+    let shown = json(netceil(&db).args(["show", &id[..id.len() - 2], "--json"]));
+    assert_eq!(shown["results"], run["results"]);
+    assert_eq!(shown["series"]["t_s"], run["series"]["t_s"]);
+    assert_eq!(shown["meta"]["complete"], true);
+    let load_rx = shown["series"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "load_rx_pps")
+        .expect("the workload's own rate is on the timeline");
+    assert!(load_rx["values"].as_array().unwrap().iter().any(|v| v.as_f64().is_some_and(|x| x > 4000.0)));
+
+    netceil(&db).args(["rm", &id]).assert().success();
+    assert_eq!(json(netceil(&db).args(["runs", "--json"])).as_array().unwrap().len(), 1);
+    netceil(&db).args(["show", &id]).assert().code(2);
+}
+
+#[test]
+fn kill_9_leaves_a_readable_incomplete_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let bin = assert_cmd::cargo::cargo_bin("netceil");
+    let mut child = std::process::Command::new(bin)
+        .env("NETCEIL_DB", &db)
+        .args(["watch", "--duration", "30", "--interval", "200ms", "-q"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let killed_after = started.elapsed().as_secs_f64();
+
+    let run = json(netceil(&db).args(["show", "last", "--json"]));
+    assert_eq!(run["meta"]["complete"], false, "a killed run is marked incomplete");
+    let rows = run["series"]["t_s"].as_array().unwrap().len();
+    // 200 ms rows over ~1.5 s: every interval before the kill was flushed (allow start-up time).
+    assert!(rows >= 4, "{rows} rows stored before the kill at {killed_after:.1} s");
+    let listed = json(netceil(&db).args(["runs", "--json"]));
+    assert_eq!(listed[0]["complete"], false);
+}
+
+#[test]
+fn ctrl_c_ends_watch_cleanly_and_keeps_what_was_sampled() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let bin = assert_cmd::cargo::cargo_bin("netceil");
+    let mut child = std::process::Command::new(bin)
+        .env("NETCEIL_DB", &db)
+        .args(["watch", "--duration", "30", "--interval", "200ms", "-q"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(3), "Ctrl-C took {:?} to end the watch", sent.elapsed());
+    assert!(status.success(), "{status}");
+    let run = json(netceil(&db).args(["show", "last", "--json"]));
+    assert_eq!(run["meta"]["complete"], true, "an interrupted watch is a finished recording");
+    assert!(run["series"]["t_s"].as_array().unwrap().len() >= 4);
+}
