@@ -1,8 +1,11 @@
 //! Loopback TCP throughput with netceil's engine, for comparing against iperf3.
 //!
-//! `cargo run --release -p netceil-load --example tcp_max -- [SECONDS] [FLOWS] [RATE_BIT_S] [kernel|app]`
+//! ```text
+//! cargo run --release -p netceil-load --example tcp_max -- [SECONDS] [FLOWS] [RATE_BIT_S] [kernel|app]
+//! ```
 //! prints one line: receiver goodput in Gbit/s, then sender CPU and pacing details.
 
+use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -38,7 +41,10 @@ fn main() {
     let (min_flow, max_flow) = r.flows.iter().fold((f64::MAX, 0f64), |(lo, hi), f| {
         (lo.min(f.bits_per_s), hi.max(f.bits_per_s))
     });
-    println!(
+    // A closed pipe (`| head -1`) just ends the output.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
         "rx {:.3} Gbit/s  tx {:.3} Gbit/s  sender cpu {:.1} %  retrans {retrans}  \
          per-flow min/max {:.3}/{:.3} Mbit/s  generator_limited {}  gap p50/p99 {:?}/{:?} us",
         r.rx_app_bits_per_s / 1e9,
@@ -51,6 +57,6 @@ fn main() {
         r.generator.send_gap_error_p99_us,
     );
     for n in &r.notes {
-        println!("  note: {n}");
+        let _ = writeln!(out, "  note: {n}");
     }
 }

@@ -16,6 +16,8 @@ pub use finding::{Advice, Evidence, Finding};
 pub use results::{
     FlowResult, GeneratorStats, KernelDelivery, LatencySummary, PacingMode, Results, TcpPacing,
 };
-pub use run::{HostInfo, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind};
+pub use run::{
+    Annotations, HostInfo, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
+};
 pub use series::{Metric, MetricId, MissingValue, Series};
 pub use units::{frame_to_udp_payload, udp_payload_to_frame, Rate, RateParseError, Unit};

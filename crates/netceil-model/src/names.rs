@@ -210,6 +210,58 @@ metric_names! {
     LOAD_TRANSACTIONS_PER_S = "load_transactions_per_s", PerSecond;
     /// Mean request/response latency over the interval, µs from the intended send time.
     LOAD_MEAN_LATENCY_US = "load_mean_latency_us", Microseconds;
+
+    // Imported: Erlang scheduler statistics (netceil-import). Label `scheduler` = scheduler id;
+    // `type` = normal, dirty_cpu or dirty_io when the source says which.
+    /// Share of wall time a scheduler was doing work (ΔActiveTime/ΔTotalTime), %: effective
+    /// utilization, unlike OS CPU % which counts busy-waiting. Labels: none (mean over
+    /// schedulers, or the tool's own total) or `scheduler` (and `type`).
+    ERLANG_SCHEDULER_UTIL_PCT = "erlang_scheduler_util_pct", Percent;
+    /// Utilization of all normal and dirty CPU schedulers weighted against the CPU time
+    /// available, % (`scheduler:utilization/1`'s `weighted`).
+    ERLANG_SCHEDULER_UTIL_WEIGHTED_PCT = "erlang_scheduler_util_weighted_pct", Percent;
+
+    // Imported: iperf3 --json intervals (netceil-import). Label `flow` = stream number, 1-based.
+    /// TCP retransmissions per second the iperf3 sender counted. Labels: none or `flow`.
+    IPERF3_RETRANSMITS_PER_S = "iperf3_retransmits_per_s", PerSecond;
+    /// Smoothed RTT of a stream at the end of the interval, µs (TCP_INFO). Label: `flow`.
+    IPERF3_RTT_US = "iperf3_rtt_us", Microseconds;
+    /// Congestion window of a stream at the end of the interval, bytes. Label: `flow`.
+    IPERF3_SND_CWND_BYTES = "iperf3_snd_cwnd_bytes", Bytes;
+    /// UDP jitter the iperf3 receiver computed over the interval, µs. Labels: none or `flow`.
+    IPERF3_JITTER_US = "iperf3_jitter_us", Microseconds;
+
+    // Imported: one /proc snapshot (a sosreport) holds counters since boot, not rates. Such a
+    // series has `interval_s = 0` and a single row at `t_s = 0`; these `_total` metrics are
+    // counts since boot. Two snapshots give the `_per_s` metrics above instead.
+    /// NIC queue interrupts since boot. Labels: `cpu` (where they landed), or `irq`, `iface`
+    /// (or `device`), `queue`, `dir` for one queue's interrupt summed over CPUs.
+    NIC_IRQ_TOTAL = "nic_irq_total", Count;
+    /// NET_RX softirqs since boot. Labels: none (all CPUs) or `cpu`.
+    SOFTIRQ_NET_RX_TOTAL = "softirq_net_rx_total", Count;
+    /// NET_TX softirqs since boot. Labels: none (all CPUs) or `cpu`.
+    SOFTIRQ_NET_TX_TOTAL = "softirq_net_tx_total", Count;
+    /// Packets processed from the backlog since boot (softnet_stat column 1). Labels: none or `cpu`.
+    SOFTNET_PROCESSED_TOTAL = "softnet_processed_total", Count;
+    /// Packets dropped since boot because a CPU's backlog was full. Labels: none or `cpu`.
+    SOFTNET_DROPPED_TOTAL = "softnet_dropped_total", Count;
+    /// Times since boot the receive softirq ran out of budget or time. Labels: none or `cpu`.
+    SOFTNET_TIME_SQUEEZE_TOTAL = "softnet_time_squeeze_total", Count;
+    /// RPS inter-processor interrupts received since boot. Labels: none or `cpu`.
+    SOFTNET_RECEIVED_RPS_TOTAL = "softnet_received_rps_total", Count;
+    /// Packets dropped by flow limiting since boot. Labels: none or `cpu`.
+    SOFTNET_FLOW_LIMIT_TOTAL = "softnet_flow_limit_total", Count;
+    /// Any /proc/net/snmp or /proc/net/netstat value as printed (counters since boot, a few
+    /// gauges). Labels: `proto` (`Udp`, `TcpExt`…) and `counter` (`RcvbufErrors`).
+    SNMP_COUNTER_TOTAL = "snmp_counter_total", Count;
+    /// Any /proc/net/snmp or /proc/net/netstat counter per second, from two snapshots.
+    /// Labels: `proto` and `counter`.
+    SNMP_COUNTER_PER_S = "snmp_counter_per_s", PerSecond;
+    /// Any /proc/net/dev counter since the interface was created. Labels: `iface` and
+    /// `counter` (`rx_bytes`, `rx_dropped`, `tx_packets`…).
+    NET_DEV_COUNTER_TOTAL = "net_dev_counter_total", Count;
+    /// Any /proc/net/dev counter per second, from two snapshots. Labels: `iface`, `counter`.
+    NET_DEV_COUNTER_PER_S = "net_dev_counter_per_s", PerSecond;
 }
 
 /// The unit of a metric name defined here, or `None` for a name this module does not know.

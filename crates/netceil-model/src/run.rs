@@ -61,6 +61,27 @@ pub struct HostInfo {
     pub nics: Vec<NicInfo>,
 }
 
+/// What the person supplied that the data itself cannot know (`analyze --throughput 18MB/s
+/// --link 1G --bus PCIe1.1x1`, or `run --link 10G`). Decimal bit/s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Annotations {
+    /// The throughput the person saw while the log was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_bits_per_s: Option<f64>,
+    /// The link speed the traffic crossed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bits_per_s: Option<f64>,
+    /// The bus the NIC sits on, as given (`PCIe1.1x1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<String>,
+    /// The bus's usable data rate, bit/s, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_bits_per_s: Option<f64>,
+    /// The sampling interval of an imported log when its lines carry no time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
+}
+
 /// Identity and context of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunMeta {
@@ -79,6 +100,8 @@ pub struct RunMeta {
     /// The same as a percentage of one core over the sampled wall time.
     #[serde(default)]
     pub sampler_cpu_pct: Option<f64>,
+    #[serde(default)]
+    pub annotations: Annotations,
 }
 
 /// One row of a lock-contention table (from eBPF or an imported lock profile).

@@ -160,20 +160,38 @@ impl Series {
     /// The rows whose interval ends in `(from_s, to_s]`, with times made relative to `from_s`;
     /// missing notes are kept when their metric appears in the window.
     pub fn window(&self, from_s: f64, to_s: f64) -> Series {
-        let rows: Vec<usize> = (0..self.t_s.len()).filter(|&i| self.t_s[i] > from_s && self.t_s[i] <= to_s).collect();
+        let rows: Vec<usize> = (0..self.t_s.len())
+            .filter(|&i| self.t_s[i] > from_s && self.t_s[i] <= to_s)
+            .collect();
         let metrics = self
             .metrics
             .iter()
-            .map(|m| Metric { id: m.id.clone(), unit: m.unit, values: rows.iter().map(|&i| m.values[i]).collect() })
+            .map(|m| Metric {
+                id: m.id.clone(),
+                unit: m.unit,
+                values: rows.iter().map(|&i| m.values[i]).collect(),
+            })
             .filter(|m| m.values.iter().any(Option::is_some))
             .collect::<Vec<_>>();
         let missing = self
             .missing
             .iter()
-            .filter(|n| metrics.iter().any(|m| m.id.to_string() == n.metric || m.id.name == n.metric))
-            .map(|n| MissingValue { from_row: rows.iter().position(|&r| r >= n.from_row).unwrap_or(0), ..n.clone() })
+            .filter(|n| {
+                metrics
+                    .iter()
+                    .any(|m| m.id.to_string() == n.metric || m.id.name == n.metric)
+            })
+            .map(|n| MissingValue {
+                from_row: rows.iter().position(|&r| r >= n.from_row).unwrap_or(0),
+                ..n.clone()
+            })
             .collect();
-        Series { interval_s: self.interval_s, t_s: rows.iter().map(|&i| self.t_s[i] - from_s).collect(), metrics, missing }
+        Series {
+            interval_s: self.interval_s,
+            t_s: rows.iter().map(|&i| self.t_s[i] - from_s).collect(),
+            metrics,
+            missing,
+        }
     }
 
     pub fn get(&self, id: &MetricId) -> Option<&Metric> {

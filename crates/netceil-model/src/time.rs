@@ -19,13 +19,26 @@ pub fn format_utc(unix_s: f64) -> String {
     let secs = unix_s.floor() as i64;
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
-    format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
 }
 
 /// `20261121-231502`: the sortable stamp at the front of run ids.
 pub fn compact_utc(unix_s: f64) -> String {
     let s = format_utc(unix_s);
-    format!("{}{}{}-{}{}{}", &s[0..4], &s[5..7], &s[8..10], &s[11..13], &s[14..16], &s[17..19])
+    format!(
+        "{}{}{}-{}{}{}",
+        &s[0..4],
+        &s[5..7],
+        &s[8..10],
+        &s[11..13],
+        &s[14..16],
+        &s[17..19]
+    )
 }
 
 #[cfg(test)]

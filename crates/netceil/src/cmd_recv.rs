@@ -40,7 +40,9 @@ pub fn run(args: RecvArgs) -> Result<u8, Failure> {
     });
     // Whichever side ended first (a bind error, Ctrl-C, --duration), the other ends too.
     stop.store(true, Ordering::SeqCst);
-    let tcp = tcp.join().map_err(|_| anyhow::anyhow!("the TCP server thread panicked"))?;
+    let tcp = tcp
+        .join()
+        .map_err(|_| anyhow::anyhow!("the TCP server thread panicked"))?;
     let udp = udp.map_err(crate::load_failure)?;
     let tcp = tcp.map_err(crate::load_failure)?;
     let mut out = std::io::stdout().lock();

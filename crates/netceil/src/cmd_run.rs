@@ -8,8 +8,8 @@ use anyhow::{anyhow, Context};
 use netceil_load::{rr, tcp, udp};
 use netceil_model::names as n;
 use netceil_model::{
-    frame_to_udp_payload, time, udp_payload_to_frame, MetricId, PacingMode, Rate, Results, Run, RunSource,
-    Unit, Workload as WorkloadSpec, WorkloadKind,
+    frame_to_udp_payload, time, udp_payload_to_frame, MetricId, PacingMode, Rate, Results, Run,
+    RunSource, Unit, Workload as WorkloadSpec, WorkloadKind,
 };
 use netceil_store::Store;
 use serde_json::json;
@@ -42,7 +42,10 @@ impl Plan {
             Plan::Tcp(_, p) => (WorkloadKind::Tcp, p),
             Plan::Rr(_, p) => (WorkloadKind::Rr, p),
         };
-        WorkloadSpec { kind, params: params.clone() }
+        WorkloadSpec {
+            kind,
+            params: params.clone(),
+        }
     }
 }
 
@@ -93,7 +96,10 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     let interrupted = crate::stop_flag().load(Ordering::SeqCst);
     if suite {
         for (spec, results, from, to) in parts {
-            let mut part = Run::new(format!("{}.{}", top.run_id, top.parts.len() + 1), RunSource::Live);
+            let mut part = Run::new(
+                format!("{}.{}", top.run_id, top.parts.len() + 1),
+                RunSource::Live,
+            );
             part.meta = top.meta.clone();
             part.meta.host.nics.clear();
             part.series = top.series.window(from, to + top.series.interval_s / 2.0);
@@ -109,7 +115,8 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     }
     top.meta.complete = !interrupted;
     if interrupted {
-        top.notes.push("interrupted (Ctrl-C): results cover the time measured so far".into());
+        top.notes
+            .push("interrupted (Ctrl-C): results cover the time measured so far".into());
     }
     let stored = h.rec.finish(&top);
     emit(&top, common.json, stored.as_deref(), store.as_ref())?;
@@ -131,7 +138,9 @@ pub(crate) fn new_run_id(started: f64) -> String {
 
 /// A 16-bit id stamped into every datagram so packets of other runs are not counted as ours.
 fn wire_run_id(run_id: &str) -> u16 {
-    run_id.bytes().fold(0x811c_u16, |h, b| h.rotate_left(5) ^ u16::from(b))
+    run_id
+        .bytes()
+        .fold(0x811c_u16, |h, b| h.rotate_left(5) ^ u16::from(b))
 }
 
 fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
@@ -154,17 +163,30 @@ fn suite_plans(common: &CommonRunArgs, wire_id: u16) -> Result<Vec<Plan>, Failur
     use clap::Parser;
     let secs = format!("{}s", SUITE_PART.as_secs());
     let argvs: [&[&str]; 3] = [
-        &["netceil", "run", "udp", "--frame-size", "64", "--duration", &secs],
+        &[
+            "netceil",
+            "run",
+            "udp",
+            "--frame-size",
+            "64",
+            "--duration",
+            &secs,
+        ],
         &["netceil", "run", "tcp", "--duration", &secs],
         &["netceil", "run", "rr", "--duration", &secs],
     ];
     argvs
         .iter()
         .map(|argv| {
-            let cli = crate::cli::Cli::try_parse_from(*argv).map_err(|e| Failure::from(anyhow!("internal: {e}")))?;
+            let cli = crate::cli::Cli::try_parse_from(*argv)
+                .map_err(|e| Failure::from(anyhow!("internal: {e}")))?;
             match cli.command {
-                crate::cli::Command::Run(RunArgs { workload: Some(w), .. }) => plan(&w, common, wire_id),
-                _ => Err(Failure::from(anyhow!("internal: a suite part did not parse to a workload"))),
+                crate::cli::Command::Run(RunArgs {
+                    workload: Some(w), ..
+                }) => plan(&w, common, wire_id),
+                _ => Err(Failure::from(anyhow!(
+                    "internal: a suite part did not parse to a workload"
+                ))),
             }
         })
         .collect()
@@ -265,9 +287,9 @@ fn rr_plan(a: &RrArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
         .as_deref()
         .map(|r| match Rate::parse(r) {
             Ok(Rate::PacketsPerSecond(t)) => Ok(t),
-            Ok(Rate::BitsPerSecond(_)) => {
-                Err(Failure::usage(anyhow!("--rate {r}: give transactions per second, e.g. 10k")))
-            }
+            Ok(Rate::BitsPerSecond(_)) => Err(Failure::usage(anyhow!(
+                "--rate {r}: give transactions per second, e.g. 10k"
+            ))),
             Err(e) => Err(Failure::usage(anyhow!("--rate: {e}"))),
         })
         .transpose()?;
@@ -318,13 +340,35 @@ fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure
                 ..Default::default()
             },
             vec![
-                (MetricId::new(n::LOAD_TX_PPS), Unit::PacketsPerSecond, tx_pps),
-                (MetricId::new(n::LOAD_RX_PPS), Unit::PacketsPerSecond, rx_pps),
-                (MetricId::new(n::LOAD_RX_BITS_PER_S), Unit::BitsPerSecond, rx_bits),
-                (MetricId::new(n::LOAD_LOST_PER_S), Unit::PerSecond, lost_per_s),
+                (
+                    MetricId::new(n::LOAD_TX_PPS),
+                    Unit::PacketsPerSecond,
+                    tx_pps,
+                ),
+                (
+                    MetricId::new(n::LOAD_RX_PPS),
+                    Unit::PacketsPerSecond,
+                    rx_pps,
+                ),
+                (
+                    MetricId::new(n::LOAD_RX_BITS_PER_S),
+                    Unit::BitsPerSecond,
+                    rx_bits,
+                ),
+                (
+                    MetricId::new(n::LOAD_LOST_PER_S),
+                    Unit::PerSecond,
+                    lost_per_s,
+                ),
             ],
         );
-        last = (p.elapsed_s, p.tx_packets, p.rx_packets, p.rx_bytes, p.lost_so_far);
+        last = (
+            p.elapsed_s,
+            p.tx_packets,
+            p.rx_packets,
+            p.rx_bytes,
+            p.lost_so_far,
+        );
     });
     h.end_part();
     let outcome = outcome.map_err(load_failure)?;
@@ -335,14 +379,26 @@ fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure
 }
 
 fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
-    let title = format!("tcp {} flow{}", cfg.flows, if cfg.flows == 1 { "" } else { "s" });
+    let title = format!(
+        "tcp {} flow{}",
+        cfg.flows,
+        if cfg.flows == 1 { "" } else { "s" }
+    );
     h.begin_part(&title, cfg.duration, TCP_COLUMNS);
     let before = kernel::Counters::read();
     let stop = crate::stop_flag();
     let results = tcp::run_tcp(cfg, &stop, &mut |p: &tcp::TcpProgress| {
-        let mut values = vec![(MetricId::new(n::LOAD_TX_BITS_PER_S), Unit::BitsPerSecond, p.interval_tx_bits_per_s)];
+        let mut values = vec![(
+            MetricId::new(n::LOAD_TX_BITS_PER_S),
+            Unit::BitsPerSecond,
+            p.interval_tx_bits_per_s,
+        )];
         if let Some(rx) = p.interval_rx_bits_per_s {
-            values.push((MetricId::new(n::LOAD_RX_BITS_PER_S), Unit::BitsPerSecond, rx));
+            values.push((
+                MetricId::new(n::LOAD_RX_BITS_PER_S),
+                Unit::BitsPerSecond,
+                rx,
+            ));
         }
         h.progress(
             p.elapsed_s,
@@ -366,12 +422,24 @@ fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
         rr::RrProto::Tcp => "tcp",
         rr::RrProto::Udp => "udp",
     };
-    h.begin_part(&format!("rr {proto} {} B", cfg.size), cfg.duration, RR_COLUMNS);
+    h.begin_part(
+        &format!("rr {proto} {} B", cfg.size),
+        cfg.duration,
+        RR_COLUMNS,
+    );
     let stop = crate::stop_flag();
     let results = rr::run_rr(cfg, &stop, &mut |p: &rr::RrProgress| {
-        let mut values = vec![(MetricId::new(n::LOAD_TRANSACTIONS_PER_S), Unit::PerSecond, p.interval_tps)];
+        let mut values = vec![(
+            MetricId::new(n::LOAD_TRANSACTIONS_PER_S),
+            Unit::PerSecond,
+            p.interval_tps,
+        )];
         if let Some(m) = p.interval_mean_latency_us {
-            values.push((MetricId::new(n::LOAD_MEAN_LATENCY_US), Unit::Microseconds, m));
+            values.push((
+                MetricId::new(n::LOAD_MEAN_LATENCY_US),
+                Unit::Microseconds,
+                m,
+            ));
         }
         h.progress(
             p.elapsed_s,
@@ -402,9 +470,25 @@ struct Harness<'s> {
 }
 
 impl<'s> Harness<'s> {
-    fn start(common: &CommonRunArgs, store: Option<&'s Store>, run: &Run) -> Result<Harness<'s>, Failure> {
-        let rec = Recording::start(common.sample_interval, Vec::new(), vec![std::process::id() as i32], store, run)?;
-        Ok(Harness { rec, json: common.json, quiet: common.quiet, wide: common.wide, part: None })
+    fn start(
+        common: &CommonRunArgs,
+        store: Option<&'s Store>,
+        run: &Run,
+    ) -> Result<Harness<'s>, Failure> {
+        let rec = Recording::start(
+            common.sample_interval,
+            Vec::new(),
+            vec![std::process::id() as i32],
+            store,
+            run,
+        )?;
+        Ok(Harness {
+            rec,
+            json: common.json,
+            quiet: common.quiet,
+            wide: common.wide,
+            part: None,
+        })
     }
 
     fn begin_part(&mut self, title: &str, length: Duration, load: &'static [&'static str]) {
@@ -436,7 +520,12 @@ impl<'s> Harness<'s> {
 }
 
 /// Prints the run as JSON or as the human summary.
-pub(crate) fn emit(run: &Run, as_json: bool, stored: Option<&str>, store: Option<&Store>) -> Result<(), Failure> {
+pub(crate) fn emit(
+    run: &Run,
+    as_json: bool,
+    stored: Option<&str>,
+    store: Option<&Store>,
+) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     if as_json {
         serde_json::to_writer_pretty(&mut out, run).context("writing JSON to stdout")?;
@@ -451,4 +540,3 @@ pub(crate) fn emit(run: &Run, as_json: bool, stored: Option<&str>, store: Option
     }
     Ok(())
 }
-

@@ -48,7 +48,10 @@ fn headline(s: &RunSummary) -> String {
 
 pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
     let store = open()?;
-    let filter = RunFilter { labels: args.labels.into_iter().collect(), last: args.last };
+    let filter = RunFilter {
+        labels: args.labels.into_iter().collect(),
+        last: args.last,
+    };
     let list = store.list(&filter).context("listing runs")?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -72,16 +75,31 @@ pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
     }
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["id", "when (UTC)", "kind", "labels", "throughput", "verdict"]);
+    t.set_header(vec![
+        "id",
+        "when (UTC)",
+        "kind",
+        "labels",
+        "throughput",
+        "verdict",
+    ]);
     for s in &list {
-        let labels = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        let labels = s
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         let mut id = s.run_id.clone();
         if !s.complete {
             id.push_str(" (incomplete)");
         }
         t.add_row(vec![
             id,
-            time::format_utc(s.started_unix_s).replace('T', " ").trim_end_matches('Z').to_string(),
+            time::format_utc(s.started_unix_s)
+                .replace('T', " ")
+                .trim_end_matches('Z')
+                .to_string(),
             kind(s),
             labels,
             headline(s),
@@ -95,7 +113,9 @@ pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
 pub fn show(args: ShowArgs) -> Result<u8, Failure> {
     let store = open()?;
     let id = resolve(&store, &args.run)?;
-    let run = store.get_run(&id).with_context(|| format!("reading run {id}"))?;
+    let run = store
+        .get_run(&id)
+        .with_context(|| format!("reading run {id}"))?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
@@ -113,14 +133,30 @@ pub fn show(args: ShowArgs) -> Result<u8, Failure> {
             RunSource::Imported { format, file } => format!("imported {format} from {file}"),
         },
         time::format_utc(run.meta.started_unix_s),
-        if run.meta.complete { "" } else { ", INCOMPLETE (cut short)" }
+        if run.meta.complete {
+            ""
+        } else {
+            ", INCOMPLETE (cut short)"
+        }
     )
     .context("writing to stdout")?;
     if !run.meta.labels.is_empty() {
-        let labels = run.meta.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        let labels = run
+            .meta
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         writeln!(out, "labels: {labels}").context("writing to stdout")?;
     }
-    writeln!(out, "{} intervals of {} s recorded", run.series.len(), run.series.interval_s).context("writing to stdout")?;
+    writeln!(
+        out,
+        "{} intervals of {} s recorded",
+        run.series.len(),
+        run.series.interval_s
+    )
+    .context("writing to stdout")?;
     write!(out, "{}", summary::render(&run)).context("writing to stdout")?;
     for f in &run.findings {
         write!(out, "{f}").context("writing to stdout")?;
@@ -131,9 +167,15 @@ pub fn show(args: ShowArgs) -> Result<u8, Failure> {
 pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     let store = open()?;
     // Resolve every spec first, so a typo in the third removes nothing.
-    let ids = args.runs.iter().map(|spec| resolve(&store, spec)).collect::<Result<Vec<_>, _>>()?;
+    let ids = args
+        .runs
+        .iter()
+        .map(|spec| resolve(&store, spec))
+        .collect::<Result<Vec<_>, _>>()?;
     for id in ids {
-        store.delete(&id).with_context(|| format!("removing run {id}"))?;
+        store
+            .delete(&id)
+            .with_context(|| format!("removing run {id}"))?;
         println!("removed {id}");
     }
     Ok(0)

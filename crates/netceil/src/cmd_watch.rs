@@ -12,11 +12,17 @@ use crate::observe::{open_store, terminal_width, LiveTable, Recording};
 use crate::table::LoadFigures;
 use crate::Failure;
 
+/// How often the loop looks at the command, Ctrl-C and the deadline between rows.
+const POLL: Duration = Duration::from_millis(100);
+
 /// How much of a launched command's output is kept in the run; the rest is counted.
 const OUTPUT_KEEP: usize = 1 << 20;
 
 /// Reads a child's pipe, echoing it to our stderr and keeping the first [`OUTPUT_KEEP`] bytes.
-fn collect(mut pipe: impl Read + Send + 'static, echo: bool) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
+fn collect(
+    mut pipe: impl Read + Send + 'static,
+    echo: bool,
+) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut total = 0usize;
@@ -38,13 +44,18 @@ fn collect(mut pipe: impl Read + Send + 'static, echo: bool) -> std::thread::Joi
 
 pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     if args.interval < netceil_probe::sampler::MIN_INTERVAL {
-        return Err(Failure::usage(anyhow!("--interval {:?}: the shortest is 10ms", args.interval)));
+        return Err(Failure::usage(anyhow!(
+            "--interval {:?}: the shortest is 10ms",
+            args.interval
+        )));
     }
     let stop = crate::stop_flag();
     let started = crate::cmd_run::now_unix_s();
     let mut run = Run::new(
         crate::cmd_run::new_run_id(started),
-        RunSource::Watched { command: (!args.command.is_empty()).then(|| args.command.clone()) },
+        RunSource::Watched {
+            command: (!args.command.is_empty()).then(|| args.command.clone()),
+        },
     );
     run.meta.started_unix_s = started;
     run.meta.host = crate::host::host_info();
@@ -69,12 +80,26 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     }
     let echo = !args.quiet;
     let readers = child.as_mut().map(|c| {
-        (collect(c.stdout.take().expect("piped"), echo), collect(c.stderr.take().expect("piped"), echo))
+        (
+            collect(c.stdout.take().expect("piped"), echo),
+            collect(c.stderr.take().expect("piped"), echo),
+        )
     });
 
     let store = open_store(args.no_store);
-    let mut rec = Recording::start(args.interval, args.ifaces.clone(), pids, store.as_ref(), &run)?;
-    let mut table = LiveTable::new(args.ifaces.clone(), &[], args.wide, terminal_width(args.json));
+    let mut rec = Recording::start(
+        args.interval,
+        args.ifaces.clone(),
+        pids,
+        store.as_ref(),
+        &run,
+    )?;
+    let mut table = LiveTable::new(
+        args.ifaces.clone(),
+        &[],
+        args.wide,
+        terminal_width(args.json),
+    );
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut exit_status = None;
     let print = |line: &str| {
@@ -85,7 +110,11 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         }
     };
     loop {
-        let rows = rec.rows(Duration::ZERO);
+        // Block on the sampler's rows (not a busy poll): the observer's own cost is the point.
+        let wait = deadline.map_or(POLL, |d| {
+            d.saturating_duration_since(Instant::now()).min(POLL)
+        });
+        let rows = rec.rows(wait.max(Duration::from_millis(1)));
         rec.store_rows(&rows);
         for row in rows {
             if !args.quiet {
@@ -103,12 +132,14 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(10).min(args.interval / 2));
     }
     // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
     // terminal, or we end it, and wait so nothing is left behind.
     if let (Some(c), None) = (child.as_mut(), exit_status) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         exit_status = Some(c.wait().context("waiting for the command to end")?);
     }
     let rest = rec.stop(&mut run);
@@ -122,7 +153,9 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     }
     if let Some((out, err)) = readers {
         for (name, h) in [("stdout", out), ("stderr", err)] {
-            let (kept, total) = h.join().map_err(|_| anyhow!("the {name} reader panicked"))?;
+            let (kept, total) = h
+                .join()
+                .map_err(|_| anyhow!("the {name} reader panicked"))?;
             if total > 0 {
                 let mut text = String::from_utf8_lossy(&kept).into_owned();
                 if total > kept.len() {
@@ -143,11 +176,20 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
     } else {
-        let cost = run.meta.sampler_cpu_pct.map_or("unknown".into(), |p| format!("{p:.3} % of one core"));
-        writeln!(out, "{} intervals of {:?} recorded; sampler CPU {cost}", run.series.len(), args.interval)
-            .context("writing to stdout")?;
+        let cost = run
+            .meta
+            .sampler_cpu_pct
+            .map_or("unknown".into(), |p| format!("{p:.3} % of one core"));
+        writeln!(
+            out,
+            "{} intervals of {:?} recorded; sampler CPU {cost}",
+            run.series.len(),
+            args.interval
+        )
+        .context("writing to stdout")?;
         for m in &run.series.missing {
-            writeln!(out, "not measured: {}: {}", m.metric, m.reason).context("writing to stdout")?;
+            writeln!(out, "not measured: {}: {}", m.metric, m.reason)
+                .context("writing to stdout")?;
         }
         match (stored, &store) {
             (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),

@@ -11,7 +11,6 @@ pub fn pps(v: f64) -> String {
     si(v, "pps")
 }
 
-
 /// A value with a decimal SI prefix and 4 significant digits at most.
 pub fn si(v: f64, unit: &str) -> String {
     let (scaled, prefix) = match v.abs() {
@@ -20,7 +19,11 @@ pub fn si(v: f64, unit: &str) -> String {
         a if a >= 1e3 => (v / 1e3, "k"),
         _ => (v, ""),
     };
-    let sep = if unit.starts_with('/') && prefix.is_empty() { "" } else { " " };
+    let sep = if unit.starts_with('/') && prefix.is_empty() {
+        ""
+    } else {
+        " "
+    };
     let digits = if scaled.abs() >= 100.0 || (prefix.is_empty() && scaled.fract() == 0.0) {
         0
     } else if scaled.abs() >= 10.0 {
@@ -36,7 +39,7 @@ pub fn count(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -43,7 +43,12 @@ impl Counters {
         let snmp = read("/proc/net/snmp", snmp::parse, &mut problems);
         let net_dev = read("/proc/net/dev", net_dev::parse, &mut problems);
         let softnet = read("/proc/net/softnet_stat", softnet::parse, &mut problems);
-        Counters { snmp, net_dev, softnet, problems }
+        Counters {
+            snmp,
+            net_dev,
+            softnet,
+            problems,
+        }
     }
 
     fn counter(&self, c: snmp::Counter) -> Option<u64> {
@@ -72,9 +77,18 @@ fn delta(before: Option<u64>, after: Option<u64>) -> Option<u64> {
 pub fn attribute_udp(before: &Counters, after: &Counters, loopback: bool, r: &mut Results) {
     use snmp::Counter;
     let k = &mut r.kernel;
-    k.udp_rcvbuf_errors = delta(before.counter(Counter::UdpRcvbufErrors), after.counter(Counter::UdpRcvbufErrors));
-    k.udp_in_errors = delta(before.counter(Counter::UdpInErrors), after.counter(Counter::UdpInErrors));
-    k.udp_sndbuf_errors = delta(before.counter(Counter::UdpSndbufErrors), after.counter(Counter::UdpSndbufErrors));
+    k.udp_rcvbuf_errors = delta(
+        before.counter(Counter::UdpRcvbufErrors),
+        after.counter(Counter::UdpRcvbufErrors),
+    );
+    k.udp_in_errors = delta(
+        before.counter(Counter::UdpInErrors),
+        after.counter(Counter::UdpInErrors),
+    );
+    k.udp_sndbuf_errors = delta(
+        before.counter(Counter::UdpSndbufErrors),
+        after.counter(Counter::UdpSndbufErrors),
+    );
     k.backlog_drops = delta(before.backlog_drops(), after.backlog_drops());
     if loopback {
         k.iface = Some("lo".into());
@@ -90,7 +104,11 @@ pub fn attribute_udp(before: &Counters, after: &Counters, loopback: bool, r: &mu
         r.notes.push(format!("kernel counter unavailable: {p}"));
     }
     // Backlog drops on loopback happen before any socket, so they are not in the socket's count.
-    let backlog = if loopback { k.backlog_drops.unwrap_or(0) } else { 0 };
+    let backlog = if loopback {
+        k.backlog_drops.unwrap_or(0)
+    } else {
+        0
+    };
     let counted_drops = k.socket_drops.unwrap_or(0) + backlog;
     let explained = r.rx_app_packets + counted_drops + r.in_flight_packets;
     r.unexplained_packets = r.tx_packets as i64 - explained as i64;
@@ -105,8 +123,12 @@ pub fn attribute_udp(before: &Counters, after: &Counters, loopback: bool, r: &mu
 /// TCP_INFO figures.
 pub fn attribute_tcp(before: &Counters, after: &Counters, r: &mut Results) {
     use snmp::Counter;
-    if let Some(d) = delta(before.counter(Counter::TcpRetransSegs), after.counter(Counter::TcpRetransSegs)) {
-        r.notes.push(format!("machine-wide Tcp RetransSegs +{d} over the run"));
+    if let Some(d) = delta(
+        before.counter(Counter::TcpRetransSegs),
+        after.counter(Counter::TcpRetransSegs),
+    ) {
+        r.notes
+            .push(format!("machine-wide Tcp RetransSegs +{d} over the run"));
     }
     for p in before.problems.iter().chain(&after.problems) {
         r.notes.push(format!("kernel counter unavailable: {p}"));

@@ -29,13 +29,19 @@ pub struct Failure {
 
 impl Failure {
     pub fn usage(error: impl Into<anyhow::Error>) -> Failure {
-        Failure { code: 2, error: error.into() }
+        Failure {
+            code: 2,
+            error: error.into(),
+        }
     }
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Failure {
-        Failure { code: 1, error: e.into() }
+        Failure {
+            code: 1,
+            error: e.into(),
+        }
     }
 }
 
@@ -91,6 +97,7 @@ pub fn main() -> ExitCode {
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }

@@ -14,10 +14,17 @@ pub struct Live {
 impl Live {
     /// `length` is the planned run length; `to_stderr` when stdout carries JSON.
     pub fn new(title: &str, length: Duration, to_stderr: bool, quiet: bool) -> Live {
-        let tty = if to_stderr { std::io::stderr().is_terminal() } else { std::io::stdout().is_terminal() };
+        let tty = if to_stderr {
+            std::io::stderr().is_terminal()
+        } else {
+            std::io::stdout().is_terminal()
+        };
         let bar = (tty && !quiet).then(|| {
-            let target =
-                if to_stderr { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::stdout() };
+            let target = if to_stderr {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::stdout()
+            };
             let bar = ProgressBar::with_draw_target(Some(length.as_millis() as u64), target);
             bar.set_style(
                 ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed}/{duration}")
@@ -27,7 +34,11 @@ impl Live {
             bar.set_prefix(title.to_string());
             bar
         });
-        let live = Live { bar, to_stderr, quiet };
+        let live = Live {
+            bar,
+            to_stderr,
+            quiet,
+        };
         if live.bar.is_none() && !quiet {
             live.line(&format!("{title}: {:.1} s", length.as_secs_f64()));
         }

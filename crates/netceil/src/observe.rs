@@ -23,8 +23,19 @@ pub struct LiveTable {
 }
 
 impl LiveTable {
-    pub fn new(ifaces: Vec<String>, load: &'static [&'static str], wide: bool, width: Option<usize>) -> LiveTable {
-        LiveTable { table: None, ifaces, load, wide, width }
+    pub fn new(
+        ifaces: Vec<String>,
+        load: &'static [&'static str],
+        wide: bool,
+        width: Option<usize>,
+    ) -> LiveTable {
+        LiveTable {
+            table: None,
+            ifaces,
+            load,
+            wide,
+            width,
+        }
     }
 
     /// The lines to print for a row: the header first, the first time.
@@ -42,7 +53,11 @@ impl LiveTable {
 
 /// The terminal's width, if stdout (or stderr, when stdout carries JSON) is one.
 pub fn terminal_width(to_stderr: bool) -> Option<usize> {
-    let term = if to_stderr { console::Term::stderr() } else { console::Term::stdout() };
+    let term = if to_stderr {
+        console::Term::stderr()
+    } else {
+        console::Term::stdout()
+    };
     term.is_term().then(|| term.size().1 as usize)
 }
 
@@ -61,6 +76,9 @@ pub fn open_store(no_store: bool) -> Option<Store> {
     }
 }
 
+/// The workload's figures for one interval, as series values.
+pub type LoadValues = Vec<(MetricId, Unit, f64)>;
+
 /// A sampler recording the machine, and the run being written to the store.
 pub struct Recording<'s> {
     handle: Option<SamplerHandle>,
@@ -68,7 +86,7 @@ pub struct Recording<'s> {
     started: Instant,
     writer: Option<RunWriter<'s>>,
     /// Workload values attached to sampler rows, by the row's `t_s`, re-applied to the final series.
-    attached: Vec<(f64, Vec<(MetricId, Unit, f64)>)>,
+    attached: Vec<(f64, LoadValues)>,
 }
 
 impl<'s> Recording<'s> {
@@ -83,7 +101,11 @@ impl<'s> Recording<'s> {
         let (tx, rows) = channel();
         let config = SamplerConfig {
             interval,
-            ifaces: if ifaces.is_empty() { None } else { Some(ifaces) },
+            ifaces: if ifaces.is_empty() {
+                None
+            } else {
+                Some(ifaces)
+            },
             pids,
             ..SamplerConfig::default()
         };
@@ -96,7 +118,13 @@ impl<'s> Recording<'s> {
                 None
             }
         });
-        Ok(Recording { handle: Some(handle), rows, started: Instant::now(), writer, attached: Vec::new() })
+        Ok(Recording {
+            handle: Some(handle),
+            rows,
+            started: Instant::now(),
+            writer,
+            attached: Vec::new(),
+        })
     }
 
     /// Seconds since sampling started: the time base of the series.
@@ -117,7 +145,7 @@ impl<'s> Recording<'s> {
 
     /// Attaches the workload's figures of the same interval to the newest row, then streams
     /// the rows to the store.
-    pub fn attach_and_store(&mut self, rows: &mut [Row], load: Vec<(MetricId, Unit, f64)>) {
+    pub fn attach_and_store(&mut self, rows: &mut [Row], load: LoadValues) {
         if let Some(newest) = rows.last_mut() {
             newest.values.extend(load.iter().cloned());
             self.attached.push((newest.t_s, load));
@@ -126,10 +154,15 @@ impl<'s> Recording<'s> {
     }
 
     pub fn store_rows(&mut self, rows: &[Row]) {
-        let Some(w) = self.writer.as_mut() else { return };
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
         for row in rows {
-            let values: Vec<(MetricId, Unit, Option<f64>)> =
-                row.values.iter().map(|(id, unit, v)| (id.clone(), *unit, Some(*v))).collect();
+            let values: Vec<(MetricId, Unit, Option<f64>)> = row
+                .values
+                .iter()
+                .map(|(id, unit, v)| (id.clone(), *unit, Some(*v)))
+                .collect();
             if let Err(e) = w.append_row(row.t_s, &values) {
                 eprintln!("netceil: stopped writing this run to the store: {e}");
                 self.writer = None;
@@ -142,7 +175,9 @@ impl<'s> Recording<'s> {
     /// figures), interfaces, the sampler's own cost. Returns the rows not yet seen.
     pub fn stop(&mut self, run: &mut Run) -> Vec<Row> {
         let mut rest: Vec<Row> = self.rows.try_iter().collect();
-        let Some(handle) = self.handle.take() else { return rest };
+        let Some(handle) = self.handle.take() else {
+            return rest;
+        };
         let stopped = handle.stop();
         rest.extend(self.rows.try_iter());
         match stopped {
@@ -154,7 +189,9 @@ impl<'s> Recording<'s> {
                 }
                 run.series = out.series;
             }
-            Err(_) => run.notes.push("the sampler thread failed; no timeline was recorded".into()),
+            Err(_) => run
+                .notes
+                .push("the sampler thread failed; no timeline was recorded".into()),
         }
         for (t, values) in &self.attached {
             if let Some(row) = run.series.t_s.iter().position(|x| x == t) {

@@ -45,12 +45,19 @@ fn part(s: &mut String, run: &Run) {
 
 fn udp(s: &mut String, r: &Results) {
     let payload = r.payload_bytes.unwrap_or(0);
-    let frame = r.frame_bytes.map(|f| format!(" ({f} B frame)")).unwrap_or_default();
+    let frame = r
+        .frame_bytes
+        .map(|f| format!(" ({f} B frame)"))
+        .unwrap_or_default();
     let pacing = match r.requested_pps {
         Some(p) => format!("paced at {}", fmt::pps(p)),
         None => "unpaced".into(),
     };
-    let _ = writeln!(s, "UDP {payload} B payload{frame}, {pacing}, {:.1} s", r.duration_s);
+    let _ = writeln!(
+        s,
+        "UDP {payload} B payload{frame}, {pacing}, {:.1} s",
+        r.duration_s
+    );
     let _ = writeln!(
         s,
         "  sent        {:>14} pkt  {:>10}  {:>12} payload",
@@ -102,7 +109,11 @@ fn generator(s: &mut String, r: &Results) {
         g.cpu_pct, g.work_cpu_s, g.spin_cpu_s
     );
     if let Some(ratio) = g.achieved_ratio {
-        let _ = write!(line, ", achieved {:.2} % of the requested rate", ratio * 100.0);
+        let _ = write!(
+            line,
+            ", achieved {:.2} % of the requested rate",
+            ratio * 100.0
+        );
     }
     if let (Some(m), Some(p)) = (g.send_gap_error_median_us, g.send_gap_error_p99_us) {
         let _ = write!(line, ", send gap error median {m:.2} µs p99 {p:.2} µs");
@@ -117,7 +128,13 @@ fn generator(s: &mut String, r: &Results) {
 }
 
 fn tcp(s: &mut String, r: &Results) {
-    let _ = writeln!(s, "TCP {} flow{}, {:.1} s", r.flows.len(), if r.flows.len() == 1 { "" } else { "s" }, r.duration_s);
+    let _ = writeln!(
+        s,
+        "TCP {} flow{}, {:.1} s",
+        r.flows.len(),
+        if r.flows.len() == 1 { "" } else { "s" },
+        r.duration_s
+    );
     let _ = writeln!(
         s,
         "  goodput     {:>12}  ({} received by the application)",
@@ -168,10 +185,17 @@ fn rr(s: &mut String, r: &Results) {
         );
     }
     if r.lost_packets > 0 {
-        let _ = writeln!(s, "  lost        {} transactions timed out", fmt::count(r.lost_packets));
+        let _ = writeln!(
+            s,
+            "  lost        {} transactions timed out",
+            fmt::count(r.lost_packets)
+        );
     }
     if r.generator_limited {
-        let _ = writeln!(s, "  ! the generator was the limit: it could not reach the requested rate");
+        let _ = writeln!(
+            s,
+            "  ! the generator was the limit: it could not reach the requested rate"
+        );
     }
 }
 
@@ -187,7 +211,11 @@ fn suite_table(s: &mut String, run: &Run) {
                 t.add_row(vec![
                     format!("UDP packet rate ({} B frame)", r.frame_bytes.unwrap_or(0)),
                     fmt::pps(r.rx_app_pps),
-                    format!("lost {}, unexplained {}", fmt::pct(r.lost_packets as f64, r.tx_packets as f64), r.unexplained_packets),
+                    format!(
+                        "lost {}, unexplained {}",
+                        fmt::pct(r.lost_packets as f64, r.tx_packets as f64),
+                        r.unexplained_packets
+                    ),
                 ]);
             }
             Some(WorkloadKind::Tcp) => {
@@ -202,7 +230,10 @@ fn suite_table(s: &mut String, run: &Run) {
                 ]);
             }
             Some(WorkloadKind::Rr) => {
-                let lat = r.latency_us.as_ref().map(|l| format!("p50 {}  p99 {}", fmt::micros(l.p50), fmt::micros(l.p99)));
+                let lat = r
+                    .latency_us
+                    .as_ref()
+                    .map(|l| format!("p50 {}  p99 {}", fmt::micros(l.p50), fmt::micros(l.p99)));
                 t.add_row(vec![
                     "Request/response".to_string(),
                     format!("{} tps", fmt::si(r.transactions_per_s.unwrap_or(0.0), "")),

@@ -26,7 +26,9 @@ pub struct LoadFigures {
 pub const UDP_COLUMNS: &[&str] = &["tx pps", "rx pps", "rx bit/s", "lost"];
 pub const TCP_COLUMNS: &[&str] = &["tx bit/s", "rx bit/s"];
 pub const RR_COLUMNS: &[&str] = &["tps", "lat µs", "lost"];
-const LOAD_HEADERS: &[&str] = &["tx pps", "rx pps", "tx bit/s", "rx bit/s", "lost", "tps", "lat µs"];
+const LOAD_HEADERS: &[&str] = &[
+    "tx pps", "rx pps", "tx bit/s", "rx bit/s", "lost", "tps", "lat µs",
+];
 
 /// One column: header, width, priority (lower shows first), and how to fill it.
 struct Column {
@@ -61,7 +63,10 @@ fn short(v: f64) -> String {
 fn hot_cpu(row: &Row) -> Option<(String, f64)> {
     let mut per_cpu: std::collections::BTreeMap<&str, f64> = Default::default();
     for (id, _, v) in &row.values {
-        if matches!(id.name.as_str(), n::CPU_SYSTEM_PCT | n::CPU_SOFTIRQ_PCT | n::CPU_IRQ_PCT) {
+        if matches!(
+            id.name.as_str(),
+            n::CPU_SYSTEM_PCT | n::CPU_SOFTIRQ_PCT | n::CPU_IRQ_PCT
+        ) {
             if let Some(cpu) = id.label(n::LABEL_CPU) {
                 *per_cpu.entry(cpu).or_default() += v;
             }
@@ -79,44 +84,219 @@ fn drops(row: &Row, ifaces: &[String]) -> Option<f64> {
         row.total(n::SOFTNET_DROPPED_PER_S),
         row.total(n::UDP_RCVBUF_ERRORS_PER_S),
     ];
-    parts.iter().any(Option::is_some).then(|| parts.iter().flatten().sum())
+    parts
+        .iter()
+        .any(Option::is_some)
+        .then(|| parts.iter().flatten().sum())
 }
 
 const COLUMNS: &[Column] = &[
-    Column { header: "time", width: 7, priority: 0, wide_only: false, cell: |r, _, _| Some(format!("{:.1}s", r.t_s)) },
-    Column { header: "tx pps", width: 7, priority: 1, wide_only: false, cell: |_, l, _| l.tx_pps.map(short) },
-    Column { header: "rx pps", width: 7, priority: 1, wide_only: false, cell: |_, l, _| l.rx_pps.map(short) },
-    Column { header: "tx bit/s", width: 8, priority: 1, wide_only: false, cell: |_, l, _| l.tx_bits_per_s.map(short) },
-    Column { header: "rx bit/s", width: 8, priority: 1, wide_only: false, cell: |_, l, _| l.rx_bits_per_s.map(short) },
-    Column { header: "tps", width: 7, priority: 1, wide_only: false, cell: |_, l, _| l.tps.map(short) },
-    Column { header: "lat µs", width: 7, priority: 1, wide_only: false, cell: |_, l, _| l.mean_latency_us.map(|v| format!("{v:.1}")) },
-    Column { header: "lost", width: 7, priority: 3, wide_only: false, cell: |_, l, _| l.lost.map(|v| short(v as f64)) },
-    Column { header: "if rx b/s", width: 9, priority: 2, wide_only: false, cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_BITS_PER_S, i).map(short) },
-    Column { header: "if rx pps", width: 9, priority: 2, wide_only: false, cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_PPS, i).map(short) },
-    Column { header: "if tx b/s", width: 9, priority: 4, wide_only: false, cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_BITS_PER_S, i).map(short) },
-    Column { header: "if tx pps", width: 9, priority: 4, wide_only: false, cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_PPS, i).map(short) },
-    Column { header: "in/s", width: 6, priority: 1, wide_only: false, cell: |r, _, _| r.total(n::INTR_PER_S).map(short) },
-    Column { header: "cs/s", width: 6, priority: 1, wide_only: false, cell: |r, _, _| r.total(n::CS_PER_S).map(short) },
-    Column { header: "NET_RX/s", width: 8, priority: 2, wide_only: false, cell: |r, _, _| r.total(n::SOFTIRQ_NET_RX_PER_S).map(short) },
-    Column { header: "us", width: 3, priority: 1, wide_only: false, cell: |r, _, _| {
-        Some(format!("{:.0}", r.total(n::CPU_USER_PCT)? + r.total(n::CPU_NICE_PCT).unwrap_or(0.0)))
-    } },
-    Column { header: "sy", width: 3, priority: 1, wide_only: false, cell: |r, _, _| r.total(n::CPU_SYSTEM_PCT).map(|v| format!("{v:.0}")) },
-    Column { header: "si", width: 3, priority: 1, wide_only: false, cell: |r, _, _| {
-        Some(format!("{:.0}", r.total(n::CPU_SOFTIRQ_PCT)? + r.total(n::CPU_IRQ_PCT).unwrap_or(0.0)))
-    } },
-    Column { header: "id", width: 3, priority: 1, wide_only: false, cell: |r, _, _| r.total(n::CPU_IDLE_PCT).map(|v| format!("{v:.0}")) },
-    Column { header: "hot cpu", width: 9, priority: 0, wide_only: false, cell: |r, _, _| {
-        hot_cpu(r).map(|(c, v)| format!("cpu{c} {v:.0}"))
-    } },
-    Column { header: "drops/s", width: 7, priority: 2, wide_only: false, cell: |r, _, i| drops(r, i).map(short) },
-    Column { header: "retx/s", width: 6, priority: 3, wide_only: false, cell: |r, _, _| r.total(n::TCP_RETRANS_SEGS_PER_S).map(short) },
-    Column { header: "wa", width: 3, priority: 5, wide_only: true, cell: |r, _, _| r.total(n::CPU_IOWAIT_PCT).map(|v| format!("{v:.0}")) },
-    Column { header: "st", width: 3, priority: 5, wide_only: true, cell: |r, _, _| r.total(n::CPU_STEAL_PCT).map(|v| format!("{v:.0}")) },
-    Column { header: "r", width: 3, priority: 5, wide_only: true, cell: |r, _, _| r.total(n::PROCS_RUNNING).map(|v| format!("{v:.0}")) },
-    Column { header: "squeeze/s", width: 9, priority: 5, wide_only: true, cell: |r, _, _| r.total(n::SOFTNET_TIME_SQUEEZE_PER_S).map(short) },
-    Column { header: "NET_TX/s", width: 8, priority: 5, wide_only: true, cell: |r, _, _| r.total(n::SOFTIRQ_NET_TX_PER_S).map(short) },
-    Column { header: "psi cpu", width: 7, priority: 5, wide_only: true, cell: |r, _, _| r.total(n::PSI_CPU_SOME_PCT).map(|v| format!("{v:.1}")) },
+    Column {
+        header: "time",
+        width: 7,
+        priority: 0,
+        wide_only: false,
+        cell: |r, _, _| Some(format!("{:.1}s", r.t_s)),
+    },
+    Column {
+        header: "tx pps",
+        width: 7,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.tx_pps.map(short),
+    },
+    Column {
+        header: "rx pps",
+        width: 7,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.rx_pps.map(short),
+    },
+    Column {
+        header: "tx bit/s",
+        width: 8,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.tx_bits_per_s.map(short),
+    },
+    Column {
+        header: "rx bit/s",
+        width: 8,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.rx_bits_per_s.map(short),
+    },
+    Column {
+        header: "tps",
+        width: 7,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.tps.map(short),
+    },
+    Column {
+        header: "lat µs",
+        width: 7,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.mean_latency_us.map(|v| format!("{v:.1}")),
+    },
+    Column {
+        header: "lost",
+        width: 7,
+        priority: 3,
+        wide_only: false,
+        cell: |_, l, _| l.lost.map(|v| short(v as f64)),
+    },
+    Column {
+        header: "if rx b/s",
+        width: 9,
+        priority: 2,
+        wide_only: false,
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_BITS_PER_S, i).map(short),
+    },
+    Column {
+        header: "if rx pps",
+        width: 9,
+        priority: 2,
+        wide_only: false,
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_PPS, i).map(short),
+    },
+    Column {
+        header: "if tx b/s",
+        width: 9,
+        priority: 4,
+        wide_only: false,
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_BITS_PER_S, i).map(short),
+    },
+    Column {
+        header: "if tx pps",
+        width: 9,
+        priority: 4,
+        wide_only: false,
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_PPS, i).map(short),
+    },
+    Column {
+        header: "in/s",
+        width: 6,
+        priority: 1,
+        wide_only: false,
+        cell: |r, _, _| r.total(n::INTR_PER_S).map(short),
+    },
+    Column {
+        header: "cs/s",
+        width: 6,
+        priority: 1,
+        wide_only: false,
+        cell: |r, _, _| r.total(n::CS_PER_S).map(short),
+    },
+    Column {
+        header: "NET_RX/s",
+        width: 8,
+        priority: 2,
+        wide_only: false,
+        cell: |r, _, _| r.total(n::SOFTIRQ_NET_RX_PER_S).map(short),
+    },
+    Column {
+        header: "us",
+        width: 3,
+        priority: 1,
+        wide_only: false,
+        cell: |r, _, _| {
+            Some(format!(
+                "{:.0}",
+                r.total(n::CPU_USER_PCT)? + r.total(n::CPU_NICE_PCT).unwrap_or(0.0)
+            ))
+        },
+    },
+    Column {
+        header: "sy",
+        width: 3,
+        priority: 1,
+        wide_only: false,
+        cell: |r, _, _| r.total(n::CPU_SYSTEM_PCT).map(|v| format!("{v:.0}")),
+    },
+    Column {
+        header: "si",
+        width: 3,
+        priority: 1,
+        wide_only: false,
+        cell: |r, _, _| {
+            Some(format!(
+                "{:.0}",
+                r.total(n::CPU_SOFTIRQ_PCT)? + r.total(n::CPU_IRQ_PCT).unwrap_or(0.0)
+            ))
+        },
+    },
+    Column {
+        header: "id",
+        width: 3,
+        priority: 1,
+        wide_only: false,
+        cell: |r, _, _| r.total(n::CPU_IDLE_PCT).map(|v| format!("{v:.0}")),
+    },
+    Column {
+        header: "hot cpu",
+        width: 9,
+        priority: 0,
+        wide_only: false,
+        cell: |r, _, _| hot_cpu(r).map(|(c, v)| format!("cpu{c} {v:.0}")),
+    },
+    Column {
+        header: "drops/s",
+        width: 7,
+        priority: 2,
+        wide_only: false,
+        cell: |r, _, i| drops(r, i).map(short),
+    },
+    Column {
+        header: "retx/s",
+        width: 6,
+        priority: 3,
+        wide_only: false,
+        cell: |r, _, _| r.total(n::TCP_RETRANS_SEGS_PER_S).map(short),
+    },
+    Column {
+        header: "wa",
+        width: 3,
+        priority: 5,
+        wide_only: true,
+        cell: |r, _, _| r.total(n::CPU_IOWAIT_PCT).map(|v| format!("{v:.0}")),
+    },
+    Column {
+        header: "st",
+        width: 3,
+        priority: 5,
+        wide_only: true,
+        cell: |r, _, _| r.total(n::CPU_STEAL_PCT).map(|v| format!("{v:.0}")),
+    },
+    Column {
+        header: "r",
+        width: 3,
+        priority: 5,
+        wide_only: true,
+        cell: |r, _, _| r.total(n::PROCS_RUNNING).map(|v| format!("{v:.0}")),
+    },
+    Column {
+        header: "squeeze/s",
+        width: 9,
+        priority: 5,
+        wide_only: true,
+        cell: |r, _, _| r.total(n::SOFTNET_TIME_SQUEEZE_PER_S).map(short),
+    },
+    Column {
+        header: "NET_TX/s",
+        width: 8,
+        priority: 5,
+        wide_only: true,
+        cell: |r, _, _| r.total(n::SOFTIRQ_NET_TX_PER_S).map(short),
+    },
+    Column {
+        header: "psi cpu",
+        width: 7,
+        priority: 5,
+        wide_only: true,
+        cell: |r, _, _| r.total(n::PSI_CPU_SOME_PCT).map(|v| format!("{v:.1}")),
+    },
 ];
 
 /// Which columns a table shows; fixed once, so every row lines up with the header.
@@ -138,22 +318,44 @@ impl Table {
             // Drop the least important columns until the line fits, keeping table order.
             let line = |cols: &[&Column]| cols.iter().map(|c| c.width + 1).sum::<usize>();
             while line(&candidates) > limit {
-                let Some(worst) = candidates.iter().map(|c| c.priority).max().filter(|p| *p > 0) else { break };
-                let Some(pos) = candidates.iter().rposition(|c| c.priority == worst) else { break };
+                let Some(worst) = candidates
+                    .iter()
+                    .map(|c| c.priority)
+                    .max()
+                    .filter(|p| *p > 0)
+                else {
+                    break;
+                };
+                let Some(pos) = candidates.iter().rposition(|c| c.priority == worst) else {
+                    break;
+                };
                 candidates.remove(pos);
             }
         }
-        Table { columns: candidates, ifaces }
+        Table {
+            columns: candidates,
+            ifaces,
+        }
     }
 
     pub fn header(&self) -> String {
-        self.columns.iter().map(|c| format!("{:>w$}", c.header, w = c.width)).collect::<Vec<_>>().join(" ")
+        self.columns
+            .iter()
+            .map(|c| format!("{:>w$}", c.header, w = c.width))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     pub fn row(&self, row: &Row, load: &LoadFigures) -> String {
         self.columns
             .iter()
-            .map(|c| format!("{:>w$}", (c.cell)(row, load, &self.ifaces).unwrap_or_else(|| "-".into()), w = c.width))
+            .map(|c| {
+                format!(
+                    "{:>w$}",
+                    (c.cell)(row, load, &self.ifaces).unwrap_or_else(|| "-".into()),
+                    w = c.width
+                )
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -166,7 +368,9 @@ mod tests {
 
     fn row() -> Row {
         let v = |name: &str, val: f64| (MetricId::new(name), Unit::PerSecond, val);
-        let c = |name: &str, cpu: &str, val: f64| (MetricId::new(name).with("cpu", cpu), Unit::Percent, val);
+        let c = |name: &str, cpu: &str, val: f64| {
+            (MetricId::new(name).with("cpu", cpu), Unit::Percent, val)
+        };
         Row {
             t_s: 3.0,
             elapsed_s: 1.0,
@@ -180,8 +384,16 @@ mod tests {
                 c(n::CPU_SYSTEM_PCT, "0", 10.0),
                 c(n::CPU_SYSTEM_PCT, "1", 50.0),
                 c(n::CPU_SOFTIRQ_PCT, "1", 40.0),
-                (MetricId::new(n::IFACE_RX_PPS).with("iface", "eth0"), Unit::PacketsPerSecond, 1000.0),
-                (MetricId::new(n::IFACE_RX_PPS).with("iface", "lo"), Unit::PacketsPerSecond, 7.0),
+                (
+                    MetricId::new(n::IFACE_RX_PPS).with("iface", "eth0"),
+                    Unit::PacketsPerSecond,
+                    1000.0,
+                ),
+                (
+                    MetricId::new(n::IFACE_RX_PPS).with("iface", "lo"),
+                    Unit::PacketsPerSecond,
+                    7.0,
+                ),
             ],
             missing: vec![],
         }
@@ -201,7 +413,10 @@ mod tests {
         let t = Table::new(&[], vec![], None, false);
         let header = t.header();
         let line = t.row(&row(), &LoadFigures::default());
-        let col = header.split_whitespace().position(|h| h == "retx/s").unwrap();
+        let col = header
+            .split_whitespace()
+            .position(|h| h == "retx/s")
+            .unwrap();
         assert!(line.split_whitespace().any(|c| c == "-"), "{line}");
         assert!(col > 0);
     }
@@ -210,7 +425,11 @@ mod tests {
     fn fits_the_width_and_wide_shows_more() {
         let narrow = Table::new(UDP_COLUMNS, vec![], Some(60), false);
         assert!(narrow.header().len() <= 60, "{}", narrow.header());
-        assert!(narrow.header().contains("hot cpu"), "hot cpu is kept: {}", narrow.header());
+        assert!(
+            narrow.header().contains("hot cpu"),
+            "hot cpu is kept: {}",
+            narrow.header()
+        );
         let wide = Table::new(UDP_COLUMNS, vec![], Some(60), true);
         assert!(wide.header().contains("squeeze/s"));
     }
@@ -218,7 +437,10 @@ mod tests {
     #[test]
     fn interfaces_are_summed_by_choice() {
         let r = row();
-        assert_eq!(sum_ifaces(&r, n::IFACE_RX_PPS, &["eth0".into()]), Some(1000.0));
+        assert_eq!(
+            sum_ifaces(&r, n::IFACE_RX_PPS, &["eth0".into()]),
+            Some(1000.0)
+        );
         assert_eq!(sum_ifaces(&r, n::IFACE_RX_PPS, &[]), Some(1007.0));
     }
 }

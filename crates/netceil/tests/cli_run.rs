@@ -9,21 +9,50 @@ fn netceil() -> Command {
 }
 
 fn run_json(args: &[&str]) -> Value {
-    let out = netceil().args(args).args(["--json", "-q", "--no-store"]).output().expect("runs");
-    assert!(out.status.success(), "netceil {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = netceil()
+        .args(args)
+        .args(["--json", "-q", "--no-store"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "netceil {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("one JSON document on stdout")
 }
 
 #[test]
 fn udp_json_contract_and_accounting() {
-    let v = run_json(&["run", "udp", "--size", "64", "--rate", "20k", "--duration", "1"]);
+    let v = run_json(&[
+        "run",
+        "udp",
+        "--size",
+        "64",
+        "--rate",
+        "20k",
+        "--duration",
+        "1",
+    ]);
     assert!(v["run_id"].as_str().is_some_and(|s| !s.is_empty()));
     assert_eq!(v["workload"]["kind"], "udp");
     let r = &v["results"];
     for field in [
-        "duration_s", "tx_packets", "tx_bytes", "tx_pps", "requested_pps", "rx_app_packets",
-        "rx_app_bytes", "rx_app_pps", "rx_app_bits_per_s", "rx_kernel_packets", "lost_packets",
-        "reordered_packets", "duplicate_packets", "unexplained_packets", "generator_limited",
+        "duration_s",
+        "tx_packets",
+        "tx_bytes",
+        "tx_pps",
+        "requested_pps",
+        "rx_app_packets",
+        "rx_app_bytes",
+        "rx_app_pps",
+        "rx_app_bits_per_s",
+        "rx_kernel_packets",
+        "lost_packets",
+        "reordered_packets",
+        "duplicate_packets",
+        "unexplained_packets",
+        "generator_limited",
     ] {
         assert!(r.get(field).is_some(), "results.{field} missing in {r}");
     }
@@ -31,14 +60,29 @@ fn udp_json_contract_and_accounting() {
     assert_eq!(r["payload_bytes"], 64);
     assert_eq!(r["frame_bytes"], 110);
     let tx = r["tx_packets"].as_u64().unwrap();
-    assert!((19_000..=20_100).contains(&tx), "sent {tx} at 20 kpps for 1 s");
-    assert_eq!(r["rx_app_packets"].as_u64().unwrap() + r["lost_packets"].as_u64().unwrap(), tx);
+    assert!(
+        (19_000..=20_100).contains(&tx),
+        "sent {tx} at 20 kpps for 1 s"
+    );
+    assert_eq!(
+        r["rx_app_packets"].as_u64().unwrap() + r["lost_packets"].as_u64().unwrap(),
+        tx
+    );
     assert_eq!(r["unexplained_packets"], 0);
 }
 
 #[test]
 fn frame_size_sets_payload() {
-    let v = run_json(&["run", "udp", "--frame-size", "64", "--count", "1000", "--rate", "50k"]);
+    let v = run_json(&[
+        "run",
+        "udp",
+        "--frame-size",
+        "64",
+        "--count",
+        "1000",
+        "--rate",
+        "50k",
+    ]);
     assert_eq!(v["results"]["payload_bytes"], 18);
     assert_eq!(v["results"]["frame_bytes"], 64);
     assert_eq!(v["results"]["tx_packets"], 1000);
@@ -55,7 +99,10 @@ fn tcp_and_rr_paths_work() {
     for proto in ["tcp", "udp"] {
         let v = run_json(&["run", "rr", "--proto", proto, "--duration", "1"]);
         let l = &v["results"]["latency_us"];
-        let p = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("latency_us.{k} in {l}"));
+        let p = |k: &str| {
+            l[k].as_f64()
+                .unwrap_or_else(|| panic!("latency_us.{k} in {l}"))
+        };
         assert!(p("p50") > 0.0 && p("p50") <= p("p90") && p("p90") <= p("p99"));
         assert!(p("p99") <= p("p999") && p("p999") <= p("max"));
     }
@@ -70,8 +117,14 @@ fn bad_input_exits_2_with_a_message() {
         (&["run", "udp", "--size", "70000"], "--size"),
         (&["run", "udp", "--size", "4"], "--size"),
         (&["run", "udp", "--frame-size", "40"], "--frame-size"),
-        (&["run", "udp", "--size", "64", "--frame-size", "128"], "cannot be used with"),
-        (&["run", "udp", "--rate", "1k", "--interval", "5us"], "cannot be used with"),
+        (
+            &["run", "udp", "--size", "64", "--frame-size", "128"],
+            "cannot be used with",
+        ),
+        (
+            &["run", "udp", "--rate", "1k", "--interval", "5us"],
+            "cannot be used with",
+        ),
         (&["run", "udp", "--flows", "0"], "--flows"),
         (&["run", "tcp", "--rate-per-flow", "0"], "--rate-per-flow"),
         (&["run", "udp", "--to", "not-an-address"], "--to"),
@@ -79,6 +132,11 @@ fn bad_input_exits_2_with_a_message() {
         (&["run", "udp", "--duration", "0"], "--duration"),
     ];
     for (args, needle) in cases {
-        netceil().args(*args).timeout(std::time::Duration::from_secs(10)).assert().code(2).stderr(contains(*needle));
+        netceil()
+            .args(*args)
+            .timeout(std::time::Duration::from_secs(10))
+            .assert()
+            .code(2)
+            .stderr(contains(*needle));
     }
 }

@@ -13,7 +13,11 @@ fn netceil(db: &Path) -> Command {
 
 fn json(c: &mut Command) -> Value {
     let out = c.output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
@@ -21,9 +25,28 @@ fn json(c: &mut Command) -> Value {
 fn runs_are_stored_listed_shown_and_removed() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
-    let run = json(netceil(&db).args(["run", "udp", "--rate", "5k", "--duration", "2", "--label", "nic=lo", "--json", "-q"]));
+    let run = json(netceil(&db).args([
+        "run",
+        "udp",
+        "--rate",
+        "5k",
+        "--duration",
+        "2",
+        "--label",
+        "nic=lo",
+        "--json",
+        "-q",
+    ]));
     let id = run["run_id"].as_str().unwrap().to_string();
-    json(netceil(&db).args(["watch", "--duration", "1", "--json", "-q", "--label", "nic=none"]));
+    json(netceil(&db).args([
+        "watch",
+        "--duration",
+        "1",
+        "--json",
+        "-q",
+        "--label",
+        "nic=none",
+    ]));
 
     let listed = json(netceil(&db).args(["runs", "--json"]));
     assert_eq!(listed.as_array().unwrap().len(), 2);
@@ -42,10 +65,20 @@ fn runs_are_stored_listed_shown_and_removed() {
         .iter()
         .find(|m| m["name"] == "load_rx_pps")
         .expect("the workload's own rate is on the timeline");
-    assert!(load_rx["values"].as_array().unwrap().iter().any(|v| v.as_f64().is_some_and(|x| x > 4000.0)));
+    assert!(load_rx["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v.as_f64().is_some_and(|x| x > 4000.0)));
 
     netceil(&db).args(["rm", &id]).assert().success();
-    assert_eq!(json(netceil(&db).args(["runs", "--json"])).as_array().unwrap().len(), 1);
+    assert_eq!(
+        json(netceil(&db).args(["runs", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     netceil(&db).args(["show", &id]).assert().code(2);
 }
 
@@ -62,16 +95,26 @@ fn kill_9_leaves_a_readable_incomplete_run() {
         .unwrap();
     let started = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success());
     let killed_after = started.elapsed().as_secs_f64();
 
     let run = json(netceil(&db).args(["show", "last", "--json"]));
-    assert_eq!(run["meta"]["complete"], false, "a killed run is marked incomplete");
+    assert_eq!(
+        run["meta"]["complete"], false,
+        "a killed run is marked incomplete"
+    );
     let rows = run["series"]["t_s"].as_array().unwrap().len();
     // 200 ms rows over ~1.5 s: every interval before the kill was flushed (allow start-up time).
-    assert!(rows >= 4, "{rows} rows stored before the kill at {killed_after:.1} s");
+    assert!(
+        rows >= 4,
+        "{rows} rows stored before the kill at {killed_after:.1} s"
+    );
     let listed = json(netceil(&db).args(["runs", "--json"]));
     assert_eq!(listed[0]["complete"], false);
 }
@@ -89,11 +132,22 @@ fn ctrl_c_ends_watch_cleanly_and_keeps_what_was_sampled() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let sent = Instant::now();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let status = child.wait().unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(3), "Ctrl-C took {:?} to end the watch", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "Ctrl-C took {:?} to end the watch",
+        sent.elapsed()
+    );
     assert!(status.success(), "{status}");
     let run = json(netceil(&db).args(["show", "last", "--json"]));
-    assert_eq!(run["meta"]["complete"], true, "an interrupted watch is a finished recording");
+    assert_eq!(
+        run["meta"]["complete"], true,
+        "an interrupted watch is a finished recording"
+    );
     assert!(run["series"]["t_s"].as_array().unwrap().len() >= 4);
 }

@@ -14,11 +14,23 @@ fn netceil() -> Command {
 
 #[test]
 fn watch_sleep_records_two_intervals_and_exits_0() {
-    let out = netceil().args(["watch", "--json", "-q", "--no-store", "--", "sleep", "2"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = netceil()
+        .args(["watch", "--json", "-q", "--no-store", "--", "sleep", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = run["series"]["t_s"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "two 1 s intervals in a 2 s command: {rows:?}");
+    assert_eq!(
+        rows.len(),
+        2,
+        "two 1 s intervals in a 2 s command: {rows:?}"
+    );
     assert_eq!(run["source"]["type"], "watched");
     assert_eq!(run["source"]["command"], serde_json::json!(["sleep", "2"]));
     // The machine-wide CPU figures were measured in both rows, and are percentages.
@@ -31,38 +43,95 @@ fn watch_sleep_records_two_intervals_and_exits_0() {
         let v = v.as_f64().expect("measured, not missing");
         assert!((0.0..=100.0).contains(&v), "{v}");
     }
-    assert!(run["meta"]["sampler_cpu_s"].as_f64().is_some(), "the sampler's own cost is recorded");
+    assert!(
+        run["meta"]["sampler_cpu_s"].as_f64().is_some(),
+        "the sampler's own cost is recorded"
+    );
 }
 
 #[test]
 fn watch_false_exits_1() {
-    netceil().args(["watch", "-q", "--no-store", "--", "false"]).assert().code(1);
+    netceil()
+        .args(["watch", "-q", "--no-store", "--", "false"])
+        .assert()
+        .code(1);
 }
 
 #[test]
 fn watch_keeps_the_commands_output() {
-    let out = netceil().args(["watch", "--json", "-q", "--no-store", "--", "sh", "-c", "echo hello-from-child; exit 3"]).output().unwrap();
+    let out = netceil()
+        .args([
+            "watch",
+            "--json",
+            "-q",
+            "--no-store",
+            "--",
+            "sh",
+            "-c",
+            "echo hello-from-child; exit 3",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes = run["notes"].as_array().unwrap();
-    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("hello-from-child")), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("hello-from-child")),
+        "{notes:?}"
+    );
 }
 
 #[test]
 fn watch_duration_prints_a_table() {
-    let out = netceil().args(["watch", "--no-store", "--duration", "2", "--interval", "500ms"]).output().unwrap();
+    let out = netceil()
+        .args([
+            "watch",
+            "--no-store",
+            "--duration",
+            "2",
+            "--interval",
+            "500ms",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     let header = text.lines().next().unwrap();
-    for col in ["time", "in/s", "cs/s", "NET_RX/s", "us", "sy", "si", "id", "hot cpu"] {
-        assert!(header.split_whitespace().any(|h| h == col) || header.contains(col), "{col} in {header}");
+    for col in [
+        "time", "in/s", "cs/s", "NET_RX/s", "us", "sy", "si", "id", "hot cpu",
+    ] {
+        assert!(
+            header.split_whitespace().any(|h| h == col) || header.contains(col),
+            "{col} in {header}"
+        );
     }
-    let rows = text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
-    assert!((3..=5).contains(&rows), "about 4 rows of 500 ms in 2 s: {text}");
+    let rows = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .count();
+    assert!(
+        (3..=5).contains(&rows),
+        "about 4 rows of 500 ms in 2 s: {text}"
+    );
 }
 
 #[test]
 fn watch_rejects_a_bad_command_and_interval() {
-    netceil().args(["watch", "--no-store", "--", "/nonexistent/cmd"]).assert().code(2);
-    netceil().args(["watch", "--no-store", "--interval", "1ms", "--duration", "1"]).assert().code(2);
+    netceil()
+        .args(["watch", "--no-store", "--", "/nonexistent/cmd"])
+        .assert()
+        .code(2);
+    netceil()
+        .args([
+            "watch",
+            "--no-store",
+            "--interval",
+            "1ms",
+            "--duration",
+            "1",
+        ])
+        .assert()
+        .code(2);
 }

@@ -4,7 +4,7 @@
 //! in-process one on loopback (the TCP sink/echo server, or a small UDP echo), or `netceil recv`
 //! on `target`. Closed loop (no rate) keeps one request in flight per flow; paced runs send on
 //! an absolute schedule and measure every latency from the intended send time, so they are safe
-//! from coordinated omission (see [`client`] for how).
+//! from coordinated omission (see `rr/client.rs` for how).
 //!
 //! One client thread runs all flows in one epoll loop: request/response is about latency, and a
 //! single thread keeps the client's own scheduling out of the measurement.

@@ -17,7 +17,7 @@ const IDLE_CHECK: Duration = Duration::from_millis(20);
 pub(crate) struct UdpEcho {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<u64>,
+    handle: Option<JoinHandle<u64>>,
 }
 
 impl UdpEcho {
@@ -36,7 +36,11 @@ impl UdpEcho {
             .name("netceil-udp-echo".into())
             .spawn(move || echo_loop(&socket, &thread_stop))
             .map_err(|e| LoadError::Other(format!("cannot start the UDP echo thread: {e}")))?;
-        Ok(UdpEcho { addr, stop, handle })
+        Ok(UdpEcho {
+            addr,
+            stop,
+            handle: Some(handle),
+        })
     }
 
     pub(crate) fn local_addr(&self) -> SocketAddr {
@@ -44,9 +48,16 @@ impl UdpEcho {
     }
 
     /// Stops the echo; returns how many requests it answered.
-    pub(crate) fn stop(self) -> u64 {
+    pub(crate) fn stop(mut self) -> u64 {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap_or(0)
+        self.handle.take().map_or(0, |h| h.join().unwrap_or(0))
+    }
+}
+
+impl Drop for UdpEcho {
+    /// An echo abandoned on an error path still stops its thread.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 

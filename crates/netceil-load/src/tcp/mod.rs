@@ -1,12 +1,12 @@
 //! TCP streams: one to thousands of flows, optionally paced per flow, with goodput counted by
 //! the receiver and retransmits/RTT from TCP_INFO.
 //!
-//! Flows are dealt round-robin to a few sender threads, each an epoll loop ([`sender`]), so a
-//! thousand slow flows cost a thousand sockets, not a thousand threads. Without a target, an
-//! in-process receiver ([`server`]) listens on loopback; with one, the far end is
-//! `netceil recv` ([`serve_tcp`]), which speaks the same small protocol ([`hello`]): a hello that
-//! picks sink or echo, and after the sender's half-close, the receiver's byte count. Goodput is
-//! therefore always what the receiving application read, even on another host.
+//! Flows are dealt round-robin to a few sender threads, each an epoll loop (`tcp/sender.rs`),
+//! so a thousand slow flows cost a thousand sockets, not a thousand threads. Without a target,
+//! an in-process receiver (`tcp/server.rs`) listens on loopback; with one, the far end is
+//! `netceil recv` ([`serve_tcp`]), which speaks the same small protocol (`tcp/hello.rs`): a
+//! hello that picks sink or echo, and after the sender's half-close, the receiver's byte count.
+//! Goodput is therefore always what the receiving application read, even on another host.
 //!
 //! # Pacing
 //! With `rate_per_flow_bps`, each flow is held to that rate in one of two ways:
@@ -677,6 +677,24 @@ mod tests {
         })
         .contains("--ipv6"));
         assert!(TcpConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn too_few_file_descriptors_names_the_limit() {
+        use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
+        let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        if hard == RLIM_INFINITY {
+            return; // no limit to exceed
+        }
+        let err = ensure_fd_limit(hard + 1, "--flows 99999").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("RLIMIT_NOFILE") && msg.contains("--flows 99999"),
+            "{msg}"
+        );
+        assert!(err.is_usage());
+        // Within the hard limit it succeeds (raising the soft limit if needed).
+        ensure_fd_limit(hard.min(4096), "--flows 2000").unwrap();
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct TcpServeReport {
     pub echo_connections: u64,
     /// Connections closed because their first bytes were not a netceil hello.
     pub rejected_connections: u64,
+    /// accept() failures other than "nothing to accept" (out of descriptors, memory).
+    pub accept_errors: u64,
     /// Payload bytes the sink read (hellos excluded).
     pub stream_bytes: u64,
     /// Bytes sent back by the echo.
@@ -147,20 +149,21 @@ impl Server {
     }
 
     /// Stops the workers (within one tick) and sums what they saw.
-    pub(crate) fn stop(self) -> Result<TcpServeReport, LoadError> {
+    pub(crate) fn stop(mut self) -> Result<TcpServeReport, LoadError> {
         self.stop.store(true, Ordering::Relaxed);
         let mut total = TcpServeReport {
             duration_s: (now_ns() - self.started_ns) as f64 / 1e9,
             ..TcpServeReport::default()
         };
         let mut first_err = None;
-        for w in self.workers {
+        for w in std::mem::take(&mut self.workers) {
             match w.join() {
                 Ok(Ok(r)) => {
                     total.connections += r.connections;
                     total.stream_connections += r.stream_connections;
                     total.echo_connections += r.echo_connections;
                     total.rejected_connections += r.rejected_connections;
+                    total.accept_errors += r.accept_errors;
                     total.stream_bytes += r.stream_bytes;
                     total.echoed_bytes += r.echoed_bytes;
                     total.cpu_s += r.cpu_s;
@@ -177,6 +180,13 @@ impl Server {
             Some(e) => Err(e),
             None => Ok(total),
         }
+    }
+}
+
+impl Drop for Server {
+    /// A server abandoned on an error path still stops its threads (within one tick).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -310,9 +320,16 @@ impl Worker {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
-                // The peer gave up before we accepted (ECONNABORTED) or fds ran out: the
-                // connection is lost to its client, who sees the error; keep serving others.
-                Err(_) => return Ok(()),
+                // The peer gave up before we accepted it: nothing to do.
+                Err(e) if e.kind() == ErrorKind::ConnectionAborted => {}
+                // Out of descriptors or memory: the connection stays queued and the listener
+                // stays readable, so pause briefly rather than spin; its client waits or times
+                // out and reports the error.
+                Err(_) => {
+                    self.report.accept_errors += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                    return Ok(());
+                }
             }
         }
     }
