@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The observer must not change what it observes. Measures, over loopback only:
 #  1. netceil watch's own CPU per second of wall time, at 1 s, 100 ms and 10 ms intervals
-#     (from /proc/PID/stat utime+stime, the same way for every tool), against the set of
+#     (from /proc/PID/task/*/schedstat, nanoseconds on CPU, the same way for every tool:
+#     utime+stime ticks are too coarse for tools this cheap), against the set of
 #     peers needed for an equal picture: vmstat 1 + mpstat -P ALL 1 + sar -n DEV,EDEV,SOFT 1;
 #  2. iperf3 TCP throughput on loopback with netceil watch around it, with the peers' set
 #     around it, and with nothing, in alternating rounds; prints the median ratios.
@@ -21,17 +22,17 @@ command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
-cargo build --release --locked -q -p netceil
-nc=$PWD/target/release/netceil
+cargo build --release -q -p netceil
+nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
 export NETCEIL_DB="$PWD/$out/overhead.db"
 port=$((20000 + RANDOM % 20000))
-hz=$(getconf CLK_TCK)
-
-pids_cpu() { # summed utime+stime ticks of the given pids (and their threads)
-  local t=0
+pids_cpu() { # nanoseconds on CPU of the given pids, all their threads
+  local t=0 f
   for p in "$@"; do
-    [ -r /proc/$p/stat ] || continue
-    t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat)))
+    for f in /proc/$p/task/*/schedstat; do
+      [ -r "$f" ] || continue
+      t=$((t + $(awk '{print $1}' "$f")))
+    done
   done
   echo $t
 }
@@ -39,9 +40,9 @@ pids_cpu() { # summed utime+stime ticks of the given pids (and their threads)
 cost_of() { # run a command for $secs, print its CPU % of one core
   "$@" >/dev/null 2>&1 & local pid=$!
   sleep "$secs"
-  local ticks; ticks=$(pids_cpu $pid $(pgrep -P $pid || true))
+  local ns; ns=$(pids_cpu $pid $(pgrep -P $pid || true))
   kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
-  python3 -c "print(f'{100.0 * $ticks / $hz / $secs:.3f}')"
+  python3 -c "print(f'{100.0 * $ns / 1e9 / $secs:.4f}')"
 }
 
 peers_cost() { # the peer set together
@@ -49,9 +50,9 @@ peers_cost() { # the peer set together
   mpstat -P ALL 1 >/dev/null & local b=$!
   sar -n DEV,EDEV,SOFT 1 >/dev/null 2>&1 & local c=$!
   sleep "$secs"
-  local ticks; ticks=$(pids_cpu $a $b $c $(pgrep -P $c || true))
+  local ns; ns=$(pids_cpu $a $b $c $(pgrep -P $c || true))
   kill $a $b $c 2>/dev/null; wait $a $b $c 2>/dev/null || true
-  python3 -c "print(f'{100.0 * $ticks / $hz / $secs:.3f}')"
+  python3 -c "print(f'{100.0 * $ns / 1e9 / $secs:.4f}')"
 }
 
 iperf_once() { # optional observer command in "$@"; prints receiver bit/s
@@ -85,11 +86,11 @@ import statistics as st
 m=lambda s:[float(x) for x in s.split()]
 c1,c100,c10,cp=m("${c1[*]}"),m("${c100[*]}"),m("${c10[*]}"),m("${cp[*]}")
 b,wn,wp=m("${base[*]}"),m("${with_nc[*]}"),m("${with_peers[*]}")
-print(f"rounds: $rounds x $secs s, medians (CPU from /proc/PID/stat ticks, {1/int('$hz')*1000:.0f} ms resolution)")
-print(f"netceil watch CPU, 1 s interval    {st.median(c1):7.3f} % of one core   (target <= 0.2 %)")
-print(f"netceil watch CPU, 100 ms interval {st.median(c100):7.3f} % of one core")
-print(f"netceil watch CPU, 10 ms interval  {st.median(c10):7.3f} % of one core   (target <= 2 %)")
-print(f"peers (vmstat+mpstat+sar) at 1 s   {st.median(cp):7.3f} % of one core   ratio netceil/peers {st.median(c1)/max(st.median(cp),1e-9):.2f}")
+print(f"rounds: $rounds x $secs s, medians (CPU from /proc/PID/task/*/schedstat, ns)")
+print(f"netceil watch CPU, 1 s interval    {st.median(c1):7.4f} % of one core   (target <= 0.2 %)")
+print(f"netceil watch CPU, 100 ms interval {st.median(c100):7.4f} % of one core")
+print(f"netceil watch CPU, 10 ms interval  {st.median(c10):7.4f} % of one core   (target <= 2 %)")
+print(f"peers (vmstat+mpstat+sar) at 1 s   {st.median(cp):7.4f} % of one core   ratio netceil/peers {st.median(c1)/max(st.median(cp),1e-9):.2f}")
 r_nc=st.median([w/x for w,x in zip(wn,b)]); r_p=st.median([w/x for w,x in zip(wp,b)])
 print(f"iperf3 TCP with netceil watch / without   {r_nc:.4f}   (target >= 0.99)")
 print(f"iperf3 TCP with peers' set    / without   {r_p:.4f}")

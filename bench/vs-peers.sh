@@ -20,11 +20,14 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 cc -O2 -pthread -o "$out/udp_floor" bench/udp_floor.c
-cargo build --release --locked -q -p netceil
-nc=target/release/netceil
+cargo build --release -q -p netceil
+nc=${CARGO_TARGET_DIR:-target}/release/netceil
 
 port=$((20000 + RANDOM % 20000))
-json() { python3 -c "import json,sys; d=json.load(open('$1')); print(eval('d$2'))"; }
+json() { # json FILE KEY... : prints d[KEY][KEY]...
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: d=d[k]
+print(d)' "$@"; }
 cleanup() { pkill -f "iperf3 -s -p $port" 2>/dev/null || true; pkill -f "sockperf sr .* -p $port" 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
@@ -33,10 +36,10 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds" >&2
   floor+=("$("$out/udp_floor" 64 "$secs" "$port" | sed -E 's/.*received_pps=([0-9]+).*/\1/')")
 
-  "$nc" run udp --size 64 --duration "$secs" --json -q >"$out/nc_udp.json"
-  nc_udp+=("$(json "$out/nc_udp.json" "['results']['rx_app_pps']")")
-  nc_tx+=("$(json "$out/nc_udp.json" "['results']['tx_pps']")")
-  nc_unexpl+=("$(json "$out/nc_udp.json" "['results']['unexplained_packets']")")
+  "$nc" run udp --size 64 --duration "$secs" --json -q --no-store >"$out/nc_udp.json"
+  nc_udp+=("$(json "$out/nc_udp.json" results rx_app_pps)")
+  nc_tx+=("$(json "$out/nc_udp.json" results tx_pps)")
+  nc_unexpl+=("$(json "$out/nc_udp.json" results unexplained_packets)")
 
   iperf3 -s -p "$port" -1 >/dev/null 2>&1 & sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -u -l 64 -b 0 -t "$secs" -J >"$out/iperf_udp.json" || true
@@ -45,13 +48,13 @@ for r in $(seq 1 "$rounds"); do
 import json; d=json.load(open('$out/iperf_udp.json'))['end']['sum']
 print((d['packets']-d['lost_packets'])/d['seconds'])")")
 
-  "$nc" run tcp --duration "$secs" --json -q >"$out/nc_tcp.json"
-  nc_tcp+=("$(json "$out/nc_tcp.json" "['results']['rx_app_bits_per_s']")")
+  "$nc" run tcp --duration "$secs" --json -q --no-store >"$out/nc_tcp.json"
+  nc_tcp+=("$(json "$out/nc_tcp.json" results rx_app_bits_per_s)")
 
   iperf3 -s -p "$port" -1 >/dev/null 2>&1 & sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J >"$out/iperf_tcp.json" || true
   wait || true
-  iperf_tcp+=("$(json "$out/iperf_tcp.json" "['end']['sum_received']['bits_per_second']")")
+  iperf_tcp+=("$(json "$out/iperf_tcp.json" end sum_received bits_per_second)")
 
   sockperf sr -i 127.0.0.1 -p "$port" >/dev/null 2>&1 & sp=$!; sleep 0.5
   sockperf tp -i 127.0.0.1 -p "$port" -m 64 -t "$secs" >"$out/sockperf.txt" 2>&1 || true
@@ -59,8 +62,8 @@ print((d['packets']-d['lost_packets'])/d['seconds'])")")
   sockperf_tx+=("$(sed -nE 's/.*Message Rate is ([0-9]+) \[msg\/sec\].*/\1/p' "$out/sockperf.txt" | tail -1)")
 done
 
-"$nc" run udp --size 64 --rate 100k --duration 10 --json -q >"$out/nc_paced.json"
-"$nc" run udp --size 64 --interval 10us --pacing spin --duration "$secs" --json -q >"$out/nc_spin.json"
+"$nc" run udp --size 64 --rate 100k --duration 10 --json -q --no-store >"$out/nc_paced.json"
+"$nc" run udp --size 64 --interval 10us --pacing spin --duration "$secs" --json -q --no-store >"$out/nc_spin.json"
 
 python3 - "$out" <<PY
 import json, statistics as st, sys

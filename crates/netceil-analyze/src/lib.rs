@@ -1,1 +1,325 @@
-//! netceil-analyze (placeholder until its issue lands).
+//! netceil-analyze: given any Run (live, watched or imported), say where throughput
+//! saturated, which resource was binding, the evidence, how sure we are, and what to try next.
+//!
+//! The steps:
+//! 1. [`phases()`] splits the series into idle, ramp, load and tail; every average covers the load
+//!    phase only.
+//! 2. One rule per cause (`rules::*`) looks at the load phase, the workload results and the lock
+//!    table, and returns a [`Finding`] only when its evidence is there. No network rule speaks
+//!    about a machine that carried no network load.
+//! 3. Findings are sorted by confidence; the first is the verdict.
+//!
+//! **When nothing binds** the analyzer still says so, in exactly one finding, because a
+//! demanding reader wants to know whether the run saturated at all:
+//! - [`cause::NO_LOAD`] when there was no network load to diagnose (an idle `watch`): what the
+//!   busiest interface carried, and that nothing else is claimed;
+//! - [`cause::NO_CEILING`] when load ran and no resource saturated: the throughput held, the CPU
+//!   had headroom, nothing dropped — so the offered load was the limit.
+//!
+//! These two are verdicts about the absence of a ceiling, never added beside a real finding.
+//! Two more rules keep the verdict honest: a paced run that got the rate it asked for without
+//! loss has, by definition, no ceiling, so the CPU and interrupt rules stay silent on it; and
+//! [`cause::LINK_HEADROOM`] (low confidence) is arithmetic that rules the hardware *out*
+//! ("3.7 Mpps × 1448 B = 42.9 Gbit/s, the run reached 3.5: something else binds first").
+//!
+//! **Suites and sweeps** (a Run with `parts`): each part is analyzed on its own; the top level
+//! gets the cross-part findings (the knee across sweep points, the packet-rate ceiling of one
+//! part applied to another's frame size), the lock table's finding, and each part's findings by
+//! cause (the most confident one, naming the others), prefixed with the part.
+//!
+//! **Lock tables need a window.** A lock profile says how long threads waited, not over how long
+//! or on how many CPUs. [`Options::window_s`] and [`Options::cpus`] give them; without them the
+//! window is the series' span, else the workload's duration, else `meta.annotations.interval_s`
+//! (`netceil analyze --interval 30s` on a profile taken over 30 s), and the CPU count is the
+//! number of CPUs the series names, else `meta.host.cpus`.
+
+mod ctx;
+mod economy;
+mod fmt;
+pub mod phases;
+mod rules;
+mod stats;
+mod verdict;
+
+#[cfg(test)]
+mod testutil;
+
+use std::collections::BTreeMap;
+
+use netceil_model::{Finding, Run, WorkloadKind};
+
+pub use economy::{cs_per_byte, SwitchEconomy};
+pub use phases::{phases, Phases};
+
+/// The stable machine names of the causes a finding can name.
+pub mod cause {
+    /// Delivered fell short of offered within a run: loss began.
+    pub const SATURATION: &str = "saturation";
+    /// Across the points of a sweep (or parts of a suite): the highest loss-free rate.
+    pub const KNEE: &str = "knee";
+    /// One core saturated while others had room.
+    pub const HOT_CPU: &str = "hot_cpu";
+    /// All cores busy.
+    pub const CPU_BOUND: &str = "cpu_bound";
+    /// Interrupt and context-switch rates plateaued while the CPU had headroom.
+    pub const INTERRUPT_BOUND: &str = "interrupt_bound";
+    /// A lock's wait time is a large share of wall time × CPUs.
+    pub const LOCK_CONTENTION: &str = "lock_contention";
+    /// OS CPU % far above the work actually done (spinning schedulers).
+    pub const BUSY_WAIT: &str = "busy_wait";
+    /// A thread near 100 % CPU that never blocks: a polling loop.
+    pub const POLLING_THREAD: &str = "polling_thread";
+    /// Drops at a socket buffer, the backlog, the NAPI budget or the NIC ring.
+    pub const BUFFER_DROPS: &str = "buffer_drops";
+    /// Retransmissions and duplicate SACKs.
+    pub const TCP_PATH: &str = "tcp_path";
+    /// The link or bus carried all it can.
+    pub const LINK_LIMIT: &str = "link_limit";
+    /// The link, bus and packet-rate ceilings, and how far below them the run stayed.
+    pub const LINK_HEADROOM: &str = "link_headroom";
+    /// The sender could not reach the requested rate.
+    pub const GENERATOR_LIMITED: &str = "generator_limited";
+    /// netceil's own sender spent its CPU spinning.
+    pub const GENERATOR_BUSY_WAIT: &str = "generator_busy_wait";
+    /// No network load to diagnose.
+    pub const NO_LOAD: &str = "no_load";
+    /// Load ran and nothing saturated.
+    pub const NO_CEILING: &str = "no_ceiling";
+}
+
+/// What the run cannot know about itself.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    /// Wall-clock seconds the lock table covers (a `debug.lock.prof.stats` dump taken after 30 s
+    /// of profiling: 30). See the crate header for the default.
+    pub window_s: Option<f64>,
+    /// CPUs the lock table's waits are summed over; default `meta.host.cpus`.
+    pub cpus: Option<u32>,
+}
+
+/// The findings for a run, most confident first; never empty.
+pub fn analyze(run: &Run) -> Vec<Finding> {
+    analyze_with(run, &Options::default())
+}
+
+/// [`analyze`] with what the run cannot know (a lock profile's window and CPU count).
+pub fn analyze_with(run: &Run, opts: &Options) -> Vec<Finding> {
+    if run.parts.is_empty() {
+        single(run, opts)
+    } else {
+        suite(run, opts)
+    }
+}
+
+/// Sets `run.findings` (and each part's, for suites and sweeps).
+pub fn analyze_into(run: &mut Run) {
+    analyze_into_with(run, &Options::default());
+}
+
+/// [`analyze_into`] with options.
+pub fn analyze_into_with(run: &mut Run, opts: &Options) {
+    for part in &mut run.parts {
+        analyze_into_with(part, opts);
+    }
+    run.findings = analyze_with(run, opts);
+}
+
+/// Most confident first; ties keep the rules' order.
+fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+}
+
+fn single(run: &Run, opts: &Options) -> Vec<Finding> {
+    let ctx = ctx::Ctx::new(run, opts);
+    let mut findings = rules::single_run(&ctx);
+    sort(&mut findings);
+    if findings.is_empty() {
+        findings.push(verdict::nothing_binds(&ctx));
+    }
+    // The verdict says which rows its averages cover.
+    if !ctx.series().is_empty() {
+        let window = ctx.window();
+        findings[0].evidence.push(netceil_model::Evidence {
+            metric: "phase".into(),
+            window_s: window,
+            value: None,
+            text: ctx.rows_note.clone(),
+        });
+    }
+    findings
+}
+
+/// A short name for a part: its workload kind and labels, else its position.
+fn part_label(part: &Run, index: usize) -> String {
+    let kind = part.workload.as_ref().map(|w| match w.kind {
+        WorkloadKind::Udp => "udp",
+        WorkloadKind::Tcp => "tcp",
+        WorkloadKind::Rr => "rr",
+        WorkloadKind::Suite => "suite",
+        WorkloadKind::External => "external",
+    });
+    let labels: Vec<String> = part
+        .meta
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    match (kind, labels.is_empty()) {
+        (Some(k), true) => format!("part {} ({k})", index + 1),
+        (Some(k), false) => format!("part {} ({k}, {})", index + 1, labels.join(", ")),
+        (None, false) => format!("part {} ({})", index + 1, labels.join(", ")),
+        (None, true) => format!("part {}", index + 1),
+    }
+}
+
+fn suite(run: &Run, opts: &Options) -> Vec<Finding> {
+    let top = ctx::Ctx::new(run, opts);
+    let mut findings: Vec<Finding> = Vec::new();
+    findings.extend(rules::locks::check(&top));
+    findings.extend(rules::knee::across_parts(run));
+    let has_knee = findings.iter().any(|f| f.cause == cause::KNEE);
+    // A sweep's knee already sets each point against the link and bus.
+    if !has_knee {
+        findings.extend(rules::link::across_parts(run));
+    }
+
+    let has_link = findings
+        .iter()
+        .any(|f| f.cause == cause::LINK_LIMIT || f.cause == cause::LINK_HEADROOM);
+
+    // Each part's findings, grouped by cause: the most confident one speaks for the rest.
+    let mut by_cause: BTreeMap<String, (Finding, Vec<String>)> = BTreeMap::new();
+    let mut verdicts = Vec::new();
+    for (i, part) in run.parts.iter().enumerate() {
+        let label = part_label(part, i);
+        for mut f in single(part, opts) {
+            if f.cause == cause::NO_LOAD || f.cause == cause::NO_CEILING {
+                verdicts.push((label.clone(), f));
+                continue;
+            }
+            let covered = (has_knee && f.cause == cause::SATURATION)
+                || (has_link && (f.cause == cause::LINK_LIMIT || f.cause == cause::LINK_HEADROOM));
+            if covered {
+                continue;
+            }
+            f.summary = format!("{label}: {}", f.summary);
+            match by_cause.get_mut(&f.cause) {
+                Some((best, labels)) => {
+                    if f.confidence > best.confidence {
+                        *best = f;
+                        labels.insert(0, label.clone());
+                    } else {
+                        labels.push(label.clone());
+                    }
+                }
+                None => {
+                    by_cause.insert(f.cause.clone(), (f, vec![label.clone()]));
+                }
+            }
+        }
+    }
+    for (_, (mut f, labels)) in by_cause {
+        if labels.len() > 1 {
+            f.alternatives.push(format!(
+                "the same cause was found in {} too",
+                labels[1..].join(", ")
+            ));
+        }
+        findings.push(f);
+    }
+    sort(&mut findings);
+    if findings.is_empty() {
+        findings.push(verdict::merge_part_verdicts(verdicts));
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use netceil_model::{names as n, Results, Workload};
+
+    #[test]
+    fn idle_machine_with_noise_gets_exactly_one_no_load_verdict() {
+        let findings = analyze(&live_run(30, idle_row));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].cause, cause::NO_LOAD);
+    }
+
+    #[test]
+    fn findings_come_most_confident_first() {
+        // A hot core and socket-buffer drops at once.
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(5.0, 40.0, 54.0), (10.0, 5.0, 0.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 500e3);
+            put(s, r, n::UDP_RCVBUF_ERRORS_PER_S, &[], 600.0);
+        });
+        let findings = analyze(&run);
+        assert!(findings.len() >= 2, "{findings:?}");
+        assert!(findings
+            .windows(2)
+            .all(|w| w[0].confidence >= w[1].confidence));
+        assert_eq!(findings[0].cause, cause::HOT_CPU);
+        assert!(findings[0].evidence.iter().any(|e| e.metric == "phase"));
+    }
+
+    #[test]
+    fn suite_parts_are_analyzed_and_labeled() {
+        let part = |kind: WorkloadKind, hot: bool| {
+            let mut p = live_run(10, move |s, r| {
+                let cpus: &[(f64, f64, f64)] = if hot {
+                    &[(5.0, 40.0, 54.0), (10.0, 5.0, 0.0)]
+                } else {
+                    &[(5.0, 5.0, 5.0), (5.0, 5.0, 5.0)]
+                };
+                cpu_row(s, r, cpus);
+                put(s, r, n::LOAD_RX_BITS_PER_S, &[], 1e9);
+            });
+            p.workload = Some(Workload {
+                kind,
+                params: Default::default(),
+            });
+            p.results = Some(Results {
+                duration_s: 10.0,
+                tx_bytes: 1_250_000_000,
+                ..Default::default()
+            });
+            p
+        };
+        let mut top = live_run(0, |_, _| {});
+        top.parts = vec![
+            part(WorkloadKind::Udp, true),
+            part(WorkloadKind::Tcp, false),
+            part(WorkloadKind::Tcp, true),
+        ];
+        analyze_into(&mut top);
+        let hot = top
+            .findings
+            .iter()
+            .find(|f| f.cause == cause::HOT_CPU)
+            .expect("hot cpu at the top");
+        assert!(hot.summary.starts_with("part 1 (udp): "), "{}", hot.summary);
+        assert!(
+            hot.alternatives.iter().any(|a| a.contains("part 3 (tcp)")),
+            "{:?}",
+            hot.alternatives
+        );
+        assert_eq!(top.parts[1].findings[0].cause, cause::NO_CEILING);
+        assert_eq!(top.parts[0].findings[0].cause, cause::HOT_CPU);
+    }
+
+    #[test]
+    fn a_suite_where_nothing_binds_says_so_once() {
+        let mut top = live_run(0, |_, _| {});
+        top.parts = vec![live_run(10, idle_row), live_run(10, idle_row)];
+        let findings = analyze(&top);
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].cause, cause::NO_LOAD);
+        assert!(
+            findings[0].summary.starts_with("part 1: "),
+            "{}",
+            findings[0].summary
+        );
+    }
+}

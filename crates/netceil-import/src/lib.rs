@@ -1,1 +1,37 @@
-//! netceil-import (placeholder until its issue lands).
+//! netceil-import: other tools' logs into netceil Runs, so a vmstat capture from a FreeBSD
+//! router, a lock profile from a mailing-list post or iperf3 JSON from last week is diagnosed
+//! like a live run.
+//!
+//! Every reader is a pure, total function from text to a [`Run`]: it never panics, reads no
+//! file itself, and every error names the file, the line, the column and what was expected.
+//! A log cut short imports what is valid and says so in [`Imported::warnings`]; columns a
+//! reader does not know are kept as extra metrics, never dropped.
+
+mod error;
+pub mod formats;
+
+pub use error::{ImportError, NotThisFormat};
+pub use formats::{detect, import, Format};
+
+use netceil_model::{Annotations, Run};
+use std::collections::BTreeMap;
+
+/// What the person tells the importer that the log cannot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportOptions {
+    /// The file name to use in the Run and in errors (`-` for stdin).
+    pub file: String,
+    /// Sampling interval for logs whose lines carry no time (vmstat 1 → 1 s). Default 1 s.
+    pub interval_s: Option<f64>,
+    /// Throughput, link, bus: copied into `run.meta.annotations`.
+    pub annotations: Annotations,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A log turned into a Run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub run: Run,
+    /// Lines skipped or flagged (a since-boot first line, a truncated last line…), in words.
+    pub warnings: Vec<String>,
+}

@@ -20,4 +20,6 @@ pub use run::{
     Annotations, HostInfo, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
 };
 pub use series::{Metric, MetricId, MissingValue, Series};
-pub use units::{frame_to_udp_payload, udp_payload_to_frame, Rate, RateParseError, Unit};
+pub use units::{
+    bus_data_rate, frame_to_udp_payload, udp_payload_to_frame, Rate, RateParseError, Unit,
+};

@@ -124,6 +124,48 @@ pub fn frame_to_udp_payload(frame: usize, ipv6: bool) -> Option<usize> {
     frame.checked_sub(14 + if ipv6 { 40 } else { 20 } + 8 + 4)
 }
 
+/// The usable data rate of a bus named like `PCIe1.1x1`, `PCIe 3.0 x8`, `PCIe4x16` or
+/// `PCI32/33` (32-bit, 33 MHz), in bit/s after line encoding, with the arithmetic in words.
+/// PCIe 1.x and 2.x lose 20 % to 8b/10b encoding; 3.0 and later lose 1.5 % to 128b/130b.
+pub fn bus_data_rate(name: &str) -> Option<(f64, String)> {
+    let n: String = name
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if let Some(rest) = n.strip_prefix("pcie") {
+        let (gen, lanes) = rest.split_once('x')?;
+        let lanes: f64 = lanes.parse().ok().filter(|l: &f64| *l >= 1.0)?;
+        let major = gen.split('.').next()?.trim_start_matches("gen");
+        let (gt_per_s, encoding, efficiency) = match major {
+            "1" => (2.5, "8b/10b", 0.8),
+            "2" => (5.0, "8b/10b", 0.8),
+            "3" => (8.0, "128b/130b", 128.0 / 130.0),
+            "4" => (16.0, "128b/130b", 128.0 / 130.0),
+            "5" => (32.0, "128b/130b", 128.0 / 130.0),
+            _ => return None,
+        };
+        let rate = gt_per_s * 1e9 * efficiency * lanes;
+        let words = format!(
+            "PCIe {gen} x{lanes}: {gt_per_s} GT/s per lane raw, {encoding} encoding leaves {:.2} Gbit/s of data (before packet overhead)",
+            rate / 1e9
+        );
+        return Some((rate, words));
+    }
+    if let Some(rest) = n.strip_prefix("pci") {
+        let (width, mhz) = rest.split_once('/')?;
+        let width: f64 = width.parse().ok()?;
+        let mhz: f64 = mhz.parse().ok()?;
+        let rate = width * mhz * 1e6;
+        let words = format!(
+            "PCI {width:.0}-bit at {mhz} MHz: {:.2} Gbit/s shared by every device on the bus",
+            rate / 1e9
+        );
+        return Some((rate, words));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +205,17 @@ mod tests {
     fn bit_rate_to_packets() {
         let r = Rate::parse("1Mbit").unwrap();
         assert!((r.packets_per_second(125) - 1000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bus_rates() {
+        let (r, words) = bus_data_rate("PCIe1.1x1").unwrap();
+        assert!((r - 2.0e9).abs() < 1.0, "{r}");
+        assert!(words.contains("2.5 GT/s"), "{words}");
+        assert!((bus_data_rate("PCIe 3.0 x8").unwrap().0 - 63.015e9).abs() < 1e7);
+        assert!((bus_data_rate("PCI32/33").unwrap().0 - 1.056e9).abs() < 1.0);
+        assert!(bus_data_rate("USB2").is_none());
+        assert!(bus_data_rate("PCIe9x1").is_none());
     }
 
     #[test]

@@ -51,7 +51,9 @@ pub struct Line {
 
 impl Line {
     fn has_data(&self) -> bool {
-        self.points.iter().any(|(_, v)| v.is_some_and(f64::is_finite))
+        self.points
+            .iter()
+            .any(|(_, v)| v.is_some_and(f64::is_finite))
     }
 
     /// Runs of consecutive present values.
@@ -107,13 +109,12 @@ impl Axis {
     }
 }
 
-/// A time-series chart with a left axis and an optional right axis.
+/// A time-series chart: one y axis, several lines.
 #[derive(Debug, Clone)]
 pub struct TimeChart {
     pub title: String,
     pub x_desc: String,
     pub left: Axis,
-    pub right: Option<Axis>,
 }
 
 type ChartResult<T> = Result<T, String>;
@@ -162,11 +163,12 @@ fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     items: &[LegendItem],
 ) -> ChartResult<()> {
-    let style = TextStyle::from((FONT, LEGEND_FONT_PX).into_font())
-        .pos(plotters::style::text_anchor::Pos::new(
+    let style = TextStyle::from((FONT, LEGEND_FONT_PX).into_font()).pos(
+        plotters::style::text_anchor::Pos::new(
             plotters::style::text_anchor::HPos::Left,
             plotters::style::text_anchor::VPos::Center,
-        ));
+        ),
+    );
     for (row_no, row) in legend_layout(items).iter().enumerate() {
         let y = 10 + row_no as i32 * LEGEND_ROW_PX as i32;
         let mut x = 70;
@@ -204,44 +206,49 @@ fn draw_legend<DB: DrawingBackend>(
 
 /// Renders a time chart as an SVG string, or `None` when no line has any data.
 pub fn time_chart(chart: &TimeChart) -> Option<ChartResult<String>> {
-    let right_has_data = chart
-        .right
-        .as_ref()
-        .is_some_and(|a| a.lines.iter().any(Line::has_data));
-    if !chart.left.lines.iter().any(Line::has_data) && !right_has_data {
+    if !chart.left.lines.iter().any(Line::has_data) {
         return None;
     }
     Some(draw_time_chart(chart))
 }
 
+fn draw_line<DB, CT>(ctx: &mut ChartContext<'_, DB, CT>, line: &Line) -> ChartResult<()>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    for seg in line.segments() {
+        let style = line.color.stroke_width(2);
+        if seg.len() == 1 {
+            ctx.draw_series(std::iter::once(Circle::new(seg[0], 3, line.color.filled())))
+                .map_err(err)?;
+        } else if line.dashed {
+            ctx.draw_series(DashedLineSeries::new(seg, 6, 4, style))
+                .map_err(err)?;
+        } else {
+            ctx.draw_series(LineSeries::new(seg, style)).map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
 fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
-    let right = chart.right.as_ref().filter(|a| a.lines.iter().any(Line::has_data));
-    let mut legend: Vec<LegendItem> = Vec::new();
-    for l in chart.left.lines.iter().filter(|l| l.has_data()) {
-        legend.push(LegendItem {
-            label: if right.is_some() {
-                format!("{} (left)", l.label)
-            } else {
-                l.label.clone()
-            },
+    let legend: Vec<LegendItem> = chart
+        .left
+        .lines
+        .iter()
+        .filter(|l| l.has_data())
+        .map(|l| LegendItem {
+            label: l.label.clone(),
             color: l.color,
             dashed: l.dashed,
             boxed: false,
-        });
-    }
-    for l in right.iter().flat_map(|a| a.lines.iter()).filter(|l| l.has_data()) {
-        legend.push(LegendItem {
-            label: format!("{} (right)", l.label),
-            color: l.color,
-            dashed: l.dashed,
-            boxed: false,
-        });
-    }
+        })
+        .collect();
     let x_max = chart
         .left
         .lines
         .iter()
-        .chain(right.iter().flat_map(|a| a.lines.iter()))
         .flat_map(|l| l.points.iter().map(|(t, _)| *t))
         .fold(0.0, f64::max)
         .max(1e-3);
@@ -254,13 +261,13 @@ fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
         let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT);
         let mut ctx = ChartBuilder::on(&plot_area)
             .caption(&chart.title, (FONT, 17))
-            .margin(8)
+            .margin_left(8)
+            .margin_right(16)
+            .margin_top(8)
             .x_label_area_size(44)
             .y_label_area_size(72)
-            .right_y_label_area_size(if right.is_some() { 72 } else { 8 })
             .build_cartesian_2d(0.0..x_max, 0.0..chart.left.top())
-            .map_err(err)?
-            .set_secondary_coord(0.0..x_max, 0.0..right.map_or(1.0, Axis::top));
+            .map_err(err)?;
         ctx.configure_mesh()
             .x_desc(chart.x_desc.as_str())
             .y_desc(chart.left.desc.as_str())
@@ -272,46 +279,123 @@ fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
-        if let Some(axis) = right {
-            ctx.configure_secondary_axes()
-                .y_desc(axis.desc.as_str())
-                .y_label_formatter(&|v| fmt::si(*v))
-                .axis_desc_style((FONT, 14))
-                .label_style((FONT, 12))
-                .draw()
-                .map_err(err)?;
+        for line in &chart.left.lines {
+            draw_line(&mut ctx, line)?;
         }
-        for line in chart.left.lines.iter() {
-            for seg in line.segments() {
-                let style = line.color.stroke_width(2);
-                if seg.len() == 1 {
-                    ctx.draw_series(std::iter::once(Circle::new(seg[0], 3, line.color.filled())))
-                        .map_err(err)?;
-                } else if line.dashed {
-                    ctx.draw_series(DashedLineSeries::new(seg, 6, 4, style))
-                        .map_err(err)?;
-                } else {
-                    ctx.draw_series(LineSeries::new(seg, style)).map_err(err)?;
-                }
+        draw_legend(&legend_area, &legend)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One panel of a stacked chart: one y scale, the metrics that share it.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    /// What the panel shows, drawn above it: `context switches (cs_per_s)`.
+    pub name: String,
+    /// Short y-axis description with the unit: `[/s]`, `[bit/s]`.
+    pub desc: String,
+    pub lines: Vec<Line>,
+    pub max: Option<f64>,
+}
+
+/// Panels stacked on one shared time axis: metrics of very different magnitudes
+/// (throughput in Gbit/s, interrupts in k/s) each keep a readable scale while their
+/// plateaus line up in time, as in the vmstat investigation's picture.
+#[derive(Debug, Clone)]
+pub struct PanelChart {
+    pub title: String,
+    pub x_desc: String,
+    pub panels: Vec<Panel>,
+}
+
+const PANEL_HEIGHT: u32 = 150;
+const PANEL_X_AXIS: u32 = 44;
+
+/// Renders the panels that have data, or `None` when none has.
+pub fn panel_chart(chart: &PanelChart) -> Option<ChartResult<String>> {
+    let panels: Vec<&Panel> = chart
+        .panels
+        .iter()
+        .filter(|p| p.lines.iter().any(Line::has_data))
+        .collect();
+    if panels.is_empty() {
+        return None;
+    }
+    Some(draw_panels(chart, &panels))
+}
+
+fn draw_panels(chart: &PanelChart, panels: &[&Panel]) -> ChartResult<String> {
+    // A line that recurs in several panels (one run in an overlay) is listed once.
+    let mut legend: Vec<LegendItem> = Vec::new();
+    for l in panels
+        .iter()
+        .flat_map(|p| p.lines.iter())
+        .filter(|l| l.has_data())
+    {
+        if !legend
+            .iter()
+            .any(|item| item.label == l.label && item.color == l.color)
+        {
+            legend.push(LegendItem {
+                label: l.label.clone(),
+                color: l.color,
+                dashed: l.dashed,
+                boxed: false,
+            });
+        }
+    }
+    let x_max = panels
+        .iter()
+        .flat_map(|p| p.lines.iter())
+        .flat_map(|l| l.points.iter().map(|(t, _)| *t))
+        .fold(0.0, f64::max)
+        .max(1e-3);
+    let title_px = 30;
+    let height =
+        title_px + PANEL_HEIGHT * panels.len() as u32 + PANEL_X_AXIS + legend_height(&legend);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let body = root.titled(&chart.title, (FONT, 17)).map_err(err)?;
+        let (mut rest, legend_area) =
+            body.split_vertically(PANEL_HEIGHT * panels.len() as u32 + PANEL_X_AXIS);
+        for (i, panel) in panels.iter().enumerate() {
+            let last = i + 1 == panels.len();
+            let size = PANEL_HEIGHT + if last { PANEL_X_AXIS } else { 0 };
+            let (area, below) = rest.split_vertically(size);
+            rest = below;
+            let top = Axis {
+                desc: String::new(),
+                lines: panel.lines.clone(),
+                max: panel.max,
             }
-        }
-        for line in right.iter().flat_map(|a| a.lines.iter()) {
-            for seg in line.segments() {
-                let style = line.color.stroke_width(2);
-                if seg.len() == 1 {
-                    ctx.draw_secondary_series(std::iter::once(Circle::new(
-                        seg[0],
-                        3,
-                        line.color.filled(),
-                    )))
-                    .map_err(err)?;
-                } else if line.dashed {
-                    ctx.draw_secondary_series(DashedLineSeries::new(seg, 6, 4, style))
-                        .map_err(err)?;
-                } else {
-                    ctx.draw_secondary_series(LineSeries::new(seg, style))
-                        .map_err(err)?;
-                }
+            .top();
+            let mut ctx = ChartBuilder::on(&area)
+                .caption(&panel.name, (FONT, 13))
+                .margin_left(8)
+                .margin_right(16)
+                .margin_top(2)
+                .x_label_area_size(if last { PANEL_X_AXIS } else { 0 })
+                .y_label_area_size(72)
+                .build_cartesian_2d(0.0..x_max, 0.0..top)
+                .map_err(err)?;
+            let mut mesh = ctx.configure_mesh();
+            mesh.y_desc(panel.desc.as_str())
+                .y_labels(4)
+                .x_label_formatter(&|v| fmt::si(*v))
+                .y_label_formatter(&|v| fmt::si(*v))
+                .axis_desc_style((FONT, 13))
+                .label_style((FONT, 12))
+                .light_line_style(RGBColor(0xee, 0xee, 0xee))
+                .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd));
+            if last {
+                mesh.x_desc(chart.x_desc.as_str());
+            }
+            mesh.draw().map_err(err)?;
+            for line in &panel.lines {
+                draw_line(&mut ctx, line)?;
             }
         }
         draw_legend(&legend_area, &legend)?;
@@ -399,18 +483,20 @@ where
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
-        let anchor = TextStyle::from((FONT, 12).into_font()).pos(
-            plotters::style::text_anchor::Pos::new(
+        let anchor =
+            TextStyle::from((FONT, 12).into_font()).pos(plotters::style::text_anchor::Pos::new(
                 plotters::style::text_anchor::HPos::Left,
                 plotters::style::text_anchor::VPos::Center,
-            ),
-        );
+            ));
         for (i, bar) in bars.iter().enumerate() {
             let y = n - 1 - i as i32;
             let end = match bar.value.filter(|v| v.is_finite()) {
                 Some(v) if v > base => {
                     let mut rect = Rectangle::new(
-                        [(base, SegmentValue::Exact(y)), (v, SegmentValue::Exact(y + 1))],
+                        [
+                            (base, SegmentValue::Exact(y)),
+                            (v, SegmentValue::Exact(y + 1)),
+                        ],
                         bar.color.filled(),
                     );
                     rect.set_margin(5, 5, 0, 0);
@@ -451,7 +537,10 @@ mod tests {
     #[test]
     fn gaps_split_lines() {
         let l = line("x", &[Some(1.0), None, Some(2.0), Some(3.0)]);
-        assert_eq!(l.segments(), vec![vec![(1.0, 1.0)], vec![(3.0, 2.0), (4.0, 3.0)]]);
+        assert_eq!(
+            l.segments(),
+            vec![vec![(1.0, 1.0)], vec![(3.0, 2.0), (4.0, 3.0)]]
+        );
     }
 
     #[test]
@@ -461,23 +550,62 @@ mod tests {
             x_desc: "time since start [s]".into(),
             left: Axis {
                 desc: "throughput [bit/s]".into(),
-                lines: vec![line("load_rx_bits_per_s", &[Some(1e9), Some(2e9)])],
+                lines: vec![
+                    line("load_rx_bits_per_s", &[Some(1e9), Some(2e9)]),
+                    line("iface_rx_bits_per_s", &[Some(1.5e9), None]),
+                ],
                 max: None,
             },
-            right: Some(Axis {
-                desc: "events [/s]".into(),
-                lines: vec![line("cs_per_s", &[Some(25e3), None])],
-                max: None,
-            }),
         };
         let svg = time_chart(&chart).unwrap().unwrap();
         assert!(svg.starts_with("<svg"), "{svg:.80}");
         assert!(svg.contains("font-family=\"sans-serif\""));
         assert!(svg.contains("rates &lt;&amp;&gt;"), "plotters escapes text");
-        assert!(svg.contains("throughput [bit/s]") && svg.contains("events [/s]"));
-        assert!(svg.contains("load_rx_bits_per_s (left)") && svg.contains("cs_per_s (right)"));
-        // SI tick labels: 2e9 max → ticks in G.
-        assert!(svg.contains(" G\n") || svg.contains(" G<"), "no SI tick label");
+        assert!(svg.contains("throughput [bit/s]") && svg.contains("time since start [s]"));
+        assert!(svg.contains("load_rx_bits_per_s") && svg.contains("iface_rx_bits_per_s"));
+        // SI tick labels: a 2e9 maximum gives ticks in G.
+        assert!(svg.contains("1.2 G\n"), "no SI tick label: {svg}");
+    }
+
+    #[test]
+    fn panels_share_the_time_axis_and_skip_empty_ones() {
+        let chart = PanelChart {
+            title: "kernel".into(),
+            x_desc: "time since start [s]".into(),
+            panels: vec![
+                Panel {
+                    name: "context switches (cs_per_s)".into(),
+                    desc: "[/s]".into(),
+                    lines: vec![line("cs_per_s", &[Some(25e3), Some(27e3)])],
+                    max: None,
+                },
+                Panel {
+                    name: "empty".into(),
+                    desc: "[/s]".into(),
+                    lines: vec![line("nothing", &[None, None])],
+                    max: None,
+                },
+                Panel {
+                    name: "interrupts (intr_per_s)".into(),
+                    desc: "[/s]".into(),
+                    lines: vec![line("intr_per_s", &[Some(13e3), Some(14e3)])],
+                    max: None,
+                },
+            ],
+        };
+        let svg = panel_chart(&chart).unwrap().unwrap();
+        assert!(svg.contains("context switches (cs_per_s)") && svg.contains("interrupts"));
+        assert!(!svg.contains("empty"), "a panel without data was drawn");
+        assert_eq!(
+            svg.matches("time since start [s]").count(),
+            1,
+            "one shared x axis"
+        );
+        let nothing = PanelChart {
+            panels: vec![chart.panels[1].clone()],
+            ..chart
+        };
+        assert!(panel_chart(&nothing).is_none());
     }
 
     #[test]
@@ -490,7 +618,6 @@ mod tests {
                 lines: vec![line("a", &[None, None])],
                 max: None,
             },
-            right: None,
         };
         assert!(time_chart(&chart).is_none());
     }

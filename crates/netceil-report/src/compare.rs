@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use netceil_model::{names as n, time, Run};
+use netceil_model::{names as n, Metric, Run};
 use serde::Serialize;
 
 use crate::fmt;
@@ -20,12 +20,17 @@ use crate::stats::{self, Distribution, WelchTest};
 use crate::summary;
 use crate::view;
 
-/// Share of a metric's maximum above which a row belongs to the load phase.
+/// Share of a metric's maximum above which a row can belong to the load phase.
 pub const LOAD_PHASE_THRESHOLD: f64 = 0.5;
+/// Rows at either edge of the load phase below this share of its median are ramps, not load.
+pub const LOAD_PHASE_EDGE_TRIM: f64 = 0.8;
 /// Significance level used to call a difference significant.
 pub const ALPHA: f64 = 0.05;
 /// Confidence level of the interval of the difference.
 pub const CONFIDENCE: f64 = 0.95;
+/// One run is called steadier when its coefficient of variation is below this share of
+/// the other's.
+pub const STEADIER_CV_RATIO: f64 = 0.9;
 
 /// The rows of a run's series that count as "under load".
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,10 +43,18 @@ pub struct LoadPhase {
     pub metric: Option<String>,
 }
 
-/// The default load phase: the rows where the run's throughput is at least 50 % of its
-/// maximum. Without a throughput metric it falls back, in order, to the packet rate, the
-/// interrupt rate and the context-switch rate (so an imported vmstat log skips its idle
-/// seconds), and to all rows when none of them has a positive value.
+/// The default load phase, a deliberately simple rule until the analyzer splits phases:
+///
+/// 1. take the activity metric: the throughput; without one, the packet rate, the
+///    interrupt rate, then the context-switch rate (so an imported vmstat log, which has
+///    no throughput, still skips its idle seconds);
+/// 2. keep the rows where it is at least [`LOAD_PHASE_THRESHOLD`] (50 %) of its maximum;
+/// 3. of those, the longest stretch of consecutive rows (one transfer, not its tail as the
+///    flows finish one by one);
+/// 4. trim rows at either edge below [`LOAD_PHASE_EDGE_TRIM`] (80 %) of the stretch's median
+///    (the ramp up and down); dips inside the stretch stay, they are the run's unsteadiness.
+///
+/// With no positive activity metric, every row counts.
 pub fn load_phase(run: &Run) -> LoadPhase {
     let s = &run.series;
     let candidates = [
@@ -58,26 +71,58 @@ pub fn load_phase(run: &Run) -> LoadPhase {
             .copied()
             .filter(|v| v.is_finite())
             .fold(f64::NEG_INFINITY, f64::max);
-        if max > 0.0 {
-            let threshold = max * LOAD_PHASE_THRESHOLD;
-            let rows: Vec<usize> = metric
-                .values
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_some_and(|v| v >= threshold))
-                .map(|(i, _)| i)
-                .collect();
-            return LoadPhase {
-                rule: format!(
-                    "rows where {} ≥ {:.0} % of its maximum ({})",
-                    metric.id,
-                    LOAD_PHASE_THRESHOLD * 100.0,
-                    fmt::value(max, metric.unit)
-                ),
-                metric: Some(metric.id.to_string()),
-                rows,
-            };
+        if max <= 0.0 {
+            continue;
         }
+        let threshold = max * LOAD_PHASE_THRESHOLD;
+        let above = |v: &Option<f64>| v.is_some_and(|v| v >= threshold);
+        let mut best = 0..0;
+        let mut start = None;
+        for (i, v) in metric.values.iter().enumerate() {
+            match (above(v), start) {
+                (true, None) => start = Some(i),
+                (false, Some(st)) => {
+                    if i - st > best.len() {
+                        best = st..i;
+                    }
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(st) = start {
+            if metric.values.len() - st > best.len() {
+                best = st..metric.values.len();
+            }
+        }
+        let value = |i: usize| metric.values[i].unwrap_or(0.0);
+        let mut stretch: Vec<f64> = best.clone().map(value).collect();
+        stretch.sort_by(f64::total_cmp);
+        let median = if stretch.is_empty() {
+            0.0
+        } else {
+            stats::quantile(&stretch, 0.5)
+        };
+        let floor = median * LOAD_PHASE_EDGE_TRIM;
+        let (mut lo, mut hi) = (best.start, best.end);
+        while lo < hi && value(lo) < floor {
+            lo += 1;
+        }
+        while hi > lo && value(hi - 1) < floor {
+            hi -= 1;
+        }
+        return LoadPhase {
+            rows: (lo..hi).collect(),
+            rule: format!(
+                "the longest stretch of rows where {} ≥ {:.0} % of its maximum ({}), edges \
+                 below {:.0} % of the stretch's median trimmed",
+                metric.id,
+                LOAD_PHASE_THRESHOLD * 100.0,
+                fmt::value(max, metric.unit),
+                LOAD_PHASE_EDGE_TRIM * 100.0
+            ),
+            metric: Some(metric.id.to_string()),
+        };
     }
     LoadPhase {
         rows: (0..s.len()).collect(),
@@ -91,8 +136,10 @@ pub fn load_phase(run: &Run) -> LoadPhase {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Side {
     pub run_id: String,
+    /// The workload kind, or how the run came to be (`imported freebsd-vmstat`).
     pub kind: String,
-    pub started_utc: String,
+    /// `None` when the start time is unknown.
+    pub started_utc: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub load_phase: PhaseSummary,
     /// The series metric used as throughput, if any.
@@ -202,7 +249,7 @@ struct SideData<'a> {
     phase: LoadPhase,
     dt: Vec<f64>,
     throughput: Option<(String, Vec<Option<f64>>)>,
-    label_bytes_per_s: Option<(f64, &'static str)>,
+    known_bytes_per_s: Option<(f64, String)>,
     packet_rate: Option<(String, Vec<Option<f64>>)>,
     cs: Vec<Option<f64>>,
     intr: Vec<Option<f64>>,
@@ -211,24 +258,37 @@ struct SideData<'a> {
 }
 
 impl<'a> SideData<'a> {
-    fn new(run: &'a Run, phase: LoadPhase) -> Self {
+    fn new(
+        run: &'a Run,
+        phase: LoadPhase,
+        throughput: Option<&'a Metric>,
+        packet_rate: Option<&'a Metric>,
+    ) -> Self {
         let s = &run.series;
         let rows = &phase.rows;
         let all_dt = view::row_durations(s);
-        let dt = rows.iter().map(|&r| all_dt.get(r).copied().unwrap_or(0.0)).collect();
-        let pick = |m: Option<&netceil_model::Metric>| {
-            m.map(|m| (m.id.to_string(), view::values_in(Some(m), rows)))
-        };
+        let dt = rows
+            .iter()
+            .map(|&r| all_dt.get(r).copied().unwrap_or(0.0))
+            .collect();
+        let pick =
+            |m: Option<&Metric>| m.map(|m| (m.id.to_string(), view::values_in(Some(m), rows)));
         let all_busy = view::busy_cores(run);
         SideData {
             run,
             dt,
-            throughput: pick(view::throughput_metric(s)),
-            label_bytes_per_s: view::labeled_throughput_bytes_per_s(run),
-            packet_rate: pick(view::packet_rate_metric(s)),
+            throughput: pick(throughput),
+            known_bytes_per_s: view::known_throughput_bytes_per_s(run),
+            packet_rate: pick(packet_rate),
             cs: view::values_in(s.total(n::CS_PER_S), rows),
             intr: view::values_in(s.total(n::INTR_PER_S), rows),
-            cpu_busy: view::values_in(s.total(n::CPU_BUSY_PCT), rows),
+            cpu_busy: match view::cpu_busy_total(s) {
+                Some((values, _)) => rows
+                    .iter()
+                    .map(|&r| values.get(r).copied().flatten())
+                    .collect(),
+                None => vec![None; rows.len()],
+            },
             busy_cores: rows
                 .iter()
                 .map(|&r| all_busy.get(r).copied().flatten())
@@ -247,8 +307,8 @@ impl<'a> SideData<'a> {
         let to_s = self.phase.rows.last().map(|&r| t[r]);
         Side {
             run_id: self.run.run_id.clone(),
-            kind: summary::kind(self.run).to_string(),
-            started_utc: time::format_utc(self.run.meta.started_unix_s),
+            kind: summary::kind_or_source(self.run),
+            started_utc: summary::started_utc(self.run),
             labels: self.run.meta.labels.clone(),
             load_phase: PhaseSummary {
                 rule: self.phase.rule.clone(),
@@ -271,7 +331,8 @@ impl<'a> SideData<'a> {
             .map(|v| v.iter().map(|x| x.map(|b| b / 8.0)).collect())
     }
 
-    /// Headline throughput: the results' application rate, else a label, else the series.
+    /// Headline throughput: the results' application rate, else an annotation or label, else
+    /// the series.
     fn headline_throughput(&self) -> (Option<f64>, Option<String>) {
         if let Some(r) = &self.run.results {
             return (
@@ -279,8 +340,8 @@ impl<'a> SideData<'a> {
                 Some("results: rate read by the application".into()),
             );
         }
-        if let Some((bytes, label)) = self.label_bytes_per_s {
-            return (Some(bytes * 8.0), Some(format!("label {label}")));
+        if let Some((bytes, source)) = &self.known_bytes_per_s {
+            return (Some(bytes * 8.0), Some(source.clone()));
         }
         match &self.throughput {
             Some((id, v)) => (
@@ -292,7 +353,12 @@ impl<'a> SideData<'a> {
     }
 
     fn headline_packet_rate(&self) -> (Option<f64>, Option<String>) {
-        if let Some(r) = &self.run.results {
+        if let Some(r) = self
+            .run
+            .results
+            .as_ref()
+            .filter(|r| summary::counts_packets(r))
+        {
             return (
                 Some(r.rx_app_pps),
                 Some("results: packets read by the application".into()),
@@ -307,18 +373,22 @@ impl<'a> SideData<'a> {
         }
     }
 
-    /// Bytes per context switch: from the series if it has throughput, else from a label
-    /// (or the results) divided by the mean context-switch rate.
+    /// Bytes per context switch: from the series if it has throughput, else from an
+    /// annotation or label (or the results) divided by the mean context-switch rate.
     fn bytes_per_cs(&self) -> (Option<f64>, Option<String>) {
         if let Some(bytes) = self.bytes_per_s_values() {
-            let id = self.throughput.as_ref().map(|(id, _)| id.as_str()).unwrap_or("");
+            let id = self
+                .throughput
+                .as_ref()
+                .map(|(id, _)| id.as_str())
+                .unwrap_or("");
             return (
                 view::weighted_ratio(&bytes, &self.cs, &self.dt),
                 Some(format!("Σ {id}/8 ÷ Σ cs_per_s over the load phase")),
             );
         }
-        let (bytes, source) = match (self.label_bytes_per_s, &self.run.results) {
-            (Some((b, label)), _) => (b, format!("label {label}")),
+        let (bytes, source) = match (&self.known_bytes_per_s, &self.run.results) {
+            (Some((b, source)), _) => (*b, source.clone()),
             (None, Some(r)) => (r.rx_app_bits_per_s / 8.0, "results".to_string()),
             (None, None) => return (None, None),
         };
@@ -331,9 +401,9 @@ impl<'a> SideData<'a> {
 
     /// Per-interval bytes per context switch, for its distribution.
     fn bytes_per_cs_series(&self) -> Vec<f64> {
-        let bytes: Vec<Option<f64>> = match (self.bytes_per_s_values(), self.label_bytes_per_s) {
+        let bytes: Vec<Option<f64>> = match (self.bytes_per_s_values(), &self.known_bytes_per_s) {
             (Some(b), _) => b,
-            (None, Some((b, _))) => vec![Some(b); self.cs.len()],
+            (None, Some((b, _))) => vec![Some(*b); self.cs.len()],
             (None, None) => return Vec::new(),
         };
         bytes
@@ -351,8 +421,9 @@ impl<'a> SideData<'a> {
         if let Some((id, v)) = &self.throughput {
             return Some((v.clone(), id.clone()));
         }
-        self.label_bytes_per_s
-            .map(|(b, label)| (vec![Some(b * 8.0); self.dt.len()], format!("label {label}")))
+        self.known_bytes_per_s
+            .as_ref()
+            .map(|(b, source)| (vec![Some(b * 8.0); self.dt.len()], source.clone()))
     }
 
     fn cpu_s_per_gbit(&self) -> (Option<f64>, Option<String>) {
@@ -362,7 +433,9 @@ impl<'a> SideData<'a> {
         let gbits: Vec<Option<f64>> = bits.iter().map(|b| b.map(|b| b / 1e9)).collect();
         (
             view::weighted_ratio(&self.busy_cores, &gbits, &self.dt),
-            Some(format!("Σ busy cores·dt ÷ Σ {source}·dt / 10⁹ over the load phase")),
+            Some(format!(
+                "Σ busy cores·dt ÷ Σ {source}·dt / 10⁹ over the load phase"
+            )),
         )
     }
 
@@ -453,8 +526,10 @@ fn from_results<F: Fn(&netceil_model::Results) -> Option<f64>>(
 
 /// Compares two runs, with `phase` deciding which rows of each series count as under load.
 pub fn compare_with(a: &Run, b: &Run, phase: impl Fn(&Run) -> LoadPhase) -> Comparison {
-    let da = SideData::new(a, phase(a));
-    let db = SideData::new(b, phase(b));
+    let (thr_a, thr_b) = view::throughput_pair(&a.series, &b.series);
+    let (pps_a, pps_b) = view::packet_rate_pair(&a.series, &b.series);
+    let da = SideData::new(a, phase(a), thr_a, pps_a);
+    let db = SideData::new(b, phase(b), thr_b, pps_b);
 
     let mut headline = vec![
         figure(
@@ -597,18 +672,22 @@ fn summarize(distributions: &[DistributionRow], differences: &[Difference]) -> V
             .map(|c| format!(" ({c})"))
             .unwrap_or_default();
         if d.significant == Some(true) {
-            let dir = if t.difference > 0.0 { "higher" } else { "lower" };
+            let dir = if t.difference > 0.0 {
+                "higher"
+            } else {
+                "lower"
+            };
             out.push(format!(
                 "{}: B is {dir} than A by {}{rel}, significant (p {}).",
                 d.label,
-                figure_value(t.difference.abs(), &d.unit),
+                difference_value(t.difference.abs(), &d.unit),
                 p_phrase(t.p_value)
             ));
         } else {
             out.push(format!(
                 "{}: no significant difference (B − A = {}{rel}, p {}).",
                 d.label,
-                figure_value(t.difference, &d.unit),
+                difference_value(t.difference, &d.unit),
                 p_phrase(t.p_value)
             ));
         }
@@ -618,12 +697,13 @@ fn summarize(distributions: &[DistributionRow], differences: &[Difference]) -> V
             d.a.as_ref().and_then(|x| x.cv),
             d.b.as_ref().and_then(|x| x.cv),
         ) {
-            let which = if b < a {
+            // Within 10 % of each other the CVs say nothing about steadiness.
+            let which = if b < a * STEADIER_CV_RATIO {
                 "B was steadier"
-            } else if a < b {
+            } else if a < b * STEADIER_CV_RATIO {
                 "A was steadier"
             } else {
-                "equally steady"
+                "about equally steady"
             };
             out.push(format!(
                 "{}: {which} (coefficient of variation A {:.3}, B {:.3}).",
@@ -643,12 +723,22 @@ fn p_phrase(p: f64) -> String {
     }
 }
 
-/// A figure's value in its unit symbol: `%` plain, others with an SI prefix.
+/// A figure's value in its unit symbol: `%` plain, seconds as durations, others with an
+/// SI prefix.
 pub(crate) fn figure_value(v: f64, unit: &str) -> String {
+    match unit {
+        "%" => format!("{} %", fmt::si(v)),
+        "s" => fmt::value(v, netceil_model::Unit::Seconds),
+        _ => fmt::si_with(v, unit),
+    }
+}
+
+/// A difference between two figures: percentages differ by percentage points.
+pub(crate) fn difference_value(v: f64, unit: &str) -> String {
     if unit == "%" {
-        format!("{} %", fmt::si(v))
+        format!("{} pp", fmt::si(v))
     } else {
-        fmt::si_with(v, unit)
+        figure_value(v, unit)
     }
 }
 
@@ -695,11 +785,11 @@ fn notes(a: &SideData<'_>, b: &SideData<'_>) -> Vec<String> {
             ));
         }
         if d.throughput.is_none() {
-            if let Some((bytes, label)) = d.label_bytes_per_s {
+            if let Some((bytes, source)) = &d.known_bytes_per_s {
                 out.push(format!(
-                    "{name} has no throughput in its series; its label {label} ({}) stands for \
+                    "{name} has no throughput in its series; its {source} ({}) stands for \
                      the whole load phase.",
-                    fmt::si_with(bytes, "B/s")
+                    fmt::si_with(*bytes, "B/s")
                 ));
             }
         }

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
-use crate::compare::{figure_value, Comparison, Difference, DistributionRow, Figure, Side};
+use crate::compare::{
+    difference_value, figure_value, Comparison, Difference, DistributionRow, Figure, Side,
+};
 use crate::fmt;
 use crate::markdown::{code, escape};
 
@@ -31,7 +33,12 @@ fn side_line(name: &str, s: &Side) -> String {
                 .join(", ")
         )
     };
-    format!("{name}: {} ({}, {}){labels}", s.run_id, s.kind, s.started_utc)
+    let started = s
+        .started_utc
+        .as_deref()
+        .map(|t| format!(", {t}"))
+        .unwrap_or_default();
+    format!("{name}: {} ({}{started}){labels}", s.run_id, s.kind)
 }
 
 fn phase_line(name: &str, s: &Side) -> String {
@@ -105,14 +112,19 @@ pub(crate) fn difference_rows(rows: &[Difference]) -> Vec<[String; 7]> {
                 d.label.clone(),
                 figure_value(t.mean_a, &d.unit),
                 figure_value(t.mean_b, &d.unit),
-                figure_value(t.difference, &d.unit),
+                difference_value(t.difference, &d.unit),
                 format!(
                     "[{}, {}]",
-                    figure_value(t.ci_low, &d.unit),
-                    figure_value(t.ci_high, &d.unit)
+                    difference_value(t.ci_low, &d.unit),
+                    difference_value(t.ci_high, &d.unit)
                 ),
                 fmt::p_value(t.p_value),
-                if d.significant == Some(true) { "yes" } else { "no" }.into(),
+                if d.significant == Some(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
             ],
             None => [
                 d.label.clone(),
@@ -121,9 +133,7 @@ pub(crate) fn difference_rows(rows: &[Difference]) -> Vec<[String; 7]> {
                 fmt::MISSING.into(),
                 fmt::MISSING.into(),
                 fmt::MISSING.into(),
-                d.no_test_reason
-                    .clone()
-                    .unwrap_or_else(|| "no test".into()),
+                d.no_test_reason.clone().unwrap_or_else(|| "no test".into()),
             ],
         })
         .collect()
@@ -132,7 +142,7 @@ pub(crate) fn difference_rows(rows: &[Difference]) -> Vec<[String; 7]> {
 fn terminal_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(headers.iter().map(|h| Cell::new(h)));
+    t.set_header(headers.iter().map(Cell::new));
     for r in rows {
         t.add_row(r.iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
@@ -161,15 +171,27 @@ fn findings_lines(c: &Comparison) -> Vec<String> {
     }
     out.push(format!(
         "only in A: {}",
-        if f.only_a.is_empty() { "none".into() } else { list(&f.only_a) }
+        if f.only_a.is_empty() {
+            "none".into()
+        } else {
+            list(&f.only_a)
+        }
     ));
     out.push(format!(
         "only in B: {}",
-        if f.only_b.is_empty() { "none".into() } else { list(&f.only_b) }
+        if f.only_b.is_empty() {
+            "none".into()
+        } else {
+            list(&f.only_b)
+        }
     ));
     out.push(format!(
         "in both: {}",
-        if f.both.is_empty() { "none".into() } else { f.both.join(", ") }
+        if f.both.is_empty() {
+            "none".into()
+        } else {
+            f.both.join(", ")
+        }
     ));
     out
 }
@@ -193,7 +215,11 @@ pub fn compare_table(c: &Comparison) -> String {
         ]);
         figs.extend(figure_rows(&c.normalized));
     }
-    let _ = writeln!(out, "{}\n", terminal_table(["figure", "A", "B", "B vs A"], &figs));
+    let _ = writeln!(
+        out,
+        "{}\n",
+        terminal_table(["figure", "A", "B", "B vs A"], &figs)
+    );
 
     if !c.distributions.is_empty() {
         let _ = writeln!(out, "Per-interval distributions over the load phase");
@@ -212,15 +238,19 @@ pub fn compare_table(c: &Comparison) -> String {
             out,
             "{}",
             terminal_table(
-                ["metric", "mean A", "mean B", "B − A", "95 % CI", "p", "significant"],
+                [
+                    "metric",
+                    "mean A",
+                    "mean B",
+                    "B − A",
+                    "95 % CI",
+                    "p",
+                    "significant"
+                ],
                 &difference_rows(&c.differences)
             )
         );
-        let _ = writeln!(
-            out,
-            "method: {} Significant: p < {}.\n",
-            c.method, c.alpha
-        );
+        let _ = writeln!(out, "method: {} Significant: p < {}.\n", c.method, c.alpha);
     }
     for s in &c.summary {
         let _ = writeln!(out, "- {s}");
@@ -243,11 +273,7 @@ pub fn compare_table(c: &Comparison) -> String {
 
 fn md_table<const N: usize>(out: &mut String, headers: [&str; N], rows: &[[String; N]]) {
     let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let _ = writeln!(
-        out,
-        "|---|{}",
-        (1..N).map(|_| "---:|").collect::<String>()
-    );
+    let _ = writeln!(out, "|---|{}", (1..N).map(|_| "---:|").collect::<String>());
     for r in rows {
         let cells: Vec<String> = r.iter().map(|c| escape(c)).collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
@@ -273,7 +299,11 @@ pub fn compare_markdown(c: &Comparison) -> String {
     out.push('\n');
 
     let _ = writeln!(out, "## Headline\n");
-    md_table(&mut out, ["figure", "A", "B", "B vs A"], &figure_rows(&c.headline));
+    md_table(
+        &mut out,
+        ["figure", "A", "B", "B vs A"],
+        &figure_rows(&c.headline),
+    );
     if !c.normalized.is_empty() {
         let _ = writeln!(out, "## Normalized, over the load phase\n");
         md_table(
@@ -294,7 +324,15 @@ pub fn compare_markdown(c: &Comparison) -> String {
         let _ = writeln!(out, "## Difference B − A of the per-interval means\n");
         md_table(
             &mut out,
-            ["metric", "mean A", "mean B", "B − A", "95 % CI", "p", "significant"],
+            [
+                "metric",
+                "mean A",
+                "mean B",
+                "B − A",
+                "95 % CI",
+                "p",
+                "significant",
+            ],
             &difference_rows(&c.differences),
         );
         let _ = writeln!(

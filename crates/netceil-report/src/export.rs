@@ -113,7 +113,10 @@ mod tests {
         let mut run = two_row_run();
         run.series.metrics[0].values.pop();
         let err = export_csv(&run, &mut Vec::new()).unwrap_err();
-        assert!(err.to_string().contains("cs_per_s has 1 values for 2 rows"), "{err}");
+        assert!(
+            err.to_string().contains("cs_per_s has 1 values for 2 rows"),
+            "{err}"
+        );
     }
 
     #[test]

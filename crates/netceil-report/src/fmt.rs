@@ -9,13 +9,8 @@ use netceil_model::Unit;
 /// How a value that was not measured is shown. Never `0`.
 pub const MISSING: &str = "-";
 
-const BIG_PREFIXES: [(f64, &str); 5] = [
-    (1e15, "P"),
-    (1e12, "T"),
-    (1e9, "G"),
-    (1e6, "M"),
-    (1e3, "k"),
-];
+const BIG_PREFIXES: [(f64, &str); 5] =
+    [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
 const SMALL_PREFIXES: [(f64, &str); 3] = [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n")];
 
 /// `v` with three significant digits and trailing zeros removed: `24.8`, `950`, `1.5`.
@@ -79,14 +74,28 @@ pub fn si_with(v: f64, symbol: &str) -> String {
     format!("{} {prefix}{symbol}", three_digits(scaled))
 }
 
+/// A duration: below one second always with a prefix (`50 ms`, not `0.05 s`).
+fn seconds(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || a >= 1.0 || !a.is_finite() {
+        return si_with(v, "s");
+    }
+    for (scale, prefix) in SMALL_PREFIXES {
+        if a >= scale * 0.999_5 {
+            return format!("{} {prefix}s", three_digits(v / scale));
+        }
+    }
+    format!("{} ns", three_digits(v / 1e-9))
+}
+
 /// A value in its unit, the way a person would write it.
 pub fn value(v: f64, unit: Unit) -> String {
     match unit {
         Unit::Percent => format!("{} %", three_digits_or_small(v)),
         Unit::Ratio => three_digits_or_small(v),
         // Seconds and microseconds both read best as seconds with a prefix: 300 µs, 8.5 ms.
-        Unit::Seconds => si_with(v, "s"),
-        Unit::Microseconds => si_with(v * 1e-6, "s"),
+        Unit::Seconds => seconds(v),
+        Unit::Microseconds => seconds(v * 1e-6),
         Unit::Bytes => si_with(v, "B"),
         Unit::Count => si(v),
         Unit::BitsPerSecond | Unit::BytesPerSecond | Unit::PacketsPerSecond | Unit::PerSecond => {
@@ -112,14 +121,13 @@ pub fn opt_value(v: Option<f64>, unit: Unit) -> String {
 /// An exact count with thousands grouped by commas: `519,552`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    let groups: Vec<&str> = digits
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|g| std::str::from_utf8(g).unwrap_or_default())
+        .collect();
+    groups.join(",")
 }
 
 /// A signed exact count: `-1,310`.
@@ -175,9 +183,12 @@ mod tests {
 
     #[test]
     fn values_in_units() {
-        assert_eq!(value(45.25, Unit::Percent), "45.3 %");
+        assert_eq!(value(45.26, Unit::Percent), "45.3 %");
         assert_eq!(value(8503.3, Unit::Microseconds), "8.5 ms");
         assert_eq!(value(9.487, Unit::Microseconds), "9.49 µs");
+        assert_eq!(value(0.05, Unit::Seconds), "50 ms");
+        assert_eq!(value(0.0123, Unit::Seconds), "12.3 ms");
+        assert_eq!(value(0.0, Unit::Seconds), "0 s");
         assert_eq!(value(172_235.3, Unit::PacketsPerSecond), "172 kpkt/s");
         assert_eq!(opt_value(None, Unit::Percent), MISSING);
     }

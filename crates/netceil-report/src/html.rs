@@ -138,7 +138,11 @@ fn write_toc(page: &mut String, runs: &[Run]) {
             "<li><a href=\"#run-{}\">{}</a> <span class=\"muted\">{}</span></li>",
             i + 1,
             escape(&run.run_id),
-            escape(&format!("{}; {}", summary::kind(run), summary::labels(run)))
+            escape(&if run.meta.labels.is_empty() {
+                summary::kind(run).to_string()
+            } else {
+                format!("{}; {}", summary::kind(run), summary::labels(run))
+            })
         );
     }
     page.push_str("</ul></nav>\n");
@@ -209,74 +213,79 @@ fn axis_desc(what: &str, unit: Unit) -> String {
     format!("{what} [{}]", unit.symbol())
 }
 
-/// Throughput (left) with cs/s, in/s and NET_RX/s (right): SEEDS §1's picture.
-fn throughput_chart(run: &Run) -> TimeChart {
-    let s = &run.series;
-    let mut left = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
-    let mut push_left = |m: Option<&Metric>, left: &mut Vec<Line>| {
-        if let Some(m) = m {
-            let id = m.id.to_string();
-            if !seen.contains(&id) {
-                left.push(metric_line(s, m, id.clone(), left.len()));
-                seen.push(id);
-            }
-        }
-    };
-    push_left(view::busiest(s, n::LOAD_RX_BITS_PER_S), &mut left);
-    push_left(view::busiest(s, n::LOAD_TX_BITS_PER_S), &mut left);
-    push_left(view::busiest(s, n::IFACE_RX_BITS_PER_S), &mut left);
-    let offset = left.len();
-    let right: Vec<Line> = [n::CS_PER_S, n::INTR_PER_S, n::SOFTIRQ_NET_RX_PER_S]
+/// One line per metric, coloured by its position in the whole chart.
+fn lines_for(s: &Series, metrics: &[&Metric], first_color: usize) -> Vec<Line> {
+    metrics
         .iter()
-        .filter_map(|name| s.total(name))
         .enumerate()
-        .map(|(i, m)| metric_line(s, m, m.id.to_string(), offset + i))
-        .collect();
-    TimeChart {
-        title: "Throughput and kernel event rates".into(),
-        x_desc: TIME_DESC.into(),
-        left: Axis {
-            desc: axis_desc("throughput", Unit::BitsPerSecond),
-            lines: left,
-            max: None,
-        },
-        right: Some(Axis {
-            desc: axis_desc("events", Unit::PerSecond),
-            lines: right,
-            max: None,
-        }),
-    }
+        .map(|(i, m)| metric_line(s, m, m.id.to_string(), first_color + i))
+        .collect()
 }
 
-fn packet_chart(run: &Run) -> TimeChart {
+/// Throughput, packet rate, context switches, interrupts and NET_RX softirqs, stacked on
+/// one time axis: SEEDS §1's picture, where the ceiling shows as these rates flattening
+/// together while the CPU still looks idle.
+fn rates_chart(run: &Run) -> charts::PanelChart {
     let s = &run.series;
-    let mut left = Vec::new();
-    for name in [n::LOAD_TX_PPS, n::LOAD_RX_PPS, n::IFACE_RX_PPS] {
-        if let Some(m) = view::busiest(s, name) {
-            left.push(metric_line(s, m, m.id.to_string(), left.len()));
+    let mut colors = 0;
+    let mut panel = |name: &str, per_second: &str, picked: Vec<&Metric>| {
+        let mut unique: Vec<&Metric> = Vec::new();
+        for m in picked {
+            if !unique.iter().any(|u| u.id == m.id) {
+                unique.push(m);
+            }
         }
-    }
-    let offset = left.len();
-    let right: Vec<Line> = [n::LOAD_LOST_PER_S, n::LOAD_TRANSACTIONS_PER_S]
-        .iter()
-        .filter_map(|name| s.total(name))
-        .enumerate()
-        .map(|(i, m)| metric_line(s, m, m.id.to_string(), offset + i))
-        .collect();
-    TimeChart {
-        title: "Packet and transaction rates".into(),
+        let lines = lines_for(s, &unique, colors);
+        colors += unique.len();
+        let ids: Vec<String> = unique.iter().map(|m| m.id.to_string()).collect();
+        let name = if ids.len() == 1 {
+            format!("{name} ({})", ids[0])
+        } else {
+            name.to_string()
+        };
+        charts::Panel {
+            name,
+            desc: per_second.to_string(),
+            lines,
+            max: None,
+        }
+    };
+    let busiest = |names: &[&str]| -> Vec<&Metric> {
+        names.iter().filter_map(|n| view::busiest(s, n)).collect()
+    };
+    let total = |name: &str| -> Vec<&Metric> { s.total(name).into_iter().collect() };
+    let panels = vec![
+        panel(
+            "throughput",
+            Unit::BitsPerSecond.symbol(),
+            busiest(&[
+                n::LOAD_RX_BITS_PER_S,
+                n::LOAD_TX_BITS_PER_S,
+                n::IFACE_RX_BITS_PER_S,
+            ]),
+        ),
+        panel(
+            "packets",
+            Unit::PacketsPerSecond.symbol(),
+            busiest(&[n::LOAD_TX_PPS, n::LOAD_RX_PPS, n::IFACE_RX_PPS]),
+        ),
+        panel(
+            "transactions",
+            "transactions/s",
+            total(n::LOAD_TRANSACTIONS_PER_S),
+        ),
+        panel("context switches", "cs/s", total(n::CS_PER_S)),
+        panel("interrupts", "interrupts/s", total(n::INTR_PER_S)),
+        panel(
+            "NET_RX softirqs",
+            "softirqs/s",
+            total(n::SOFTIRQ_NET_RX_PER_S),
+        ),
+    ];
+    charts::PanelChart {
+        title: "Throughput and kernel event rates".into(),
         x_desc: TIME_DESC.into(),
-        left: Axis {
-            desc: axis_desc("packets", Unit::PacketsPerSecond),
-            lines: left,
-            max: None,
-        },
-        right: Some(Axis {
-            desc: axis_desc("lost, transactions", Unit::PerSecond),
-            lines: right,
-            max: None,
-        }),
+        panels,
     }
 }
 
@@ -304,11 +313,24 @@ fn cpu_chart(run: &Run, cpus: &[u32]) -> TimeChart {
         .enumerate()
         .map(|(i, (c, m))| metric_line(s, m, format!("cpu{c}"), i))
         .collect();
-    if let Some(total) = s.total(n::CPU_BUSY_PCT) {
-        let mut l = metric_line(s, total, "all CPUs (mean)".into(), lines.len());
+    // Effective utilization where the source knows it (Erlang schedulers, SEEDS §3): OS CPU
+    // counts busy-waiting as busy, this does not.
+    if let Some(util) = s.total(n::ERLANG_SCHEDULER_UTIL_PCT) {
+        let mut l = metric_line(s, util, format!("{} (effective)", util.id), lines.len());
         l.dashed = true;
-        l.color = plotters::style::RGBColor(0x33, 0x33, 0x33);
         lines.push(l);
+    }
+    if let Some((values, how)) = view::cpu_busy_total(s) {
+        lines.push(Line {
+            label: if how == n::CPU_BUSY_PCT {
+                "all CPUs (mean)".into()
+            } else {
+                format!("all CPUs ({how})")
+            },
+            points: s.t_s.iter().copied().zip(values).collect(),
+            dashed: true,
+            color: plotters::style::RGBColor(0x33, 0x33, 0x33),
+        });
     }
     TimeChart {
         title: "CPU busy per core (everything but idle and iowait)".into(),
@@ -318,7 +340,6 @@ fn cpu_chart(run: &Run, cpus: &[u32]) -> TimeChart {
             lines,
             max: Some(100.0),
         },
-        right: None,
     }
 }
 
@@ -354,7 +375,6 @@ fn sys_softirq_chart(run: &Run, cpus: &[u32]) -> TimeChart {
             lines,
             max: Some(100.0),
         },
-        right: None,
     }
 }
 
@@ -400,7 +420,6 @@ fn trouble_chart(run: &Run) -> (TimeChart, Vec<String>) {
                 lines,
                 max: None,
             },
-            right: None,
         },
         watched,
     )
@@ -417,32 +436,22 @@ fn latency_time_chart(run: &Run) -> Option<TimeChart> {
             lines: vec![metric_line(s, m, m.id.to_string(), 0)],
             max: None,
         },
-        right: None,
     })
 }
 
 fn write_series_charts(page: &mut String, run: &Run, hn: usize) {
     let s = &run.series;
     if s.is_empty() {
-        let _ = writeln!(
-            page,
-            "<p class=\"muted\">This run has no time series.</p>"
-        );
+        let _ = writeln!(page, "<p class=\"muted\">This run has no time series.</p>");
         return;
     }
     let _ = writeln!(page, "<h{hn}>Time series</h{hn}>");
     figure(
         page,
-        charts::time_chart(&throughput_chart(run)),
-        "Throughput on the left axis; context switches, interrupts and NET_RX softirqs per \
-         second on the right. A ceiling shows as these rates flattening while throughput stops \
-         growing.",
-    );
-    figure(
-        page,
-        charts::time_chart(&packet_chart(run)),
-        "Packets sent by the generator and read by the application, and the busiest \
-         interface's receive rate.",
+        charts::panel_chart(&rates_chart(run)),
+        "Each panel has its own scale; the time axis is shared. A ceiling shows as the rates \
+         flattening together while throughput stops growing. Interface counters are the \
+         busiest interface's.",
     );
     let (cpus, total_cpus) = shown_cpus(s);
     let omitted = if total_cpus > cpus.len() {
@@ -456,9 +465,7 @@ fn write_series_charts(page: &mut String, run: &Run, hn: usize) {
     figure(
         page,
         charts::time_chart(&cpu_chart(run, &cpus)),
-        &format!(
-            "One saturated core hides in the machine-wide average (dashed).{omitted}"
-        ),
+        &format!("One saturated core hides in the machine-wide average (dashed).{omitted}"),
     );
     figure(
         page,
@@ -483,22 +490,29 @@ fn write_series_charts(page: &mut String, run: &Run, hn: usize) {
         None => {}
     }
     if let Some(chart) = latency_time_chart(run) {
-        figure(page, charts::time_chart(&chart), "Measured from the intended send time.");
+        figure(
+            page,
+            charts::time_chart(&chart),
+            "Measured from the intended send time.",
+        );
     }
 }
 
 fn write_delivery(page: &mut String, run: &Run, hn: usize) {
-    let Some(r) = &run.results else { return };
-    let _ = writeln!(
-        page,
-        "<h{hn}>Delivery: kernel vs application</h{hn}>"
-    );
+    let Some(r) = run.results.as_ref().filter(|r| summary::counts_packets(r)) else {
+        return;
+    };
+    let _ = writeln!(page, "<h{hn}>Delivery: kernel vs application</h{hn}>");
     let steps = summary::delivery(r);
     let bars: Vec<Bar> = steps
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let scope = if s.machine_wide { " (machine-wide)" } else { "" };
+            let scope = if s.machine_wide {
+                " (machine-wide)"
+            } else {
+                ""
+            };
             Bar {
                 label: format!("{}{scope}", s.label),
                 value: s.packets.map(|p| p as f64),
@@ -524,11 +538,7 @@ fn write_delivery(page: &mut String, run: &Run, hn: usize) {
         "Machine-wide counters include every socket and interface; the interface counter \
          counts all traffic on it (on loopback, both directions), not only this workload's.",
     );
-    let _ = writeln!(
-        page,
-        "<p>Lost: {}.</p>",
-        escape(&summary::loss_text(r))
-    );
+    let _ = writeln!(page, "<p>Lost: {}.</p>", escape(&summary::loss_text(r)));
 }
 
 fn write_latency(page: &mut String, run: &Run, hn: usize) {
@@ -548,7 +558,8 @@ fn write_latency(page: &mut String, run: &Run, hn: usize) {
         .iter()
         .map(|(label, v)| Bar {
             label: (*label).into(),
-            value: Some(*v),
+            // In seconds, so the axis ticks get SI prefixes (10 µ, 1 m) like every other axis.
+            value: Some(*v * 1e-6),
             annotation: fmt::value(*v, Unit::Microseconds),
             color: charts::color(3),
         })
@@ -557,7 +568,7 @@ fn write_latency(page: &mut String, run: &Run, hn: usize) {
         page,
         Some(charts::bar_chart(
             "Request/response latency percentiles (log scale)",
-            "latency [µs]",
+            "latency [s]",
             &bars,
             true,
         )),
@@ -575,23 +586,10 @@ fn write_flows(page: &mut String, run: &Run, hn: usize) {
         return;
     }
     let _ = writeln!(page, "<h{hn}>Flows</h{hn}>");
-    let rows: Vec<Vec<String>> = r
-        .flows
-        .iter()
-        .map(|f| {
-            vec![
-                f.flow.to_string(),
-                fmt::value(f.bytes as f64, Unit::Bytes),
-                fmt::value(f.bits_per_s, Unit::BitsPerSecond),
-                fmt::opt_count(f.retransmits),
-                fmt::opt_value(f.rtt_us, Unit::Microseconds),
-            ]
-        })
-        .collect();
     grid_table(
         page,
         &["flow", "bytes", "throughput", "retransmits", "smoothed RTT"],
-        &rows,
+        &summary::flows(r),
     );
 }
 
@@ -655,16 +653,12 @@ fn write_finding(page: &mut String, f: &Finding) {
     if !f.evidence.is_empty() {
         page.push_str("<strong>Evidence</strong><ul>");
         for e in &f.evidence {
-            let window = e
-                .window_s
-                .map(|(a, b)| format!(", {}–{} s", fmt::si(a), fmt::si(b)))
-                .unwrap_or_default();
             let _ = write!(
                 page,
                 "<li>{} <span class=\"muted\">(<code>{}</code>{})</span></li>",
                 escape(&e.text),
                 escape(&e.metric),
-                escape(&window)
+                escape(&summary::evidence_window(e))
             );
         }
         page.push_str("</ul>");
@@ -734,7 +728,14 @@ fn write_environment(page: &mut String, run: &Run, hn: usize) {
             .collect();
         grid_table(
             page,
-            &["interface", "driver", "speed", "MTU", "rx queues", "tx queues"],
+            &[
+                "interface",
+                "driver",
+                "speed",
+                "MTU",
+                "rx queues",
+                "tx queues",
+            ],
             &rows,
         );
     }
@@ -744,7 +745,11 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
     let hn = level.min(6);
     let sub = (level + 1).min(6);
     let class = if level > 2 { "run part" } else { "run" };
-    let _ = writeln!(page, "<section class=\"{class}\" id=\"{}\">", escape(anchor));
+    let _ = writeln!(
+        page,
+        "<section class=\"{class}\" id=\"{}\">",
+        escape(anchor)
+    );
     let incomplete = if run.meta.complete {
         String::new()
     } else {
@@ -804,6 +809,9 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
     page.push_str("</section>\n");
 }
 
+/// Chooses the metric of a series an overlay chart shows.
+type PickMetric = fn(&Series) -> Option<&Metric>;
+
 /// Headline figures of every run in one table, then overlays of the shared metrics.
 fn write_overview(page: &mut String, runs: &[Run]) {
     page.push_str("<section id=\"overview\"><h2>All runs</h2>\n");
@@ -823,7 +831,9 @@ fn write_overview(page: &mut String, runs: &[Run]) {
                 r.and_then(summary::loss_pct)
                     .map_or(fmt::MISSING.into(), |p| fmt::value(p, Unit::Percent)),
                 r.and_then(|r| r.latency_us.as_ref())
-                    .map_or(fmt::MISSING.into(), |l| fmt::value(l.p99, Unit::Microseconds)),
+                    .map_or(fmt::MISSING.into(), |l| {
+                        fmt::value(l.p99, Unit::Microseconds)
+                    }),
                 run.findings.len().to_string(),
             ]
         })
@@ -842,55 +852,62 @@ fn write_overview(page: &mut String, runs: &[Run]) {
         &rows,
     );
 
-    let overlays: [(&str, &str, Unit, fn(&Series) -> Option<&Metric>); 5] = [
-        ("Throughput", "throughput", Unit::BitsPerSecond, view::throughput_metric),
-        ("Context switches", "context switches", Unit::PerSecond, |s| {
-            s.total(n::CS_PER_S)
-        }),
-        ("Interrupts", "interrupts", Unit::PerSecond, |s| {
+    let overlays: [(&str, &str, Option<f64>, PickMetric); 5] = [
+        (
+            "throughput",
+            Unit::BitsPerSecond.symbol(),
+            None,
+            view::throughput_metric,
+        ),
+        ("context switches", "cs/s", None, |s| s.total(n::CS_PER_S)),
+        ("interrupts", "interrupts/s", None, |s| {
             s.total(n::INTR_PER_S)
         }),
-        ("NET_RX softirqs", "NET_RX softirqs", Unit::PerSecond, |s| {
+        ("NET_RX softirqs", "softirqs/s", None, |s| {
             s.total(n::SOFTIRQ_NET_RX_PER_S)
         }),
-        ("CPU busy, all CPUs", "busy", Unit::Percent, |s| {
+        ("CPU busy, all CPUs", "%", Some(100.0), |s| {
             s.total(n::CPU_BUSY_PCT)
         }),
     ];
-    for (title, what, unit, pick) in overlays {
-        let lines: Vec<Line> = runs
+    let mut panels = Vec::new();
+    for (name, desc, max, pick) in overlays {
+        let picked: Vec<(usize, &Run, &Metric)> = runs
             .iter()
             .enumerate()
-            .filter_map(|(i, run)| {
-                pick(&run.series).map(|m| {
-                    metric_line(
-                        &run.series,
-                        m,
-                        format!("{} ({})", short_name(run), m.id),
-                        i,
-                    )
-                })
-            })
+            .filter_map(|(i, run)| pick(&run.series).map(|m| (i, run, m)))
             .collect();
-        if lines.len() < 2 {
+        if picked.len() < 2 {
             continue;
         }
-        let chart = TimeChart {
-            title: format!("{title}: all runs"),
-            x_desc: TIME_DESC.into(),
-            left: Axis {
-                desc: axis_desc(what, unit),
-                lines,
-                max: (unit == Unit::Percent).then_some(100.0),
-            },
-            right: None,
+        let first = &picked[0].2.id;
+        let name = if picked.iter().all(|(_, _, m)| &m.id == first) {
+            format!("{name} ({first})")
+        } else if picked.iter().all(|(_, _, m)| m.id.name == first.name) {
+            format!("{name} ({}, labels differ by run)", first.name)
+        } else {
+            format!("{name} (the metric differs by run; see each run's section)")
         };
-        figure(
-            page,
-            charts::time_chart(&chart),
-            "Each run on its own time axis, from its start.",
-        );
+        let lines = picked
+            .iter()
+            .map(|(i, run, m)| metric_line(&run.series, m, short_name(run), *i))
+            .collect();
+        panels.push(charts::Panel {
+            name,
+            desc: desc.into(),
+            lines,
+            max,
+        });
     }
+    figure(
+        page,
+        charts::panel_chart(&charts::PanelChart {
+            title: "All runs, each on its own time axis from its start".into(),
+            x_desc: TIME_DESC.into(),
+            panels,
+        }),
+        "One colour per run in every panel; each panel has its own scale.",
+    );
     page.push_str("</section>\n");
 }
 
@@ -937,7 +954,15 @@ fn write_comparison(page: &mut String, a: &Run, b: &Run) {
             .collect();
         grid_table(
             page,
-            &["metric", "mean A", "mean B", "B − A", "95 % CI", "p", "significant"],
+            &[
+                "metric",
+                "mean A",
+                "mean B",
+                "B − A",
+                "95 % CI",
+                "p",
+                "significant",
+            ],
             &rows,
         );
         let _ = writeln!(

@@ -26,7 +26,7 @@ mod view;
 pub use compare::{
     compare, compare_with, load_phase, Comparison, Difference, DistributionRow, Figure,
     FindingBrief, FindingsDiff, LoadPhase, PhaseSummary, Side, ALPHA, CONFIDENCE,
-    LOAD_PHASE_THRESHOLD,
+    LOAD_PHASE_EDGE_TRIM, LOAD_PHASE_THRESHOLD, STEADIER_CV_RATIO,
 };
 pub use compare_render::{compare_markdown, compare_table};
 pub use export::{export_csv, export_json, ExportError, CSV_TIME_HEADER};

@@ -44,11 +44,7 @@ pub fn escape(text: &str) -> String {
 
 /// Inline code, safe for any content (the fence is longer than any backtick run inside).
 pub fn code(text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') {
         " "
@@ -91,11 +87,7 @@ fn heading(out: &mut String, level: usize, text: &str) {
 }
 
 fn write_run(out: &mut String, run: &Run, level: usize) {
-    heading(
-        out,
-        level,
-        &format!("netceil run {}", code(&run.run_id)),
-    );
+    heading(out, level, &format!("netceil run {}", code(&run.run_id)));
     rows_table(out, &summary::overview(run));
 
     let params = summary::workload_params(run);
@@ -108,55 +100,32 @@ fn write_run(out: &mut String, run: &Run, level: usize) {
         heading(out, level + 1, "Results");
         rows_table(out, &summary::results(r));
 
-        heading(out, level + 1, "Delivery: kernel vs application");
-        let cells: Vec<Vec<String>> = summary::delivery(r)
-            .into_iter()
-            .map(|s| {
-                vec![
-                    escape(&s.label),
-                    s.packets
-                        .map_or(fmt::MISSING.into(), fmt::signed_count),
-                    if s.machine_wide { "machine-wide" } else { "this workload" }.into(),
-                ]
-            })
-            .collect();
-        table(out, &["counted at", "packets", "scope"], &cells);
+        if summary::counts_packets(r) {
+            write_delivery(out, r, level + 1);
+        }
 
         if let Some(l) = &r.latency_us {
             heading(out, level + 1, "Latency");
-            let cells = vec![[
-                l.min, l.p50, l.p90, l.p99, l.p999, l.max, l.mean,
-            ]
-            .iter()
-            .map(|v| fmt::value(*v, Unit::Microseconds))
-            .chain(std::iter::once(fmt::count(l.count)))
-            .collect()];
+            let cells = vec![[l.min, l.p50, l.p90, l.p99, l.p999, l.max, l.mean]
+                .iter()
+                .map(|v| fmt::value(*v, Unit::Microseconds))
+                .chain(std::iter::once(fmt::count(l.count)))
+                .collect()];
             table(
                 out,
-                &["min", "p50", "p90", "p99", "p99.9", "max", "mean", "samples"],
+                &[
+                    "min", "p50", "p90", "p99", "p99.9", "max", "mean", "samples",
+                ],
                 &cells,
             );
         }
 
         if !r.flows.is_empty() {
             heading(out, level + 1, "Flows");
-            let cells: Vec<Vec<String>> = r
-                .flows
-                .iter()
-                .map(|f| {
-                    vec![
-                        f.flow.to_string(),
-                        fmt::value(f.bytes as f64, Unit::Bytes),
-                        fmt::value(f.bits_per_s, Unit::BitsPerSecond),
-                        fmt::opt_count(f.retransmits),
-                        fmt::opt_value(f.rtt_us, Unit::Microseconds),
-                    ]
-                })
-                .collect();
             table(
                 out,
                 &["flow", "bytes", "throughput", "retransmits", "rtt"],
-                &cells,
+                &summary::flows(r),
             );
         }
 
@@ -199,7 +168,11 @@ fn write_run(out: &mut String, run: &Run, level: usize) {
                 ]
             })
             .collect();
-        table(out, &["nic", "driver", "speed", "mtu", "queues rx/tx"], &cells);
+        table(
+            out,
+            &["nic", "driver", "speed", "mtu", "queues rx/tx"],
+            &cells,
+        );
     }
 
     let locks = summary::locks(run);
@@ -261,6 +234,26 @@ fn write_run(out: &mut String, run: &Run, level: usize) {
     }
 }
 
+fn write_delivery(out: &mut String, r: &netceil_model::Results, level: usize) {
+    heading(out, level, "Delivery: kernel vs application");
+    let cells: Vec<Vec<String>> = summary::delivery(r)
+        .into_iter()
+        .map(|s| {
+            vec![
+                escape(&s.label),
+                s.packets.map_or(fmt::MISSING.into(), fmt::signed_count),
+                if s.machine_wide {
+                    "machine-wide"
+                } else {
+                    "this workload"
+                }
+                .into(),
+            ]
+        })
+        .collect();
+    table(out, &["counted at", "packets", "scope"], &cells);
+}
+
 fn queues(rx: Option<u32>, tx: Option<u32>) -> String {
     let q = |v: Option<u32>| v.map_or(fmt::MISSING.into(), |v| v.to_string());
     format!("{}/{}", q(rx), q(tx))
@@ -275,15 +268,12 @@ fn write_finding(out: &mut String, number: usize, f: &Finding) {
         f.confidence * 100.0
     );
     for e in &f.evidence {
-        let window = e
-            .window_s
-            .map(|(a, b)| format!(", {}–{} s", fmt::si(a), fmt::si(b)))
-            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "   - evidence: {} ({}{window})",
+            "   - evidence: {} ({}{})",
             escape(&e.text),
-            code(&e.metric)
+            code(&e.metric),
+            summary::evidence_window(e)
         );
     }
     for a in &f.alternatives {

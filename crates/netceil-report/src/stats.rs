@@ -107,7 +107,9 @@ pub struct WelchTest {
 /// Why a test could not be run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TestError {
-    #[error("too few intervals for a t-test: {n_a} in A and {n_b} in B, at least 2 each are needed")]
+    #[error(
+        "too few intervals for a t-test: {n_a} in A and {n_b} in B, at least 2 each are needed"
+    )]
     TooFewSamples { n_a: usize, n_b: usize },
     #[error("the values are too large for a t-test: the degrees of freedom overflowed")]
     Overflow,
@@ -215,7 +217,11 @@ mod tests {
         assert!(close(w.df.unwrap(), 5.882_353, 1e-5));
         // t(0.975, 5.88) ≈ 2.4606; two-sided p of |t| = 1.2649 at 5.88 df ≈ 0.2536.
         assert!(close(w.p_value, 0.2536, 2e-3), "p = {}", w.p_value);
-        assert!(close(w.ci_high - w.difference, 2.4606 * 2.5f64.sqrt(), 1e-2));
+        assert!(close(
+            w.ci_high - w.difference,
+            2.4606 * 2.5f64.sqrt(),
+            1e-2
+        ));
         assert!(w.ci_low < 0.0 && w.ci_high > 0.0);
     }
 

@@ -1,7 +1,9 @@
 //! The facts every report shows, as plain (label, value) rows, so that markdown, HTML and the
 //! terminal say the same thing in the same words and only the markup differs.
 
-use netceil_model::{names as n, time, LockStat, Results, Run, RunSource, Unit, WorkloadKind};
+use netceil_model::{
+    names as n, time, Evidence, LockStat, Results, Run, RunSource, Unit, WorkloadKind,
+};
 
 use crate::fmt;
 use crate::view;
@@ -32,6 +34,17 @@ pub fn kind(run: &Run) -> &'static str {
     }
 }
 
+/// The workload kind, or for a run without one how it came to be: `watched`,
+/// `imported freebsd-vmstat`.
+pub fn kind_or_source(run: &Run) -> String {
+    match (&run.workload, &run.source) {
+        (Some(_), _) => kind(run).to_string(),
+        (None, RunSource::Live) => "live".into(),
+        (None, RunSource::Watched { .. }) => "watched".into(),
+        (None, RunSource::Imported { format, .. }) => format!("imported {format}"),
+    }
+}
+
 /// How the run came to be, in words.
 pub fn source(run: &Run) -> String {
     match &run.source {
@@ -55,6 +68,17 @@ pub fn labels(run: &Run) -> String {
         .join(", ")
 }
 
+/// The start time in UTC; `None` when unknown (an imported log without timestamps).
+pub fn started_utc(run: &Run) -> Option<String> {
+    let t = run.meta.started_unix_s;
+    (t > 0.0 && t.is_finite()).then(|| time::format_utc(t))
+}
+
+/// The start time in UTC, or `-`.
+pub fn started(run: &Run) -> String {
+    started_utc(run).unwrap_or_else(|| fmt::MISSING.into())
+}
+
 /// Identity and circumstances of the run.
 pub fn overview(run: &Run) -> Vec<Row> {
     let meta = &run.meta;
@@ -62,7 +86,7 @@ pub fn overview(run: &Run) -> Vec<Row> {
         row("run", run.run_id.clone()),
         row("workload", kind(run)),
         row("source", source(run)),
-        row("started", time::format_utc(meta.started_unix_s)),
+        row("started", started(run)),
         row(
             "duration",
             view::duration_s(run).map_or(fmt::MISSING.into(), |d| fmt::value(d, Unit::Seconds)),
@@ -102,8 +126,7 @@ pub fn environment(run: &Run) -> Vec<Row> {
         row("kernel", text(&host.kernel)),
         row(
             "cpus",
-            host.cpus
-                .map_or(fmt::MISSING.into(), |c| c.to_string()),
+            host.cpus.map_or(fmt::MISSING.into(), |c| c.to_string()),
         ),
         row(
             "netceil version",
@@ -125,6 +148,29 @@ pub fn environment(run: &Run) -> Vec<Row> {
         (None, None) => fmt::MISSING.into(),
     };
     rows.push(row("sampler cost", sampler));
+    let a = &meta.annotations;
+    let annotated = [
+        (
+            "throughput (annotated)",
+            a.throughput_bits_per_s,
+            Unit::BitsPerSecond,
+        ),
+        ("link (annotated)", a.link_bits_per_s, Unit::BitsPerSecond),
+        (
+            "bus rate (annotated)",
+            a.bus_bits_per_s,
+            Unit::BitsPerSecond,
+        ),
+        ("log interval (annotated)", a.interval_s, Unit::Seconds),
+    ];
+    for (label, v, unit) in annotated {
+        if let Some(v) = v {
+            rows.push(row(label, fmt::value(v, unit)));
+        }
+    }
+    if let Some(bus) = &a.bus {
+        rows.push(row("bus (annotated)", bus.clone()));
+    }
     rows
 }
 
@@ -156,26 +202,37 @@ pub fn workload_params(run: &Run) -> Vec<Row> {
 
 /// Headline workload figures.
 pub fn results(r: &Results) -> Vec<Row> {
+    let counted = counts_packets(r);
+    let amount = |packets: u64, bytes: u64, bits_per_s: f64, pps: f64| {
+        if counted {
+            format!(
+                "{} packets, {} ({}, {})",
+                fmt::count(packets),
+                fmt::value(bytes as f64, Unit::Bytes),
+                fmt::value(bits_per_s, Unit::BitsPerSecond),
+                fmt::value(pps, Unit::PacketsPerSecond)
+            )
+        } else {
+            format!(
+                "{} ({})",
+                fmt::value(bytes as f64, Unit::Bytes),
+                fmt::value(bits_per_s, Unit::BitsPerSecond)
+            )
+        }
+    };
     let mut rows = vec![
         row("duration", fmt::value(r.duration_s, Unit::Seconds)),
         row(
             "sent",
-            format!(
-                "{} packets, {} ({}, {})",
-                fmt::count(r.tx_packets),
-                fmt::value(r.tx_bytes as f64, Unit::Bytes),
-                fmt::value(r.tx_bits_per_s, Unit::BitsPerSecond),
-                fmt::value(r.tx_pps, Unit::PacketsPerSecond)
-            ),
+            amount(r.tx_packets, r.tx_bytes, r.tx_bits_per_s, r.tx_pps),
         ),
         row(
             "received by the application",
-            format!(
-                "{} packets, {} ({}, {})",
-                fmt::count(r.rx_app_packets),
-                fmt::value(r.rx_app_bytes as f64, Unit::Bytes),
-                fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
-                fmt::value(r.rx_app_pps, Unit::PacketsPerSecond)
+            amount(
+                r.rx_app_packets,
+                r.rx_app_bytes,
+                r.rx_app_bits_per_s,
+                r.rx_app_pps,
             ),
         ),
     ];
@@ -192,7 +249,9 @@ pub fn results(r: &Results) -> Vec<Row> {
             fmt::value(req, Unit::PacketsPerSecond),
         ));
     }
-    rows.push(row("lost", loss_text(r)));
+    if counted {
+        rows.push(row("lost", loss_text(r)));
+    }
     if let Some(tps) = r.transactions_per_s {
         rows.push(row("transactions", si_rate(tps, "/s")));
     }
@@ -216,6 +275,12 @@ pub fn results(r: &Results) -> Vec<Row> {
 
 fn si_rate(v: f64, unit: &str) -> String {
     fmt::si_with(v, unit)
+}
+
+/// Whether the workload counted packets one by one (UDP, request/response). A TCP stream
+/// counts bytes only and leaves its packet fields at 0, which must not read as "nothing".
+pub fn counts_packets(r: &Results) -> bool {
+    r.tx_packets > 0 || r.rx_app_packets > 0 || r.lost_packets > 0
 }
 
 /// `0 of 519,552 (0 %)`.
@@ -300,13 +365,29 @@ pub fn delivery(r: &Results) -> Vec<DeliveryStep> {
     vec![
         step("sent by the generator".into(), Some(r.tx_packets), false),
         step(iface, r.rx_kernel_packets.or(k.iface_rx_packets), true),
-        step("read by the application".into(), Some(r.rx_app_packets), false),
-        step("dropped at our sockets (buffer full)".into(), k.socket_drops, false),
-        step("UDP receive-buffer errors".into(), k.udp_rcvbuf_errors, true),
+        step(
+            "read by the application".into(),
+            Some(r.rx_app_packets),
+            false,
+        ),
+        step(
+            "dropped at our sockets (buffer full)".into(),
+            k.socket_drops,
+            false,
+        ),
+        step(
+            "UDP receive-buffer errors".into(),
+            k.udp_rcvbuf_errors,
+            true,
+        ),
         step("UDP InErrors".into(), k.udp_in_errors, true),
         step("softnet backlog drops".into(), k.backlog_drops, true),
         step("UDP send-buffer errors".into(), k.udp_sndbuf_errors, true),
-        step("lost (by sequence number)".into(), Some(r.lost_packets), false),
+        step(
+            "lost (by sequence number)".into(),
+            Some(r.lost_packets),
+            false,
+        ),
         step("in flight at stop".into(), Some(r.in_flight_packets), false),
         DeliveryStep {
             label: "unexplained".into(),
@@ -314,6 +395,31 @@ pub fn delivery(r: &Results) -> Vec<DeliveryStep> {
             machine_wide: false,
         },
     ]
+}
+
+/// The per-flow table, one row of formatted cells per flow: flow, bytes, throughput,
+/// retransmits, smoothed RTT (the column titles are the caller's).
+pub fn flows(r: &Results) -> Vec<Vec<String>> {
+    r.flows
+        .iter()
+        .map(|f| {
+            vec![
+                f.flow.to_string(),
+                fmt::value(f.bytes as f64, Unit::Bytes),
+                fmt::value(f.bits_per_s, Unit::BitsPerSecond),
+                fmt::opt_count(f.retransmits),
+                fmt::opt_value(f.rtt_us, Unit::Microseconds),
+            ]
+        })
+        .collect()
+}
+
+/// When a piece of evidence was seen, as `, 12–30 s` to follow its metric's name, or empty
+/// when it covers the whole run.
+pub fn evidence_window(e: &Evidence) -> String {
+    e.window_s
+        .map(|(a, b)| format!(", {}–{} s", fmt::si(a), fmt::si(b)))
+        .unwrap_or_default()
 }
 
 /// One row of the lock table, with wait related to wall time and CPU count.
@@ -376,7 +482,9 @@ pub fn key_metrics(run: &Run) -> Vec<(String, Unit, Option<f64>, Option<f64>)> {
             let max = all
                 .iter()
                 .filter_map(|&r| m.values.get(r).copied().flatten())
-                .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
+                .fold(None, |acc: Option<f64>, v| {
+                    Some(acc.map_or(v, |a| a.max(v)))
+                });
             (m.id.to_string(), m.unit, view::mean_over(m, &all), max)
         })
         .collect();

@@ -88,9 +88,51 @@ pub fn packet_rate_metric(series: &Series) -> Option<&Metric> {
         .find_map(|name| busiest(series, name))
 }
 
-/// Throughput in bytes/s given as a meta label (see [`LABEL_THROUGHPUT_BYTES_PER_S`]), with
-/// the label it came from.
-pub fn labeled_throughput_bytes_per_s(run: &Run) -> Option<(f64, &'static str)> {
+/// The first of `names` that both series have, as each one's busiest metric of that name;
+/// if they share none, each series' own first choice.
+fn shared_choice<'a>(
+    a: &'a Series,
+    b: &'a Series,
+    names: &[&str],
+) -> (Option<&'a Metric>, Option<&'a Metric>) {
+    for name in names {
+        if let (Some(ma), Some(mb)) = (busiest(a, name), busiest(b, name)) {
+            return (Some(ma), Some(mb));
+        }
+    }
+    let own = |s: &'a Series| names.iter().find_map(|name| busiest(s, name));
+    (own(a), own(b))
+}
+
+/// Throughput metrics for comparing two series: the same kind on both sides when possible,
+/// so an application rate is not compared with an interface rate.
+pub fn throughput_pair<'a>(
+    a: &'a Series,
+    b: &'a Series,
+) -> (Option<&'a Metric>, Option<&'a Metric>) {
+    shared_choice(a, b, &THROUGHPUT_NAMES)
+}
+
+/// Packet-rate metrics for comparing two series, chosen like [`throughput_pair`].
+pub fn packet_rate_pair<'a>(
+    a: &'a Series,
+    b: &'a Series,
+) -> (Option<&'a Metric>, Option<&'a Metric>) {
+    shared_choice(a, b, &PACKET_RATE_NAMES)
+}
+
+/// Throughput known from outside the series, in bytes/s, with where it came from: the
+/// person's annotation (`analyze --throughput 18MB/s`) first, else a meta label (see
+/// [`LABEL_THROUGHPUT_BYTES_PER_S`]).
+pub fn known_throughput_bytes_per_s(run: &Run) -> Option<(f64, String)> {
+    if let Some(bits) = run
+        .meta
+        .annotations
+        .throughput_bits_per_s
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Some((bits / 8.0, "annotation throughput_bits_per_s".into()));
+    }
     let parse = |key: &str| {
         run.meta
             .labels
@@ -99,8 +141,11 @@ pub fn labeled_throughput_bytes_per_s(run: &Run) -> Option<(f64, &'static str)> 
             .filter(|v| v.is_finite() && *v >= 0.0)
     };
     parse(LABEL_THROUGHPUT_BYTES_PER_S)
-        .map(|b| (b, LABEL_THROUGHPUT_BYTES_PER_S))
-        .or_else(|| parse(LABEL_THROUGHPUT_BITS_PER_S).map(|b| (b / 8.0, LABEL_THROUGHPUT_BITS_PER_S)))
+        .map(|b| (b, format!("label {LABEL_THROUGHPUT_BYTES_PER_S}")))
+        .or_else(|| {
+            parse(LABEL_THROUGHPUT_BITS_PER_S)
+                .map(|b| (b / 8.0, format!("label {LABEL_THROUGHPUT_BITS_PER_S}")))
+        })
 }
 
 /// The per-CPU metrics of this name, sorted by CPU number.
@@ -119,12 +164,34 @@ pub fn per_cpu<'a>(series: &'a Series, name: &str) -> Vec<(u32, &'a Metric)> {
     cpus
 }
 
+/// The machine-wide CPU busy share per row, %: `cpu_busy_pct` when recorded, else
+/// 100 − idle − iowait (an imported vmstat log has us/sy/id but no busy column). The second
+/// value says which.
+pub fn cpu_busy_total(series: &Series) -> Option<(Vec<Option<f64>>, &'static str)> {
+    if let Some(m) = series.total(n::CPU_BUSY_PCT) {
+        return Some((m.values.clone(), n::CPU_BUSY_PCT));
+    }
+    let idle = series.total(n::CPU_IDLE_PCT)?;
+    let iowait = series.total(n::CPU_IOWAIT_PCT);
+    let values = (0..series.len())
+        .map(|row| {
+            let idle = idle.values.get(row).copied().flatten()?;
+            let iowait = match iowait {
+                Some(m) => m.values.get(row).copied().flatten()?,
+                None => 0.0,
+            };
+            Some((100.0 - idle - iowait).max(0.0))
+        })
+        .collect();
+    Some((values, "100 − cpu_idle_pct − cpu_iowait_pct"))
+}
+
 /// Busy cores per row (1.0 = one core fully busy): the sum of per-CPU busy shares when every
 /// CPU has a value in that row, else the machine-wide share × the CPU count from the host info.
 pub fn busy_cores(run: &Run) -> Vec<Option<f64>> {
     let series = &run.series;
     let cpus = per_cpu(series, n::CPU_BUSY_PCT);
-    let total = series.total(n::CPU_BUSY_PCT);
+    let total = cpu_busy_total(series).map(|(v, _)| v);
     let host_cpus = run.meta.host.cpus.filter(|&c| c > 0).map(f64::from);
     (0..series.len())
         .map(|row| {
@@ -137,7 +204,7 @@ pub fn busy_cores(run: &Run) -> Vec<Option<f64>> {
                     return Some(sum / 100.0);
                 }
             }
-            let share = total.and_then(|m| m.values.get(row).copied().flatten())?;
+            let share = total.as_ref().and_then(|v| v.get(row).copied().flatten())?;
             host_cpus.map(|c| share / 100.0 * c)
         })
         .collect()
@@ -223,15 +290,34 @@ mod tests {
     }
 
     #[test]
-    fn label_throughput() {
+    fn busy_from_idle_when_not_recorded() {
         let mut run = Run::new("r", RunSource::Live);
-        assert_eq!(labeled_throughput_bytes_per_s(&run), None);
+        run.meta.host.cpus = Some(1);
+        run.series.push_row(1.0);
+        run.series
+            .set(&MetricId::new(n::CPU_IDLE_PCT), Unit::Percent, 70.0);
+        run.series.push_row(2.0);
+        let (values, how) = cpu_busy_total(&run.series).unwrap();
+        assert_eq!(values, vec![Some(30.0), None]);
+        assert!(how.contains("cpu_idle_pct"));
+        assert_eq!(busy_cores(&run), vec![Some(0.3), None]);
+    }
+
+    #[test]
+    fn known_throughput_from_annotation_or_label() {
+        let mut run = Run::new("r", RunSource::Live);
+        assert_eq!(known_throughput_bytes_per_s(&run), None);
         run.meta
             .labels
             .insert(LABEL_THROUGHPUT_BITS_PER_S.into(), "8e6".into());
         assert_eq!(
-            labeled_throughput_bytes_per_s(&run),
-            Some((1e6, LABEL_THROUGHPUT_BITS_PER_S))
+            known_throughput_bytes_per_s(&run),
+            Some((1e6, "label throughput_bits_per_s".to_string()))
+        );
+        run.meta.annotations.throughput_bits_per_s = Some(16e6);
+        assert_eq!(
+            known_throughput_bytes_per_s(&run),
+            Some((2e6, "annotation throughput_bits_per_s".to_string()))
         );
     }
 }

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::parse::{parse_duration, parse_label, parse_size};
+use crate::parse::{parse_duration, parse_label, parse_link, parse_size, parse_throughput};
 
 /// Find the ceiling of this machine's network I/O and name what sets it.
 #[derive(Debug, Parser)]
@@ -23,12 +23,22 @@ pub enum Command {
     /// interval, around any workload. With `-- CMD ARGS…`, launch the command, observe until it
     /// exits, keep its output in the run, and exit with its exit code.
     Watch(WatchArgs),
+    /// Import other tools' logs (vmstat, sar, mpstat, lock profiles, Erlang, iperf3 JSON, /proc
+    /// snapshots, tables) and diagnose them like a live run; or analyze a stored run again.
+    Analyze(AnalyzeArgs),
     /// List stored runs, newest first.
     Runs(RunsArgs),
     /// Show a stored run's summary, results and findings again.
     Show(ShowArgs),
     /// Remove stored runs.
     Rm(RmArgs),
+    /// Write a stored run as JSON (the whole Run), CSV (the series, units in the header) or markdown.
+    Export(ExportArgs),
+    /// One self-contained HTML file with charts of one or more stored runs.
+    Report(ReportArgs),
+    /// Two stored runs side by side: headline and normalized figures, distributions, and
+    /// whether the difference is significant.
+    Compare(CompareArgs),
     /// A standalone receiver for `netceil run … --to ADDR:PORT`: counts UDP trains, sinks TCP
     /// streams and echoes request/response traffic, on one port number (UDP and TCP).
     Recv(RecvArgs),
@@ -259,4 +269,86 @@ pub struct RmArgs {
     /// Run ids, unique prefixes, or `last`.
     #[arg(required = true)]
     pub runs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A run id, a unique prefix of one, or `last`.
+    pub run: String,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// Output file, or - for stdout.
+    #[arg(short, long, default_value = "-")]
+    pub output: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run ids, unique prefixes, or `last`.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// The HTML file to write (or - for stdout).
+    #[arg(short, long, default_value = "report.html")]
+    pub output: std::path::PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A (id, unique prefix, or `last`).
+    pub a: String,
+    /// Run B.
+    pub b: String,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Log files (- for stdin), or stored runs (an id, a unique prefix, or `last`).
+    #[arg(required = true, value_name = "FILE|RUN")]
+    pub inputs: Vec<String>,
+    /// The log's format; `auto` detects it and says why when it cannot.
+    #[arg(long, value_name = "auto|NAME")]
+    pub format: Option<String>,
+    /// The sampling interval of a log whose lines carry no time (vmstat 1 → 1s).
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// The throughput seen while the log was taken, which the log cannot know (18MB/s, 700Mbit).
+    #[arg(long, value_parser = parse_throughput, value_name = "RATE")]
+    pub throughput: Option<f64>,
+    /// The link speed the traffic crossed (1G, 10G, 40Gbit).
+    #[arg(long, value_parser = parse_link, value_name = "SPEED")]
+    pub link: Option<f64>,
+    /// The bus the NIC sits on (PCIe1.1x1, "PCIe 3.0 x8", PCI32/33).
+    #[arg(long)]
+    pub bus: Option<String>,
+    /// The wall time a lock profile covers (profiling ran for 30s before the dump).
+    #[arg(long, value_parser = parse_duration)]
+    pub window: Option<Duration>,
+    /// The CPUs a lock profile's waits are summed over (default: the run's own CPU count).
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// A label to keep with the imported run (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// Print the run(s) with findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not keep imported runs in the store.
+    #[arg(long)]
+    pub no_store: bool,
 }

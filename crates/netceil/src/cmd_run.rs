@@ -118,6 +118,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         top.notes
             .push("interrupted (Ctrl-C): results cover the time measured so far".into());
     }
+    netceil_analyze::analyze_into(&mut top);
     let stored = h.rec.finish(&top);
     emit(&top, common.json, stored.as_deref(), store.as_ref())?;
     Ok(if interrupted { 130 } else { 0 })
@@ -532,6 +533,7 @@ pub(crate) fn emit(
         writeln!(out).context("writing to stdout")?;
     } else {
         write!(out, "{}", summary::render(run)).context("writing to stdout")?;
+        write!(out, "{}", summary::verdict(run)).context("writing to stdout")?;
         match (stored, store) {
             (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
             _ => writeln!(out, "not stored"),

@@ -36,6 +36,18 @@ fn kind(s: &RunSummary) -> String {
     }
 }
 
+/// A start time, or `unknown` for logs that carry none (a sar or vmstat capture without dates).
+fn when(unix_s: f64) -> String {
+    if unix_s > 0.0 {
+        time::format_utc(unix_s)
+            .replace('T', " ")
+            .trim_end_matches('Z')
+            .to_string()
+    } else {
+        "unknown".into()
+    }
+}
+
 /// The one figure that says most about a run: rx bit/s and pps, else tps.
 fn headline(s: &RunSummary) -> String {
     match (s.rx_app_bits_per_s, s.rx_app_pps, s.transactions_per_s) {
@@ -59,7 +71,7 @@ pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
             .iter()
             .map(|s| {
                 serde_json::json!({
-                    "run_id": s.run_id, "started": time::format_utc(s.started_unix_s), "kind": kind(s),
+                    "run_id": s.run_id, "started": (s.started_unix_s > 0.0).then(|| time::format_utc(s.started_unix_s)), "kind": kind(s),
                     "labels": s.labels, "complete": s.complete, "rx_app_bits_per_s": s.rx_app_bits_per_s,
                     "rx_app_pps": s.rx_app_pps, "transactions_per_s": s.transactions_per_s, "verdict": s.verdict,
                 })
@@ -96,10 +108,7 @@ pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
         }
         t.add_row(vec![
             id,
-            time::format_utc(s.started_unix_s)
-                .replace('T', " ")
-                .trim_end_matches('Z')
-                .to_string(),
+            when(s.started_unix_s),
             kind(s),
             labels,
             headline(s),
@@ -132,7 +141,11 @@ pub fn show(args: ShowArgs) -> Result<u8, Failure> {
             RunSource::Watched { command: None } => "watched".to_string(),
             RunSource::Imported { format, file } => format!("imported {format} from {file}"),
         },
-        time::format_utc(run.meta.started_unix_s),
+        if run.meta.started_unix_s > 0.0 {
+            time::format_utc(run.meta.started_unix_s)
+        } else {
+            "at an unknown time".into()
+        },
         if run.meta.complete {
             ""
         } else {

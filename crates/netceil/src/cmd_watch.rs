@@ -170,6 +170,7 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         run.notes.push(format!("command exited with {s}"));
     }
     run.meta.complete = true;
+    netceil_analyze::analyze_into(&mut run);
     let stored = rec.finish(&run);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -187,10 +188,8 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             args.interval
         )
         .context("writing to stdout")?;
-        for m in &run.series.missing {
-            writeln!(out, "not measured: {}: {}", m.metric, m.reason)
-                .context("writing to stdout")?;
-        }
+        write!(out, "{}", crate::summary::verdict(&run)).context("writing to stdout")?;
+        write!(out, "{}", crate::summary::missing(&run.series)).context("writing to stdout")?;
         match (stored, &store) {
             (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
             _ => writeln!(out, "not stored"),

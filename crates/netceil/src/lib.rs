@@ -2,7 +2,9 @@
 //! library crates; this crate decides what to run and how to show it.
 
 mod cli;
+mod cmd_analyze;
 mod cmd_recv;
+mod cmd_report;
 mod cmd_run;
 mod cmd_store;
 mod cmd_watch;
@@ -79,9 +81,13 @@ pub fn main() -> ExitCode {
         cli::Command::Run(args) => cmd_run::run(args),
         cli::Command::Recv(args) => cmd_recv::run(args),
         cli::Command::Watch(args) => cmd_watch::run(args),
+        cli::Command::Analyze(args) => cmd_analyze::run(args),
         cli::Command::Runs(args) => cmd_store::runs(args),
         cli::Command::Show(args) => cmd_store::show(args),
         cli::Command::Rm(args) => cmd_store::rm(args),
+        cli::Command::Export(args) => cmd_report::export(args),
+        cli::Command::Report(args) => cmd_report::report(args),
+        cli::Command::Compare(args) => cmd_report::compare(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -57,6 +57,56 @@ pub fn parse_label(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// A throughput as a person quotes it, to bit/s. An upper-case `B` means bytes (`18MB/s`
+/// decimal, `18MiB/s` binary); anything else is bits (`700Mbit`, `700Mb/s`, `1.5Gbit/s`).
+pub fn parse_throughput(text: &str) -> Result<f64, String> {
+    let bad =
+        || format!("'{text}' is not a throughput; expected e.g. 18MB/s, 700Mbit or 1.5Gbit/s");
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (t[..split].trim(), t[split..].trim());
+    let value: f64 = num.parse().map_err(|_| bad())?;
+    if value <= 0.0 {
+        return Err(format!("'{text}' must be greater than zero"));
+    }
+    if unit.contains('B') {
+        let mult = match unit.trim_end_matches("/s") {
+            "B" => 1.0,
+            "kB" | "KB" => 1e3,
+            "MB" => 1e6,
+            "GB" => 1e9,
+            "KiB" => 1024.0,
+            "MiB" => 1024.0 * 1024.0,
+            "GiB" => 1024.0 * 1024.0 * 1024.0,
+            _ => return Err(bad()),
+        };
+        return Ok(value * mult * 8.0);
+    }
+    let unit = unit.to_ascii_lowercase().replace("b/s", "bit");
+    match netceil_model::Rate::parse(&format!("{num}{unit}")) {
+        Ok(netceil_model::Rate::BitsPerSecond(b)) => Ok(b),
+        _ => Err(bad()),
+    }
+}
+
+/// A link speed: `1G`, `10G`, `40Gbit`, `100M`, `2.5G` (bits per second, decimal).
+pub fn parse_link(text: &str) -> Result<f64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t
+        .trim_end_matches("/s")
+        .trim_end_matches("bps")
+        .trim_end_matches("bit")
+        .trim_end_matches("b");
+    match netceil_model::Rate::parse(&format!("{t}bit")) {
+        Ok(netceil_model::Rate::BitsPerSecond(b)) => Ok(b),
+        _ => Err(format!(
+            "'{text}' is not a link speed; expected e.g. 1G, 10G, 40Gbit or 100M"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +131,22 @@ mod tests {
         assert_eq!(parse_size("128K").unwrap(), 131_072);
         assert_eq!(parse_size("1M").unwrap(), 1 << 20);
         assert!(parse_size("big").is_err());
+    }
+
+    #[test]
+    fn throughputs_and_links() {
+        assert_eq!(parse_throughput("18MB/s").unwrap(), 144e6);
+        assert_eq!(parse_throughput("35 MB/s").unwrap(), 280e6);
+        assert_eq!(parse_throughput("1MiB/s").unwrap(), 8.0 * 1_048_576.0);
+        assert_eq!(parse_throughput("700Mbit").unwrap(), 700e6);
+        assert_eq!(parse_throughput("700Mb/s").unwrap(), 700e6);
+        assert_eq!(parse_throughput("1.5Gbit/s").unwrap(), 1.5e9);
+        assert!(parse_throughput("fast").is_err());
+        assert!(parse_throughput("0MB/s").is_err());
+        assert_eq!(parse_link("1G").unwrap(), 1e9);
+        assert_eq!(parse_link("40Gbit").unwrap(), 40e9);
+        assert_eq!(parse_link("100M").unwrap(), 100e6);
+        assert!(parse_link("ten").is_err());
     }
 
     #[test]

@@ -23,6 +23,52 @@ pub fn render(run: &Run) -> String {
     s
 }
 
+/// The analyzer's findings, most confident first; says so when there are none.
+pub fn verdict(run: &Run) -> String {
+    let mut s = String::new();
+    if run.findings.is_empty() {
+        let _ = writeln!(s, "verdict: no findings");
+        return s;
+    }
+    let _ = writeln!(s, "verdict:");
+    for f in &run.findings {
+        let _ = write!(s, "  {}", f.to_string().replace("\n  ", "\n    "));
+    }
+    s
+}
+
+/// What could not be measured, one line per reason (the same reason often covers dozens of
+/// per-CPU or per-protocol metrics); the full list is in the run.
+pub fn missing(series: &netceil_model::Series) -> String {
+    // Per-CPU variants of one reason ("cpu0: …", "cpu1: …") read as one: strip the prefix.
+    let mut by_reason: Vec<(String, Vec<&str>)> = Vec::new();
+    for m in &series.missing {
+        let reason = match m.reason.split_once(": ") {
+            Some((head, rest))
+                if head.starts_with("cpu") && head[3..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                rest.to_string()
+            }
+            _ => m.reason.clone(),
+        };
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(&m.metric),
+            None => by_reason.push((reason, vec![&m.metric])),
+        }
+    }
+    let mut s = String::new();
+    for (reason, names) in by_reason {
+        let shown = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+        let more = if names.len() > 3 {
+            format!(" and {} more", names.len() - 3)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "not measured ({shown}{more}): {reason}");
+    }
+    s
+}
+
 fn kind(run: &Run) -> Option<WorkloadKind> {
     run.workload.as_ref().map(|w| w.kind)
 }

@@ -140,3 +140,87 @@ fn bad_input_exits_2_with_a_message() {
             .stderr(contains(*needle));
     }
 }
+
+#[test]
+fn sender_to_a_standalone_receiver_learns_the_far_side() {
+    // A free port: bind, read it, release (the receiver binds it again at once).
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let recv = std::process::Command::new(assert_cmd::cargo::cargo_bin("netceil"))
+        .args(["recv", "--listen", &addr, "--duration", "6", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let v = run_json(&[
+        "run",
+        "udp",
+        "--to",
+        &addr,
+        "--rate",
+        "10k",
+        "--duration",
+        "1",
+    ]);
+    let r = &v["results"];
+    let tx = r["tx_packets"].as_u64().unwrap();
+    assert!(tx > 9_000, "sent {tx}");
+    // The receiver's own count came back in its end-of-flow report.
+    assert_eq!(
+        r["rx_app_packets"].as_u64().unwrap() + r["lost_packets"].as_u64().unwrap(),
+        tx,
+        "{r}"
+    );
+    let out = recv.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let served: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        served["udp"]["rx_packets"].as_u64().unwrap(),
+        r["rx_app_packets"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn analyze_explains_an_unknown_format_and_reads_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello world\nthis is not a log\n").unwrap();
+    netceil()
+        .args(["analyze", "--no-store", junk.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(contains("format not recognised"))
+        .stderr(contains("not vmstat-linux"));
+    let sk0 = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/seeds/freebsd-vmstat-sk0.txt"
+    ))
+    .unwrap();
+    let out = netceil()
+        .args([
+            "analyze",
+            "--no-store",
+            "--json",
+            "--throughput",
+            "18MB/s",
+            "-",
+        ])
+        .write_stdin(sk0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        run["findings"][0]["cause"], "interrupt_bound",
+        "{}",
+        run["findings"]
+    );
+}

@@ -82,28 +82,32 @@ fn runs_are_stored_listed_shown_and_removed() {
     netceil(&db).args(["show", &id]).assert().code(2);
 }
 
-#[test]
-fn kill_9_leaves_a_readable_incomplete_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.db");
+/// Starts a 200 ms `watch` recording into `db`, sends it `signal` after 1.5 s, and returns its
+/// exit status and how long it took to end after the signal.
+fn watch_then_signal(
+    db: &Path,
+    signal: nix::sys::signal::Signal,
+) -> (std::process::ExitStatus, Duration) {
     let bin = assert_cmd::cargo::cargo_bin("netceil");
     let mut child = std::process::Command::new(bin)
-        .env("NETCEIL_DB", &db)
+        .env("NETCEIL_DB", db)
         .args(["watch", "--duration", "30", "--interval", "200ms", "-q"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    let sent = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let status = child.wait().unwrap();
-    assert!(!status.success());
-    let killed_after = started.elapsed().as_secs_f64();
+    (status, sent.elapsed())
+}
 
+#[test]
+fn kill_9_leaves_a_readable_incomplete_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let (status, _) = watch_then_signal(&db, nix::sys::signal::Signal::SIGKILL);
+    assert!(!status.success());
     let run = json(netceil(&db).args(["show", "last", "--json"]));
     assert_eq!(
         run["meta"]["complete"], false,
@@ -111,10 +115,7 @@ fn kill_9_leaves_a_readable_incomplete_run() {
     );
     let rows = run["series"]["t_s"].as_array().unwrap().len();
     // 200 ms rows over ~1.5 s: every interval before the kill was flushed (allow start-up time).
-    assert!(
-        rows >= 4,
-        "{rows} rows stored before the kill at {killed_after:.1} s"
-    );
+    assert!(rows >= 4, "{rows} rows stored before the kill");
     let listed = json(netceil(&db).args(["runs", "--json"]));
     assert_eq!(listed[0]["complete"], false);
 }
@@ -123,25 +124,10 @@ fn kill_9_leaves_a_readable_incomplete_run() {
 fn ctrl_c_ends_watch_cleanly_and_keeps_what_was_sampled() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
-    let bin = assert_cmd::cargo::cargo_bin("netceil");
-    let mut child = std::process::Command::new(bin)
-        .env("NETCEIL_DB", &db)
-        .args(["watch", "--duration", "30", "--interval", "200ms", "-q"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let sent = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+    let (status, took) = watch_then_signal(&db, nix::sys::signal::Signal::SIGINT);
     assert!(
-        sent.elapsed() < Duration::from_secs(3),
-        "Ctrl-C took {:?} to end the watch",
-        sent.elapsed()
+        took < Duration::from_secs(3),
+        "Ctrl-C took {took:?} to end the watch"
     );
     assert!(status.success(), "{status}");
     let run = json(netceil(&db).args(["show", "last", "--json"]));

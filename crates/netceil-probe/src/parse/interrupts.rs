@@ -18,7 +18,7 @@
 //! [`nic_queue`] reads NIC queue names such as `eth0-TxRx-3` into interface, queue and
 //! direction.
 
-use super::{cpu_header, first_line, parse_u64, Line};
+use super::{cpu_header, first_line, parse_u64, token_spans, Line};
 use crate::error::{Found, ParseError};
 
 /// The file this parser is for.
@@ -156,7 +156,7 @@ fn hwirq_handler(token: &str) -> Option<(&str, &str)> {
 
 /// Splits `chip [hwirq] [trigger] names` into its parts (see the module docs for the layouts).
 fn split_description(desc: &str) -> Description {
-    let tokens: Vec<(usize, &str)> = token_spans(desc);
+    let tokens: Vec<(usize, &str)> = token_spans(desc).collect();
     if tokens.is_empty() {
         return (None, None, None, Vec::new());
     }
@@ -192,25 +192,6 @@ fn split_description(desc: &str) -> Description {
         None,
         split_names(&desc[start + chip.len()..]),
     )
-}
-
-fn token_spans(s: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i > start {
-            out.push((start, &s[start..i]));
-        }
-    }
-    out
 }
 
 fn split_names(s: &str) -> Vec<String> {

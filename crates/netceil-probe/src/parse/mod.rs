@@ -192,9 +192,36 @@ pub(crate) fn first_line<'a>(
         .ok_or_else(|| ParseError::new(source, 1, None, expected, Found::EndOfInput))
 }
 
+/// The whitespace-separated tokens of a line, each with its byte offset in the line: for
+/// layouts where what lies between tokens matters (a chip name with spaces, a lock name),
+/// so a token's position is needed to slice the text around it. The /proc parsers and the
+/// importers split lines with this one function so they agree on what whitespace is.
+pub fn token_spans(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        (i > start).then(|| (start, &line[start..i]))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_spans_give_offsets_and_skip_runs_of_whitespace() {
+        let spans: Vec<_> = token_spans(" a  bc\td\n").collect();
+        assert_eq!(spans, [(1, "a"), (4, "bc"), (7, "d")]);
+        assert_eq!(token_spans(" \t ").count(), 0);
+        assert_eq!(token_spans("").count(), 0);
+    }
 
     #[test]
     fn line_cursor_reports_field_positions() {

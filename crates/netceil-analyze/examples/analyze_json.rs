@@ -1,0 +1,45 @@
+//! Analyzes a Run saved as JSON (`netceil run … --json > run.json`) and prints its findings:
+//! a way to try the analyzer on live runs before the CLI wires it in.
+//!
+//! `cargo run -p netceil-analyze --example analyze_json -- run.json [--window 30s] [--cpus 8]`
+
+use netceil_analyze::{analyze_with, Options};
+use netceil_model::Run;
+
+fn main() {
+    let mut opts = Options::default();
+    let mut path = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--window" => {
+                opts.window_s = args
+                    .next()
+                    .and_then(|w| w.trim_end_matches('s').parse().ok())
+            }
+            "--cpus" => opts.cpus = args.next().and_then(|c| c.parse().ok()),
+            _ => path = Some(a),
+        }
+    }
+    let Some(path) = path else {
+        eprintln!("usage: analyze_json RUN.json [--window SECONDS] [--cpus N]");
+        std::process::exit(2);
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{path}: {e}");
+            std::process::exit(1);
+        }
+    };
+    let run: Run = match serde_json::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{path}: not a netceil Run: {e}");
+            std::process::exit(1);
+        }
+    };
+    for f in analyze_with(&run, &opts) {
+        print!("{f}");
+    }
+}

@@ -1,0 +1,539 @@
+//! What every rule needs to know about one run: its load rows, whether it carried network
+//! traffic at all, its CPU figures and its throughput, each averaged over the load phase.
+//!
+//! Keeping these in one place makes the rules short and makes them agree: every rule uses the
+//! same load window, the same CPU count and the same throughput.
+
+use std::ops::Range;
+
+use netceil_model::{names as n, Advice, Evidence, Finding, Metric, Run, RunSource, Series};
+
+use crate::fmt;
+use crate::phases::{phases, row_window, Phases};
+use crate::stats::{self, mean, present, ramp};
+use crate::Options;
+
+/// Whether the run carried network traffic: the network rules speak only about network load.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NetActivity {
+    /// Traffic was measured or annotated; the text says which and how much.
+    Seen(String),
+    /// Network counters were measured and show no load worth the name.
+    Absent(String),
+    /// The log has no network counters at all (a vmstat capture): assumed, with less confidence.
+    Unknown,
+}
+
+/// The operating system, when the run says: it picks which knobs to name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    FreeBsd,
+    Unknown,
+}
+
+/// A throughput and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throughput {
+    pub bits_per_s: f64,
+    /// The metric (or results field, or annotation) it was read from.
+    pub metric: String,
+    /// True when measured over the load phase, false when annotated or from totals.
+    pub measured_in_window: bool,
+}
+
+/// One run as the rules see it.
+pub struct Ctx<'a> {
+    pub run: &'a Run,
+    pub opts: &'a Options,
+    pub phases: Phases,
+    /// The rows every average covers: the load phase, or the whole series (see `rows_note`).
+    pub rows: Range<usize>,
+    /// How `rows` was chosen, in words.
+    pub rows_note: String,
+    pub net: NetActivity,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(run: &'a Run, opts: &'a Options) -> Ctx<'a> {
+        let series = &run.series;
+        let phases = phases(series);
+        let traffic_in_results = run.results.as_ref().is_some_and(|r| {
+            r.tx_packets > 0 || r.rx_app_packets > 0 || r.tx_bytes > 0 || r.rx_app_bytes > 0
+        });
+        let (rows, rows_note) = if phases.has_load() {
+            let key = phases
+                .key
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            (
+                phases.load.clone(),
+                format!(
+                    "averages cover the load phase, rows {}–{} of {} (keyed on {key})",
+                    phases.load.start + 1,
+                    phases.load.end,
+                    series.len()
+                ),
+            )
+        } else if !series.is_empty()
+            && (matches!(run.source, RunSource::Imported { .. }) || traffic_in_results)
+        {
+            (
+                0..series.len(),
+                if series.len() == 1 {
+                    "averages cover the only row".to_string()
+                } else {
+                    format!(
+                        "averages cover all {} rows: no idle rows to tell load from idle",
+                        series.len()
+                    )
+                },
+            )
+        } else {
+            (0..0, format!("no load phase: {}", phases.rule))
+        };
+        let mut ctx = Ctx {
+            run,
+            opts,
+            phases,
+            rows,
+            rows_note,
+            net: NetActivity::Unknown,
+        };
+        ctx.net = ctx.net_activity(traffic_in_results);
+        ctx
+    }
+
+    pub fn series(&self) -> &Series {
+        &self.run.series
+    }
+
+    /// The load window in seconds since the run's start.
+    pub fn window(&self) -> Option<(f64, f64)> {
+        row_window(self.series(), &self.rows)
+    }
+
+    /// The length of the load window, or the workload's duration when there is no series.
+    pub fn duration_s(&self) -> Option<f64> {
+        self.window()
+            .map(|(a, b)| b - a)
+            .filter(|d| *d > 0.0)
+            .or_else(|| {
+                self.run
+                    .results
+                    .as_ref()
+                    .map(|r| r.duration_s)
+                    .filter(|d| *d > 0.0)
+            })
+    }
+
+    /// A metric's values over the load rows, missing ones skipped.
+    pub fn values(&self, m: &Metric) -> Vec<f64> {
+        let end = self.rows.end.min(m.values.len());
+        let start = self.rows.start.min(end);
+        present(&m.values[start..end])
+    }
+
+    /// A metric's mean over the load rows.
+    pub fn mean_of(&self, m: &Metric) -> Option<f64> {
+        mean(&self.values(m))
+    }
+
+    /// The mean of the unlabeled metric `name` over the load rows.
+    pub fn total_mean(&self, name: &str) -> Option<f64> {
+        self.series().total(name).and_then(|m| self.mean_of(m))
+    }
+
+    /// How much the amount of data supports a verdict: 0.6 for a single row, 1 from ten rows
+    /// (a few seconds of `vmstat 1` are noisy; ten are a fair sample).
+    pub fn data_factor(&self) -> f64 {
+        0.6 + 0.4 * ramp(self.rows.len() as f64, 1.0, 10.0)
+    }
+
+    /// Confidence factor for "was this network load?": 1 when measured, 0.8 when the log has no
+    /// network counters and it is assumed.
+    pub fn net_factor(&self) -> f64 {
+        match self.net {
+            NetActivity::Seen(_) => 1.0,
+            NetActivity::Unknown => 0.8,
+            NetActivity::Absent(_) => 0.0,
+        }
+    }
+
+    /// True when the network rules may speak: traffic seen, or a log without network counters.
+    pub fn net_possible(&self) -> bool {
+        !matches!(self.net, NetActivity::Absent(_)) && !self.rows.is_empty()
+    }
+
+    /// Means of a labeled metric by CPU number, ascending by CPU.
+    pub fn per_cpu(&self, name: &str) -> Vec<(u32, f64)> {
+        let mut out: Vec<(u32, f64)> = self
+            .series()
+            .by_name(name)
+            .filter_map(|m| {
+                let cpu = m.id.label(n::LABEL_CPU)?.parse().ok()?;
+                Some((cpu, self.mean_of(m)?))
+            })
+            .collect();
+        out.sort_by_key(|(c, _)| *c);
+        out
+    }
+
+    /// Per-CPU busy %: `cpu_busy_pct{cpu}`, else 100 − idle.
+    pub fn per_cpu_busy(&self) -> Vec<(u32, f64)> {
+        let busy = self.per_cpu(n::CPU_BUSY_PCT);
+        if !busy.is_empty() {
+            return busy;
+        }
+        self.per_cpu(n::CPU_IDLE_PCT)
+            .into_iter()
+            .map(|(c, idle)| (c, 100.0 - idle))
+            .collect()
+    }
+
+    /// Per-CPU kernel share: system + softirq + irq (those present).
+    pub fn per_cpu_kernel(&self) -> Vec<(u32, f64)> {
+        let sys = self.per_cpu(n::CPU_SYSTEM_PCT);
+        let si = self.per_cpu(n::CPU_SOFTIRQ_PCT);
+        let irq = self.per_cpu(n::CPU_IRQ_PCT);
+        let find =
+            |v: &[(u32, f64)], c: u32| v.iter().find(|(x, _)| *x == c).map_or(0.0, |(_, v)| *v);
+        sys.iter()
+            .map(|&(c, s)| (c, s + find(&si, c) + find(&irq, c)))
+            .collect()
+    }
+
+    /// Machine-wide CPU busy %, 0–100 averaged over CPUs, and the metric it came from.
+    pub fn machine_busy(&self) -> Option<(f64, &'static str)> {
+        if let Some(b) = self.total_mean(n::CPU_BUSY_PCT) {
+            return Some((b, n::CPU_BUSY_PCT));
+        }
+        if let Some(idle) = self.total_mean(n::CPU_IDLE_PCT) {
+            let iowait = self.total_mean(n::CPU_IOWAIT_PCT).unwrap_or(0.0);
+            return Some(((100.0 - idle - iowait).max(0.0), n::CPU_IDLE_PCT));
+        }
+        let parts = [
+            n::CPU_USER_PCT,
+            n::CPU_NICE_PCT,
+            n::CPU_SYSTEM_PCT,
+            n::CPU_IRQ_PCT,
+            n::CPU_SOFTIRQ_PCT,
+        ];
+        let sum: Vec<f64> = parts.iter().filter_map(|p| self.total_mean(p)).collect();
+        (!sum.is_empty() && self.total_mean(n::CPU_SYSTEM_PCT).is_some())
+            .then(|| (sum.iter().sum::<f64>().min(100.0), n::CPU_SYSTEM_PCT))
+    }
+
+    /// Machine-wide idle %.
+    pub fn machine_idle(&self) -> Option<f64> {
+        self.total_mean(n::CPU_IDLE_PCT)
+            .or_else(|| self.machine_busy().map(|(b, _)| 100.0 - b))
+    }
+
+    /// The CPU count: given, else the number of CPUs the series names (the machine's, whatever
+    /// affinity the recorder ran with), else the host's.
+    pub fn cpus(&self) -> Option<u32> {
+        if let Some(c) = self.opts.cpus.filter(|c| *c > 0) {
+            return Some(c);
+        }
+        let labeled = self.per_cpu_busy().len();
+        if labeled > 0 {
+            return Some(labeled as u32);
+        }
+        self.run.meta.host.cpus.filter(|c| *c > 0)
+    }
+
+    /// True when a paced workload got the rate it asked for without loss: then no resource
+    /// bound its throughput, whatever the CPU or interrupt figures look like.
+    pub fn offered_met(&self) -> bool {
+        let Some(r) = self.run.results.as_ref() else {
+            return false;
+        };
+        let Some(ratio) = r.generator.achieved_ratio else {
+            return false;
+        };
+        let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+        let loss = if sent > 0 {
+            1.0 - r.rx_app_packets as f64 / sent as f64
+        } else {
+            0.0
+        };
+        ratio >= 0.99 && !r.generator_limited && loss < 0.01
+    }
+
+    /// The run's throughput over the load phase, by preference: the workload's receiver, the
+    /// busiest interface, the workload totals, the person's annotation.
+    pub fn throughput(&self) -> Option<Throughput> {
+        let from_series = |m: &Metric| {
+            self.mean_of(m).filter(|v| *v > 0.0).map(|v| Throughput {
+                bits_per_s: v,
+                metric: m.id.to_string(),
+                measured_in_window: true,
+            })
+        };
+        if let Some(t) = self
+            .series()
+            .total(n::LOAD_RX_BITS_PER_S)
+            .and_then(from_series)
+        {
+            return Some(t);
+        }
+        if let Some(t) = self
+            .busiest(&[n::IFACE_RX_BITS_PER_S, n::IFACE_TX_BITS_PER_S])
+            .and_then(from_series)
+        {
+            if t.bits_per_s >= 1e6 {
+                return Some(t);
+            }
+        }
+        if let Some(r) = &self.run.results {
+            for (v, field) in [
+                (r.rx_app_bits_per_s, "results.rx_app_bits_per_s"),
+                (r.tx_bits_per_s, "results.tx_bits_per_s"),
+            ] {
+                if v > 0.0 {
+                    return Some(Throughput {
+                        bits_per_s: v,
+                        metric: field.into(),
+                        measured_in_window: false,
+                    });
+                }
+            }
+        }
+        self.run
+            .meta
+            .annotations
+            .throughput_bits_per_s
+            .filter(|v| *v > 0.0)
+            .map(|v| Throughput {
+                bits_per_s: v,
+                metric: "annotations.throughput_bits_per_s".into(),
+                measured_in_window: false,
+            })
+    }
+
+    /// The run's packet rate over the load phase, and where it came from.
+    pub fn packet_rate(&self) -> Option<(f64, String)> {
+        if let Some(m) = self.series().total(n::LOAD_RX_PPS) {
+            if let Some(v) = self.mean_of(m).filter(|v| *v > 0.0) {
+                return Some((v, m.id.to_string()));
+            }
+        }
+        if let Some(m) = self.busiest(&[n::IFACE_RX_PPS, n::IFACE_TX_PPS]) {
+            if let Some(v) = self.mean_of(m).filter(|v| *v >= 1e3) {
+                return Some((v, m.id.to_string()));
+            }
+        }
+        let r = self.run.results.as_ref()?;
+        (r.rx_app_pps > 0.0)
+            .then(|| (r.rx_app_pps, "results.rx_app_pps".to_string()))
+            .or_else(|| (r.tx_pps > 0.0).then(|| (r.tx_pps, "results.tx_pps".to_string())))
+    }
+
+    /// The metric among `names` (any labels) with the largest mean over the load rows.
+    pub fn busiest(&self, names: &[&str]) -> Option<&'a Metric> {
+        self.run
+            .series
+            .metrics
+            .iter()
+            .filter(|m| names.contains(&m.id.name.as_str()))
+            .filter_map(|m| self.mean_of(m).map(|v| (m, v)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(m, _)| m)
+    }
+
+    /// The Ethernet frame size of the traffic (header + payload + FCS), and how it is known:
+    /// the workload's frame size, else the busiest NIC's MTU + 18, else a 1518-byte frame
+    /// assumed.
+    pub fn frame_bytes(&self) -> (f64, String) {
+        if let Some(f) = self.run.results.as_ref().and_then(|r| r.frame_bytes) {
+            return (f as f64, format!("{f}-byte frames"));
+        }
+        let iface = self
+            .busiest(&[n::IFACE_RX_BITS_PER_S, n::IFACE_TX_BITS_PER_S])
+            .and_then(|m| m.id.label(n::LABEL_IFACE));
+        let nics = &self.run.meta.host.nics;
+        let nic = nics
+            .iter()
+            .find(|nic| Some(nic.name.as_str()) == iface && nic.mtu.is_some())
+            .or_else(|| {
+                nics.iter()
+                    .find(|nic| nic.name != "lo" && nic.mtu.is_some())
+            });
+        if let Some(mtu) = nic.and_then(|nic| nic.mtu) {
+            let frame = f64::from(mtu) + 18.0;
+            return (frame, format!("{frame:.0}-byte frames (MTU {mtu} + 18)"));
+        }
+        (1518.0, "1518-byte frames (MTU 1500 assumed)".into())
+    }
+
+    /// The OS the run was measured on, from the host or the import format.
+    pub fn os(&self) -> Os {
+        let mut text = self.run.meta.host.os.clone().unwrap_or_default();
+        if let RunSource::Imported { format, file } = &self.run.source {
+            text.push(' ');
+            text.push_str(format);
+            text.push(' ');
+            text.push_str(file);
+        }
+        let t = text.to_ascii_lowercase();
+        if t.contains("freebsd") {
+            Os::FreeBsd
+        } else if t.contains("linux") || t.contains("procps") || t.contains("sysstat") {
+            Os::Linux
+        } else {
+            Os::Unknown
+        }
+    }
+
+    /// What an importer said about one row (`row 1 (t=1 s): sbwt=very_long` in the run's
+    /// notes): the label of a table row that is a sweep point rather than a moment.
+    pub fn row_label(&self, row: usize) -> Option<String> {
+        let prefix = format!("row {} (", row + 1);
+        self.run
+            .notes
+            .iter()
+            .find(|n| n.starts_with(&prefix))
+            .and_then(|n| {
+                n.split_once("): ")
+                    .map(|(_, label)| label.trim().to_string())
+            })
+            .filter(|l| !l.is_empty())
+    }
+
+    /// A piece of evidence over the load window.
+    pub fn ev(
+        &self,
+        metric: impl Into<String>,
+        value: Option<f64>,
+        text: impl Into<String>,
+    ) -> Evidence {
+        Evidence {
+            metric: metric.into(),
+            window_s: self.window(),
+            value,
+            text: text.into(),
+        }
+    }
+
+    /// Evidence about a total, not a window (results, annotations, lock tables).
+    pub fn ev_total(
+        &self,
+        metric: impl Into<String>,
+        value: Option<f64>,
+        text: impl Into<String>,
+    ) -> Evidence {
+        Evidence {
+            metric: metric.into(),
+            window_s: None,
+            value,
+            text: text.into(),
+        }
+    }
+
+    /// "over the load phase (5–43 s)" for summaries.
+    pub fn window_words(&self) -> String {
+        match self.window().filter(|(a, b)| b > a) {
+            Some((a, b)) if self.phases.has_load() => {
+                format!("over the load phase ({a:.0}–{b:.0} s)")
+            }
+            Some((a, b)) => format!("over {a:.0}–{b:.0} s"),
+            None => "over the run".into(),
+        }
+    }
+
+    fn net_activity(&self, traffic_in_results: bool) -> NetActivity {
+        if traffic_in_results {
+            if let Some(r) = &self.run.results {
+                return NetActivity::Seen(format!(
+                    "the workload sent {} packets ({} bytes)",
+                    fmt::si(r.tx_packets as f64),
+                    fmt::si(r.tx_bytes as f64)
+                ));
+            }
+        }
+        if let Some(t) = self
+            .run
+            .meta
+            .annotations
+            .throughput_bits_per_s
+            .filter(|t| *t > 0.0)
+        {
+            return NetActivity::Seen(format!("{} as annotated", fmt::bits(t)));
+        }
+        let s = self.series();
+        let whole = |m: &Metric| {
+            stats::present(&m.values)
+                .into_iter()
+                .fold(0.0_f64, f64::max)
+        };
+        let workload = [
+            n::LOAD_RX_BITS_PER_S,
+            n::LOAD_TX_BITS_PER_S,
+            n::LOAD_RX_PPS,
+            n::LOAD_TX_PPS,
+            n::LOAD_TRANSACTIONS_PER_S,
+        ];
+        if let Some(m) = workload
+            .iter()
+            .filter_map(|w| s.total(w))
+            .find(|m| whole(m) > 0.0)
+        {
+            return NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::si(whole(m))));
+        }
+        let peak = |names: &[&str]| {
+            s.metrics
+                .iter()
+                .filter(|m| names.contains(&m.id.name.as_str()))
+                .map(|m| (m, whole(m)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        };
+        let bits = peak(&[n::IFACE_RX_BITS_PER_S, n::IFACE_TX_BITS_PER_S]);
+        let pkts = peak(&[
+            n::IFACE_RX_PPS,
+            n::IFACE_TX_PPS,
+            n::UDP_IN_DATAGRAMS_PER_S,
+            n::TCP_IN_SEGS_PER_S,
+        ]);
+        match (bits, pkts) {
+            (Some((m, v)), _) if v >= 1e6 => {
+                NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::bits(v)))
+            }
+            (_, Some((m, v))) if v >= 1e3 => {
+                NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::per_s(v)))
+            }
+            (Some((m, v)), _) => NetActivity::Absent(format!(
+                "the busiest interface counter, {}, peaked at {}",
+                m.id,
+                fmt::bits(v)
+            )),
+            (None, Some((m, v))) => {
+                NetActivity::Absent(format!("{} peaked at {}", m.id, fmt::per_s(v)))
+            }
+            (None, None) => NetActivity::Unknown,
+        }
+    }
+}
+
+/// A finding with no evidence or advice yet.
+pub fn finding(cause: &str, summary: impl Into<String>, confidence: f64) -> Finding {
+    Finding {
+        cause: cause.into(),
+        summary: summary.into(),
+        confidence: confidence.clamp(0.0, 1.0),
+        evidence: Vec::new(),
+        alternatives: Vec::new(),
+        advice: Vec::new(),
+        next: None,
+    }
+}
+
+/// A knob to try.
+pub fn advice(knob: impl Into<String>, expect: impl Into<String>, caveat: Option<&str>) -> Advice {
+    Advice {
+        knob: knob.into(),
+        expect: expect.into(),
+        caveat: caveat.map(str::to_string),
+    }
+}

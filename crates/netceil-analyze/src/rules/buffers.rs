@@ -1,0 +1,338 @@
+//! Buffers and queues: where packets were dropped on the way in.
+//!
+//! Each stage of the receive path has its own counter and its own knob: the NIC ring
+//! (`rx_missed`), the per-CPU backlog (`softnet dropped`, netdev_max_backlog), the NAPI budget
+//! (`time_squeeze`: not a drop, but a poll that ran out of budget with work left), the socket
+//! buffer (UDP `RcvbufErrors`, SO_RXQ_OVFL drops, TCP backlog drops). The rule reads the rates
+//! over the load phase and the workload's kernel deltas, ranks the stages by drops, and names
+//! the knob of the worst.
+//!
+//! Fires when the drops are ≥ 1/s and ≥ 0.1 % of the packets, or time_squeeze is ≥ 10/s.
+//! Confidence: floor 0.45, band 0.5; strength: the dropped share (0.1 % → 0, 5 % → 1); a
+//! squeeze without drops is reported at 0.35.
+
+use netceil_model::{names as n, Advice, Finding};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx};
+use crate::fmt;
+use crate::stats::ramp;
+
+/// One place where packets can be dropped.
+struct Stage {
+    name: &'static str,
+    metric: String,
+    /// Drops per second over the load phase (or total / duration for results).
+    per_s: f64,
+    total: Option<f64>,
+    /// Counted over the whole run by the workload (kernel deltas), not sampled per interval.
+    whole_run: bool,
+    knob: Advice,
+}
+
+fn socket_advice() -> Advice {
+    advice(
+        "a bigger socket buffer: sysctl net.core.rmem_max=33554432, then SO_RCVBUF (netceil: --rcvbuf 32M)",
+        "bursts are absorbed instead of dropped",
+        Some("no help if the reader is slower than the sender on average: then the reader is the ceiling"),
+    )
+}
+
+fn backlog_advice() -> Advice {
+    advice(
+        "sysctl net.core.netdev_max_backlog=10000 (from 1000)",
+        "fewer backlog drops",
+        Some("a longer queue only absorbs bursts; RPS spreads a backlog stuck on one CPU"),
+    )
+}
+
+/// A stage from the workload's whole-run count when there is one, else from the series.
+fn stage(
+    ctx: &Ctx,
+    name: &'static str,
+    series_metric: &str,
+    total: Option<(&str, u64)>,
+    knob: Advice,
+) -> Option<Stage> {
+    if let Some((field, count)) = total {
+        let d = ctx.run.results.as_ref().map_or(0.0, |r| r.duration_s);
+        return (count > 0 && d > 0.0).then(|| Stage {
+            name,
+            metric: format!("results.kernel.{field}"),
+            per_s: count as f64 / d,
+            total: Some(count as f64),
+            whole_run: true,
+            knob,
+        });
+    }
+    let s = ctx.series();
+    // Interface counters are per interface: their sum is the machine's.
+    let per_iface = series_metric.starts_with("iface_");
+    let means: Vec<f64> = s
+        .by_name(series_metric)
+        .filter(|m| m.id.labels.is_empty() || per_iface)
+        .filter_map(|m| ctx.mean_of(m))
+        .collect();
+    if means.is_empty() {
+        return None;
+    }
+    let per_s: f64 = means.iter().sum();
+    Some(Stage {
+        name,
+        metric: series_metric.into(),
+        per_s,
+        total: ctx.duration_s().map(|d| per_s * d),
+        whole_run: false,
+        knob,
+    })
+}
+
+fn stages(ctx: &Ctx) -> Vec<Stage> {
+    let k = ctx.run.results.as_ref().map(|r| &r.kernel);
+    // Our own socket's drops (SO_RXQ_OVFL) say more than the machine-wide UDP counter.
+    let socket = match (
+        k.and_then(|k| k.socket_drops),
+        k.and_then(|k| k.udp_rcvbuf_errors),
+    ) {
+        (Some(d), _) => stage(
+            ctx,
+            "the receive socket's buffer",
+            "",
+            Some(("socket_drops", d)),
+            socket_advice(),
+        ),
+        (None, Some(e)) => stage(
+            ctx,
+            "the UDP socket buffer",
+            "",
+            Some(("udp_rcvbuf_errors", e)),
+            socket_advice(),
+        ),
+        (None, None) => stage(
+            ctx,
+            "the UDP socket buffer",
+            n::UDP_RCVBUF_ERRORS_PER_S,
+            None,
+            socket_advice(),
+        ),
+    };
+    let backlog = match k.and_then(|k| k.backlog_drops) {
+        Some(d) => stage(
+            ctx,
+            "the per-CPU backlog",
+            "",
+            Some(("backlog_drops", d)),
+            backlog_advice(),
+        ),
+        None => stage(
+            ctx,
+            "the per-CPU backlog",
+            n::SOFTNET_DROPPED_PER_S,
+            None,
+            backlog_advice(),
+        ),
+    };
+    let tcp = stage(
+        ctx,
+        "a socket's TCP backlog",
+        n::TCP_BACKLOG_DROP_PER_S,
+        None,
+        advice(
+            "a faster reader, or more socket memory: sysctl net.ipv4.tcp_rmem",
+            "fewer segments dropped while the socket owner is busy",
+            Some("the owner being busy is the root cause"),
+        ),
+    );
+    let nic = stage(
+        ctx,
+        "the NIC's receive ring",
+        n::IFACE_RX_MISSED_PER_S,
+        None,
+        advice(
+            "a bigger RX ring: ethtool -G IF rx 4096",
+            "fewer frames missed while the host is late refilling the ring",
+            Some("if the CPU serving that queue is saturated, spread it (RSS/RPS) instead"),
+        ),
+    );
+    [socket, backlog, tcp, nic].into_iter().flatten().collect()
+}
+
+/// The packet rate the drops are compared with.
+fn packets_per_s(ctx: &Ctx) -> Option<f64> {
+    if let Some(r) = &ctx.run.results {
+        if r.tx_pps > 0.0 {
+            return Some(r.tx_pps);
+        }
+    }
+    ctx.packet_rate().map(|(p, _)| p)
+}
+
+/// The buffers-and-queues rule.
+pub fn check(ctx: &Ctx) -> Option<Finding> {
+    if !ctx.net_possible() && ctx.run.results.is_none() {
+        return None;
+    }
+    let mut st = stages(ctx);
+    st.retain(|s| s.per_s > 0.0);
+    st.sort_by(|a, b| b.per_s.total_cmp(&a.per_s));
+    let drops: f64 = st.iter().map(|s| s.per_s).sum();
+    let pps = packets_per_s(ctx);
+    let share = pps.filter(|p| *p > 0.0).map(|p| drops / p);
+    let dropping = drops >= 1.0 && share.is_none_or(|s| s >= 0.001);
+    let squeeze = ctx
+        .total_mean(n::SOFTNET_TIME_SQUEEZE_PER_S)
+        .filter(|s| *s >= 10.0);
+    if !dropping && squeeze.is_none() {
+        return None;
+    }
+    let mut f = if dropping {
+        let worst = &st[0];
+        let data = if worst.whole_run {
+            1.0
+        } else {
+            ctx.data_factor()
+        };
+        let confidence = (0.45 + 0.5 * share.map_or(0.5, |s| ramp(s, 0.001, 0.05))) * data;
+        let share_words = share
+            .map(|s| format!(" ({} of the packets)", fmt::pct(s * 100.0)))
+            .unwrap_or_default();
+        let total_words = worst
+            .total
+            .map(|t| format!(", {} in all", fmt::si(t)))
+            .unwrap_or_default();
+        finding(
+            cause::BUFFER_DROPS,
+            format!(
+                "Packets were dropped at {}: {}{total_words}{share_words}; that queue overflowed before the packets were read.",
+                worst.name,
+                fmt::per_s(worst.per_s)
+            ),
+            confidence,
+        )
+    } else {
+        finding(
+            cause::BUFFER_DROPS,
+            format!(
+                "The NAPI budget ran out {} with work left (time_squeeze), though nothing was dropped yet.",
+                fmt::per_s(squeeze.unwrap_or(0.0))
+            ),
+            0.35 * ctx.data_factor(),
+        )
+    };
+    for s in &st {
+        let text = match s.total {
+            Some(t) => format!(
+                "{}: {} dropped ({})",
+                s.name,
+                fmt::si(t),
+                fmt::per_s(s.per_s)
+            ),
+            None => format!("{}: {} dropped", s.name, fmt::per_s(s.per_s)),
+        };
+        let e = if s.whole_run {
+            ctx.ev_total(s.metric.clone(), s.total, text)
+        } else {
+            ctx.ev(s.metric.clone(), Some(s.per_s), text)
+        };
+        f.evidence.push(e);
+        f.advice.push(s.knob.clone());
+    }
+    if let Some(q) = squeeze {
+        f.evidence.push(ctx.ev(
+            n::SOFTNET_TIME_SQUEEZE_PER_S,
+            Some(q),
+            format!("NAPI polls ran out of budget {}", fmt::per_s(q)),
+        ));
+        f.advice.push(advice(
+            "sysctl net.core.netdev_budget=600 net.core.netdev_budget_usecs=4000",
+            "more packets per softirq run, fewer squeezes",
+            Some("longer softirq runs delay other work on that CPU"),
+        ));
+    }
+    if let Some((busy, _)) = ctx.machine_busy() {
+        if busy >= 85.0 {
+            f.alternatives.push(format!(
+                "the CPU was {} busy: a bigger buffer may only delay the loss if the reader is too slow",
+                fmt::pct(busy)
+            ));
+        }
+    }
+    f.next = Some("watch the drop counters while changing one knob at a time: the stage that stops dropping was the one".into());
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use netceil_model::Results;
+
+    #[test]
+    fn socket_buffer_drops_name_rmem_and_rcvbuf() {
+        let run = live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_PPS, &[], 300e3);
+            put(s, r, n::UDP_RCVBUF_ERRORS_PER_S, &[], 120e3 + noise(r, 5e3));
+            put(s, r, n::SOFTNET_DROPPED_PER_S, &[], 0.0);
+        });
+        let f = on(&run, check).expect("buffer drops");
+        assert!(f.summary.contains("UDP socket buffer"), "{}", f.summary);
+        assert!(f.advice[0].knob.contains("rmem_max"));
+        assert!(f.confidence > 0.8);
+    }
+
+    #[test]
+    fn results_socket_drops_count_without_series() {
+        let mut run = live_run(5, |s, r| put(s, r, n::LOAD_RX_PPS, &[], 1000.0));
+        run.results = Some(Results {
+            duration_s: 5.0,
+            tx_packets: 10_000,
+            tx_pps: 2000.0,
+            kernel: netceil_model::KernelDelivery {
+                socket_drops: Some(5000),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let f = on(&run, check).unwrap();
+        assert!(
+            f.summary.contains("the receive socket's buffer"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.confidence > 0.9,
+            "whole-run counts need no rows: {}",
+            f.confidence
+        );
+        assert!(f.summary.contains("50 %"), "{}", f.summary);
+    }
+
+    #[test]
+    fn time_squeeze_alone_is_a_budget_note() {
+        let run = live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_PPS, &[], 300e3);
+            put(s, r, n::SOFTNET_TIME_SQUEEZE_PER_S, &[], 400.0);
+        });
+        let f = on(&run, check).unwrap();
+        assert!(f.summary.contains("NAPI budget"));
+        assert!(f
+            .advice
+            .iter()
+            .any(|a| a.knob.contains("netdev_budget_usecs")));
+        assert!(f.confidence < 0.5);
+    }
+
+    #[test]
+    fn a_few_drops_in_a_million_are_not_a_finding() {
+        let run = live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_PPS, &[], 1e6);
+            put(s, r, n::UDP_RCVBUF_ERRORS_PER_S, &[], 3.0);
+        });
+        assert!(on(&run, check).is_none());
+    }
+
+    #[test]
+    fn idle_machine_has_no_buffer_finding() {
+        assert!(on(&live_run(20, idle_row), check).is_none());
+    }
+}

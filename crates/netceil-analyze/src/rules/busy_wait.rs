@@ -1,0 +1,355 @@
+//! Busy-wait inflation: CPU % that is not work.
+//!
+//! SEEDS §3: an Erlang VM's schedulers spin before they sleep, so the OS counted 45.5 % CPU
+//! while the schedulers did 4.6 % of real work; with `+sbwt none` OS CPU fell to 14.3 %. Any
+//! poller looks the same: the CPU is "busy" and nothing is being done.
+//!
+//! [`effective_utilization`] compares an effective-utilization metric (a name containing
+//! `scheduler_util`: Erlang's scheduler wall time) with OS CPU (a name containing `cpu_util`,
+//! else `cpu_busy_pct`, else 100 − idle). Values without a `_pct` name that never exceed 1
+//! are fractions and are scaled to %. It fires when, at the row where they diverge most, OS CPU
+//! is ≥ 2× the effective figure and ≥ 5 points above it. Confidence: floor 0.45, band 0.5;
+//! strength: the ratio (2× → 0, 6× → 1); × the data factor.
+//!
+//! [`polling_thread`] is the Linux thread-level form: a thread near 100 % of a core with almost
+//! no voluntary context switches (it never blocks) while throughput is flat. A compute-bound
+//! thread looks the same, so the confidence stays moderate: floor 0.4, band 0.3; strengths:
+//! its CPU (90 % → 0, 99 % → 1) and how rarely it blocks (10/s → 0, 0/s → 1).
+
+use netceil_model::{names as n, Finding, Metric, Unit};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx};
+use crate::fmt;
+use crate::stats::{cv, mean, ramp};
+
+/// A metric's values in %, scaling fractions.
+fn as_pct(m: &Metric, v: f64) -> f64 {
+    let fraction = m.unit == Unit::Ratio
+        || (m.unit != Unit::Percent
+            && !m.id.name.ends_with("_pct")
+            && m.values.iter().flatten().all(|x| *x <= 1.0));
+    if fraction {
+        v * 100.0
+    } else {
+        v
+    }
+}
+
+/// The per-row values of the metrics whose name contains `needle` (and not `unless`): the
+/// unlabeled one, else the mean over labels (per scheduler, per CPU).
+fn column(ctx: &Ctx, needle: &str, unless: &str) -> Option<(String, Vec<Option<f64>>)> {
+    let s = ctx.series();
+    let matching: Vec<&Metric> = s
+        .metrics
+        .iter()
+        .filter(|m| m.id.name.contains(needle) && !m.id.name.contains(unless))
+        .collect();
+    let chosen: Vec<&Metric> = match matching.iter().find(|m| m.id.labels.is_empty()) {
+        Some(m) => vec![*m],
+        None => matching,
+    };
+    let first = chosen.first()?;
+    let name = if chosen.len() == 1 {
+        first.id.to_string()
+    } else {
+        format!("mean of {} {}", chosen.len(), first.id.name)
+    };
+    let rows = (0..s.len())
+        .map(|r| {
+            let vals: Vec<f64> = chosen
+                .iter()
+                .filter_map(|m| m.values.get(r).copied().flatten().map(|v| as_pct(m, v)))
+                .collect();
+            mean(&vals)
+        })
+        .collect();
+    Some((name, rows))
+}
+
+/// OS CPU busy % per row.
+fn os_cpu(ctx: &Ctx) -> Option<(String, Vec<Option<f64>>)> {
+    if let Some(c) = column(ctx, "cpu_util", "scheduler") {
+        return Some(c);
+    }
+    let s = ctx.series();
+    if let Some(m) = s.total(n::CPU_BUSY_PCT) {
+        return Some((m.id.to_string(), m.values.clone()));
+    }
+    s.total(n::CPU_IDLE_PCT).map(|m| {
+        (
+            format!("100 − {}", m.id),
+            m.values.iter().map(|v| v.map(|i| 100.0 - i)).collect(),
+        )
+    })
+}
+
+/// OS CPU far above effective utilization.
+pub fn effective_utilization(ctx: &Ctx) -> Option<Finding> {
+    let (eff_name, eff) = column(ctx, "scheduler_util", "\u{0}")?;
+    let (os_name, os) = os_cpu(ctx)?;
+    let pairs: Vec<(usize, f64, f64)> = ctx
+        .rows
+        .clone()
+        .filter_map(|r| {
+            Some((
+                r,
+                os.get(r).copied().flatten()?,
+                eff.get(r).copied().flatten()?,
+            ))
+        })
+        .filter(|(_, o, _)| *o >= 5.0)
+        .collect();
+    let &(row, os_at, eff_at) = pairs
+        .iter()
+        .max_by(|a, b| (a.1 / a.2.max(1e-9)).total_cmp(&(b.1 / b.2.max(1e-9))))?;
+    let ratio = os_at / eff_at.max(1e-9);
+    if ratio < 2.0 || os_at - eff_at < 5.0 {
+        return None;
+    }
+    let confidence = (0.45 + 0.5 * ramp(ratio, 2.0, 6.0)) * ctx.data_factor();
+    let erlang = eff_name.contains("erlang") || eff_name.contains("scheduler");
+    let doer = if erlang {
+        "the schedulers"
+    } else {
+        "the threads"
+    };
+    // A table row that is a sweep point has a label; a time-series row has its time.
+    let row_words = |r: usize| {
+        ctx.row_label(r)
+            .unwrap_or_else(|| format!("{:.0} s", ctx.series().t_s.get(r).copied().unwrap_or(0.0)))
+    };
+    let at = if pairs.len() > 1 {
+        format!(" ({})", row_words(row))
+    } else {
+        String::new()
+    };
+    let mut summary = format!(
+        "OS CPU overstates the work about {}: the OS counted {:.1} % CPU busy where {doer} did {:.1} % of real work{at}",
+        fmt::times(ratio),
+        os_at,
+        eff_at
+    );
+    if pairs.len() > 1 {
+        let (first, last) = (pairs[0], pairs[pairs.len() - 1]);
+        summary.push_str(&format!(
+            "; from {} to {} OS CPU went {:.1} → {:.1} % while the work went {:.1} → {:.1} %",
+            row_words(first.0),
+            row_words(last.0),
+            first.1,
+            last.1,
+            first.2,
+            last.2
+        ));
+    }
+    summary.push_str(if erlang {
+        ": the rest is schedulers busy-waiting before they sleep."
+    } else {
+        ": the rest is spinning, not work."
+    });
+    let mut f = finding(cause::BUSY_WAIT, summary, confidence);
+    let window = crate::phases::row_window(ctx.series(), &(row..row + 1));
+    f.evidence.push(netceil_model::Evidence {
+        metric: os_name,
+        window_s: window,
+        value: Some(os_at),
+        text: format!("OS CPU {os_at:.1} %"),
+    });
+    f.evidence.push(netceil_model::Evidence {
+        metric: eff_name,
+        window_s: window,
+        value: Some(eff_at),
+        text: format!("effective utilization {eff_at:.1} % (time {doer} spent working)"),
+    });
+    f.alternatives.push(format!(
+        "CPU-bound ruled out: only {eff_at:.1} % of the time was work, though the OS shows {os_at:.1} %"
+    ));
+    if erlang {
+        f.advice.push(advice(
+            "+sbwt none (and +sbwtdcpu none +sbwtdio none on OTP ≥ 21) in the VM's arguments",
+            "OS CPU falls towards the schedulers' real utilization (SEEDS §3: 45.5 % → 14.3 % from +sbwt very_long to none)",
+            Some("a scheduler that sleeps at once wakes a little later: slightly more latency on bursty traffic"),
+        ));
+        f.next = Some(
+            "msacc (erlang:system_flag(microstate_accounting, true)) splits scheduler time into work, spinning and sleep".into(),
+        );
+    } else {
+        f.advice.push(advice(
+            "shorten the spin before sleeping (busy_poll / busy_read µs, the runtime's spin count)",
+            "OS CPU falls towards the effective utilization",
+            Some("wake-up latency rises a little"),
+        ));
+        f.next = Some("perf top shows where the spinning happens".into());
+    }
+    Some(f)
+}
+
+/// A thread near 100 % that never blocks while throughput is flat.
+pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
+    if !ctx.net_possible() {
+        return None;
+    }
+    let s = ctx.series();
+    if let Some(key) = ctx.phases.key.as_ref().and_then(|k| s.get(k)) {
+        if cv(&ctx.values(key)).is_some_and(|c| c > 0.15) {
+            return None;
+        }
+    }
+    let mut best: Option<(f64, f64, &Metric)> = None;
+    for m in s.by_name(n::THREAD_CPU_PCT) {
+        let Some(cpu) = ctx.mean_of(m).filter(|c| *c >= 90.0) else {
+            continue;
+        };
+        let vol_id = netceil_model::MetricId {
+            name: n::THREAD_VOLUNTARY_CS_PER_S.into(),
+            labels: m.id.labels.clone(),
+        };
+        let Some(vol) = s.get(&vol_id).and_then(|v| ctx.mean_of(v)) else {
+            continue;
+        };
+        if vol >= 10.0 {
+            continue;
+        }
+        if best.is_none_or(|(c, _, _)| cpu > c) {
+            best = Some((cpu, vol, m));
+        }
+    }
+    let (cpu, vol, m) = best?;
+    let tid = m.id.label(n::LABEL_TID).unwrap_or("?").to_string();
+    let comm = m.id.label(n::LABEL_COMM).unwrap_or("?").to_string();
+    let pid = m.id.label(n::LABEL_PID).unwrap_or("PID").to_string();
+    let strength = (ramp(cpu, 90.0, 99.0) + ramp(vol, 10.0, 0.0)) / 2.0;
+    let confidence = (0.4 + 0.3 * strength) * ctx.data_factor() * ctx.net_factor();
+    let flat = ctx
+        .throughput()
+        .map(|t| {
+            format!(
+                " while throughput stayed flat at {}",
+                fmt::bits(t.bits_per_s)
+            )
+        })
+        .unwrap_or_default();
+    let own = if comm.starts_with("netceil") {
+        " (one of netceil's own threads)"
+    } else {
+        ""
+    };
+    let mut f = finding(
+        cause::POLLING_THREAD,
+        format!(
+            "Thread {comm} ({tid}){own} ran at {} of a core with {} voluntary context switches/s{flat}: it never blocks, the signature of a polling loop.",
+            fmt::pct(cpu),
+            fmt::sig2(vol)
+        ),
+        confidence,
+    );
+    f.evidence.push(ctx.ev(
+        m.id.to_string(),
+        Some(cpu),
+        format!("{comm} at {} of a core", fmt::pct(cpu)),
+    ));
+    f.evidence.push(ctx.ev(
+        format!("{}{{tid={tid}}}", n::THREAD_VOLUNTARY_CS_PER_S),
+        Some(vol),
+        format!("{} voluntary context switches/s", fmt::sig2(vol)),
+    ));
+    f.alternatives.push(
+        "a compute-bound thread looks the same: not ruled out without a syscall count".into(),
+    );
+    f.advice.push(advice(
+        "block instead of polling (a blocking recv or epoll_wait with a timeout), or bound the spin (SO_BUSY_POLL µs)",
+        "the core is freed for work; OS CPU falls to what the work needs",
+        Some("a blocking wait adds wake-up latency"),
+    ));
+    f.next = Some(format!(
+        "confirm: perf top -t {tid} shows a tight loop around recv/poll; strace -c -f -p {pid} counts the calls and EAGAIN errors; thread_voluntary_cs_per_s stays near 0"
+    ));
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+
+    fn sbwt_table() -> netceil_model::Run {
+        let rows = [
+            (45.48, 4.63),
+            (40.09, 4.64),
+            (35.57, 5.35),
+            (29.15, 5.77),
+            (22.65, 6.06),
+            (14.25, 7.32),
+        ];
+        imported_run(rows.len(), |s, r| {
+            put(s, r, "cpu_util_pct", &[], rows[r].0);
+            put(s, r, "erlang_scheduler_util_pct", &[], rows[r].1);
+        })
+    }
+
+    #[test]
+    fn spinning_schedulers_overstate_cpu_about_ten_times() {
+        let f = on(&sbwt_table(), effective_utilization).expect("busy wait");
+        assert_eq!(f.cause, cause::BUSY_WAIT);
+        assert!(f.summary.contains("about 10×"), "{}", f.summary);
+        assert!(
+            f.summary.contains("45.5 %") && f.summary.contains("4.6 %"),
+            "{}",
+            f.summary
+        );
+        assert!(f.advice[0].knob.contains("+sbwt none"));
+    }
+
+    #[test]
+    fn fractions_are_scaled_to_percent() {
+        let run = imported_run(3, |s, r| {
+            put(s, r, "cpu_util", &[], [0.19, 0.32, 0.29][r]);
+            put(s, r, "scheduler_util", &[], [0.059, 0.079, 0.073][r]);
+        });
+        let f = on(&run, effective_utilization).unwrap();
+        assert!(f.summary.contains("about 4×"), "{}", f.summary);
+    }
+
+    #[test]
+    fn matching_cpu_and_work_is_not_busy_wait() {
+        let run = imported_run(5, |s, r| {
+            put(s, r, n::CPU_BUSY_PCT, &[], 40.0 + r as f64);
+            put(s, r, "erlang_scheduler_util_pct", &[], 37.0 + r as f64);
+        });
+        assert!(on(&run, effective_utilization).is_none());
+    }
+
+    fn with_thread(cpu: f64, vol: f64, throughput_jitter: f64) -> netceil_model::Run {
+        live_run(10, |s, r| {
+            put(
+                s,
+                r,
+                n::LOAD_RX_BITS_PER_S,
+                &[],
+                1e8 + noise(r, throughput_jitter),
+            );
+            let l = [
+                (n::LABEL_PID, "42"),
+                (n::LABEL_TID, "43"),
+                (n::LABEL_COMM, "poller"),
+            ];
+            put(s, r, n::THREAD_CPU_PCT, &l, cpu);
+            put(s, r, n::THREAD_VOLUNTARY_CS_PER_S, &l, vol);
+        })
+    }
+
+    #[test]
+    fn a_thread_that_never_blocks_is_a_polling_loop() {
+        let f = on(&with_thread(99.5, 0.2, 1e6), polling_thread).expect("polling");
+        assert!(f.summary.contains("poller (43)"), "{}", f.summary);
+        assert!(f.next.unwrap().contains("strace -c"));
+    }
+
+    #[test]
+    fn a_thread_that_blocks_is_not_polling() {
+        assert!(on(&with_thread(99.5, 3000.0, 1e6), polling_thread).is_none());
+        assert!(on(&with_thread(40.0, 0.0, 1e6), polling_thread).is_none());
+        // Throughput swinging with the thread: not the flat signature.
+        assert!(on(&with_thread(99.5, 0.2, 6e7), polling_thread).is_none());
+    }
+}

@@ -1,0 +1,346 @@
+//! Interrupt or context-switch bound: the event rates plateau while the CPU has headroom.
+//!
+//! SEEDS §1: on a NIC without interrupt moderation every frame raised an interrupt, every
+//! interrupt woke an interrupt thread (cs ≈ 1.9 × interrupts), and throughput stopped at 18 MB/s
+//! with the CPU 60–70 % idle. What gives it away is not CPU % but the event rate against the
+//! work: bytes per interrupt near one frame, and a switch rate that is high and unsteady.
+//!
+//! Fires when, over the load phase, interrupts ≥ 5 k/s or context switches ≥ 10 k/s per CPU,
+//! the rate rose ≥ 5× above its idle level (when there are idle rows), and the machine was at
+//! least 25 % idle. Confidence: floor 0.35, band 0.5; strengths: idle time (25 % → 0, 60 % → 1),
+//! frames per interrupt (4 → 0, 1 → 1, counted twice: it is the direct evidence), the switch
+//! rate's coefficient of variation (3 % → 0, 15 % → 1) and its level per CPU (10 k/s → 0,
+//! 25 k/s → 1); × data and network factors.
+
+use netceil_model::{names as n, Finding};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx, Os};
+use crate::fmt;
+use crate::stats::{cv, mean_strength, ramp};
+
+/// Interrupts per second per CPU from which the rate can bind.
+pub const INTR_PER_CPU_MIN: f64 = 5_000.0;
+/// Context switches per second per CPU from which the rate can bind.
+pub const CS_PER_CPU_MIN: f64 = 10_000.0;
+/// Machine idle % below which the CPU, not the event rate, is the suspect.
+pub const MIN_IDLE_PCT: f64 = 25.0;
+
+/// The interrupt / context-switch rule.
+pub fn check(ctx: &Ctx) -> Option<Finding> {
+    if !ctx.net_possible() || ctx.offered_met() {
+        return None;
+    }
+    let s = ctx.series();
+    let cs_m = s.total(n::CS_PER_S);
+    let intr_m = s.total(n::INTR_PER_S);
+    let cs = cs_m.and_then(|m| ctx.mean_of(m));
+    let intr = intr_m.and_then(|m| ctx.mean_of(m));
+    if cs.is_none() && intr.is_none() {
+        return None;
+    }
+    let cpus = ctx.cpus();
+    let per_cpu = |v: f64| v / f64::from(cpus.unwrap_or(1));
+    let high = intr.is_some_and(|v| per_cpu(v) >= INTR_PER_CPU_MIN)
+        || cs.is_some_and(|v| per_cpu(v) >= CS_PER_CPU_MIN);
+    if !high {
+        return None;
+    }
+    // The rates must have been driven by the load, not be the machine's normal level.
+    let idle_rows = ctx.phases.idle.clone();
+    let rose = [cs_m, intr_m].into_iter().flatten().any(|m| {
+        let idle = crate::stats::mean(&crate::stats::present(&m.values[idle_rows.clone()]));
+        match (idle, ctx.mean_of(m)) {
+            (Some(i), Some(l)) => l >= 5.0 * i.max(1.0),
+            (None, Some(_)) => true,
+            _ => false,
+        }
+    });
+    if !rose {
+        return None;
+    }
+    let idle_pct = ctx.machine_idle();
+    if idle_pct.is_some_and(|i| i < MIN_IDLE_PCT) {
+        return None;
+    }
+
+    let cs_vals = cs_m.map(|m| ctx.values(m)).unwrap_or_default();
+    let cs_cv = cv(&cs_vals);
+    let thr = ctx.throughput();
+    let (frame, frame_how) = ctx.frame_bytes();
+    let bytes_per_intr = match (&thr, intr) {
+        (Some(t), Some(i)) if i > 0.0 => Some(t.bits_per_s / 8.0 / i),
+        _ => None,
+    };
+    let frames_per_intr = bytes_per_intr.map(|b| b / (frame - 18.0).max(1.0));
+    let bytes_per_cs = match (&thr, cs) {
+        (Some(t), Some(c)) if c > 0.0 => Some(t.bits_per_s / 8.0 / c),
+        _ => None,
+    };
+    let level = cs
+        .map(|c| ramp(per_cpu(c), 10_000.0, 25_000.0))
+        .or(intr.map(|i| ramp(per_cpu(i), 5_000.0, 15_000.0)));
+    let per_frame = frames_per_intr.map(|f| ramp(f, 4.0, 1.0));
+    let strength = mean_strength(&[
+        idle_pct.map(|i| ramp(i, MIN_IDLE_PCT, 60.0)),
+        per_frame,
+        per_frame,
+        cs_cv.map(|c| ramp(c, 0.03, 0.15)),
+        level,
+    ])
+    .unwrap_or(0.0);
+    let mut confidence = (0.35 + 0.5 * strength) * ctx.data_factor() * ctx.net_factor();
+    if idle_pct.is_none() {
+        confidence *= 0.8;
+    }
+
+    let mut rates = Vec::new();
+    if let Some(i) = intr {
+        rates.push(format!("{} interrupts/s", fmt::si(i)));
+    }
+    if let Some(c) = cs {
+        rates.push(format!("{} context switches/s", fmt::si(c)));
+    }
+    let ratio = match (cs, intr) {
+        (Some(c), Some(i)) if i > 0.0 => format!(" ({} per interrupt)", fmt::sig2(c / i)),
+        _ => String::new(),
+    };
+    let at = thr
+        .as_ref()
+        .map(|t| {
+            format!(
+                " at {}/s ({})",
+                fmt::bytes(t.bits_per_s / 8.0),
+                fmt::bits(t.bits_per_s)
+            )
+        })
+        .unwrap_or_default();
+    let per_frame_words = frames_per_intr
+        .map(|f| {
+            let moderation = if f <= 1.2 {
+                " (one interrupt per frame: no moderation)"
+            } else {
+                ""
+            };
+            format!(", about {} frames per interrupt{moderation}", fmt::sig2(f))
+        })
+        .unwrap_or_default();
+    let idle_words = idle_pct
+        .map(|i| format!(", while the CPU sat {} idle", fmt::pct(i)))
+        .unwrap_or_default();
+    let verb = if strength >= 0.75 {
+        "set the ceiling"
+    } else {
+        "are the likely ceiling"
+    };
+    let steadiness = cs_cv
+        .map(|c| {
+            let word = if c >= 0.07 { "unsteady" } else { "steady" };
+            format!("; the switch rate was {word} (CV {})", fmt::pct(c * 100.0))
+        })
+        .unwrap_or_default();
+    let mut f = finding(
+        cause::INTERRUPT_BOUND,
+        format!(
+            "Interrupt and context-switch rates {verb}: {}{ratio}{at}{per_frame_words}{idle_words}{steadiness}.",
+            rates.join(" and ")
+        ),
+        confidence,
+    );
+    if let (Some(i), Some(m)) = (intr, intr_m) {
+        f.evidence.push(ctx.ev(
+            m.id.to_string(),
+            Some(i),
+            format!("{} interrupts/s {}", fmt::si(i), ctx.window_words()),
+        ));
+    }
+    if let (Some(c), Some(m)) = (cs, cs_m) {
+        f.evidence.push(ctx.ev(
+            m.id.to_string(),
+            Some(c),
+            format!("{} context switches/s {}", fmt::si(c), ctx.window_words()),
+        ));
+        if let Some(v) = cs_cv {
+            f.evidence.push(ctx.ev(
+                format!("cv({})", n::CS_PER_S),
+                Some(v),
+                format!(
+                    "context-switch rate varied by {} (coefficient of variation)",
+                    fmt::pct(v * 100.0)
+                ),
+            ));
+        }
+    }
+    if let Some(i) = idle_pct {
+        f.evidence.push(ctx.ev(
+            n::CPU_IDLE_PCT,
+            Some(i),
+            format!("CPU {} idle", fmt::pct(i)),
+        ));
+    }
+    if let (Some(b), Some(t)) = (bytes_per_intr, &thr) {
+        f.evidence.push(ctx.ev(
+            "bytes_per_interrupt",
+            Some(b),
+            format!(
+                "{} per interrupt at {} ({}): {} frames per interrupt with {frame_how}",
+                fmt::bytes(b),
+                fmt::bits(t.bits_per_s),
+                if t.measured_in_window {
+                    "measured"
+                } else {
+                    "as given"
+                },
+                fmt::sig2(frames_per_intr.unwrap_or(0.0))
+            ),
+        ));
+    }
+    if let Some(b) = bytes_per_cs {
+        f.evidence.push(ctx.ev(
+            "bytes_per_cs",
+            Some(b),
+            format!("{} of traffic per context switch", fmt::bytes(b)),
+        ));
+    }
+    if let Some(i) = idle_pct {
+        f.alternatives
+            .push(format!("CPU-bound ruled out: {} idle", fmt::pct(i)));
+    } else {
+        f.alternatives
+            .push("CPU-bound not ruled out: the log has no CPU idle figure".into());
+    }
+    if ctx.run.locks.is_empty() {
+        f.alternatives
+            .push("lock contention not ruled out: no lock profile in this run".into());
+    }
+    if ctx.series().total(n::TCP_RETRANS_SEGS_PER_S).is_none() {
+        f.alternatives.push(
+            "TCP path trouble not ruled out: no retransmit or duplicate-ACK counters (netstat -s before and after would tell)".into(),
+        );
+    }
+    let os = ctx.os();
+    if os != Os::FreeBsd {
+        f.advice.push(advice(
+            "interrupt moderation: ethtool -C IF rx-usecs 50 (or adaptive-rx on)",
+            "fewer interrupts, more frames per interrupt, fewer context switches per byte",
+            Some("adds up to rx-usecs of latency per packet"),
+        ));
+        f.advice.push(advice(
+            "echo 2 > /sys/class/net/IF/napi_defer_hard_irqs; echo 200000 > /sys/class/net/IF/gro_flush_timeout",
+            "the NIC's interrupt stays masked while NAPI keeps polling under load",
+            Some("Linux ≥ 5.7; latency rises by up to the timeout when traffic is sparse"),
+        ));
+        f.advice.push(advice(
+            "threaded NAPI: echo 1 > /sys/class/net/IF/threaded",
+            "receive processing runs in a kthread that can be pinned and scheduled",
+            Some("one more context switch per poll when the kthread sleeps"),
+        ));
+        f.advice.push(advice(
+            "busy polling: sysctl net.core.busy_poll=50 net.core.busy_read=50",
+            "no interrupts on the hot path",
+            Some("spends CPU polling: exactly the trade this finding is about"),
+        ));
+    }
+    if os != Os::Linux {
+        f.advice.push(advice(
+            "FreeBSD: interrupt moderation, e.g. the msk(4) int_holdoff sysctl (hw.msk.int_holdoff / dev.msk.N.int_holdoff), or a NIC that has it",
+            "fewer interrupts and interrupt-thread wake-ups per byte (SEEDS §1: msk at int_holdoff=100 reached 35 MB/s where sk stopped at 18)",
+            Some("sk(4) has no moderation: there the fix is a different NIC"),
+        ));
+        f.advice.push(advice(
+            "FreeBSD: device polling (options DEVICE_POLLING; ifconfig IF polling; kern.polling.*)",
+            "no per-packet interrupts: the stack polls the NIC at a fixed rate",
+            Some("adds latency up to a tick and burns CPU at low load"),
+        ));
+    }
+    f.next = Some(if thr.is_none() {
+        "give the throughput you saw (--throughput 18MB/s) to turn rates into bytes per interrupt; vmstat -i or /proc/interrupts tells which device raises them".into()
+    } else {
+        "vmstat -i (FreeBSD) or /proc/interrupts (Linux) during the run tells which device raises the interrupts; compare bytes per interrupt after changing moderation".into()
+    });
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+
+    /// A vmstat-like log of a 1-CPU box: idle head, load, idle tail.
+    fn vmstat_like(cs_level: f64, cs_jitter: f64, idle_pct: f64) -> netceil_model::Run {
+        imported_run(30, |s, r| {
+            let load = (4..26).contains(&r);
+            let cs = if load {
+                cs_level + noise(r, cs_jitter)
+            } else {
+                300.0 + noise(r, 20.0)
+            };
+            put(s, r, n::CS_PER_S, &[], cs);
+            put(s, r, n::INTR_PER_S, &[], cs / 1.9);
+            let idle = if load {
+                idle_pct + noise(r + 50, 4.0)
+            } else {
+                99.0
+            };
+            put(s, r, n::CPU_IDLE_PCT, &[], idle);
+            put(s, r, n::CPU_SYSTEM_PCT, &[], 100.0 - idle);
+        })
+    }
+
+    #[test]
+    fn high_unsteady_switch_rate_with_idle_cpu_is_interrupt_bound() {
+        let mut run = vmstat_like(27_000.0, 4_000.0, 68.0);
+        run.meta.annotations.throughput_bits_per_s = Some(18e6 * 8.0);
+        let f = on(&run, check).expect("interrupt bound");
+        assert_eq!(f.cause, cause::INTERRUPT_BOUND);
+        assert!(f.summary.contains("unsteady"), "{}", f.summary);
+        assert!(f.summary.contains("1.9 per interrupt"), "{}", f.summary);
+        assert!(f.evidence.iter().any(|e| e.metric == "bytes_per_interrupt"));
+        assert!(f.alternatives[0].starts_with("CPU-bound ruled out"));
+        assert!(f.confidence > 0.7, "{}", f.confidence);
+    }
+
+    #[test]
+    fn without_throughput_it_fires_with_less_confidence_and_asks_for_it() {
+        let run = vmstat_like(27_000.0, 4_000.0, 68.0);
+        let f = on(&run, check).unwrap();
+        assert!(f.next.as_deref().unwrap().contains("--throughput"));
+        let mut with = run.clone();
+        with.meta.annotations.throughput_bits_per_s = Some(18e6 * 8.0);
+        assert!(on(&with, check).unwrap().confidence > f.confidence);
+    }
+
+    #[test]
+    fn busy_cpu_is_not_interrupt_bound() {
+        let run = vmstat_like(27_000.0, 4_000.0, 8.0);
+        assert!(on(&run, check).is_none());
+    }
+
+    #[test]
+    fn low_rates_are_not_interrupt_bound() {
+        let run = vmstat_like(3_000.0, 300.0, 80.0);
+        assert!(on(&run, check).is_none());
+    }
+
+    #[test]
+    fn moderation_lowers_confidence() {
+        let mut sk = vmstat_like(27_000.0, 4_000.0, 68.0);
+        sk.meta.annotations.throughput_bits_per_s = Some(18e6 * 8.0);
+        let mut msk = vmstat_like(24_000.0, 1_000.0, 60.0);
+        msk.meta.annotations.throughput_bits_per_s = Some(43e6 * 8.0);
+        let (a, b) = (on(&sk, check).unwrap(), on(&msk, check).unwrap());
+        assert!(
+            b.confidence < a.confidence,
+            "{} vs {}",
+            b.confidence,
+            a.confidence
+        );
+        assert!(b.summary.contains(" steady"), "{}", b.summary);
+    }
+
+    #[test]
+    fn idle_machine_is_not_interrupt_bound() {
+        let run = live_run(20, idle_row);
+        assert!(on(&run, check).is_none());
+    }
+}

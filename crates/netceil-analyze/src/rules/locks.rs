@@ -1,0 +1,348 @@
+//! Lock contention, from the run's lock table.
+//!
+//! SEEDS §4: a lock profile showed > 14 s of every 30 s (summed over CPUs) spent waiting on the
+//! `rtentry` mutex, taken and released per packet at three call sites; once it was gone, the bge
+//! driver's own lock was next. So: aggregate the rows of one lock (a profile lists each call
+//! site), rank locks by total wait, relate the top one's wait to wall time and to wall time ×
+//! CPUs, and name the runner-up as the next bottleneck.
+//!
+//! The locks the blocking machinery itself takes (FreeBSD's `turnstile chain` and `sleepq
+//! chain` spin mutexes) are contended *because* sleep mutexes are: they are reported, never
+//! ranked as a cause.
+//!
+//! Fires when the top lock's waiters average ≥ 0.1 threads (wait ≥ 10 % of wall time) or its
+//! wait is ≥ 1 % of wall time × CPUs. Confidence: floor 0.4, band 0.5; strengths: its share of
+//! CPU time (1 % → 0, 10 % → 1), its average waiters (0.1 → 0, 0.5 → 1) and its lead over the
+//! next lock (equal → 0, 3× → 1). Without a window the ranking is still given, at 0.3.
+
+use std::collections::BTreeMap;
+
+use netceil_model::{Finding, LockStat};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx};
+use crate::fmt;
+use crate::stats::{mean_strength, ramp};
+
+/// Locks of the blocking machinery: contended as a consequence, not a cause.
+const DERIVED_LOCKS: &[&str] = &["turnstile chain", "sleepq chain"];
+
+/// One lock, all its call sites summed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockTotal {
+    pub name: String,
+    pub wait_s: f64,
+    pub hold_s: Option<f64>,
+    pub count: u64,
+    /// Call sites, heaviest wait first.
+    pub sites: Vec<(String, f64)>,
+}
+
+/// The lock's name without its call site: `net/route.c:197 (sleep mutex:rtentry)` → `rtentry`.
+pub fn lock_name(raw: &str) -> String {
+    let t = raw.trim();
+    if let (Some(open), true) = (t.rfind('('), t.ends_with(')')) {
+        let inner = &t[open + 1..t.len() - 1];
+        let name = inner.rsplit_once(':').map_or(inner, |(_, n)| n);
+        return name.trim().to_string();
+    }
+    t.to_string()
+}
+
+/// Sums the rows of each lock and ranks them by total wait, largest first.
+pub fn aggregate(locks: &[LockStat]) -> Vec<LockTotal> {
+    let mut by: BTreeMap<String, LockTotal> = BTreeMap::new();
+    for l in locks {
+        let name = lock_name(&l.name);
+        let site = l
+            .caller
+            .clone()
+            .unwrap_or_else(|| l.name.trim().to_string());
+        let e = by.entry(name.clone()).or_insert_with(|| LockTotal {
+            name,
+            wait_s: 0.0,
+            hold_s: None,
+            count: 0,
+            sites: Vec::new(),
+        });
+        e.wait_s += l.wait_total_s;
+        e.count += l.count;
+        if let Some(h) = l.hold_total_s {
+            e.hold_s = Some(e.hold_s.unwrap_or(0.0) + h);
+        }
+        e.sites.push((site, l.wait_total_s));
+    }
+    let mut out: Vec<LockTotal> = by.into_values().collect();
+    for l in &mut out {
+        l.sites.sort_by(|a, b| b.1.total_cmp(&a.1));
+    }
+    out.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s));
+    out
+}
+
+fn is_derived(name: &str) -> bool {
+    DERIVED_LOCKS.iter().any(|d| name.contains(d))
+}
+
+/// The wall time the lock table covers, and where that figure came from.
+fn window(ctx: &Ctx) -> Option<(f64, &'static str)> {
+    if let Some(w) = ctx.opts.window_s.filter(|w| *w > 0.0) {
+        return Some((w, "as given"));
+    }
+    if let Some(&last) = ctx.series().t_s.last() {
+        if last > 0.0 {
+            return Some((last, "the run's length"));
+        }
+    }
+    if let Some(d) = ctx
+        .run
+        .results
+        .as_ref()
+        .map(|r| r.duration_s)
+        .filter(|d| *d > 0.0)
+    {
+        return Some((d, "the workload's duration"));
+    }
+    ctx.run
+        .meta
+        .annotations
+        .interval_s
+        .filter(|i| *i > 0.0)
+        .map(|i| (i, "the profile's interval"))
+}
+
+/// The lock-contention rule.
+pub fn check(ctx: &Ctx) -> Option<Finding> {
+    let all = aggregate(&ctx.run.locks);
+    let derived: Vec<&LockTotal> = all.iter().filter(|l| is_derived(&l.name)).collect();
+    let ranked: Vec<&LockTotal> = all
+        .iter()
+        .filter(|l| !is_derived(&l.name) && l.wait_s > 0.0)
+        .collect();
+    let top = *ranked.first()?;
+    let next = ranked.get(1).copied();
+    let win = window(ctx);
+    let cpus = ctx.cpus();
+    let waiters = win.map(|(w, _)| top.wait_s / w);
+    let cpu_share = match (win, cpus) {
+        (Some((w, _)), Some(c)) => Some(top.wait_s / (w * f64::from(c))),
+        _ => None,
+    };
+    let lead = next.map(|n| top.wait_s / n.wait_s.max(1e-9));
+    let confidence = if win.is_some() {
+        let fires = waiters.is_some_and(|w| w >= 0.1) || cpu_share.is_some_and(|s| s >= 0.01);
+        if !fires {
+            return None;
+        }
+        let strength = mean_strength(&[
+            cpu_share.map(|s| ramp(s, 0.01, 0.10)),
+            waiters.map(|w| ramp(w, 0.1, 0.5)),
+            Some(lead.map_or(1.0, |l| ramp(l, 1.0, 3.0))),
+        ])
+        .unwrap_or(0.0);
+        0.4 + 0.5 * strength
+    } else {
+        0.3
+    };
+
+    let sites = if top.sites.len() > 1 {
+        format!(" over {} call sites", top.sites.len())
+    } else {
+        String::new()
+    };
+    let arithmetic = match (win, cpus) {
+        (Some((w, _)), Some(c)) => format!(
+            ": {} of the {} wall time summed over CPUs ({} ÷ {} = {} threads waiting at any moment), or {} of the {} CPU-seconds ({} s × {c} CPUs)",
+            fmt::pct(waiters.unwrap_or(0.0) * 100.0),
+            fmt::secs(w),
+            fmt::secs(top.wait_s),
+            fmt::secs(w),
+            fmt::sig3(waiters.unwrap_or(0.0)),
+            fmt::pct(cpu_share.unwrap_or(0.0) * 100.0),
+            fmt::sig3(w * f64::from(c)),
+            fmt::sig3(w),
+        ),
+        (Some((w, _)), None) => format!(
+            ": {} of the {} wall time summed over CPUs (the CPU count is unknown)",
+            fmt::pct(waiters.unwrap_or(0.0) * 100.0),
+            fmt::secs(w)
+        ),
+        _ => " (the profile's duration is unknown, so its share cannot be said)".into(),
+    };
+    let next_words = match (next, lead) {
+        (Some(n), Some(l)) => format!(
+            "; the next, {} ({}), is {} behind and is the bottleneck to expect once {} is gone",
+            n.name,
+            fmt::secs(n.wait_s),
+            fmt::times(l),
+            top.name
+        ),
+        _ => String::new(),
+    };
+    let mut f = finding(
+        cause::LOCK_CONTENTION,
+        format!(
+            "Lock contention on {}: threads waited {} for it{sites}{arithmetic}{next_words}.",
+            top.name,
+            fmt::secs(top.wait_s)
+        ),
+        confidence,
+    );
+    for l in ranked.iter().take(3) {
+        let sites: Vec<String> = l
+            .sites
+            .iter()
+            .map(|(s, w)| format!("{s} {}", fmt::secs(*w)))
+            .collect();
+        let hold = l
+            .hold_s
+            .map(|h| format!(", held {}", fmt::secs(h)))
+            .unwrap_or_default();
+        f.evidence.push(ctx.ev_total(
+            format!("locks[{}].wait_total_s", l.name),
+            Some(l.wait_s),
+            format!(
+                "{}: waited {}{hold}, {} acquisitions ({})",
+                l.name,
+                fmt::secs(l.wait_s),
+                fmt::si(l.count as f64),
+                sites.join("; ")
+            ),
+        ));
+    }
+    if let Some((w, how)) = win {
+        f.evidence.push(ctx.ev_total(
+            "window_s",
+            Some(w),
+            format!("profile window {} ({how})", fmt::secs(w)),
+        ));
+    }
+    for d in derived {
+        f.alternatives.push(format!(
+            "{} ({} of wait) is the blocking machinery's own lock: it is contended because the mutexes above are, not a cause of its own",
+            d.name,
+            fmt::secs(d.wait_s)
+        ));
+    }
+    f.advice.push(advice(
+        format!("take {} off the per-packet path: per-CPU data, a lock-free (epoch/RCU) read side, or one acquisition per batch", top.name),
+        match next {
+            Some(n) => format!("throughput rises until {} binds next", n.name),
+            None => "throughput rises until the next resource binds".to_string(),
+        },
+        Some("contention moves, it does not vanish: profile again after the change"),
+    ));
+    f.next = Some(if win.is_none() {
+        "give the profile's duration (--interval 30s) and CPU count so the wait can be related to the time available".into()
+    } else {
+        "profile again under the same load after the change; the runner-up should lead".into()
+    });
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::Ctx;
+    use crate::testutil::*;
+    use crate::Options;
+    use netceil_model::{Run, RunSource};
+
+    fn lock(name: &str, wait_s: f64) -> LockStat {
+        LockStat {
+            name: name.into(),
+            count: 1000,
+            wait_total_s: wait_s,
+            ..Default::default()
+        }
+    }
+
+    fn profile(locks: Vec<LockStat>) -> Run {
+        let mut run = Run::new(
+            "p",
+            RunSource::Imported {
+                format: "lockprof".into(),
+                file: "p.txt".into(),
+            },
+        );
+        run.locks = locks;
+        run
+    }
+
+    fn run_with(run: &Run, window: Option<f64>, cpus: Option<u32>) -> Option<Finding> {
+        let opts = Options {
+            window_s: window,
+            cpus,
+        };
+        check(&Ctx::new(run, &opts))
+    }
+
+    #[test]
+    fn names_lose_their_call_site() {
+        assert_eq!(
+            lock_name("net/route.c:197 (sleep mutex:rtentry)"),
+            "rtentry"
+        );
+        assert_eq!(
+            lock_name("kern/subr_turnstile.c:489 (spin mutex:turnstile chain)"),
+            "turnstile chain"
+        );
+        assert_eq!(lock_name("&rq->__lock"), "&rq->__lock");
+    }
+
+    #[test]
+    fn rows_of_one_lock_are_summed_and_ranked() {
+        let run = profile(vec![
+            lock("a.c:1 (sleep mutex:hot)", 2.0),
+            lock("b.c:1 (sleep mutex:warm)", 3.0),
+            lock("c.c:1 (sleep mutex:hot)", 2.5),
+        ]);
+        let agg = aggregate(&run.locks);
+        assert_eq!(agg[0].name, "hot");
+        assert!((agg[0].wait_s - 4.5).abs() < 1e-9);
+        assert_eq!(agg[0].sites.len(), 2);
+        let f = run_with(&run, Some(10.0), Some(4)).unwrap();
+        assert!(f.summary.contains("on hot"), "{}", f.summary);
+        assert!(f.summary.contains("the next, warm"), "{}", f.summary);
+    }
+
+    #[test]
+    fn small_waits_are_not_contention() {
+        let run = profile(vec![lock("x", 0.05), lock("y", 0.01)]);
+        assert!(run_with(&run, Some(30.0), Some(8)).is_none());
+    }
+
+    #[test]
+    fn machinery_locks_are_not_causes() {
+        let run = profile(vec![
+            lock("t.c:1 (spin mutex:turnstile chain)", 20.0),
+            lock("r.c:1 (sleep mutex:rt)", 10.0),
+        ]);
+        let f = run_with(&run, Some(30.0), Some(8)).unwrap();
+        assert!(f.summary.contains("on rt"), "{}", f.summary);
+        assert!(f.alternatives[0].contains("turnstile chain"));
+    }
+
+    #[test]
+    fn without_a_window_the_ranking_is_given_at_low_confidence() {
+        let run = profile(vec![lock("a", 5.0), lock("b", 1.0)]);
+        let f = run_with(&run, None, None).unwrap();
+        assert_eq!(f.confidence, 0.3);
+        assert!(f.summary.contains("cannot be said"));
+        assert!(f.next.unwrap().contains("--interval"));
+        let mut annotated = run.clone();
+        annotated.meta.annotations.interval_s = Some(10.0);
+        annotated.meta.host.cpus = Some(2);
+        let g = on(&annotated, check).unwrap();
+        assert!(
+            g.summary.contains("25 % of the 20.0 CPU-seconds"),
+            "{}",
+            g.summary
+        );
+    }
+
+    #[test]
+    fn no_locks_no_finding() {
+        assert!(on(&live_run(5, idle_row), check).is_none());
+    }
+}

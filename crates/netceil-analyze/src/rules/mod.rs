@@ -1,0 +1,44 @@
+//! One module per cause. Each rule looks at one run through [`Ctx`] and returns a finding only
+//! when its evidence is there: rules are conservative, and none speaks about network ceilings
+//! on a machine that carried no network load.
+//!
+//! Confidence, everywhere: a rule turns each piece of evidence into a 0–1 strength with
+//! [`ramp`](crate::stats::ramp) (0 at the threshold where the cause becomes plausible, 1 where
+//! it is unmistakable), averages the strengths it could compute, maps that onto a band that
+//! starts at the rule's floor (how much firing at all already says), and multiplies by the
+//! data factors of [`Ctx`] (how many load rows there were, whether the traffic was measured or
+//! assumed). Each rule's header says which strengths it uses.
+
+use netceil_model::Finding;
+
+use crate::ctx::Ctx;
+
+pub mod buffers;
+pub mod busy_wait;
+pub mod cpu;
+pub mod generator;
+pub mod interrupts;
+pub mod knee;
+pub mod link;
+pub mod locks;
+pub mod saturation;
+pub mod tcp_path;
+
+/// Every single-run rule, in no particular order (findings are sorted by confidence later).
+pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
+    let rules: [fn(&Ctx) -> Option<Finding>; 12] = [
+        saturation::check,
+        cpu::hot_cpu,
+        cpu::cpu_bound,
+        interrupts::check,
+        locks::check,
+        busy_wait::effective_utilization,
+        busy_wait::polling_thread,
+        buffers::check,
+        tcp_path::check,
+        link::check,
+        generator::limited,
+        generator::own_busy_wait,
+    ];
+    rules.iter().filter_map(|rule| rule(ctx)).collect()
+}

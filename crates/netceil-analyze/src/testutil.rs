@@ -1,0 +1,119 @@
+//! Builders for synthetic runs whose truth is known, shared by the rules' unit tests.
+
+use netceil_model::{names as n, Finding, MetricId, Run, RunSource, Series, Unit};
+
+use crate::ctx::Ctx;
+use crate::Options;
+
+/// A deterministic noise source: tests need noise, not randomness (a failure must reproduce).
+pub fn noise(i: usize, amplitude: f64) -> f64 {
+    let x = ((i as f64 + 1.0) * 12.9898).sin() * 43758.5453;
+    (x - x.floor() - 0.5) * 2.0 * amplitude
+}
+
+/// Sets `name{labels}` in row `row`, with the unit the names module gives it.
+pub fn put(s: &mut Series, row: usize, name: &str, labels: &[(&str, &str)], v: f64) {
+    let mut id = MetricId::new(name);
+    for (k, val) in labels {
+        id = id.with(*k, *val);
+    }
+    let unit = n::unit_of(name).unwrap_or(Unit::Count);
+    s.set_at(row, &id, unit, v);
+}
+
+/// A live run of `rows` one-second rows on a 2-CPU host; `fill(series, row)` sets each row.
+pub fn live_run(rows: usize, mut fill: impl FnMut(&mut Series, usize)) -> Run {
+    let mut run = Run::new("test", RunSource::Live);
+    run.meta.host.cpus = Some(2);
+    run.meta.host.os = Some("Linux".into());
+    run.series = Series::new(1.0);
+    for row in 0..rows {
+        run.series.push_row(row as f64 + 1.0);
+        fill(&mut run.series, row);
+    }
+    run
+}
+
+/// An imported run (a log without network counters) built the same way.
+pub fn imported_run(rows: usize, fill: impl FnMut(&mut Series, usize)) -> Run {
+    let mut run = live_run(rows, fill);
+    run.source = RunSource::Imported {
+        format: "test".into(),
+        file: "test.txt".into(),
+    };
+    run.meta.host.cpus = None;
+    run.meta.host.os = None;
+    run
+}
+
+/// Per-CPU and machine CPU figures for one row: `(user, system, softirq)` per CPU.
+pub fn cpu_row(s: &mut Series, row: usize, cpus: &[(f64, f64, f64)]) {
+    let mut tot = (0.0, 0.0, 0.0);
+    for (i, &(us, sy, si)) in cpus.iter().enumerate() {
+        let c = i.to_string();
+        let l = [(n::LABEL_CPU, c.as_str())];
+        put(s, row, n::CPU_USER_PCT, &l, us);
+        put(s, row, n::CPU_SYSTEM_PCT, &l, sy);
+        put(s, row, n::CPU_SOFTIRQ_PCT, &l, si);
+        put(s, row, n::CPU_IDLE_PCT, &l, (100.0 - us - sy - si).max(0.0));
+        put(s, row, n::CPU_BUSY_PCT, &l, (us + sy + si).min(100.0));
+        tot = (tot.0 + us, tot.1 + sy, tot.2 + si);
+    }
+    let k = cpus.len() as f64;
+    put(s, row, n::CPU_USER_PCT, &[], tot.0 / k);
+    put(s, row, n::CPU_SYSTEM_PCT, &[], tot.1 / k);
+    put(s, row, n::CPU_SOFTIRQ_PCT, &[], tot.2 / k);
+    let busy = (tot.0 + tot.1 + tot.2) / k;
+    put(s, row, n::CPU_BUSY_PCT, &[], busy.min(100.0));
+    put(s, row, n::CPU_IDLE_PCT, &[], (100.0 - busy).max(0.0));
+}
+
+/// A quiet machine's row: a few % CPU, ~850 cs/s, ~700 interrupts/s, ssh-level traffic.
+pub fn idle_row(s: &mut Series, row: usize) {
+    let c = |k: usize, a: f64| noise(row * 7 + k, a);
+    cpu_row(
+        s,
+        row,
+        &[
+            (1.5 + c(1, 1.0), 1.0 + c(2, 0.8), 0.1),
+            (1.0 + c(3, 0.9), 0.8 + c(4, 0.7), 0.05),
+        ],
+    );
+    put(s, row, n::CS_PER_S, &[], 850.0 + c(5, 150.0));
+    put(s, row, n::INTR_PER_S, &[], 700.0 + c(6, 200.0));
+    let eth0 = [(n::LABEL_IFACE, "eth0")];
+    put(
+        s,
+        row,
+        n::IFACE_RX_BITS_PER_S,
+        &eth0,
+        20_000.0 + c(7, 8000.0),
+    );
+    put(s, row, n::IFACE_RX_PPS, &eth0, 25.0 + c(8, 10.0));
+    put(
+        s,
+        row,
+        n::IFACE_TX_BITS_PER_S,
+        &eth0,
+        30_000.0 + c(9, 8000.0),
+    );
+    put(s, row, n::IFACE_TX_PPS, &eth0, 20.0 + c(10, 10.0));
+    for name in [
+        n::UDP_RCVBUF_ERRORS_PER_S,
+        n::SOFTNET_DROPPED_PER_S,
+        n::SOFTNET_TIME_SQUEEZE_PER_S,
+        n::TCP_BACKLOG_DROP_PER_S,
+        n::TCP_RETRANS_SEGS_PER_S,
+    ] {
+        put(s, row, name, &[], 0.0);
+    }
+    put(s, row, n::TCP_OUT_SEGS_PER_S, &[], 15.0 + c(11, 5.0));
+    put(s, row, n::IFACE_RX_MISSED_PER_S, &eth0, 0.0);
+}
+
+/// Runs one rule on a run with default options.
+pub fn on(run: &Run, rule: fn(&Ctx) -> Option<Finding>) -> Option<Finding> {
+    let opts = Options::default();
+    let ctx = Ctx::new(run, &opts);
+    rule(&ctx)
+}

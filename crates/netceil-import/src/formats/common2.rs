@@ -1,0 +1,495 @@
+//! Helpers shared by the lock-profile, Erlang, iperf3 and /proc snapshot readers.
+//!
+//! Every reader starts from the same [`Run`] ([`new_run`]): the `import-` id that util.rs
+//! derives from the text (the same log always gets the same id), the source format and file,
+//! and the user's labels and annotations. Errors carry the file, the 1-based line and field
+//! ([`error`]). The Erlang term reader ([`erl`]) is shared by the two Erlang formats.
+
+use netceil_model::{Run, RunSource};
+use netceil_probe::parse::token_spans;
+
+use super::util::content_run_id;
+use crate::{ImportError, ImportOptions};
+
+/// The file name to show in errors and in the Run (`-` when none was given).
+pub(crate) fn file(opts: &ImportOptions) -> &str {
+    if opts.file.is_empty() {
+        "-"
+    } else {
+        &opts.file
+    }
+}
+
+/// The Run every reader fills in: id, source, labels, annotations, complete.
+pub(crate) fn new_run(format: &str, text: &str, opts: &ImportOptions) -> Run {
+    let mut run = Run::new(
+        content_run_id(text),
+        RunSource::Imported {
+            format: format.to_string(),
+            file: file(opts).to_string(),
+        },
+    );
+    run.meta.labels = opts.labels.clone();
+    run.meta.annotations = opts.annotations.clone();
+    run.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    run.meta.complete = true;
+    run
+}
+
+/// The end of every import: warnings are prefixed with the file name, as the other readers
+/// do, and also kept in the Run's notes so that they are stored with it.
+pub(crate) fn finish(mut run: Run, warnings: Vec<String>, opts: &ImportOptions) -> crate::Imported {
+    let warnings: Vec<String> = warnings
+        .into_iter()
+        .map(|w| format!("{}: {w}", file(opts)))
+        .collect();
+    run.notes.extend(warnings.iter().cloned());
+    crate::Imported { run, warnings }
+}
+
+/// Lock profiles carry no duration, but relating waits to wall time needs one: with a window
+/// (from the command line in the log, or `--interval`), the series gets one empty row at
+/// `t_s = window` so the Run has a length, and the notes say where it came from.
+pub(crate) fn profile_window(run: &mut Run, window: Option<(f64, &str)>) {
+    match window.filter(|(w, _)| *w > 0.0 && w.is_finite()) {
+        Some((w, from)) => {
+            run.series.interval_s = w;
+            run.series.push_row(w);
+            run.meta.annotations.interval_s = Some(w);
+            run.notes.push(format!("profiled window: {w} s, {from}"));
+        }
+        None => run.notes.push(
+            "the log does not say how long profiling ran: give the window with --interval to relate waits to wall time"
+                .into(),
+        ),
+    }
+}
+
+/// An error at a 1-based line and, when one field is at fault, a 1-based field number.
+pub(crate) fn error(
+    opts: &ImportOptions,
+    line: usize,
+    field: Option<usize>,
+    expected: impl Into<String>,
+    found: &str,
+) -> ImportError {
+    ImportError::new(file(opts), line.max(1), field, expected, found)
+}
+
+/// The 1-based number of the last line of `text` (at least 1).
+pub(crate) fn line_count(text: &str) -> usize {
+    text.lines().count().max(1)
+}
+
+/// True when the text stops in the middle of a line: the mark of a log cut short.
+pub(crate) fn cut_mid_line(text: &str) -> bool {
+    !text.is_empty() && !text.ends_with('\n')
+}
+
+/// The first non-blank line of `lines`, trimmed, with its 1-based number (`(1, "")` when
+/// there is none): what an error about a missing header points at.
+pub(crate) fn first_nonblank<'a>(lines: &[&'a str]) -> (usize, &'a str) {
+    lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())
+        .map_or((1, ""), |(i, l)| (i + 1, l.trim()))
+}
+
+/// The warning for a last row that the end of the text cut so that it could not be read.
+pub(crate) fn cut_row_skipped(line: usize, row: &str) -> String {
+    format!("line {line}: the last line is cut short ('{row}'); it was skipped")
+}
+
+/// The warning for a last row that was read although the text ends inside it.
+pub(crate) fn cut_row_kept(line: usize) -> String {
+    format!("line {line}: the text ends inside this last row; its values may be cut short")
+}
+
+/// Whitespace-separated fields with their byte offsets, split as the /proc parsers split
+/// ([`token_spans`]), collected because the lock readers index into them.
+pub(crate) fn fields(line: &str) -> Vec<(usize, &str)> {
+    token_spans(line).collect()
+}
+
+/// Digits only, as a u64.
+pub(crate) fn parse_u64(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// A finite, non-negative decimal number (`12`, `0.26`, `1e3`); no sign, no `inf`/`nan`.
+pub(crate) fn parse_nonneg(s: &str) -> Option<f64> {
+    let first = s.bytes().next()?;
+    if !(first.is_ascii_digit() || first == b'.') {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// Removes e-mail quoting (`> `, `>> `) from a line of a pasted table.
+pub(crate) fn unquote(line: &str) -> &str {
+    let mut l = line;
+    loop {
+        let t = l.trim_start();
+        match t.strip_prefix('>') {
+            Some(rest) => l = rest,
+            None => return l,
+        }
+    }
+}
+
+/// `count` of `what`, pluralised with a trailing `s`.
+pub(crate) fn plural(count: usize, what: &str) -> String {
+    if count == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{count} {what}s")
+    }
+}
+
+/// Reading Erlang (and Elixir) shell output: lists, tuples, numbers, atoms and strings, with
+/// shell prompts and `%` comments removed. Only what scheduler statistics print is needed, so
+/// maps, binaries, pids and funs are read as opaque atoms rather than understood.
+pub(crate) mod erl {
+    /// An Erlang term, as far as the scheduler readers need one.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum Term {
+        Int(i128),
+        Float(f64),
+        /// An atom (`total`, `:normal` without the colon) or any other bare word.
+        Atom(String),
+        /// A string or charlist (`"1.0%"`, `'0.0%'`).
+        Str(String),
+        List(Vec<Term>),
+        Tuple(Vec<Term>),
+    }
+
+    impl Term {
+        /// The value of an integer term.
+        pub(crate) fn int(&self) -> Option<i128> {
+            match self {
+                Term::Int(i) => Some(*i),
+                _ => None,
+            }
+        }
+
+        /// The value of a number term.
+        pub(crate) fn num(&self) -> Option<f64> {
+            match self {
+                Term::Int(i) => Some(*i as f64),
+                Term::Float(f) => Some(*f),
+                _ => None,
+            }
+        }
+
+        pub(crate) fn atom(&self) -> Option<&str> {
+            match self {
+                Term::Atom(a) => Some(a),
+                _ => None,
+            }
+        }
+    }
+
+    /// A token and the 1-based line it starts on.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum Tok {
+        Open(char),
+        Close(char),
+        Comma,
+        Int(i128),
+        Float(f64),
+        Word(String),
+        Str(String),
+        /// Any other character (`=`, `.`, `|`, `(`, `)`…).
+        Punct(char),
+    }
+
+    /// A call typed at a shell prompt: the text after the prompt, and its line.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) struct Prompt {
+        pub line: usize,
+        pub input: String,
+    }
+
+    /// Splits a shell prompt (`1> `, `(node@host)2> `, `iex(3)> `, or a bare `> ` as in
+    /// documentation) from a line; returns what was typed after it.
+    pub(crate) fn prompt_input(line: &str) -> Option<&str> {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("> ") {
+            return Some(rest);
+        }
+        if t == ">" {
+            return Some("");
+        }
+        let gt = t.find("> ")?;
+        let head = &t[..gt];
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        // `2`, `(node@host)2`, `iex(3)`, `iex(node@host)3`.
+        let ok = match head.strip_prefix("iex").unwrap_or(head).strip_prefix('(') {
+            Some(rest) => match rest.find(')') {
+                Some(close) => {
+                    let after = &rest[close + 1..];
+                    digits(after) || (after.is_empty() && digits(&rest[..close]))
+                }
+                None => false,
+            },
+            None => digits(head),
+        };
+        ok.then(|| &t[gt + 2..])
+    }
+
+    /// Tokenizes shell output: prompt lines are taken out (and returned), `%` comments and
+    /// `#` comment lines are dropped.
+    pub(crate) fn tokenize(text: &str) -> (Vec<(usize, Tok)>, Vec<Prompt>) {
+        let mut toks = Vec::new();
+        let mut prompts = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let number = i + 1;
+            if let Some(input) = prompt_input(line) {
+                prompts.push(Prompt {
+                    line: number,
+                    input: input.trim().to_string(),
+                });
+                continue;
+            }
+            if line.trim_start().starts_with('#') {
+                continue;
+            }
+            tokenize_line(line, number, &mut toks);
+        }
+        (toks, prompts)
+    }
+
+    fn tokenize_line(line: &str, number: usize, out: &mut Vec<(usize, Tok)>) {
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            match c {
+                '%' => return,
+                c if c.is_whitespace() => i += 1,
+                '[' | '{' => {
+                    out.push((number, Tok::Open(c)));
+                    i += 1;
+                }
+                ']' | '}' => {
+                    out.push((number, Tok::Close(c)));
+                    i += 1;
+                }
+                ',' => {
+                    out.push((number, Tok::Comma));
+                    i += 1;
+                }
+                '"' | '\'' => {
+                    let mut s = String::new();
+                    i += 1;
+                    while i < chars.len() && chars[i] != c {
+                        if chars[i] == '\\' && i + 1 < chars.len() {
+                            i += 1;
+                        }
+                        s.push(chars[i]);
+                        i += 1;
+                    }
+                    i += 1;
+                    out.push((number, Tok::Str(s)));
+                }
+                c if c.is_ascii_digit()
+                    || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
+                {
+                    let start = i;
+                    i += 1;
+                    while i < chars.len()
+                        && (chars[i].is_ascii_digit()
+                            || chars[i] == '_'
+                            || ((chars[i] == '.')
+                                && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+                            || ((chars[i] == 'e' || chars[i] == 'E')
+                                && chars
+                                    .get(i + 1)
+                                    .is_some_and(|n| n.is_ascii_digit() || *n == '-' || *n == '+'))
+                            || ((chars[i] == '-' || chars[i] == '+')
+                                && matches!(chars[i - 1], 'e' | 'E')))
+                    {
+                        i += 1;
+                    }
+                    let text: String = chars[start..i].iter().filter(|&&c| c != '_').collect();
+                    let tok = if text.contains(['.', 'e', 'E']) {
+                        text.parse::<f64>().ok().map(Tok::Float)
+                    } else {
+                        text.parse::<i128>().ok().map(Tok::Int)
+                    };
+                    out.push((number, tok.unwrap_or(Tok::Word(text))));
+                }
+                c if c.is_alphabetic() || c == '_' || c == ':' => {
+                    let start = i;
+                    i += 1;
+                    while i < chars.len()
+                        && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '@' | ':'))
+                    {
+                        i += 1;
+                    }
+                    let word: String = chars[start..i].iter().collect();
+                    // Elixir atoms (`:normal`) are Erlang atoms (`normal`).
+                    let word = word.trim_start_matches(':').to_string();
+                    out.push((number, Tok::Word(word)));
+                }
+                other => {
+                    out.push((number, Tok::Punct(other)));
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// How a term ended.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum Parsed {
+        /// A whole term.
+        Done(Term),
+        /// The input ended inside a list or tuple: the elements read so far.
+        Cut(Term),
+        /// Something that is not a term, at this line.
+        Bad(usize),
+    }
+
+    /// Reads one term starting at `toks[*pos]`, advancing `pos` past it.
+    pub(crate) fn parse_term(toks: &[(usize, Tok)], pos: &mut usize) -> Parsed {
+        let Some((line, tok)) = toks.get(*pos) else {
+            return Parsed::Cut(Term::List(Vec::new()));
+        };
+        *pos += 1;
+        match tok {
+            Tok::Int(i) => Parsed::Done(Term::Int(*i)),
+            Tok::Float(f) => Parsed::Done(Term::Float(*f)),
+            Tok::Word(w) => Parsed::Done(Term::Atom(w.clone())),
+            Tok::Str(s) => Parsed::Done(Term::Str(s.clone())),
+            Tok::Open(open) => {
+                let close = if *open == '[' { ']' } else { '}' };
+                let mut items = Vec::new();
+                let wrap = |items: Vec<Term>| {
+                    if *open == '[' {
+                        Term::List(items)
+                    } else {
+                        Term::Tuple(items)
+                    }
+                };
+                if let Some((_, Tok::Close(c))) = toks.get(*pos) {
+                    if *c == close {
+                        *pos += 1;
+                        return Parsed::Done(wrap(items));
+                    }
+                }
+                loop {
+                    match parse_term(toks, pos) {
+                        Parsed::Done(t) => items.push(t),
+                        Parsed::Cut(t) => {
+                            // A cut inner term is kept only if it has something in it.
+                            if !matches!(&t, Term::List(v) | Term::Tuple(v) if v.is_empty()) {
+                                items.push(t);
+                            }
+                            return Parsed::Cut(wrap(items));
+                        }
+                        Parsed::Bad(l) => return Parsed::Bad(l),
+                    }
+                    match toks.get(*pos) {
+                        None => return Parsed::Cut(wrap(items)),
+                        Some((_, Tok::Comma)) => *pos += 1,
+                        Some((_, Tok::Close(c))) if *c == close => {
+                            *pos += 1;
+                            return Parsed::Done(wrap(items));
+                        }
+                        Some((l, _)) => return Parsed::Bad(*l),
+                    }
+                }
+            }
+            _ => Parsed::Bad(*line),
+        }
+    }
+
+    /// Every top-level list in the token stream, with the line it starts on; a list that
+    /// the input cuts short comes last, marked `true`.
+    pub(crate) fn top_lists(toks: &[(usize, Tok)]) -> Vec<(usize, Vec<Term>, bool)> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < toks.len() {
+            if toks[pos].1 != Tok::Open('[') {
+                pos += 1;
+                continue;
+            }
+            let start = pos;
+            let line = toks[pos].0;
+            match parse_term(toks, &mut pos) {
+                Parsed::Done(Term::List(items)) => out.push((line, items, false)),
+                Parsed::Cut(Term::List(items)) => {
+                    out.push((line, items, true));
+                    break;
+                }
+                _ => pos = start + 1,
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::erl::{prompt_input, tokenize, top_lists, Term};
+    use super::*;
+
+    #[test]
+    fn runs_name_their_source() {
+        let opts = ImportOptions::default();
+        let run = new_run("x", "hello", &opts);
+        assert_eq!(run.run_id, content_run_id("hello"));
+        assert!(run.meta.complete);
+        assert_eq!(
+            run.source,
+            RunSource::Imported {
+                format: "x".into(),
+                file: "-".into()
+            }
+        );
+    }
+
+    #[test]
+    fn numbers_and_quotes() {
+        assert_eq!(parse_nonneg("0.26"), Some(0.26));
+        assert_eq!(parse_nonneg("-1"), None);
+        assert_eq!(parse_nonneg("inf"), None);
+        assert_eq!(parse_u64("12a"), None);
+        assert_eq!(unquote("> > 12 34"), " 12 34");
+        assert_eq!(fields(" a  bc d")[1], (4, "bc"));
+    }
+
+    #[test]
+    fn erlang_prompts() {
+        assert_eq!(prompt_input("1> statistics(x)."), Some("statistics(x)."));
+        assert_eq!(prompt_input("(n@h)12> a."), Some("a."));
+        assert_eq!(prompt_input("iex(3)> :erlang.x()"), Some(":erlang.x()"));
+        assert_eq!(prompt_input("> Start = x."), Some("Start = x."));
+        assert_eq!(prompt_input("[{1,2,3}]"), None);
+        assert_eq!(prompt_input("a > b"), None);
+    }
+
+    #[test]
+    fn erlang_lists_with_comments_and_cuts() {
+        let text = "[{1,2,3}, % {Id, A, T}\n {2,4,5}]\n[{:normal, 1, 2.5e-5, '0.0%'}]\n[{1,2,";
+        let (toks, _) = tokenize(text);
+        let lists = top_lists(&toks);
+        assert_eq!(lists.len(), 3);
+        assert_eq!(lists[0].1.len(), 2);
+        assert_eq!(
+            lists[1].1[0],
+            Term::Tuple(vec![
+                Term::Atom("normal".into()),
+                Term::Int(1),
+                Term::Float(2.5e-5),
+                Term::Str("0.0%".into())
+            ])
+        );
+        assert!(lists[2].2, "the last list is cut");
+    }
+}

@@ -1,0 +1,226 @@
+//! Erlang `statistics(scheduler_wall_time)` snapshots: per-scheduler utilization, the work a
+//! VM really did, to set beside OS CPU % (which counts schedulers' busy-waiting as busy).
+//!
+//! Each snapshot is a list `[{SchedulerId, ActiveTime, TotalTime}, …]` as the Erlang or
+//! Elixir shell prints it: possibly over several lines, between `1>`/`iex(2)>`/`>` prompts,
+//! with `%` comments. Newer OTP releases list dirty CPU schedulers after the normal ones
+//! (`scheduler_wall_time_all` adds dirty I/O ones); the ids are kept as printed.
+//!
+//! Utilization of a scheduler between two snapshots is ΔActiveTime / ΔTotalTime. It becomes one
+//! series row per pair of consecutive snapshots: `erlang_scheduler_util_pct{scheduler=N}` and,
+//! unlabeled, the mean over the schedulers of that row.
+//!
+//! Time: OTP documents the unit of ActiveTime and TotalTime as undefined (only ratios are
+//! meaningful), so the time between snapshots cannot be read from them. With
+//! `ImportOptions::interval_s` the rows are that far apart; without it the series has
+//! `interval_s = 0` and rows at `t_s = 0` (one pair) or numbered 1, 2, … (several), and a note
+//! says so.
+
+use netceil_model::names::ERLANG_SCHEDULER_UTIL_PCT;
+use netceil_model::{MetricId, Unit};
+
+use super::common2::erl::{tokenize, top_lists, Term, Tok};
+use super::common2::{error, finish, line_count, new_run, plural};
+use crate::{ImportError, ImportOptions, Imported};
+
+/// The name of this format for `--format`.
+pub const NAME: &str = "erlang-wall-time";
+
+/// Label key of a scheduler id.
+pub const LABEL_SCHEDULER: &str = "scheduler";
+
+/// `{Id, ActiveTime, TotalTime}` of one scheduler.
+type Entry = (i128, i128, i128);
+
+fn entry(t: &Term) -> Option<Entry> {
+    match t {
+        Term::Tuple(v) if v.len() == 3 => Some((v[0].int()?, v[1].int()?, v[2].int()?)),
+        _ => None,
+    }
+}
+
+/// The entries of a wall-time list; a list cut short keeps its whole tuples.
+fn wall_list(items: &[Term], cut: bool) -> Option<Vec<Entry>> {
+    let mut out = Vec::with_capacity(items.len());
+    for (k, t) in items.iter().enumerate() {
+        match entry(t) {
+            Some(e) => out.push(e),
+            // The tuple the input ends in may be partial.
+            None if cut && k + 1 == items.len() => {}
+            None => return None,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Says why a text holds no `statistics(scheduler_wall_time)` snapshot.
+pub fn sniff(text: &str) -> Result<(), String> {
+    let (toks, _) = tokenize(text);
+    let lists = top_lists(&toks);
+    if lists
+        .iter()
+        .any(|(_, items, cut)| wall_list(items, *cut).is_some())
+    {
+        return Ok(());
+    }
+    Err(match lists.first() {
+        Some((line, _, _)) => format!(
+            "the list at line {line} is not [{{SchedulerId, ActiveTime, TotalTime}}, …] (three integers per tuple)"
+        ),
+        None => "no Erlang list '[{SchedulerId, ActiveTime, TotalTime}, …]' found".into(),
+    })
+}
+
+/// One snapshot and where it starts.
+struct Snapshot {
+    line: usize,
+    entries: Vec<Entry>,
+}
+
+/// Imports two or more `statistics(scheduler_wall_time)` snapshots.
+pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let (toks, _prompts) = tokenize(text);
+    let mut warnings = Vec::new();
+    let mut snapshots = Vec::new();
+    for (line, items, cut) in top_lists(&toks) {
+        match wall_list(&items, cut) {
+            Some(entries) => {
+                if cut {
+                    warnings.push(format!(
+                        "the snapshot at line {line} is cut short: {} read",
+                        plural(entries.len(), "scheduler")
+                    ));
+                }
+                snapshots.push(Snapshot { line, entries });
+            }
+            None if cut => warnings.push(format!(
+                "line {line}: a list cut short before its first whole {{Id, Active, Total}} tuple was skipped"
+            )),
+            None => {}
+        }
+    }
+    if snapshots.len() < 2 {
+        let disabled = toks
+            .iter()
+            .any(|(_, t)| *t == Tok::Word("undefined".into()));
+        let (line, found) = match snapshots.first() {
+            Some(s) => (s.line, format!("one snapshot only (line {})", s.line)),
+            None if disabled => (
+                toks.iter()
+                    .find(|(_, t)| *t == Tok::Word("undefined".into()))
+                    .map_or(1, |t| t.0),
+                "'undefined': scheduler wall time was off; enable it with erlang:system_flag(scheduler_wall_time, true)".into(),
+            ),
+            None => (line_count(text), "no snapshot".into()),
+        };
+        return Err(error(
+            opts,
+            line,
+            None,
+            "two statistics(scheduler_wall_time) snapshots ([{SchedulerId, ActiveTime, TotalTime}, …]) to take the difference of",
+            &found,
+        ));
+    }
+    let interval = opts.interval_s.filter(|i| *i > 0.0 && i.is_finite());
+    let mut run = new_run(NAME, text, opts);
+    run.series.interval_s = interval.unwrap_or(0.0);
+    let pairs = snapshots.len() - 1;
+    let mut delta_totals = Vec::new();
+    for (k, pair) in snapshots.windows(2).enumerate() {
+        let (prev, cur) = (&pair[0], &pair[1]);
+        let t = match interval {
+            Some(i) => i * (k + 1) as f64,
+            None if pairs == 1 => 0.0,
+            None => (k + 1) as f64,
+        };
+        let row = run.series.push_row(t);
+        let mut sum = 0.0;
+        let mut n = 0usize;
+        let mut ids: Vec<&Entry> = cur.entries.iter().collect();
+        ids.sort_by_key(|e| e.0);
+        for &&(id, active, total) in &ids {
+            let metric =
+                MetricId::new(ERLANG_SCHEDULER_UTIL_PCT).with(LABEL_SCHEDULER, id.to_string());
+            let Some(&(_, a0, t0)) = prev.entries.iter().find(|e| e.0 == id) else {
+                run.series.note_missing(
+                    &metric.to_string(),
+                    format!(
+                        "scheduler {id} is not in the snapshot at line {}",
+                        prev.line
+                    ),
+                );
+                continue;
+            };
+            let (da, dt) = (active - a0, total - t0);
+            if dt <= 0 || da < 0 || da > dt {
+                run.series.note_missing(
+                    &metric.to_string(),
+                    format!(
+                        "scheduler {id}: times between the snapshots at lines {} and {} do not increase (ΔActive {da}, ΔTotal {dt}): wall-time accounting was reset",
+                        prev.line, cur.line
+                    ),
+                );
+                continue;
+            }
+            delta_totals.push(dt);
+            let pct = 100.0 * da as f64 / dt as f64;
+            run.series.set_at(row, &metric, Unit::Percent, pct);
+            if pairs == 1 {
+                run.notes.push(format!(
+                    "scheduler {id}: utilization {:.3e} ({:.4} %), ΔActive {da} / ΔTotal {dt}",
+                    pct / 100.0,
+                    pct
+                ));
+            }
+            sum += pct;
+            n += 1;
+        }
+        for &(id, _, _) in &prev.entries {
+            if !cur.entries.iter().any(|e| e.0 == id) {
+                warnings.push(format!(
+                    "scheduler {id} is in the snapshot at line {} but not in the one at line {}",
+                    prev.line, cur.line
+                ));
+            }
+        }
+        if n > 0 {
+            run.series.set_at(
+                row,
+                &MetricId::new(ERLANG_SCHEDULER_UTIL_PCT),
+                Unit::Percent,
+                sum / n as f64,
+            );
+        }
+    }
+    if run.series.metrics.is_empty() {
+        return Err(error(
+            opts,
+            snapshots[1].line,
+            None,
+            "snapshots with the same scheduler ids and increasing times",
+            "no scheduler whose times increased between snapshots",
+        ));
+    }
+    run.notes.insert(
+        0,
+        format!(
+            "Erlang scheduler utilization from {} of statistics(scheduler_wall_time): ΔActiveTime/ΔTotalTime per scheduler; the unlabeled value is the mean over schedulers. Ids above the number of normal schedulers are dirty schedulers (OTP ≥ 20)",
+            plural(snapshots.len(), "snapshot")
+        ),
+    );
+    let span = match (delta_totals.iter().min(), delta_totals.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{lo}"),
+        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+        _ => "?".into(),
+    };
+    run.notes.push(match interval {
+        Some(i) => format!(
+            "time between snapshots: {i} s, as given (--interval); ΔTotalTime was {span} in the VM's own unit, which OTP leaves undefined"
+        ),
+        None => format!(
+            "time between snapshots unknown: ΔTotalTime was {span} in the VM's own unit, which OTP leaves undefined; give --interval to place the rows in time (interval_s is 0 until then{})",
+            if pairs > 1 { ", and rows are numbered 1, 2, …" } else { "" }
+        ),
+    });
+    Ok(finish(run, warnings, opts))
+}

@@ -1,0 +1,553 @@
+//! Generic time-series tables: a header row, then rows of values separated by tabs,
+//! semicolons, commas or runs of spaces (`"quoted, cells"` allowed). Home-made logs and
+//! spreadsheets exported for a mailing-list post are mostly this.
+//!
+//! Rules, chosen so nothing is guessed silently:
+//! - **Time**: the first column of ISO 8601 timestamps, else a numeric column named like a
+//!   time (`time`, `timestamp`, `epoch`, `t_s`, `elapsed`…), else a counter column (`loop`,
+//!   `iteration`, `sample`…); row times are measured from it. Without one, rows are indexed
+//!   1..n at the given interval (default 1 s), and a note says so. An index counter next to a
+//!   real time column is dropped as redundant.
+//! - **Metrics**: every other numeric column, its name in snake_case. A name netceil knows
+//!   (`cs_per_s`) keeps its unit; `%`/`_pct` is Percent; `_per_s` PerSecond; `_pps`
+//!   PacketsPerSecond; `_bytes` Bytes; `_us` Microseconds (`_ns` and `_ms` are converted to
+//!   µs and renamed); a `*util*` column whose values all lie in 0–1 is a fraction and becomes
+//!   `<name>_ratio` (Unit::Ratio, not converted to %). Anything else is a plain count.
+//! - **Counters**: a column that never decreases may be a cumulative counter. It is kept as
+//!   given, under its own name, with a note; it is not turned into a rate.
+//! - **Text** columns (`sbwt`, `condition`) cannot be metrics: their cells are kept as notes
+//!   per row. Placeholder cells (`-`, `NA`, empty) are missing values; other non-numbers in a
+//!   numeric column are missing too, with a warning.
+//! - `#` lines are comments, kept as notes.
+
+use netceil_model::{names, MetricId, Unit};
+
+use super::util::{
+    error, given_interval, median_step, new_run, numbered_lines, parse_iso_datetime, parse_number,
+    sanitize_metric_name, shorten, SeriesBuilder,
+};
+use crate::{ImportError, ImportOptions, Imported};
+
+/// The format's name.
+pub const NAME: &str = "table";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sep {
+    Tab,
+    Semicolon,
+    Comma,
+    Spaces,
+}
+
+impl Sep {
+    fn describe(self) -> &'static str {
+        match self {
+            Sep::Tab => "tab",
+            Sep::Semicolon => "semicolon",
+            Sep::Comma => "comma",
+            Sep::Spaces => "space",
+        }
+    }
+}
+
+/// Splits one line into cells; quotes protect separators (`""` is a quote inside quotes).
+fn split(line: &str, sep: Sep) -> Vec<String> {
+    let ch = match sep {
+        Sep::Spaces => return line.split_ascii_whitespace().map(str::to_string).collect(),
+        Sep::Tab => '\t',
+        Sep::Semicolon => ';',
+        Sep::Comma => ',',
+    };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    cur.push('"');
+                    chars.next();
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cur.push(c);
+            }
+        } else if c == '"' && cur.trim().is_empty() {
+            cur.clear();
+            quoted = true;
+        } else if c == ch {
+            out.push(cur.trim().to_string());
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    out.push(cur.trim().to_string());
+    out
+}
+
+/// The lines that are not comments or blank, with their numbers.
+fn content_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    numbered_lines(text).filter_map(|(n, l)| {
+        let l = if n == 1 {
+            l.trim_start_matches('\u{feff}')
+        } else {
+            l
+        };
+        let t = l.trim();
+        (!t.is_empty() && !t.starts_with('#')).then_some((n, l))
+    })
+}
+
+/// The first separator (tab, semicolon, comma, spaces) that gives the header two or more
+/// cells and the first row as many. Later rows are held to it, so a broken row is an error
+/// rather than a reason to read the whole table another way.
+fn detect_sep(text: &str) -> Option<Sep> {
+    let mut lines = content_lines(text).map(|(_, l)| l);
+    let header = lines.next()?;
+    let first = lines.next()?;
+    [Sep::Tab, Sep::Semicolon, Sep::Comma, Sep::Spaces]
+        .into_iter()
+        .find(|&sep| {
+            let width = split(header, sep).len();
+            width >= 2 && split(first, sep).len() == width
+        })
+}
+
+/// A cell's number; where the separator is not a comma, `31,5` is a decimal comma.
+fn cell_number(cell: &str, sep: Sep) -> Option<f64> {
+    parse_number(cell).or_else(|| {
+        if sep == Sep::Comma {
+            return None;
+        }
+        let (int, frac) = cell.split_once(',')?;
+        if frac.is_empty() || frac.contains([',', '.']) {
+            return None;
+        }
+        parse_number(&format!("{int}.{frac}"))
+    })
+}
+
+fn is_placeholder(cell: &str) -> bool {
+    matches!(
+        cell,
+        "" | "-" | "--" | "?" | "NA" | "N/A" | "n/a" | "na" | "nan" | "NaN" | "null" | "None"
+    )
+}
+
+/// Why the text is not a table.
+pub fn sniff(text: &str) -> Result<(), String> {
+    let first = content_lines(text).next();
+    let Some((n, header_line)) = first else {
+        return Err("not a table: the text has no lines other than comments".into());
+    };
+    let expected = "expected a header row of column names separated by tabs, semicolons, commas or spaces, then rows with the same number of cells";
+    let Some(sep) = detect_sep(text) else {
+        return Err(format!(
+            "not a table: line {n} '{}', {expected}",
+            shorten(header_line, 50)
+        ));
+    };
+    let header = split(header_line, sep);
+    if header
+        .iter()
+        .all(|h| parse_number(h).is_some() || h.is_empty())
+    {
+        return Err(format!(
+            "not a table: line {n} '{}' has no column names, {expected}",
+            shorten(header_line, 50)
+        ));
+    }
+    let numeric = content_lines(text)
+        .nth(1)
+        .is_some_and(|(_, l)| split(l, sep).iter().any(|c| parse_number(c).is_some()));
+    if !numeric {
+        return Err(format!(
+            "not a table: no number in the first row under the header on line {n}, {expected}"
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TimeKind {
+    /// ISO 8601 timestamps; `true` when they carry a zone.
+    Iso(bool),
+    /// Numeric seconds (epoch or relative).
+    Seconds,
+    /// A loop counter: rows, not seconds.
+    Counter,
+}
+
+const TIME_NAMES: &[&str] = &[
+    "time",
+    "timestamp",
+    "date",
+    "datetime",
+    "ts",
+    "t",
+    "t_s",
+    "time_s",
+    "epoch",
+    "unix_time",
+    "seconds",
+    "elapsed",
+    "elapsed_s",
+    "uptime",
+];
+const COUNTER_NAMES: &[&str] = &[
+    "loop",
+    "iteration",
+    "iter",
+    "sample",
+    "step",
+    "index",
+    "idx",
+    "i",
+    "n",
+    "row",
+    "seq",
+    "round",
+];
+
+/// Imports a table.
+pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let mut run = new_run(NAME, text, opts);
+    let mut warnings = Vec::new();
+    let file = &opts.file;
+    for (_, l) in numbered_lines(text) {
+        if let Some(c) = l.trim().strip_prefix('#') {
+            if !c.trim().is_empty() {
+                run.notes.push(c.trim().to_string());
+            }
+        }
+    }
+    let Some((header_no, header_line)) = content_lines(text).next() else {
+        return Err(error(
+            opts,
+            1,
+            None,
+            "a header row of column names",
+            text.lines().next().unwrap_or(""),
+        ));
+    };
+    let sep = detect_sep(text).ok_or_else(|| {
+        error(opts, header_no, None, "a header row and rows with the same number of cells, separated by tabs, semicolons, commas or spaces", header_line)
+    })?;
+    let header = split(header_line, sep);
+    let width = header.len();
+    let lines: Vec<(usize, &str)> = content_lines(text).skip(1).collect();
+    let last_no = lines.last().map_or(0, |(n, _)| *n);
+    let mut rows: Vec<(usize, Vec<String>)> = Vec::with_capacity(lines.len());
+    for (n, l) in lines {
+        let cells = split(l, sep);
+        if cells.len() != width {
+            let expected = format!(
+                "{width} {}-separated cells as in the header on line {header_no}",
+                sep.describe()
+            );
+            if n == last_no {
+                warnings.push(format!(
+                    "{file}: line {n}: ignored a truncated last row (expected {expected})"
+                ));
+                continue;
+            }
+            return Err(error(
+                opts,
+                n,
+                Some(cells.len().min(width) + 1),
+                expected,
+                &format!("{} cells: {l}", cells.len()),
+            ));
+        }
+        rows.push((n, cells));
+    }
+    if rows.is_empty() {
+        return Err(error(
+            opts,
+            header_no,
+            None,
+            "rows of values under this header",
+            "no rows",
+        ));
+    }
+
+    // Classify the columns.
+    let names: Vec<String> = dedupe(header.iter().map(|h| sanitize_metric_name(h)).collect());
+    let mut numeric = vec![false; width];
+    let mut iso = vec![None; width];
+    for c in 0..width {
+        let cells = rows
+            .iter()
+            .map(|(_, r)| r[c].as_str())
+            .filter(|s| !is_placeholder(s));
+        let (mut nums, mut others, mut stamps, mut zoned) = (0usize, 0usize, 0usize, true);
+        for cell in cells {
+            if cell_number(cell, sep).is_some() {
+                nums += 1;
+            } else if let Some((_, z)) = parse_iso_datetime(cell) {
+                stamps += 1;
+                zoned &= z;
+            } else {
+                others += 1;
+            }
+        }
+        numeric[c] = nums > 0 && others * 2 < nums && stamps == 0;
+        if stamps > 0 && nums == 0 && others == 0 {
+            iso[c] = Some(zoned);
+        }
+    }
+    let value = |r: &[String], c: usize| cell_number(&r[c], sep);
+    let increasing = |c: usize| {
+        let v: Vec<f64> = rows.iter().filter_map(|(_, r)| value(r, c)).collect();
+        v.len() == rows.len() && v.windows(2).all(|w| w[1] > w[0])
+    };
+    let mut time: Option<(usize, TimeKind)> = iso
+        .iter()
+        .position(Option::is_some)
+        .map(|c| (c, TimeKind::Iso(iso[c] == Some(true))));
+    if time.is_none() {
+        time = (0..width)
+            .find(|&c| numeric[c] && TIME_NAMES.contains(&names[c].as_str()) && increasing(c))
+            .map(|c| (c, TimeKind::Seconds));
+    }
+    let counter = (0..width)
+        .find(|&c| numeric[c] && COUNTER_NAMES.contains(&names[c].as_str()) && increasing(c));
+    let mut dropped_counter = None;
+    match (time, counter) {
+        (None, Some(c)) => time = Some((c, TimeKind::Counter)),
+        (Some(_), Some(c)) => dropped_counter = Some(c),
+        _ => {}
+    }
+
+    // Row times.
+    let times: Vec<f64> = match time {
+        Some((c, TimeKind::Iso(_))) => rows
+            .iter()
+            .map(|(_, r)| parse_iso_datetime(&r[c]).map_or(f64::NAN, |(t, _)| t))
+            .collect(),
+        Some((c, _)) => rows
+            .iter()
+            .map(|(_, r)| value(r, c).unwrap_or(f64::NAN))
+            .collect(),
+        None => Vec::new(),
+    };
+    let (interval, t_s): (f64, Vec<f64>) = match time {
+        Some((c, kind)) if times.iter().all(|t| t.is_finite()) => {
+            let step = median_step(&times);
+            let interval = match kind {
+                TimeKind::Counter => given_interval(opts).unwrap_or(1.0),
+                _ => step.or(given_interval(opts)).unwrap_or(1.0),
+            };
+            let per_step = match kind {
+                TimeKind::Counter => interval / step.unwrap_or(1.0),
+                _ => 1.0,
+            };
+            let t0 = times[0];
+            let t_s: Vec<f64> = times
+                .iter()
+                .map(|t| (t - t0) * per_step + interval)
+                .collect();
+            match kind {
+                TimeKind::Iso(true) => run.meta.started_unix_s = t0 - interval,
+                TimeKind::Iso(false) => run.notes.push(format!("time column '{}': timestamps without a zone; the run's start time is left unset", header[c])),
+                TimeKind::Seconds if t0 > 1e8 => run.meta.started_unix_s = t0 - interval,
+                TimeKind::Seconds => {}
+                TimeKind::Counter => run.notes.push(format!(
+                    "time column '{}' is a counter, not a clock: rows are {interval} s apart (the given interval, default 1 s)",
+                    header[c]
+                )),
+            }
+            (interval, t_s)
+        }
+        Some((c, _)) => {
+            warnings.push(format!("{file}: time column '{}' has cells that are not times; rows are indexed 1..n instead", header[c]));
+            time = None;
+            let interval = given_interval(opts).unwrap_or(1.0);
+            (
+                interval,
+                (1..=rows.len()).map(|i| i as f64 * interval).collect(),
+            )
+        }
+        None => {
+            let interval = given_interval(opts).unwrap_or(1.0);
+            run.notes.push(format!(
+                "no time column: rows are indexed 1..{} at {interval} s",
+                rows.len()
+            ));
+            (
+                interval,
+                (1..=rows.len()).map(|i| i as f64 * interval).collect(),
+            )
+        }
+    };
+    if let Some(c) = dropped_counter {
+        run.notes.push(format!(
+            "column '{}' counts rows next to the time column; not kept as a metric",
+            header[c]
+        ));
+    }
+
+    let mut b = SeriesBuilder::new();
+    for &t in &t_s {
+        b.push_row(t);
+    }
+    let time_col = time.map(|(c, _)| c);
+    let mut text_cols = Vec::new();
+    for c in 0..width {
+        if Some(c) == time_col || Some(c) == dropped_counter {
+            continue;
+        }
+        if !numeric[c] {
+            text_cols.push(c);
+            continue;
+        }
+        let vals: Vec<Option<f64>> = rows.iter().map(|(_, r)| value(r, c)).collect();
+        let (name, unit, scale, note) = metric_for(&header[c], &names[c], &vals);
+        if let Some(note) = note {
+            run.notes.push(note);
+        }
+        let m = b.metric(MetricId::new(name.clone()), unit);
+        let mut bad = Vec::new();
+        for (row, ((line, r), v)) in rows.iter().zip(&vals).enumerate() {
+            match v {
+                Some(v) => b.set(m, row, v * scale),
+                None if is_placeholder(&r[c]) => {}
+                None => bad.push(format!("line {line} '{}'", shorten(&r[c], 30))),
+            }
+        }
+        if !bad.is_empty() {
+            warnings.push(format!(
+                "{file}: column '{}': {} cell(s) not a number, kept as missing: {}",
+                header[c],
+                bad.len(),
+                bad.join(", ")
+            ));
+        }
+        let present: Vec<f64> = vals.iter().flatten().copied().collect();
+        let non_decreasing =
+            present.windows(2).all(|w| w[1] >= w[0]) && present.windows(2).any(|w| w[1] > w[0]);
+        if present.len() >= 3
+            && non_decreasing
+            && !matches!(unit, Unit::Percent | Unit::Ratio)
+            && Some(c) != counter
+        {
+            run.notes.push(format!(
+                "column '{}' never decreases over {} rows: it may be a cumulative counter; kept as given under '{name}', not turned into a rate",
+                header[c],
+                present.len()
+            ));
+        }
+    }
+    // Text cells cannot be metrics; keep them readable as notes, per row.
+    if !text_cols.is_empty() {
+        const MAX_ROWS: usize = 50;
+        for (i, (_, r)) in rows.iter().enumerate().take(MAX_ROWS) {
+            let cells: Vec<String> = text_cols
+                .iter()
+                .filter(|&&c| !r[c].is_empty())
+                .map(|&c| format!("{}={}", header[c], r[c]))
+                .collect();
+            if !cells.is_empty() {
+                run.notes.push(format!(
+                    "row {} (t={} s): {}",
+                    i + 1,
+                    t_s[i],
+                    cells.join(", ")
+                ));
+            }
+        }
+        if rows.len() > MAX_ROWS {
+            run.notes.push(format!(
+                "… text cells of {} more rows not repeated here",
+                rows.len() - MAX_ROWS
+            ));
+        }
+    }
+    if b.rows() > 0
+        && (0..width).all(|c| !numeric[c] || Some(c) == time_col || Some(c) == dropped_counter)
+    {
+        warnings.push(format!(
+            "{file}: no numeric column besides the time; the series is empty"
+        ));
+    }
+    run.series = b.finish(interval);
+    run.notes.extend(warnings.iter().cloned());
+    Ok(Imported { run, warnings })
+}
+
+/// Makes column names unique: the second `x` becomes `x_2`.
+fn dedupe(names: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        let mut candidate = n.clone();
+        let mut k = 2;
+        while out.contains(&candidate) {
+            candidate = format!("{n}_{k}");
+            k += 1;
+        }
+        out.push(candidate);
+    }
+    out
+}
+
+/// The metric name, unit, scale and an optional note for a numeric column.
+fn metric_for(raw: &str, name: &str, vals: &[Option<f64>]) -> (String, Unit, f64, Option<String>) {
+    if let Some(unit) = names::unit_of(name) {
+        return (name.to_string(), unit, 1.0, None);
+    }
+    let present = || vals.iter().flatten();
+    if name.contains("util")
+        && !name.ends_with("_pct")
+        && present().all(|v| (0.0..=1.0).contains(v))
+    {
+        let n = format!("{name}_ratio");
+        let note = format!(
+            "column '{raw}' holds fractions 0–1: kept as '{n}' (a ratio, not converted to %)"
+        );
+        return (n, Unit::Ratio, 1.0, Some(note));
+    }
+    let ends = |s: &str| name.ends_with(s);
+    if raw.contains('%') || ends("_pct") || ends("_percent") {
+        let n = if ends("_pct") {
+            name.to_string()
+        } else {
+            format!("{}_pct", name.trim_end_matches("_percent"))
+        };
+        return (n, Unit::Percent, 1.0, None);
+    }
+    if ends("_ratio") || ends("_fraction") {
+        return (name.to_string(), Unit::Ratio, 1.0, None);
+    }
+    if ends("_pps") {
+        return (name.to_string(), Unit::PacketsPerSecond, 1.0, None);
+    }
+    if ends("_bits_per_s") {
+        return (name.to_string(), Unit::BitsPerSecond, 1.0, None);
+    }
+    if ends("_bytes_per_s") {
+        return (name.to_string(), Unit::BytesPerSecond, 1.0, None);
+    }
+    if ends("_per_s") {
+        return (name.to_string(), Unit::PerSecond, 1.0, None);
+    }
+    if ends("_bytes") {
+        return (name.to_string(), Unit::Bytes, 1.0, None);
+    }
+    if ends("_us") || ends("_usec") {
+        return (name.to_string(), Unit::Microseconds, 1.0, None);
+    }
+    for (suffix, scale) in [("_ns", 1e-3), ("_ms", 1e3)] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            let n = format!("{stem}_us");
+            let note = format!("column '{raw}' converted to microseconds as '{n}'");
+            return (n, Unit::Microseconds, scale, Some(note));
+        }
+    }
+    if ends("_seconds") || ends("_secs") || ends("_s") {
+        return (name.to_string(), Unit::Seconds, 1.0, None);
+    }
+    (name.to_string(), Unit::Count, 1.0, None)
+}

@@ -1,0 +1,707 @@
+//! Small helpers shared by the readers: the Run every importer starts from (with a stable id
+//! taken from the content), a fast columnar series builder, number and date parsing, and
+//! metric-name cleaning.
+//!
+//! Kept small and stable on purpose: several reader modules depend on it.
+
+use std::collections::HashMap;
+
+use netceil_model::{Metric, MetricId, Run, RunSource, Series, Unit};
+
+use crate::{ImportError, ImportOptions, Imported};
+
+/// 64-bit FNV-1a taken over 8-byte little-endian words (then the tail bytes one by one),
+/// for run ids: std's `DefaultHasher` may change between Rust releases, and an id must stay
+/// the same for the same log forever. Word-wise, hashing a 200 MB log costs little.
+pub(crate) fn fnv1a64_words(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let word = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        hash ^= word;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    for &b in chunks.remainder() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// `import-<first 12 hex digits of the word-wise FNV-1a of the text>`: the same log always
+/// gets the same id, whatever the Rust version.
+pub(crate) fn content_run_id(text: &str) -> String {
+    let hex = format!("{:016x}", fnv1a64_words(text.as_bytes()));
+    format!("import-{}", &hex[..12])
+}
+
+/// The Run every importer starts from: id from the content, source, the person's labels and
+/// annotations, `complete = true`. Findings are left empty for the analyzer.
+pub(crate) fn new_run(format: &str, text: &str, opts: &ImportOptions) -> Run {
+    let mut run = Run::new(
+        content_run_id(text),
+        RunSource::Imported {
+            format: format.to_string(),
+            file: opts.file.clone(),
+        },
+    );
+    run.meta.labels = opts.labels.clone();
+    run.meta.annotations = opts.annotations.clone();
+    run.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    run.meta.complete = true;
+    run
+}
+
+/// An [`ImportError`] for `opts.file`.
+pub(crate) fn error(
+    opts: &ImportOptions,
+    line: usize,
+    column: Option<usize>,
+    expected: impl Into<String>,
+    found: &str,
+) -> ImportError {
+    ImportError::new(&opts.file, line, column, expected, found)
+}
+
+/// The interval the person gave, if it is a usable one (positive and finite).
+pub(crate) fn given_interval(opts: &ImportOptions) -> Option<f64> {
+    opts.interval_s.filter(|v| *v > 0.0 && v.is_finite())
+}
+
+/// The lines of a text with 1-based numbers, a trailing `\r` removed.
+pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+}
+
+/// The first `max` characters of a line, for messages.
+pub(crate) fn shorten(line: &str, max: usize) -> String {
+    let mut s: String = line.trim().chars().take(max).collect();
+    if line.trim().chars().count() > max {
+        s.push('…');
+    }
+    s
+}
+
+/// The line number of the last non-blank line of a text (0 for an empty text).
+pub(crate) fn last_nonblank_line(text: &str) -> usize {
+    numbered_lines(text)
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(n, _)| n)
+        .last()
+        .unwrap_or(0)
+}
+
+/// Parses a plain decimal number (`42`, `-3.5`, `+0.25`) fast, exactly as `str::parse::<f64>`
+/// would, and falls back to the standard parser for anything else (`1e6`, long mantissas).
+/// `nan` and infinities are refused: a log value is a finite measurement.
+pub(crate) fn parse_number(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 17 {
+        return parse_slow(s);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut frac_digits: i32 = -1;
+    let mut count = 0;
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                count += 1;
+                if count > 15 {
+                    return parse_slow(s);
+                }
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                if frac_digits >= 0 {
+                    frac_digits += 1;
+                }
+            }
+            b'.' if frac_digits < 0 => frac_digits = 0,
+            _ => return parse_slow(s),
+        }
+    }
+    if frac_digits == 0 && digits.len() == 1 {
+        return None; // a lone "."
+    }
+    // At most 15 digits, so the mantissa is exact; dividing by an exact power of ten rounds
+    // once, to the same double the standard parser returns.
+    let mut v = mantissa as f64;
+    if frac_digits > 0 {
+        v /= POW10[frac_digits as usize];
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// One whitespace-separated field of a line: its text, and its value when the fast path
+/// read it as a plain decimal number (otherwise the caller may try harder: a `K` suffix, a
+/// decimal comma, an exponent).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Cell<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) num: Option<f64>,
+}
+
+/// Splits a line on spaces and tabs and reads plain decimal numbers in the same pass: the hot
+/// loop of the vmstat and sar readers.
+pub(crate) fn scan_cells<'a>(line: &'a str, out: &mut Vec<Cell<'a>>) {
+    out.clear();
+    let b = line.as_bytes();
+    let n = b.len();
+    let mut i = 0;
+    while i < n {
+        while i < n && (b[i] == b' ' || b[i] == b'\t') {
+            i += 1;
+        }
+        if i >= n {
+            break;
+        }
+        let start = i;
+        let neg = b[i] == b'-';
+        if neg {
+            i += 1;
+        }
+        let mut mantissa: u64 = 0;
+        let mut digits = 0u32;
+        let mut frac: i32 = -1;
+        let mut ok = true;
+        while i < n && b[i] != b' ' && b[i] != b'\t' {
+            let c = b[i];
+            if c.is_ascii_digit() {
+                mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+                digits += 1;
+                if frac >= 0 {
+                    frac += 1;
+                }
+            } else if c == b'.' && frac < 0 {
+                frac = 0;
+            } else {
+                ok = false;
+            }
+            i += 1;
+        }
+        let text = &line[start..i];
+        let num = (ok && digits > 0 && digits <= 15).then(|| {
+            let mut v = mantissa as f64;
+            if frac > 0 {
+                v /= POW10[frac as usize];
+            }
+            if neg {
+                -v
+            } else {
+                v
+            }
+        });
+        out.push(Cell { text, num });
+    }
+}
+
+const POW10: [f64; 17] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+];
+
+fn parse_slow(s: &str) -> Option<f64> {
+    let first = s.as_bytes().first()?;
+    // Refuse words the standard parser accepts ("inf", "NaN", "infinity").
+    if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.')) {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// A metric name in snake_case from a foreign column header: `%util` → `util_pct`,
+/// `rxpck/s` → `rxpck_per_s`, `Mem Total` → `mem_total`. Never empty; a leading digit gets
+/// a `col_` prefix so the name stays an identifier.
+pub(crate) fn sanitize_metric_name(raw: &str) -> String {
+    let mut s = raw.trim().to_string();
+    let mut suffix = String::new();
+    if let Some(rest) = s.strip_prefix('%') {
+        s = rest.to_string();
+        suffix.push_str("_pct");
+    }
+    let s = s.replace("/s", "_per_s").replace('%', "_pct_");
+    let mut out = String::with_capacity(s.len() + suffix.len());
+    let mut prev_us = true;
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+            prev_us = false;
+        } else if !prev_us {
+            out.push('_');
+            prev_us = true;
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    if !suffix.is_empty() && !out.ends_with("_pct") && out != "pct" {
+        out.push_str(&suffix);
+    }
+    if out.is_empty() {
+        return "col".to_string();
+    }
+    if out.as_bytes()[0].is_ascii_digit() {
+        out.insert_str(0, "col_");
+    }
+    out
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub(crate) fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `HH:MM:SS[.frac]` to seconds of the day.
+pub(crate) fn parse_clock(s: &str) -> Option<f64> {
+    let mut it = s.splitn(3, ':');
+    let h: u32 = it.next()?.parse().ok()?;
+    let m: u32 = it.next()?.parse().ok()?;
+    let sec_text = it.next().unwrap_or("0");
+    if sec_text.is_empty() || !sec_text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let sec: f64 = sec_text.parse().ok()?;
+    if h > 24 || m > 59 || !(0.0..61.0).contains(&sec) {
+        return None;
+    }
+    Some(f64::from(h * 3600 + m * 60) + sec)
+}
+
+/// `YYYY-MM-DD` to days since the epoch.
+pub(crate) fn parse_iso_date(s: &str) -> Option<i64> {
+    let mut it = s.splitn(3, '-');
+    let y: i64 = it.next()?.parse().ok()?;
+    let m: u32 = it.next()?.parse().ok()?;
+    let d: u32 = it.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || !(1000..=9999).contains(&y) {
+        return None;
+    }
+    Some(days_from_civil(y, m, d))
+}
+
+/// An ISO 8601 date and time: `2015-07-22T02:48:06`, `2026-11-21 23:59:31`, with optional
+/// fractional seconds and an optional `Z`, `UTC` or `±hh:mm` zone. Returns seconds since the
+/// epoch (the wall clock read as UTC when no zone is given) and whether a zone was given.
+pub(crate) fn parse_iso_datetime(s: &str) -> Option<(f64, bool)> {
+    let s = s.trim();
+    let (date, rest) = s.split_at(s.find(['T', ' '])?);
+    let days = parse_iso_date(date)?;
+    let rest = rest[1..].trim();
+    let (clock, zone) = match rest.find(['Z', '+', '-', ' ']) {
+        Some(i) => (&rest[..i], rest[i..].trim()),
+        None => (rest, ""),
+    };
+    let secs = parse_clock(clock)?;
+    let (offset, zoned) = match zone {
+        "" => (0.0, false),
+        "Z" | "UTC" | "GMT" | "+00:00" | "+0000" => (0.0, true),
+        z => {
+            let sign = match z.as_bytes()[0] {
+                b'+' => 1.0,
+                b'-' => -1.0,
+                _ => return None,
+            };
+            let digits: String = z[1..].chars().filter(char::is_ascii_digit).collect();
+            if digits.len() != 4 {
+                return None;
+            }
+            let h: f64 = digits[..2].parse().ok()?;
+            let m: f64 = digits[2..].parse().ok()?;
+            (sign * (h * 3600.0 + m * 60.0), true)
+        }
+    };
+    Some((days as f64 * 86_400.0 + secs - offset, zoned))
+}
+
+/// The median step between consecutive increasing times, or `None` with fewer than two.
+pub(crate) fn median_step(times: &[f64]) -> Option<f64> {
+    let mut steps: Vec<f64> = times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|d| *d > 0.0 && d.is_finite())
+        .collect();
+    if steps.is_empty() {
+        return None;
+    }
+    steps.sort_by(f64::total_cmp);
+    Some(steps[steps.len() / 2])
+}
+
+/// Whether a log shows a column-group line followed by its column-name line (vmstat's
+/// `procs memory …` over ` r  b …`) among its first 32 non-blank lines. Otherwise, the first
+/// non-blank line and its number, for the caller's explanation.
+pub(crate) fn sniff_header_pair(
+    text: &str,
+    is_group_line: impl Fn(&str) -> bool,
+    is_column_line: impl Fn(&str) -> bool,
+) -> Result<(), (usize, String)> {
+    let mut first: Option<(usize, String)> = None;
+    let mut prev_group = false;
+    for (n, line) in numbered_lines(text)
+        .filter(|(_, l)| !l.trim().is_empty())
+        .take(32)
+    {
+        let t = line.trim();
+        if first.is_none() {
+            first = Some((n, shorten(t, 50)));
+        }
+        if prev_group && is_column_line(t) {
+            return Ok(());
+        }
+        prev_group = is_group_line(t);
+    }
+    Err(first.unwrap_or((1, String::new())))
+}
+
+/// True for the column-name line of a vmstat table (` r  b …`), Linux or FreeBSD.
+pub(crate) fn is_vmstat_column_header(t: &str) -> bool {
+    t.starts_with("r ") && t.split_ascii_whitespace().nth(1) == Some("b")
+}
+
+/// The command line a log shows (`$ vmstat -S M 5`) before line `data_starts_at`, if any:
+/// the arguments after `vmstat`.
+pub(crate) fn command_args(text: &str, data_starts_at: usize) -> Option<Vec<&str>> {
+    for (n, line) in numbered_lines(text) {
+        if n >= data_starts_at {
+            break;
+        }
+        let toks: Vec<&str> = line.split_ascii_whitespace().collect();
+        if let Some(i) = toks
+            .iter()
+            .position(|t| *t == "vmstat" || t.ends_with("/vmstat"))
+        {
+            return Some(toks[i + 1..].to_vec());
+        }
+    }
+    None
+}
+
+/// What is wrong with one data row of a table read by its header: the 1-based column, what
+/// was expected there and what was found instead.
+pub(crate) struct RowProblem {
+    pub(crate) column: usize,
+    pub(crate) expected: String,
+    pub(crate) found: String,
+}
+
+/// The problem of a row `t` with `count` fields under a header (on line `header_line`) that
+/// names `want`, if the counts differ.
+pub(crate) fn field_count_problem(
+    count: usize,
+    want: usize,
+    header_line: usize,
+    t: &str,
+) -> Option<RowProblem> {
+    (count != want).then(|| RowProblem {
+        column: count.min(want) + 1,
+        expected: format!("{want} fields as in the header on line {header_line}"),
+        found: format!("{count} fields: {t}"),
+    })
+}
+
+/// A bad row on line `n`: on the log's last line it is a write cut short, so it becomes a
+/// warning and `Ok` (the caller stops reading); anywhere else it is the error.
+pub(crate) fn truncated_last_row_or_error(
+    opts: &ImportOptions,
+    n: usize,
+    last_line: usize,
+    problem: RowProblem,
+    warnings: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    let RowProblem {
+        column,
+        expected,
+        found,
+    } = problem;
+    if n == last_line {
+        warnings.push(format!(
+            "{}: line {n}: ignored a truncated last line (column {column}: expected {expected})",
+            opts.file
+        ));
+        return Ok(());
+    }
+    Err(error(opts, n, Some(column), expected, &found))
+}
+
+/// The end of a table import: the series goes into the Run with its row times (`None`: one
+/// row per `interval_s`, the first at `interval_s`), a log without data rows is warned about,
+/// and the warnings are kept in the notes too so they are stored with the Run.
+pub(crate) fn finish_table(
+    mut run: Run,
+    b: SeriesBuilder,
+    interval_s: f64,
+    row_times: Option<Vec<f64>>,
+    mut warnings: Vec<String>,
+    opts: &ImportOptions,
+) -> Imported {
+    let rows = b.rows();
+    if rows == 0 {
+        warnings.push(format!("{}: no data lines after the header", opts.file));
+    }
+    let mut series = b.finish(interval_s);
+    series.t_s = row_times.unwrap_or_else(|| (1..=rows).map(|i| i as f64 * interval_s).collect());
+    run.series = series;
+    run.notes.extend(warnings.iter().cloned());
+    Imported { run, warnings }
+}
+
+/// Builds a [`Series`] column by column without the per-value lookups of [`Series::set`]:
+/// a reader resolves each column to a metric index once and then writes values by index.
+/// Rows may be added out of time order (sar's sections each restart at the beginning);
+/// [`SeriesBuilder::finish`] sorts them.
+#[derive(Debug, Default)]
+pub(crate) struct SeriesBuilder {
+    t_s: Vec<f64>,
+    metrics: Vec<Metric>,
+    index: HashMap<MetricId, usize>,
+    /// Rows expected, so columns are allocated once instead of grown by doubling.
+    rows_hint: usize,
+}
+
+impl SeriesBuilder {
+    pub(crate) fn new() -> Self {
+        SeriesBuilder::default()
+    }
+
+    /// Says how many rows to expect (an upper bound is fine: untouched capacity costs no
+    /// memory pages).
+    pub(crate) fn reserve_rows(&mut self, rows: usize) {
+        self.rows_hint = rows;
+        self.t_s.reserve(rows);
+    }
+
+    /// The index of a metric, created on first use.
+    pub(crate) fn metric(&mut self, id: MetricId, unit: Unit) -> usize {
+        if let Some(&i) = self.index.get(&id) {
+            return i;
+        }
+        self.metrics.push(Metric {
+            id: id.clone(),
+            unit,
+            values: Vec::with_capacity(self.rows_hint),
+        });
+        self.index.insert(id, self.metrics.len() - 1);
+        self.metrics.len() - 1
+    }
+
+    /// Adds a row ending at `t_s` and returns its index.
+    pub(crate) fn push_row(&mut self, t_s: f64) -> usize {
+        self.t_s.push(t_s);
+        self.t_s.len() - 1
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.t_s.len()
+    }
+
+    pub(crate) fn row_time(&self, row: usize) -> Option<f64> {
+        self.t_s.get(row).copied()
+    }
+
+    /// Sets one value; rows this metric skipped stay missing. Ignores a row that does not exist.
+    pub(crate) fn set(&mut self, metric: usize, row: usize, value: f64) {
+        if row >= self.t_s.len() {
+            return;
+        }
+        if let Some(m) = self.metrics.get_mut(metric) {
+            if m.values.len() <= row {
+                m.values.resize(row + 1, None);
+            }
+            m.values[row] = Some(value);
+        }
+    }
+
+    /// The values of one metric so far (shorter than the rows where the tail is missing).
+    pub(crate) fn values(&self, metric: usize) -> &[Option<f64>] {
+        self.metrics
+            .get(metric)
+            .map_or(&[], |m| m.values.as_slice())
+    }
+
+    /// The finished series: rows in time order, every metric as long as `t_s`, metrics that
+    /// never got a value dropped.
+    pub(crate) fn finish(self, interval_s: f64) -> Series {
+        let rows = self.t_s.len();
+        let mut order: Vec<usize> = (0..rows).collect();
+        let sorted = self.t_s.windows(2).all(|w| w[0] <= w[1]);
+        if !sorted {
+            order.sort_by(|&a, &b| self.t_s[a].total_cmp(&self.t_s[b]));
+        }
+        let t_s = order.iter().map(|&i| self.t_s[i]).collect();
+        let metrics = self
+            .metrics
+            .into_iter()
+            .filter(|m| m.values.iter().any(Option::is_some))
+            .map(|mut m| {
+                m.values.resize(rows, None);
+                if !sorted {
+                    m.values = order.iter().map(|&i| m.values[i]).collect();
+                }
+                m.values.shrink_to_fit();
+                m
+            })
+            .collect();
+        Series {
+            interval_s,
+            t_s,
+            metrics,
+            missing: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Byte-wise FNV-1a, the reference the word-wise hash matches on short inputs.
+    fn fnv1a64(bytes: &[u8]) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in bytes {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash
+    }
+
+    #[test]
+    fn fnv1a_known_vectors() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+        // Under 8 bytes the word-wise hash is the byte-wise one.
+        assert_eq!(content_run_id("foobar"), "import-85944171f739");
+        assert_eq!(fnv1a64_words(b"foobar"), fnv1a64(b"foobar"));
+        // Pinned: changing the hash would change every imported run's id.
+        assert_eq!(
+            content_run_id("a longer text of several words"),
+            "import-a4d75fd81289"
+        );
+    }
+
+    #[test]
+    fn fast_number_parse_matches_std() {
+        for s in [
+            "0",
+            "42",
+            "-3.5",
+            "+0.25",
+            "94.53",
+            "12345678.123",
+            "0.1",
+            "7",
+            "1e6",
+            "5.",
+            ".5",
+            "123456789012345678",
+            "9007199254740993",
+            "0.000000000000001",
+        ] {
+            assert_eq!(parse_number(s), s.parse::<f64>().ok(), "{s}");
+        }
+        for s in ["", "-", ".", "abc", "1.2.3", "nan", "inf", "1,5", "12K"] {
+            assert_eq!(parse_number(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn scan_cells_reads_numbers_and_keeps_text() {
+        let mut out = Vec::new();
+        scan_cells(" 12  -3.50\tall 7,5 1e3 12345678901234567 5. ", &mut out);
+        let got: Vec<(&str, Option<f64>)> = out.iter().map(|c| (c.text, c.num)).collect();
+        assert_eq!(
+            got,
+            [
+                ("12", Some(12.0)),
+                ("-3.50", Some(-3.5)),
+                ("all", None),
+                ("7,5", None),
+                ("1e3", None),
+                ("12345678901234567", None),
+                ("5.", Some(5.0))
+            ]
+        );
+        scan_cells("é 1", &mut out);
+        assert_eq!(
+            out,
+            [
+                Cell {
+                    text: "é",
+                    num: None
+                },
+                Cell {
+                    text: "1",
+                    num: Some(1.0)
+                }
+            ]
+        );
+        scan_cells("", &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn names_are_snake_case() {
+        assert_eq!(sanitize_metric_name("%util"), "util_pct");
+        assert_eq!(sanitize_metric_name("rxpck/s"), "rxpck_per_s");
+        assert_eq!(sanitize_metric_name("Mem Total"), "mem_total");
+        assert_eq!(sanitize_metric_name("ip-frag"), "ip_frag");
+        assert_eq!(sanitize_metric_name("1"), "col_1");
+        assert_eq!(sanitize_metric_name("%%"), "pct");
+        assert_eq!(sanitize_metric_name("//"), "col");
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(
+            parse_iso_datetime("2026-11-21T23:15:02Z"),
+            Some((1_795_302_902.0, true))
+        );
+        assert_eq!(
+            parse_iso_datetime("2026-11-21 23:15:02 UTC"),
+            Some((1_795_302_902.0, true))
+        );
+        assert_eq!(
+            parse_iso_datetime("2026-11-22T00:15:02+01:00"),
+            Some((1_795_302_902.0, true))
+        );
+        assert_eq!(
+            parse_iso_datetime("2026-11-21 23:15:02"),
+            Some((1_795_302_902.0, false))
+        );
+        assert_eq!(parse_iso_datetime("2026-13-21 23:15:02"), None);
+        assert_eq!(parse_clock("23:59:60"), Some(86_400.0));
+        assert_eq!(parse_clock("25:00:00"), None);
+    }
+
+    #[test]
+    fn builder_sorts_rows_and_pads() {
+        let mut b = SeriesBuilder::new();
+        let a = b.metric(MetricId::new("a"), Unit::Count);
+        let r2 = b.push_row(2.0);
+        let r1 = b.push_row(1.0);
+        b.set(a, r2, 20.0);
+        b.set(a, r1, 10.0);
+        b.push_row(3.0);
+        let never = b.metric(MetricId::new("never"), Unit::Count);
+        b.set(never, 99, 1.0);
+        let s = b.finish(1.0);
+        assert_eq!(s.t_s, vec![1.0, 2.0, 3.0]);
+        assert_eq!(s.metrics.len(), 1);
+        assert_eq!(s.metrics[0].values, vec![Some(10.0), Some(20.0), None]);
+    }
+}

@@ -1,0 +1,357 @@
+//! `vmstat` logs from FreeBSD, 8.x to 14.x.
+//!
+//! The table is read by its column header, so the layouts differ only in data:
+//! - the disk columns between `sr` and `in` vary by machine (`ad0 md0`, `ada0 cd0`, `nda0`,
+//!   `pas0`…) and become `vmstat_disk_transfers_per_s{device=…}`;
+//! - `w` (swapped-out runnable threads) may be absent;
+//! - `-P` repeats `us sy id` per CPU (`cpu=N` labels, from the `cpuN` titles);
+//! - numbers may be humanized (`-h`, the default on a terminal): `119M`, `7.3G`, `14K`.
+//!   Suffixes are binary, as FreeBSD's humanize_number uses them, except on the disk columns
+//!   (decimal). Humanized rates are rounded by vmstat itself.
+//!
+//! Memory (`avm`, `fre`) is stored in bytes. A bare number is KiB under the old header
+//! (`r b w     avm     fre`, the manual's "units of 1024 bytes") and bytes under the newer
+//! one (`r  b  w  avm  fre`, FreeBSD 13/14, whose raw output is byte counts).
+//!
+//! The first data line is averages since boot (FreeBSD has no option to omit it): it is
+//! skipped with a warning. vmstat's `us` includes nice time and `sy` includes interrupt time.
+
+use netceil_model::{names, MetricId, Unit};
+
+use super::util::{
+    command_args, error, field_count_problem, finish_table, given_interval,
+    is_vmstat_column_header, last_nonblank_line, new_run, numbered_lines, parse_number,
+    sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error, Cell,
+    RowProblem, SeriesBuilder,
+};
+use crate::{ImportError, ImportOptions, Imported};
+
+/// The format's name.
+pub const NAME: &str = "vmstat-freebsd";
+
+/// Why the text is not a FreeBSD vmstat log.
+pub fn sniff(text: &str) -> Result<(), String> {
+    sniff_header_pair(text, is_group_line, is_column_line).map_err(|(n, found)| {
+        format!(
+            "not a FreeBSD vmstat log: line {n} '{found}', expected a header like ' procs  memory  page  disks  faults  cpu' followed by ' r b w  avm  fre  flt …'"
+        )
+    })
+}
+
+fn is_group_line(t: &str) -> bool {
+    t.starts_with("procs") && t.contains("memory") && t.contains("page") && t.contains("faults")
+}
+
+fn is_column_line(t: &str) -> bool {
+    let toks: Vec<&str> = t.split_ascii_whitespace().collect();
+    toks.len() > 6
+        && toks[0] == "r"
+        && toks[1] == "b"
+        && toks.contains(&"avm")
+        && toks.contains(&"fre")
+        && toks.contains(&"cs")
+}
+
+/// How a column's text becomes a value.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// Memory in bytes; a bare number is KiB (old layout) or bytes (new layout).
+    Memory,
+    /// A rate or count; humanized suffixes are binary.
+    Plain,
+    /// Disk transfers; humanized suffixes are decimal.
+    Disk,
+}
+
+struct Layout {
+    cols: Vec<(usize, Kind)>,
+    bare_memory_is_bytes: bool,
+    line: usize,
+}
+
+/// Imports a FreeBSD vmstat log.
+pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let mut run = new_run(NAME, text, opts);
+    run.meta.host.os = Some("FreeBSD".into());
+    let mut warnings = Vec::new();
+    let file = &opts.file;
+    let last_line = last_nonblank_line(text);
+
+    let Some(first_header) = numbered_lines(text)
+        .find(|(_, l)| is_group_line(l.trim()))
+        .map(|(n, _)| n)
+    else {
+        return Err(error(
+            opts,
+            1,
+            None,
+            "a FreeBSD vmstat header ' procs  memory  page …  faults  cpu'",
+            text.lines().next().unwrap_or(""),
+        ));
+    };
+    let delay = command_delay(text, first_header);
+
+    let mut b = SeriesBuilder::new();
+    let mut layout: Option<Layout> = None;
+    let mut cpu_titles: Vec<String> = Vec::new();
+    let mut headers_seen = 0usize;
+    let mut since_boot_pending = false;
+    let mut humanized = false;
+    let mut values: Vec<f64> = Vec::with_capacity(32);
+    let mut cells: Vec<Cell> = Vec::with_capacity(32);
+    b.reserve_rows(text.bytes().filter(|&c| c == b'\n').count() + 1);
+
+    for (n, line) in numbered_lines(text) {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if is_group_line(t) {
+            cpu_titles = t
+                .split_ascii_whitespace()
+                .filter(|w| w.starts_with("cpu") && w.len() > 3)
+                .map(|w| w[3..].to_string())
+                .collect();
+            continue;
+        }
+        if is_vmstat_column_header(t) {
+            match make_layout(t, n, &cpu_titles, &mut b) {
+                Ok(l) => layout = Some(l),
+                Err(expected) => return Err(error(opts, n, None, expected, t)),
+            }
+            headers_seen += 1;
+            if headers_seen == 1 {
+                since_boot_pending = true;
+            }
+            continue;
+        }
+        let Some(lay) = layout.as_ref() else {
+            if n > first_header {
+                return Err(error(
+                    opts,
+                    n,
+                    None,
+                    "the column header ' r b w  avm  fre  flt …' after the 'procs' line",
+                    t,
+                ));
+            }
+            continue; // preamble: a prompt, the command, uname output
+        };
+        values.clear();
+        scan_cells(t, &mut cells);
+        let count = cells.len();
+        let mut bad: Option<(usize, &str)> = None;
+        for (i, (cell, &(_, kind))) in cells.iter().zip(lay.cols.iter()).enumerate() {
+            let parsed = match cell.num {
+                Some(v) if kind == Kind::Memory && !lay.bare_memory_is_bytes => {
+                    Some((v * 1024.0, false))
+                }
+                Some(v) => Some((v, false)),
+                None => parse_value(cell.text, kind, lay.bare_memory_is_bytes),
+            };
+            match parsed {
+                Some((v, h)) => {
+                    humanized |= h && kind != Kind::Memory;
+                    values.push(v);
+                }
+                None => {
+                    if bad.is_none() {
+                        bad = Some((i + 1, cell.text));
+                    }
+                }
+            }
+        }
+        let want = lay.cols.len();
+        let problem = field_count_problem(count, want, lay.line, t).or_else(|| {
+            bad.map(|(column, tok)| RowProblem {
+                column,
+                expected: "a number, optionally with a K/M/G suffix".to_string(),
+                found: tok.to_string(),
+            })
+        });
+        if let Some(problem) = problem {
+            truncated_last_row_or_error(opts, n, last_line, problem, &mut warnings)?;
+            break;
+        }
+        if since_boot_pending {
+            since_boot_pending = false;
+            warnings.push(format!(
+                "{file}: line {n}: skipped the first data line as vmstat's averages since boot"
+            ));
+            continue;
+        }
+        let row = b.push_row(0.0);
+        for (&(m, _), v) in lay.cols.iter().zip(values.iter()) {
+            b.set(m, row, *v);
+        }
+    }
+    if headers_seen == 0 {
+        return Err(error(
+            opts,
+            first_header,
+            None,
+            "the column header ' r b w  avm  fre  flt …' on the line after this one",
+            "the log ends",
+        ));
+    }
+    let interval = delay.or(given_interval(opts)).unwrap_or(1.0);
+    if humanized {
+        run.notes.push("some rates were humanized by vmstat -h (e.g. 14K); they are rounded to 2 significant digits".into());
+    }
+    run.notes.push("FreeBSD vmstat's us includes nice time and sy includes interrupt time (stored as cpu_user_pct and cpu_system_pct)".into());
+    Ok(finish_table(run, b, interval, None, warnings, opts))
+}
+
+/// The delay from a `vmstat 1`, `vmstat -w 5` or `vmstat -c 10 -w 1` command line in the preamble.
+fn command_delay(text: &str, before: usize) -> Option<f64> {
+    let args = command_args(text, before)?;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i] {
+            "-w" => {
+                return args
+                    .get(i + 1)
+                    .and_then(|a| parse_number(a))
+                    .filter(|d| *d > 0.0)
+            }
+            "-c" | "-n" | "-M" | "-N" | "-p" => i += 1,
+            a if !a.starts_with('-') && a.starts_with(|c: char| c.is_ascii_digit()) => {
+                return parse_number(a).filter(|d| *d > 0.0);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A number with an optional humanize suffix; returns the value and whether it had a suffix.
+fn parse_value(tok: &str, kind: Kind, bare_memory_is_bytes: bool) -> Option<(f64, bool)> {
+    if let Some(v) = parse_number(tok) {
+        let v = if kind == Kind::Memory && !bare_memory_is_bytes {
+            v * 1024.0
+        } else {
+            v
+        };
+        return Some((v, false));
+    }
+    let (last_at, _) = tok.char_indices().last()?;
+    let (num, suffix) = tok.split_at(last_at);
+    let v = parse_number(num)?;
+    let power = match suffix {
+        "B" if kind == Kind::Memory => 0,
+        "K" | "k" => 1,
+        "M" => 2,
+        "G" => 3,
+        "T" => 4,
+        "P" => 5,
+        "E" => 6,
+        _ => return None,
+    };
+    let base: f64 = if kind == Kind::Disk { 1000.0 } else { 1024.0 };
+    Some((v * base.powi(power), true))
+}
+
+fn make_layout(
+    t: &str,
+    line: usize,
+    cpu_titles: &[String],
+    b: &mut SeriesBuilder,
+) -> Result<Layout, String> {
+    let toks: Vec<&str> = t.split_ascii_whitespace().collect();
+    let sr = toks.iter().position(|&x| x == "sr");
+    let cs = toks.iter().position(|&x| x == "cs");
+    let (Some(sr), Some(cs)) = (sr, cs) else {
+        return Err("a column header with 'sr' (page scans) and 'cs' (context switches)".into());
+    };
+    let Some(fin) = toks[sr..].iter().position(|&x| x == "in").map(|i| i + sr) else {
+        return Err("a column header with 'in' (interrupts) after 'sr'".into());
+    };
+    let cpu_cols = toks.len() - cs - 1;
+    if fin >= cs || cpu_cols == 0 || cpu_cols / 3 * 3 != cpu_cols {
+        return Err(
+            "a column header ending in 'in sy cs' and one or more 'us sy id' groups".into(),
+        );
+    }
+    let per_cpu = (toks.len() - cs - 1) / 3 > 1;
+    let mut cols = Vec::with_capacity(toks.len());
+    for (i, &name) in toks.iter().enumerate() {
+        let (id, unit, kind) = if i > sr && i < fin {
+            (
+                MetricId::new("vmstat_disk_transfers_per_s").with(names::LABEL_DEVICE, name),
+                Unit::PerSecond,
+                Kind::Disk,
+            )
+        } else if i > cs {
+            let k = (i - cs - 1) / 3;
+            let metric = match (i - cs - 1) % 3 {
+                0 => names::CPU_USER_PCT,
+                1 => names::CPU_SYSTEM_PCT,
+                _ => names::CPU_IDLE_PCT,
+            };
+            let id = MetricId::new(metric);
+            let id = if per_cpu {
+                let cpu = cpu_titles.get(k).cloned().unwrap_or_else(|| k.to_string());
+                id.with(names::LABEL_CPU, cpu)
+            } else {
+                id
+            };
+            (id, Unit::Percent, Kind::Plain)
+        } else {
+            let (metric, unit, kind) = match name {
+                "r" => (names::PROCS_RUNNING.to_string(), Unit::Count, Kind::Plain),
+                "b" => (names::PROCS_BLOCKED.to_string(), Unit::Count, Kind::Plain),
+                "w" => ("vmstat_procs_swapped".into(), Unit::Count, Kind::Plain),
+                "avm" => (
+                    "vmstat_active_virtual_bytes".into(),
+                    Unit::Bytes,
+                    Kind::Memory,
+                ),
+                "fre" => ("vmstat_free_bytes".into(), Unit::Bytes, Kind::Memory),
+                "flt" => (
+                    "vmstat_page_faults_per_s".into(),
+                    Unit::PerSecond,
+                    Kind::Plain,
+                ),
+                "re" => (
+                    "vmstat_pages_reactivated_per_s".into(),
+                    Unit::PerSecond,
+                    Kind::Plain,
+                ),
+                "pi" => ("vmstat_pages_in_per_s".into(), Unit::PerSecond, Kind::Plain),
+                "po" => (
+                    "vmstat_pages_out_per_s".into(),
+                    Unit::PerSecond,
+                    Kind::Plain,
+                ),
+                "fr" => (
+                    "vmstat_pages_freed_per_s".into(),
+                    Unit::PerSecond,
+                    Kind::Plain,
+                ),
+                "sr" => (
+                    "vmstat_pages_scanned_per_s".into(),
+                    Unit::PerSecond,
+                    Kind::Plain,
+                ),
+                "in" if i == fin => (names::INTR_PER_S.to_string(), Unit::PerSecond, Kind::Plain),
+                "sy" if i == fin + 1 => ("syscalls_per_s".into(), Unit::PerSecond, Kind::Plain),
+                "cs" if i == cs => (names::CS_PER_S.to_string(), Unit::PerSecond, Kind::Plain),
+                other => (
+                    format!("vmstat_{}", sanitize_metric_name(other)),
+                    Unit::Count,
+                    Kind::Plain,
+                ),
+            };
+            (MetricId::new(metric), unit, kind)
+        };
+        cols.push((b.metric(id, unit), kind));
+    }
+    // The newer header spaces r, b and w two apart and prints raw memory in bytes.
+    let bare_memory_is_bytes = t.starts_with("r  b");
+    Ok(Layout {
+        cols,
+        bare_memory_is_bytes,
+        line,
+    })
+}

@@ -1,0 +1,144 @@
+//! The HTML report: self-contained, escaped, and complete. The browser check is
+//! scripts/check-report-browser.sh.
+
+mod common;
+
+use common::{msk2, sk0, vmstat_run};
+use netceil_model::Run;
+use netceil_report::html_report;
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+fn assert_balanced(html: &str) {
+    for tag in ["section", "table", "svg", "figure", "ul", "div", "tr"] {
+        let open = count(html, &format!("<{tag}>")) + count(html, &format!("<{tag} "));
+        let close = count(html, &format!("</{tag}>"));
+        assert_eq!(
+            open, close,
+            "<{tag}> opened {open} times, closed {close} times"
+        );
+    }
+}
+
+#[test]
+fn report_is_self_contained() {
+    let html = html_report(&[common::full_run()]);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    for banned in [
+        "<script", "<link", "<img", "<iframe", "@import", "url(", " src=", "<object",
+    ] {
+        assert!(!html.contains(banned), "the report contains {banned}");
+    }
+    // The only URLs are SVG namespace names, which are never fetched.
+    let urls = count(&html, "http://") + count(&html, "https://");
+    let namespaces = count(&html, "xmlns=\"http://www.w3.org/2000/svg\"");
+    assert_eq!(urls, namespaces, "a URL other than the SVG namespace");
+    assert_balanced(&html);
+}
+
+#[test]
+fn text_from_the_run_is_escaped() {
+    let html = html_report(&[common::full_run()]);
+    assert!(!html.contains("<b>bold</b>"), "a label was not escaped");
+    assert!(html.contains("&lt;b&gt;bold&lt;/b&gt; &amp; &#39;quoted&#39;"));
+    assert!(html.contains("2 lines skipped &lt;garbage&gt;"));
+    assert!(html.contains("bge0 &lt;driver lock&gt;"));
+    assert!(html.contains("overflowed &lt;rmem_max too small&gt;"));
+    assert!(!html.contains("<garbage>") && !html.contains("<driver lock>"));
+}
+
+#[test]
+fn report_has_every_section_with_axes_and_units() {
+    let html = html_report(&[common::full_run()]);
+    for want in [
+        // charts, with titles, axis descriptions in units and legends
+        "Throughput and kernel event rates",
+        "bit/s",
+        "cs/s",
+        "time since start [s]",
+        "context switches (cs_per_s)",
+        "interrupts (intr_per_s)",
+        "NET_RX softirqs (softirq_net_rx_per_s)",
+        "load_rx_bits_per_s",
+        "iface_rx_bits_per_s{iface=veth0}",
+        "CPU busy per core",
+        "busy [%]",
+        "cpu1",
+        "System + softirq time per core (sy+si)",
+        "cpu0 sy+si",
+        "udp_rcvbuf_errors_per_s",
+        // loss, latency, flows, locks, findings, environment, notes, parts
+        "Where packets were counted, and where they were lost",
+        "read by the application",
+        "20,000 of 360,000 (5.56 %)",
+        "Request/response latency percentiles (log scale)",
+        "8.5 ms",
+        "smoothed RTT",
+        "Locks, by total wait",
+        "rtentry",
+        "route.c:412",
+        "net.core.rmem_max",
+        "5000 datagrams/s dropped at the socket",
+        "measure with --rcvbuf 16M",
+        "PCIe1.1x1",
+        "sampler cost",
+        "20 ms CPU (0.5 % of one core)",
+        "netceil version",
+        "psi_cpu_some_pct not measured",
+        "id=\"run-1-part-1\"",
+    ] {
+        assert!(html.contains(want), "the report lacks {want:?}");
+    }
+    // Rates, CPU, sy+si and drops, then the delivery and latency bars: for the run and
+    // again for its part.
+    assert_eq!(count(&html, "<svg"), 12);
+}
+
+#[test]
+fn several_runs_get_overlays_and_two_get_a_comparison() {
+    let runs = [
+        vmstat_run("sk0", &sk0(true)),
+        vmstat_run("msk2", &msk2(true)),
+    ];
+    let html = html_report(&runs);
+    for want in [
+        "All runs",
+        "All runs, each on its own time axis from its start",
+        "context switches (cs_per_s)",
+        "throughput (iface_rx_bits_per_s, labels differ by run)",
+        "A/B comparison",
+        "bytes per context switch",
+        "Welch",
+        "id=\"run-1\"",
+        "id=\"run-2\"",
+    ] {
+        assert!(html.contains(want), "the report lacks {want:?}");
+    }
+    assert_balanced(&html);
+    let three = html_report(&[runs[0].clone(), runs[1].clone(), runs[0].clone()]);
+    assert!(three.contains("All runs") && !three.contains("A/B comparison"));
+}
+
+#[test]
+fn degenerate_inputs_still_make_a_page() {
+    let empty = html_report(&[]);
+    assert!(empty.contains("No runs were given."));
+    assert_balanced(&empty);
+    let bare = Run::new("bare <run>", netceil_model::RunSource::Live);
+    let html = html_report(&[bare]);
+    assert!(html.contains("This run has no time series."));
+    assert!(html.contains("bare &lt;run&gt;"));
+    assert_balanced(&html);
+}
+
+#[test]
+fn real_udp_run_renders() {
+    let run: Run = serde_json::from_str(include_str!("fixtures/run-udp.json")).unwrap();
+    let html = html_report(&[run]);
+    assert!(html.contains("context switches (cs_per_s)"));
+    assert!(html.contains("kernel received (lo RX counter)"));
+    assert_balanced(&html);
+}

@@ -1,0 +1,170 @@
+//! `netceil analyze FILE… | RUN`: import other tools' logs (or take a stored run) and diagnose.
+//!
+//! An argument that names an existing file (or `-` for stdin) is imported; anything else is
+//! a stored run (an id, a unique prefix, or `last`) to analyze again.
+
+use anyhow::{anyhow, Context};
+use netceil_import::{detect, import, Format, ImportOptions};
+use netceil_model::{bus_data_rate, Annotations, Run};
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::cli::AnalyzeArgs;
+use crate::observe::open_store;
+use crate::{summary, Failure};
+
+fn read_input(arg: &str) -> Result<String, Failure> {
+    let bytes = if arg == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .context("reading stdin")?;
+        b
+    } else {
+        std::fs::read(arg).map_err(|e| Failure::usage(anyhow!("cannot read {arg}: {e}")))?
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        Failure::usage(anyhow!(
+            "{arg}: not text (invalid UTF-8 at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+fn annotations(args: &AnalyzeArgs) -> Result<Annotations, Failure> {
+    let mut a = Annotations {
+        throughput_bits_per_s: args.throughput,
+        link_bits_per_s: args.link,
+        interval_s: args.interval.map(|d| d.as_secs_f64()),
+        ..Annotations::default()
+    };
+    if let Some(bus) = &args.bus {
+        let (rate, _) = bus_data_rate(bus).ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "--bus {bus}: unknown bus; expected e.g. PCIe1.1x1, \"PCIe 3.0 x8\" or PCI32/33"
+            ))
+        })?;
+        a.bus = Some(bus.clone());
+        a.bus_bits_per_s = Some(rate);
+    }
+    Ok(a)
+}
+
+/// Imports one file: by the named format, or by detection that explains itself when it fails.
+fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
+    let text = read_input(arg)?;
+    let format = match args.format.as_deref() {
+        None | Some("auto") => detect(&text).map_err(|reasons| {
+            let why = reasons
+                .iter()
+                .map(|r| format!("  not {}: {}", r.format, r.reason))
+                .collect::<Vec<_>>()
+                .join("\n");
+            Failure::usage(anyhow!(
+                "{arg}: format not recognised; give --format NAME\n{why}"
+            ))
+        })?,
+        Some(name) => Format::from_name(name).ok_or_else(|| {
+            let names = Format::ALL
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", ");
+            Failure::usage(anyhow!(
+                "--format {name}: unknown; expected auto or one of: {names}"
+            ))
+        })?,
+    };
+    let opts = ImportOptions {
+        file: arg.to_string(),
+        interval_s: args.interval.map(|d| d.as_secs_f64()),
+        annotations: annotations(args)?,
+        labels: args.labels.iter().cloned().collect(),
+    };
+    let imported = import(format, &text, &opts).map_err(Failure::usage)?;
+    // The importer keeps its warnings in the run's notes too; here they are shown once.
+    for w in &imported.warnings {
+        eprintln!("netceil: {w}");
+    }
+    Ok(imported.run)
+}
+
+pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
+    let store = open_store(args.no_store);
+    let options = netceil_analyze::Options {
+        window_s: args.window.map(|d| d.as_secs_f64()),
+        cpus: args.cpus,
+    };
+    let mut runs = Vec::new();
+    for arg in &args.inputs {
+        if arg == "-" || Path::new(arg).exists() {
+            let mut run = import_one(arg, &args)?;
+            netceil_analyze::analyze_into_with(&mut run, &options);
+            if let Some(s) = &store {
+                // The same log imported twice is the same run: replace it.
+                let _ = s.delete(&run.run_id);
+                s.put_run(&run)
+                    .with_context(|| format!("storing the run imported from {arg}"))?;
+            }
+            runs.push(run);
+        } else {
+            let Some(s) = &store else {
+                return Err(Failure::usage(anyhow!(
+                    "{arg}: no such file, and without the store (--no-store) it cannot be a stored run"
+                )));
+            };
+            let id = s
+                .resolve(arg)
+                .map_err(|e| Failure::usage(anyhow!("{arg}: no such file, and {e}")))?;
+            let mut run = s
+                .get_run(&id)
+                .with_context(|| format!("reading run {id}"))?;
+            let a = annotations(&args)?;
+            if a != Annotations::default() {
+                run.meta.annotations = a;
+            }
+            netceil_analyze::analyze_into_with(&mut run, &options);
+            s.set_findings(&id, &run.findings)
+                .with_context(|| format!("storing the findings of {id}"))?;
+            runs.push(run);
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let doc = if runs.len() == 1 {
+            serde_json::to_value(&runs[0])
+        } else {
+            serde_json::to_value(&runs)
+        }
+        .context("serializing")?;
+        serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+        return Ok(0);
+    }
+    for run in &runs {
+        writeln!(out, "{}", describe(run)).context("writing to stdout")?;
+        if run.results.is_some() {
+            write!(out, "{}", summary::render(run)).context("writing to stdout")?;
+        }
+        write!(out, "{}", summary::verdict(run)).context("writing to stdout")?;
+        match &store {
+            Some(s) => writeln!(out, "stored as {} in {}\n", run.run_id, s.path().display()),
+            None => writeln!(out, "not stored\n"),
+        }
+        .context("writing to stdout")?;
+    }
+    Ok(0)
+}
+
+fn describe(run: &Run) -> String {
+    use netceil_model::RunSource;
+    let what = match &run.source {
+        RunSource::Imported { format, file } => format!("{file} ({format})"),
+        _ => format!("run {}", run.run_id),
+    };
+    format!(
+        "{what}: {} intervals, {} lock rows",
+        run.series.len(),
+        run.locks.len()
+    )
+}

@@ -1,0 +1,107 @@
+//! `export`, `report` and `compare`: stored runs out as files and side by side.
+
+use anyhow::{anyhow, Context};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::cli::{CompareArgs, CompareFormat, ExportArgs, ExportFormat, ReportArgs};
+use crate::cmd_store::{open, resolve};
+use crate::Failure;
+
+/// Writes to a file, or to stdout for `-`; the file is written whole or not at all.
+fn write_to(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
+) -> Result<(), Failure> {
+    if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        write(&mut out)?;
+        out.flush().context("writing to stdout")?;
+        return Ok(());
+    }
+    let tmp = path.with_extension("partial");
+    let file = File::create(&tmp)
+        .map_err(|e| Failure::usage(anyhow!("cannot create {}: {e}", tmp.display())))?;
+    let mut w = BufWriter::new(file);
+    write(&mut w)?;
+    w.flush()
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    Ok(())
+}
+
+pub fn export(args: ExportArgs) -> Result<u8, Failure> {
+    let store = open()?;
+    let id = resolve(&store, &args.run)?;
+    let run = store
+        .get_run(&id)
+        .with_context(|| format!("reading run {id}"))?;
+    write_to(&args.output, |w| {
+        match args.format {
+            ExportFormat::Json => netceil_report::export_json(&run, w)?,
+            ExportFormat::Csv => netceil_report::export_csv(&run, w)?,
+            ExportFormat::Markdown => w
+                .write_all(netceil_report::markdown(&run).as_bytes())
+                .context("writing")?,
+        }
+        Ok(())
+    })?;
+    if args.output != Path::new("-") {
+        eprintln!(
+            "wrote {} ({:?} of run {id})",
+            args.output.display(),
+            args.format
+        );
+    }
+    Ok(0)
+}
+
+pub fn report(args: ReportArgs) -> Result<u8, Failure> {
+    let store = open()?;
+    let mut runs = Vec::new();
+    for spec in &args.runs {
+        let id = resolve(&store, spec)?;
+        runs.push(
+            store
+                .get_run(&id)
+                .with_context(|| format!("reading run {id}"))?,
+        );
+    }
+    let html = netceil_report::html_report(&runs);
+    write_to(&args.output, |w| {
+        w.write_all(html.as_bytes()).context("writing the report")
+    })?;
+    if args.output != Path::new("-") {
+        eprintln!(
+            "wrote {} ({} run{})",
+            args.output.display(),
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(0)
+}
+
+pub fn compare(args: CompareArgs) -> Result<u8, Failure> {
+    let store = open()?;
+    let a = store
+        .get_run(&resolve(&store, &args.a)?)
+        .context("reading run A")?;
+    let b = store
+        .get_run(&resolve(&store, &args.b)?)
+        .context("reading run B")?;
+    let c = netceil_report::compare(&a, &b);
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        CompareFormat::Table => write!(out, "{}", netceil_report::compare_table(&c)),
+        CompareFormat::Markdown => write!(out, "{}", netceil_report::compare_markdown(&c)),
+        CompareFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &c).context("writing JSON")?;
+            writeln!(out)
+        }
+    }
+    .context("writing to stdout")?;
+    Ok(0)
+}
