@@ -1,6 +1,6 @@
 //! The human summary printed at the end of `netceil run`.
 
-use netceil_model::{Results, Run, WorkloadKind};
+use netceil_model::{Results, Run, TcpPacing, WorkloadKind};
 use std::fmt::Write;
 
 use crate::fmt;
@@ -200,8 +200,17 @@ fn tcp(s: &mut String, r: &Results) {
             fmt::count(retrans)
         );
     }
-    if let Some(p) = r.tcp_pacing {
-        let _ = writeln!(s, "  pacing      {p:?}");
+    match r.tcp_pacing {
+        Some(TcpPacing::Kernel) => {
+            let _ = writeln!(s, "  pacing      by the kernel (SO_MAX_PACING_RATE)");
+        }
+        Some(TcpPacing::Application) => {
+            let _ = writeln!(
+                s,
+                "  pacing      by netceil, on an absolute schedule per flow"
+            );
+        }
+        Some(TcpPacing::None) | None => {}
     }
     generator(s, r);
 }

@@ -195,8 +195,18 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
             return None;
         }
     }
+    // In a live run netceil's own load threads run flat out by design when unpaced, and a
+    // paced spinner is the generator_busy_wait rule's business: neither is the system's loop.
+    let live = matches!(ctx.run.source, netceil_model::RunSource::Live);
     let mut best: Option<(f64, f64, &Metric)> = None;
     for m in s.by_name(n::THREAD_CPU_PCT) {
+        if live
+            && m.id
+                .label(n::LABEL_COMM)
+                .is_some_and(|c| c.starts_with("netceil"))
+        {
+            continue;
+        }
         let Some(cpu) = ctx.mean_of(m).filter(|c| *c >= 90.0) else {
             continue;
         };
@@ -320,6 +330,15 @@ mod tests {
     }
 
     fn with_thread(cpu: f64, vol: f64, throughput_jitter: f64) -> netceil_model::Run {
+        with_named_thread("poller", cpu, vol, throughput_jitter)
+    }
+
+    fn with_named_thread(
+        comm: &str,
+        cpu: f64,
+        vol: f64,
+        throughput_jitter: f64,
+    ) -> netceil_model::Run {
         live_run(10, |s, r| {
             put(
                 s,
@@ -331,7 +350,7 @@ mod tests {
             let l = [
                 (n::LABEL_PID, "42"),
                 (n::LABEL_TID, "43"),
-                (n::LABEL_COMM, "poller"),
+                (n::LABEL_COMM, comm),
             ];
             put(s, r, n::THREAD_CPU_PCT, &l, cpu);
             put(s, r, n::THREAD_VOLUNTARY_CS_PER_S, &l, vol);
@@ -343,6 +362,15 @@ mod tests {
         let f = on(&with_thread(99.5, 0.2, 1e6), polling_thread).expect("polling");
         assert!(f.summary.contains("poller (43)"), "{}", f.summary);
         assert!(f.next.unwrap().contains("strace -c"));
+    }
+
+    #[test]
+    fn netceils_own_load_thread_in_a_live_run_is_not_the_systems_polling_loop() {
+        assert!(on(
+            &with_named_thread("netceil-udp-tx0", 99.5, 0.2, 1e6),
+            polling_thread
+        )
+        .is_none());
     }
 
     #[test]
