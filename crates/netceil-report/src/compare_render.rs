@@ -157,43 +157,28 @@ fn terminal_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> S
 }
 
 fn findings_lines(c: &Comparison) -> Vec<String> {
-    let mut out = Vec::new();
-    let list = |v: &[crate::compare::FindingBrief]| {
+    let f = &c.findings;
+    if f.only_a.is_empty() && f.only_b.is_empty() && f.both.is_empty() {
+        return vec!["no findings in either run".into()];
+    }
+    let briefs = |v: &[crate::compare::FindingBrief]| {
         v.iter()
             .map(|f| format!("{} ({})", f.cause, f.summary))
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let f = &c.findings;
-    if f.only_a.is_empty() && f.only_b.is_empty() && f.both.is_empty() {
-        out.push("no findings in either run".into());
-        return out;
-    }
-    out.push(format!(
-        "only in A: {}",
-        if f.only_a.is_empty() {
-            "none".into()
+    let or_none = |text: String| {
+        if text.is_empty() {
+            "none".to_string()
         } else {
-            list(&f.only_a)
+            text
         }
-    ));
-    out.push(format!(
-        "only in B: {}",
-        if f.only_b.is_empty() {
-            "none".into()
-        } else {
-            list(&f.only_b)
-        }
-    ));
-    out.push(format!(
-        "in both: {}",
-        if f.both.is_empty() {
-            "none".into()
-        } else {
-            f.both.join(", ")
-        }
-    ));
-    out
+    };
+    vec![
+        format!("only in A: {}", or_none(briefs(&f.only_a))),
+        format!("only in B: {}", or_none(briefs(&f.only_b))),
+        format!("in both: {}", or_none(f.both.join(", "))),
+    ]
 }
 
 /// The comparison for a terminal: who is A and B, then tables of figures, distributions
