@@ -42,6 +42,69 @@ pub struct Throughput {
     pub measured_in_window: bool,
 }
 
+/// How far measured transactions/s may stray from in-flight / mean round trip while the round
+/// trip still counts as what set the rate: the client's own work between an answer and the
+/// next request sits outside the measured round trip, and costs a few per cent on loopback.
+pub const LATENCY_IDENTITY_TOLERANCE: f64 = 0.15;
+
+/// Packets another interface may carry, as a share of loopback's, while the traffic still
+/// counts as loopback only (ssh and other background chatter on a quiet NIC).
+const OTHER_IFACE_SHARE_MAX: f64 = 0.05;
+
+/// A closed-loop request/response run, set against Little's law: with N requests always in
+/// flight, N = rate × mean round trip, so the rate is N / mean round trip when nothing but the
+/// round trip holds the loop back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosedLoop {
+    /// Requests kept in flight at all times (one per flow).
+    pub in_flight: u32,
+    /// Transactions per second measured over the run.
+    pub tps: f64,
+    /// Mean round trip, µs (the figure Little's law takes).
+    pub mean_rtt_us: f64,
+    /// Median round trip, µs, for the reader.
+    pub p50_rtt_us: f64,
+    /// Fastest round trip, µs: the path with nothing ahead in the queue.
+    pub min_rtt_us: f64,
+    /// Round trips measured.
+    pub samples: u64,
+}
+
+impl ClosedLoop {
+    /// The rate the round trip allows: in-flight / mean round trip, transactions/s.
+    pub fn predicted_tps(&self) -> f64 {
+        f64::from(self.in_flight) / (self.mean_rtt_us / 1e6)
+    }
+
+    /// Measured over predicted: 1 when the round trip accounts for the whole rate.
+    pub fn ratio(&self) -> f64 {
+        self.tps / self.predicted_tps()
+    }
+
+    /// With several requests in flight, whether they waited behind each other: a mean round
+    /// trip at least N times the fastest is as long as N requests served one after another.
+    /// Then the round trip is mostly queueing, and the identity holds because it always does
+    /// for a closed loop: the ceiling is what serves the requests (a core, the echo), and more
+    /// requests in flight only lengthen the queue. Unknown (no fastest round trip) is false.
+    pub fn queued(&self) -> bool {
+        self.in_flight > 1
+            && self.min_rtt_us > 0.0
+            && self.mean_rtt_us >= f64::from(self.in_flight) * self.min_rtt_us
+    }
+
+    /// True when the round trip itself set the rate: the identity holds within
+    /// [`LATENCY_IDENTITY_TOLERANCE`] and the requests did not queue behind each other.
+    pub fn latency_explains_rate(&self) -> bool {
+        (self.ratio() - 1.0).abs() <= LATENCY_IDENTITY_TOLERANCE && !self.queued()
+    }
+}
+
+/// Loopback's interface name: `lo` on Linux, `lo0` (`loN`) on the BSDs.
+pub fn is_loopback_iface(name: &str) -> bool {
+    name.strip_prefix("lo")
+        .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+}
+
 /// One run as the rules see it.
 pub struct Ctx<'a> {
     pub run: &'a Run,
@@ -260,6 +323,90 @@ impl<'a> Ctx<'a> {
             0.0
         };
         ratio >= 0.99 && !r.generator_limited && loss < 0.01
+    }
+
+    /// The run as a closed request/response loop, when it was one and measured its round
+    /// trips: `None` for paced (open-loop) runs, other workloads, and runs without latency.
+    pub fn closed_loop(&self) -> Option<ClosedLoop> {
+        let r = self.run.results.as_ref()?;
+        let in_flight = r.closed_loop_in_flight.filter(|n| *n > 0)?;
+        let tps = r.transactions_per_s.filter(|t| t.is_finite() && *t > 0.0)?;
+        let latency = r.latency_us.as_ref()?;
+        let measured = latency.count > 0 && latency.mean.is_finite() && latency.mean > 0.0;
+        measured.then_some(ClosedLoop {
+            in_flight,
+            tps,
+            mean_rtt_us: latency.mean,
+            p50_rtt_us: latency.p50,
+            min_rtt_us: latency.min,
+            samples: latency.count,
+        })
+    }
+
+    /// True when the traffic is known to have crossed loopback only, so no NIC was involved.
+    /// In order: a live run's peer (netceil's in-process peer, or a `--to` address on
+    /// loopback) decides; else the interface the kernel counts were taken from; else the
+    /// interface counters, when loopback carried packets and no other interface more than 5 %
+    /// of them; else the host listing only loopback interfaces. Unknown is false: a NIC may
+    /// be involved.
+    pub fn loopback_only(&self) -> bool {
+        if let Some(peer_on_loopback) = self.live_peer_on_loopback() {
+            return peer_on_loopback;
+        }
+        if let Some(iface) = self
+            .run
+            .results
+            .as_ref()
+            .and_then(|r| r.kernel.iface.as_deref())
+        {
+            return is_loopback_iface(iface);
+        }
+        let mut loopback = 0.0;
+        let mut other: f64 = 0.0;
+        let mut counted = false;
+        for m in self
+            .series()
+            .metrics
+            .iter()
+            .filter(|m| m.id.name == n::IFACE_RX_PPS || m.id.name == n::IFACE_TX_PPS)
+        {
+            let (Some(iface), Some(v)) = (m.id.label(n::LABEL_IFACE), self.mean_or_whole(m)) else {
+                continue;
+            };
+            counted = true;
+            if is_loopback_iface(iface) {
+                loopback += v;
+            } else {
+                other = other.max(v);
+            }
+        }
+        if counted {
+            return loopback > 0.0 && other <= OTHER_IFACE_SHARE_MAX * loopback;
+        }
+        let nics = &self.run.meta.host.nics;
+        !nics.is_empty() && nics.iter().all(|nic| is_loopback_iface(&nic.name))
+    }
+
+    /// For a live netceil workload: whether its peer was on loopback (`target` null is the
+    /// in-process peer, which always listens on loopback); `None` when the run does not say.
+    fn live_peer_on_loopback(&self) -> Option<bool> {
+        if !matches!(self.run.source, RunSource::Live) {
+            return None;
+        }
+        let target = self.run.workload.as_ref()?.params.get("target")?;
+        if target.is_null() {
+            return Some(true);
+        }
+        target
+            .as_str()?
+            .parse::<std::net::SocketAddr>()
+            .ok()
+            .map(|a| a.ip().is_loopback())
+    }
+
+    /// A metric's mean over the load rows, else over the whole series.
+    fn mean_or_whole(&self, m: &Metric) -> Option<f64> {
+        self.mean_of(m).or_else(|| mean(&present(&m.values)))
     }
 
     /// The run's throughput over the load phase, by preference: the workload's receiver, the
@@ -535,5 +682,82 @@ pub fn advice(knob: impl Into<String>, expect: impl Into<String>, caveat: Option
         knob: knob.into(),
         expect: expect.into(),
         caveat: caveat.map(str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use netceil_model::NicInfo;
+
+    fn loopback_only(run: &Run) -> bool {
+        let opts = Options::default();
+        Ctx::new(run, &opts).loopback_only()
+    }
+
+    /// An imported log with interface counters: `lo` and `eth0` at these packet rates.
+    fn counters(lo_pps: f64, eth0_pps: f64) -> Run {
+        imported_run(5, |s, r| {
+            put(s, r, n::IFACE_RX_PPS, &[(n::LABEL_IFACE, "lo")], lo_pps);
+            put(s, r, n::IFACE_RX_PPS, &[(n::LABEL_IFACE, "eth0")], eth0_pps);
+        })
+    }
+
+    #[test]
+    fn loopback_is_known_from_the_peer_then_the_counters_then_the_host() {
+        let mut run = rr_loopback_run(Some(1), None, 70e3, 13.0);
+        assert!(loopback_only(&run), "in-process peer");
+        let params = &mut run.workload.as_mut().unwrap().params;
+        params.insert("target".into(), "[::1]:5201".into());
+        assert!(loopback_only(&run), "--to ::1");
+        let params = &mut run.workload.as_mut().unwrap().params;
+        params.insert("target".into(), "192.0.2.7:5201".into());
+        assert!(!loopback_only(&run), "--to a remote host");
+
+        assert!(loopback_only(&counters(140e3, 25.0)), "eth0 only chatters");
+        assert!(!loopback_only(&counters(140e3, 90e3)), "eth0 carries load");
+        assert!(!loopback_only(&counters(0.0, 0.0)), "nothing on loopback");
+
+        let mut host = imported_run(0, |_, _| {});
+        assert!(
+            !loopback_only(&host),
+            "nothing known: a NIC may be involved"
+        );
+        host.meta.host.nics = vec![NicInfo {
+            name: "lo0".into(),
+            ..NicInfo::default()
+        }];
+        assert!(loopback_only(&host), "the host has only loopback");
+        host.meta.host.nics.push(NicInfo {
+            name: "em0".into(),
+            ..NicInfo::default()
+        });
+        assert!(!loopback_only(&host));
+    }
+
+    #[test]
+    fn closed_loop_needs_in_flight_requests_a_rate_and_round_trips() {
+        let opts = Options::default();
+        let run = rr_loopback_run(Some(2), None, 100e3, 20.0);
+        let c = Ctx::new(&run, &opts).closed_loop().expect("closed loop");
+        assert!((c.predicted_tps() - 100e3).abs() < 1e-6);
+        assert!((c.ratio() - 1.0).abs() < 1e-9 && c.latency_explains_rate());
+        let paced = rr_loopback_run(None, Some(100e3), 100e3, 20.0);
+        assert!(Ctx::new(&paced, &opts).closed_loop().is_none());
+        let mut no_latency = run.clone();
+        no_latency.results.as_mut().unwrap().latency_us = None;
+        assert!(Ctx::new(&no_latency, &opts).closed_loop().is_none());
+        assert!(!is_loopback_iface("lon0") && is_loopback_iface("lo"));
+        // Measured on loopback with 2 cores busy: 16 in flight, 86 k/s, round trips of
+        // 185 µs mean against 10.4 µs at best; 1 in flight had 14.9 µs mean, 8.1 µs at best.
+        let mut queued = rr_loopback_run(Some(16), None, 86_151.0, 184.8);
+        with_min_latency_us(&mut queued, 10.4);
+        let c = Ctx::new(&queued, &opts).closed_loop().unwrap();
+        assert!(c.queued() && !c.latency_explains_rate(), "{c:?}");
+        let mut single = rr_loopback_run(Some(1), None, 63_343.0, 14.9);
+        with_min_latency_us(&mut single, 8.1);
+        let c = Ctx::new(&single, &opts).closed_loop().unwrap();
+        assert!(!c.queued() && c.latency_explains_rate(), "{c:?}");
     }
 }

@@ -17,8 +17,10 @@
 //!   had headroom, nothing dropped — so the offered load was the limit.
 //!
 //! These two are verdicts about the absence of a ceiling, never added beside a real finding.
-//! Two more rules keep the verdict honest: a paced run that got the rate it asked for without
-//! loss has, by definition, no ceiling, so the CPU and interrupt rules stay silent on it; and
+//! Three more rules keep the verdict honest: a paced run that got the rate it asked for without
+//! loss has, by definition, no ceiling, so the CPU and interrupt rules stay silent on it; a
+//! closed request/response loop whose rate is its requests in flight over its mean round trip
+//! is [`cause::LATENCY_BOUND`], and the interrupt rule does not claim it; and
 //! [`cause::LINK_HEADROOM`] (low confidence) is arithmetic that rules the hardware *out*
 //! ("3.7 Mpps × 1448 B = 42.9 Gbit/s, the run reached 3.5: something else binds first").
 //!
@@ -63,6 +65,9 @@ pub mod cause {
     pub const CPU_BOUND: &str = "cpu_bound";
     /// Interrupt and context-switch rates plateaued while the CPU had headroom.
     pub const INTERRUPT_BOUND: &str = "interrupt_bound";
+    /// A closed request/response loop whose rate is its requests in flight over its mean
+    /// round trip: latency, not a resource, set the ceiling.
+    pub const LATENCY_BOUND: &str = "latency_bound";
     /// A lock's wait time is a large share of wall time × CPUs.
     pub const LOCK_CONTENTION: &str = "lock_contention";
     /// OS CPU % far above the work actually done (spinning schedulers).

@@ -1,6 +1,9 @@
 //! Builders for synthetic runs whose truth is known, shared by the rules' unit tests.
 
-use netceil_model::{names as n, Finding, MetricId, Run, RunSource, Series, Unit};
+use netceil_model::{
+    names as n, Finding, LatencySummary, MetricId, Results, Run, RunSource, Series, Unit, Workload,
+    WorkloadKind,
+};
 
 use crate::ctx::Ctx;
 use crate::Options;
@@ -109,6 +112,75 @@ pub fn idle_row(s: &mut Series, row: usize) {
     }
     put(s, row, n::TCP_OUT_SEGS_PER_S, &[], 15.0 + c(11, 5.0));
     put(s, row, n::IFACE_RX_MISSED_PER_S, &eth0, 0.0);
+}
+
+/// A live request/response run with netceil's in-process peer on loopback: ten one-second
+/// rows with the transaction rate, the two context switches per transaction such a loop
+/// causes, the CPU 35 % idle, and traffic on `lo` (eth0 only chatters). Round trips spread
+/// as one flow's do on loopback (the fastest 0.6 × the mean). `in_flight` is `Some` for a
+/// closed loop, `requested` (transactions/s) for a paced one.
+/// Sets the fastest round trip of an RR run made by [`rr_loopback_run`].
+pub fn with_min_latency_us(run: &mut Run, min: f64) {
+    if let Some(l) = run.results.as_mut().and_then(|r| r.latency_us.as_mut()) {
+        l.min = min;
+    }
+}
+
+pub fn rr_loopback_run(
+    in_flight: Option<u32>,
+    requested: Option<f64>,
+    tps: f64,
+    mean_us: f64,
+) -> Run {
+    let mut run = live_run(10, |s, r| {
+        cpu_row(s, r, &[(30.0, 30.0, 10.0), (25.0, 30.0, 10.0)]);
+        put(
+            s,
+            r,
+            n::LOAD_TRANSACTIONS_PER_S,
+            &[],
+            tps + noise(r, tps / 200.0),
+        );
+        put(s, r, n::CS_PER_S, &[], 2.0 * tps + noise(r + 3, tps / 50.0));
+        put(s, r, n::INTR_PER_S, &[], 800.0 + noise(r + 5, 50.0));
+        let lo = [(n::LABEL_IFACE, "lo")];
+        put(s, r, n::IFACE_RX_PPS, &lo, 2.0 * tps);
+        put(s, r, n::IFACE_TX_PPS, &lo, 2.0 * tps);
+        let eth0 = [(n::LABEL_IFACE, "eth0")];
+        put(s, r, n::IFACE_RX_PPS, &eth0, 20.0);
+        put(s, r, n::IFACE_TX_PPS, &eth0, 15.0);
+    });
+    let mut params = serde_json::Map::new();
+    params.insert("flows".into(), serde_json::json!(in_flight.unwrap_or(1)));
+    params.insert("target".into(), serde_json::Value::Null);
+    run.workload = Some(Workload {
+        kind: WorkloadKind::Rr,
+        params,
+    });
+    let done = (tps * 10.0) as u64;
+    run.results = Some(Results {
+        duration_s: 10.0,
+        tx_packets: done,
+        tx_bytes: done * 64,
+        rx_app_packets: done,
+        rx_app_bytes: done * 64,
+        rx_app_pps: tps,
+        requested_pps: requested,
+        transactions_per_s: Some(tps),
+        closed_loop_in_flight: in_flight,
+        latency_us: Some(LatencySummary {
+            p50: mean_us * 0.95,
+            p90: mean_us * 1.1,
+            p99: mean_us * 2.0,
+            p999: mean_us * 5.0,
+            max: mean_us * 300.0,
+            min: mean_us * 0.6,
+            mean: mean_us,
+            count: done,
+        }),
+        ..Default::default()
+    });
+    run
 }
 
 /// Runs one rule on a run with default options.

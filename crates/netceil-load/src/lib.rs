@@ -10,6 +10,7 @@ pub mod pacing;
 pub mod rr;
 pub mod tcp;
 pub mod tcpinfo;
+pub mod threads;
 pub mod udp;
 
 pub use error::LoadError;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use netceil_load::header::{Header, Kind, VERSION};
 use netceil_load::rr::{run_rr, RrConfig, RrProto};
+use netceil_load::threads::{current_thread_id, spawned_thread_ids};
 use netceil_model::{LatencySummary, Results};
 
 fn run(cfg: &RrConfig) -> Results {
@@ -31,9 +32,18 @@ fn closed_loop(proto: RrProto) {
         ..RrConfig::default()
     };
     let mut progress = 0;
+    let before = spawned_thread_ids();
     let r = run_rr(&cfg, &AtomicBool::new(false), &mut |_| progress += 1).unwrap();
+    // The client and the in-process echo each recorded their thread id.
+    let new_ids = spawned_thread_ids()
+        .into_iter()
+        .filter(|t| !before.contains(t))
+        .count();
+    assert!(new_ids >= 2, "{new_ids} new load thread ids");
+    assert!(!spawned_thread_ids().contains(&current_thread_id()));
     let tps = r.transactions_per_s.unwrap();
     assert!(tps > 500.0, "{tps} transactions/s");
+    assert_eq!(r.closed_loop_in_flight, Some(1), "one request in flight");
     let l = r.latency_us.as_ref().unwrap();
     assert_ordered(l);
     assert_eq!(l.count, r.rx_app_packets);
@@ -75,6 +85,7 @@ fn paced_rr_achieves_the_rate() {
         );
         assert!(!r.generator_limited, "{proto:?}");
         assert_eq!(r.requested_pps, Some(1000.0));
+        assert_eq!(r.closed_loop_in_flight, None, "paced is open loop");
         assert!(r.generator.send_gap_error_median_us.is_some());
         assert_ordered(r.latency_us.as_ref().unwrap());
     }

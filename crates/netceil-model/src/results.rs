@@ -134,6 +134,12 @@ pub struct Results {
     /// Request/response transactions per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,
+    /// Requests a closed-loop request/response run kept in flight at all times (one per flow:
+    /// each flow sends its next request when the previous answer arrives). `None` for a paced
+    /// (open-loop) run and for other workloads. A closed loop completes at most this many
+    /// transactions per mean round trip, which is how the analyzer tells a latency ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop_in_flight: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowResult>,
     /// How TCP flows were paced.

@@ -102,6 +102,11 @@ pub struct RunMeta {
     pub sampler_cpu_pct: Option<f64>,
     #[serde(default)]
     pub annotations: Annotations,
+    /// OS thread ids (gettid) of the threads netceil's load engine started for this run
+    /// (senders, receivers, echo servers, request/response clients). The analyzer leaves
+    /// exactly these out of the system's threads, whatever they are named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub own_thread_ids: Vec<u32>,
 }
 
 /// One row of a lock-contention table (from eBPF or an imported lock profile).

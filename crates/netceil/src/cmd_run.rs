@@ -91,6 +91,10 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         };
         parts.push((p.spec(), results, from, h.rec.elapsed_s()));
     }
+    // The load engine's threads by OS thread id, so the analyzer leaves exactly these out of
+    // the system's threads. The sampler's own thread is not among them: its cost is
+    // meta.sampler_cpu_*, and it sleeps between samples, so it never looks like a poller.
+    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);
     let interrupted = crate::stop_flag().load(Ordering::SeqCst);

@@ -285,14 +285,19 @@ fn suite_table(s: &mut String, run: &Run) {
                 ]);
             }
             Some(WorkloadKind::Rr) => {
-                let lat = r
+                let mut lat = r
                     .latency_us
                     .as_ref()
-                    .map(|l| format!("p50 {}  p99 {}", fmt::micros(l.p50), fmt::micros(l.p99)));
+                    .map(|l| format!("p50 {}  p99 {}", fmt::micros(l.p50), fmt::micros(l.p99)))
+                    .unwrap_or_default();
+                if let Some(k) = r.closed_loop_in_flight {
+                    let sep = if lat.is_empty() { "" } else { ", " };
+                    let _ = write!(lat, "{sep}closed loop ({k} in flight)");
+                }
                 t.add_row(vec![
                     "Request/response".to_string(),
                     format!("{} tps", fmt::si(r.transactions_per_s.unwrap_or(0.0), "")),
-                    lat.unwrap_or_default(),
+                    lat,
                 ]);
             }
             _ => {}

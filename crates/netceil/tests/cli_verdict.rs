@@ -130,3 +130,62 @@ fn an_idle_machine_gives_no_ceiling() {
         run["findings"]
     );
 }
+
+#[test]
+fn closed_loop_rr_on_loopback_is_latency_bound() {
+    let run = run_json(&[], &["run", "rr", "--duration", "3"]);
+    assert_eq!(run["results"]["closed_loop_in_flight"], 1);
+    assert_finding(&run, "latency_bound");
+    let all = causes(&run);
+    assert_eq!(all[0], "latency_bound", "{}", run["findings"]);
+    assert!(
+        !all.iter().any(|c| c == "interrupt_bound"),
+        "the round trip explains the rate: {all:?}"
+    );
+    let nic_advice = run["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["advice"].as_array().unwrap())
+        .any(|a| {
+            a["knob"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("ethtool -C")
+        });
+    assert!(!nic_advice, "no NIC moderation advice on loopback");
+}
+
+#[test]
+fn load_threads_are_recorded_by_thread_id_and_not_called_a_polling_loop() {
+    let run = run_json(&[], &["run", "udp", "--duration", "3"]);
+    let own: Vec<u64> = run["meta"]["own_thread_ids"]
+        .as_array()
+        .expect("meta.own_thread_ids")
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    // The sampled threads of the sender and receiver are exactly the recorded ones.
+    let load_tids: Vec<u64> = run["series"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "thread_cpu_pct")
+        .filter(|m| {
+            m["labels"]["comm"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("netceil-udp"))
+        })
+        .map(|m| m["labels"]["tid"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(load_tids.len() >= 2, "sender and receiver sampled");
+    for tid in &load_tids {
+        assert!(own.contains(tid), "load thread {tid} not in {own:?}");
+    }
+    let all = causes(&run);
+    assert!(
+        !all.iter().any(|c| c == "polling_thread"),
+        "netceil's own load threads were called a polling loop: {}",
+        run["findings"]
+    );
+}

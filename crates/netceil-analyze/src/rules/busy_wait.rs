@@ -14,7 +14,10 @@
 //! [`polling_thread`] is the Linux thread-level form: a thread near 100 % of a core with almost
 //! no voluntary context switches (it never blocks) while throughput is flat. A compute-bound
 //! thread looks the same, so the confidence stays moderate: floor 0.4, band 0.3; strengths:
-//! its CPU (90 % → 0, 99 % → 1) and how rarely it blocks (10/s → 0, 0/s → 1).
+//! its CPU (90 % → 0, 99 % → 1) and how rarely it blocks (10/s → 0, 0/s → 1). The threads
+//! netceil's load engine started for the run (`meta.own_thread_ids`, by OS thread id) are left
+//! out: an unpaced sender runs flat out by design, and a paced spinner is the
+//! `generator_busy_wait` rule's business. A thread's name proves nothing, so it exempts none.
 
 use netceil_model::{names as n, Finding, Metric, Unit};
 
@@ -195,16 +198,11 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
             return None;
         }
     }
-    // In a live run netceil's own load threads run flat out by design when unpaced, and a
-    // paced spinner is the generator_busy_wait rule's business: neither is the system's loop.
-    let live = matches!(ctx.run.source, netceil_model::RunSource::Live);
+    let own_tids = &ctx.run.meta.own_thread_ids;
     let mut best: Option<(f64, f64, &Metric)> = None;
     for m in s.by_name(n::THREAD_CPU_PCT) {
-        if live
-            && m.id
-                .label(n::LABEL_COMM)
-                .is_some_and(|c| c.starts_with("netceil"))
-        {
+        let tid = m.id.label(n::LABEL_TID).and_then(|t| t.parse::<u32>().ok());
+        if tid.is_some_and(|t| own_tids.contains(&t)) {
             continue;
         }
         let Some(cpu) = ctx.mean_of(m).filter(|c| *c >= 90.0) else {
@@ -239,8 +237,10 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
             )
         })
         .unwrap_or_default();
+    // Named like netceil's threads but not one the load engine started for this run: the
+    // sampler, the main thread, or another netceil process.
     let own = if comm.starts_with("netceil") {
-        " (one of netceil's own threads)"
+        " (a netceil thread, but not one of this run's load threads)"
     } else {
         ""
     };
@@ -333,6 +333,9 @@ mod tests {
         with_named_thread("poller", cpu, vol, throughput_jitter)
     }
 
+    /// The thread of [`with_named_thread`] has tid 43.
+    const TID: u32 = 43;
+
     fn with_named_thread(
         comm: &str,
         cpu: f64,
@@ -365,12 +368,27 @@ mod tests {
     }
 
     #[test]
-    fn netceils_own_load_thread_in_a_live_run_is_not_the_systems_polling_loop() {
-        assert!(on(
-            &with_named_thread("netceil-udp-tx0", 99.5, 0.2, 1e6),
-            polling_thread
-        )
-        .is_none());
+    fn a_load_thread_of_the_run_is_not_the_systems_polling_loop() {
+        // Recorded by thread id, whatever it is called.
+        for comm in ["netceil-udp-tx0", "poller"] {
+            let mut run = with_named_thread(comm, 99.5, 0.2, 1e6);
+            run.meta.own_thread_ids = vec![7, TID];
+            assert!(on(&run, polling_thread).is_none(), "{comm}");
+        }
+    }
+
+    #[test]
+    fn a_netceil_name_alone_does_not_exempt_a_thread() {
+        let mut run = with_named_thread("netceil-udp-tx0", 99.5, 0.2, 1e6);
+        // Other threads were the run's own; this one was not.
+        run.meta.own_thread_ids = vec![TID + 1, TID + 2];
+        let f = on(&run, polling_thread).expect("flagged despite its name");
+        assert!(f.summary.contains("netceil-udp-tx0 (43)"), "{}", f.summary);
+        assert!(
+            f.summary.contains("not one of this run's load threads"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //! frames per interrupt (4 → 0, 1 → 1, counted twice: it is the direct evidence), the switch
 //! rate's coefficient of variation (3 % → 0, 15 % → 1) and its level per CPU (10 k/s → 0,
 //! 25 k/s → 1); × data and network factors.
+//!
+//! Two cases are not this rule's: a closed request/response loop whose rate its round trip
+//! explains is latency-bound (`rules/latency.rs`, which lists these rates as an alternative),
+//! and traffic that crossed loopback only has no NIC, so neither frames per interrupt nor NIC
+//! moderation advice mean anything there.
 
 use netceil_model::{names as n, Finding};
 
@@ -31,6 +36,11 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() || ctx.offered_met() {
         return None;
     }
+    // A closed loop waits for each answer: its event rates follow from its round trip.
+    if ctx.closed_loop().is_some_and(|c| c.latency_explains_rate()) {
+        return None;
+    }
+    let loopback = ctx.loopback_only();
     let s = ctx.series();
     let cs_m = s.total(n::CS_PER_S);
     let intr_m = s.total(n::INTR_PER_S);
@@ -72,7 +82,10 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         (Some(t), Some(i)) if i > 0.0 => Some(t.bits_per_s / 8.0 / i),
         _ => None,
     };
-    let frames_per_intr = bytes_per_intr.map(|b| b / (frame - 18.0).max(1.0));
+    // On loopback no frame raises an interrupt: the ratio would be about something else.
+    let frames_per_intr = bytes_per_intr
+        .filter(|_| !loopback)
+        .map(|b| b / (frame - 18.0).max(1.0));
     let bytes_per_cs = match (&thr, cs) {
         (Some(t), Some(c)) if c > 0.0 => Some(t.bits_per_s / 8.0 / c),
         _ => None,
@@ -178,7 +191,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             format!("CPU {} idle", fmt::pct(i)),
         ));
     }
-    if let (Some(b), Some(t)) = (bytes_per_intr, &thr) {
+    if let (Some(b), Some(t), false) = (bytes_per_intr, &thr, loopback) {
         f.evidence.push(ctx.ev(
             "bytes_per_interrupt",
             Some(b),
@@ -217,6 +230,20 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         f.alternatives.push(
             "TCP path trouble not ruled out: no retransmit or duplicate-ACK counters (netstat -s before and after would tell)".into(),
         );
+    }
+    if loopback {
+        f.alternatives.push(
+            "NIC interrupts ruled out: the traffic crossed loopback only; the interrupts counted are the machine's, not a NIC's".into(),
+        );
+        f.advice.push(advice(
+            "fewer wake-ups per byte: larger messages, or batching (sendmmsg/recvmmsg, --gso for UDP)",
+            "each wake-up and context switch carries more data",
+            Some("latency per message rises with the batch"),
+        ));
+        f.next = Some(
+            "per-thread context switches (thread_voluntary_cs_per_s) show which threads wake most; on loopback there is no NIC to tune".into(),
+        );
+        return Some(f);
     }
     let os = ctx.os();
     if os != Os::FreeBsd {
@@ -336,6 +363,43 @@ mod tests {
             a.confidence
         );
         assert!(b.summary.contains(" steady"), "{}", b.summary);
+    }
+
+    #[test]
+    fn open_loop_rr_on_loopback_keeps_the_finding_without_nic_advice() {
+        // Paced at 100 k/s, reached 73 k/s: the same rates as a closed loop, but no identity
+        // to explain them, so the rule still speaks; loopback has no NIC to moderate.
+        let mut run = rr_loopback_run(None, Some(100_000.0), 73_400.0, 12.86);
+        if let Some(r) = run.results.as_mut() {
+            r.generator.achieved_ratio = Some(0.734);
+        }
+        let f = on(&run, check).expect("interrupt bound");
+        assert!(
+            f.advice
+                .iter()
+                .all(|a| !a.knob.contains("ethtool") && !a.knob.contains("napi")),
+            "{:?}",
+            f.advice
+        );
+        assert!(!f.summary.contains("moderation"), "{}", f.summary);
+        assert!(f.evidence.iter().all(|e| e.metric != "bytes_per_interrupt"));
+        assert!(f.alternatives.iter().any(|a| a.contains("loopback only")));
+        // The same run across a NIC gets the NIC advice.
+        run.workload.as_mut().unwrap().params.insert(
+            "target".into(),
+            serde_json::Value::String("192.0.2.7:5201".into()),
+        );
+        let nic = on(&run, check).expect("interrupt bound");
+        assert!(nic.advice.iter().any(|a| a.knob.contains("ethtool -C")));
+    }
+
+    #[test]
+    fn closed_loop_rr_explained_by_its_round_trip_is_not_interrupt_bound() {
+        let closed = rr_loopback_run(Some(1), None, 73_400.0, 12.86);
+        assert!(on(&closed, check).is_none());
+        // Far below what its round trip allows, the rates are still this rule's business.
+        let slow = rr_loopback_run(Some(1), None, 30_000.0, 12.86);
+        assert!(on(&slow, check).is_some());
     }
 
     #[test]

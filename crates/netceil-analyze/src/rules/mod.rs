@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod generator;
 pub mod interrupts;
 pub mod knee;
+pub mod latency;
 pub mod link;
 pub mod locks;
 pub mod saturation;
@@ -26,11 +27,12 @@ pub mod tcp_path;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 12] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 13] = [
         saturation::check,
         cpu::hot_cpu,
         cpu::cpu_bound,
         interrupts::check,
+        latency::check,
         locks::check,
         busy_wait::effective_utilization,
         busy_wait::polling_thread,

@@ -24,6 +24,7 @@ use crate::clock::now_ns;
 use crate::header::HEADER_LEN;
 use crate::tcp::hello::{self, Mode};
 use crate::tcp::{check_family, ensure_fd_limit, loopback, Server, MAX_FLOWS, MAX_MSG_SIZE};
+use crate::threads;
 use crate::LoadError;
 
 use client::Sock;
@@ -233,9 +234,7 @@ pub fn run_rr(
         stop: inner_stop.clone(),
         live: live.clone(),
     };
-    let handle = std::thread::Builder::new()
-        .name("netceil-rr".into())
-        .spawn(move || client::run(plan))
+    let handle = threads::spawn("netceil-rr".into(), move || client::run(plan))
         .map_err(|e| LoadError::Other(format!("cannot start the request/response thread: {e}")))?;
 
     let mut next_progress = start_ns + 1_000_000_000;
@@ -443,6 +442,7 @@ fn summarize(
         },
         latency_us: latency,
         transactions_per_s: Some(tps),
+        closed_loop_in_flight: (!paced).then_some(cfg.flows),
         notes,
         ..Results::default()
     }

@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::header::{Header, Kind, VERSION};
+use crate::threads;
 use crate::LoadError;
 
 /// How often the echo looks at its stop flag when idle.
@@ -32,10 +33,10 @@ impl UdpEcho {
             .map_err(|e| LoadError::socket("getsockname on the UDP echo", e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("netceil-udp-echo".into())
-            .spawn(move || echo_loop(&socket, &thread_stop))
-            .map_err(|e| LoadError::Other(format!("cannot start the UDP echo thread: {e}")))?;
+        let handle = threads::spawn("netceil-udp-echo".into(), move || {
+            echo_loop(&socket, &thread_stop)
+        })
+        .map_err(|e| LoadError::Other(format!("cannot start the UDP echo thread: {e}")))?;
         Ok(UdpEcho {
             addr,
             stop,

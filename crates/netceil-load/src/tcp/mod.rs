@@ -44,6 +44,7 @@ pub use server::{serve_tcp, TcpServeReport};
 
 use crate::clock::now_ns;
 use crate::tcpinfo::{set_max_pacing_rate, tcp_info};
+use crate::threads;
 use crate::LoadError;
 
 /// Default write size, as iperf3's `-l` for TCP.
@@ -337,10 +338,10 @@ pub fn run_tcp(
             stop: inner_stop.clone(),
             tx_live,
         };
-        let h = std::thread::Builder::new()
-            .name(format!("netceil-tcp-tx{t}"))
-            .spawn(move || sender::run(worker_plan))
-            .map_err(|e| LoadError::Other(format!("cannot start a sender thread: {e}")))?;
+        let h = threads::spawn(format!("netceil-tcp-tx{t}"), move || {
+            sender::run(worker_plan)
+        })
+        .map_err(|e| LoadError::Other(format!("cannot start a sender thread: {e}")))?;
         handles.push(h);
     }
 

@@ -20,6 +20,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::evloop::EventLoop;
 use super::hello::{self, Mode, HELLO_LEN, REPORT_LEN};
 use crate::clock::{now_ns, thread_cpu_ns};
+use crate::threads;
 use crate::LoadError;
 
 const WAKE_TOKEN: u64 = 0;
@@ -125,9 +126,7 @@ impl Server {
                 free: Vec::new(),
                 report: TcpServeReport::default(),
             };
-            let handle = std::thread::Builder::new()
-                .name(format!("netceil-tcp-rx{index}"))
-                .spawn(move || worker.run())
+            let handle = threads::spawn(format!("netceil-tcp-rx{index}"), move || worker.run())
                 .map_err(|e| LoadError::Other(format!("cannot start a receiver thread: {e}")))?;
             workers.push(handle);
         }

@@ -31,6 +31,7 @@ use netceil_model::{udp_payload_to_frame, GeneratorStats, PacingMode, Rate, Resu
 
 use crate::clock::{now_ns, sleep_until_ns};
 use crate::header::{Fin, FinReport, Header, Kind, HEADER_LEN};
+use crate::threads;
 use crate::LoadError;
 use receiver::{
     slot_len_for, strategy_for_rcvbuf, Receiver, RxControl, RxLive, RxStrategy, RxTotals,
@@ -341,11 +342,9 @@ pub fn run_udp(
             let slot = slot_len_for(Some(cfg.payload_bytes));
             let run_id = cfg.run_id;
             let strategy = strategy_for_rcvbuf(grant.granted);
-            std::thread::Builder::new()
-                .name("netceil-udp-rx".into())
-                .spawn_scoped(scope, move || {
-                    Receiver::for_run(socket, live, slot, run_id, flows, strategy).run(ctl)
-                })
+            threads::spawn_scoped(scope, "netceil-udp-rx".into(), move || {
+                Receiver::for_run(socket, live, slot, run_id, flows, strategy).run(ctl)
+            })
         });
         let rx_handle = match rx_handle {
             Some(Ok(h)) => Some(h),
@@ -359,9 +358,9 @@ pub fn run_udp(
         let mut handles = Vec::new();
         for (i, plan) in plans.into_iter().enumerate() {
             let (live, abort) = (&tx_live[i], &abort);
-            let h = std::thread::Builder::new()
-                .name(format!("netceil-udp-tx{i}"))
-                .spawn_scoped(scope, move || run_sender(plan, [stop, abort], live));
+            let h = threads::spawn_scoped(scope, format!("netceil-udp-tx{i}"), move || {
+                run_sender(plan, [stop, abort], live)
+            });
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -906,10 +905,10 @@ impl UdpReceiver {
         let live = Arc::new(RxLive::default());
         let ctl = Arc::new(RxControl::default());
         let (l, c) = (live.clone(), ctl.clone());
-        let handle = std::thread::Builder::new()
-            .name("netceil-udp-serve".into())
-            .spawn(move || Receiver::for_serve(&socket, &l, slot_len_for(None)).run(&c))
-            .map_err(|e| LoadError::Other(format!("cannot start receiver thread: {e}")))?;
+        let handle = threads::spawn("netceil-udp-serve".into(), move || {
+            Receiver::for_serve(&socket, &l, slot_len_for(None)).run(&c)
+        })
+        .map_err(|e| LoadError::Other(format!("cannot start receiver thread: {e}")))?;
         Ok(UdpReceiver {
             local_addr,
             grant_note: grant.note,

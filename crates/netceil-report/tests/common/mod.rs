@@ -148,6 +148,7 @@ fn full_results() -> Results {
             count: 218_188,
         }),
         transactions_per_s: Some(72_729.0),
+        closed_loop_in_flight: Some(1),
         flows: vec![FlowResult {
             flow: 0,
             bytes: 500_480_000,
@@ -237,6 +238,7 @@ pub fn full_run() -> Run {
                 bus_bits_per_s: Some(2e9),
                 interval_s: Some(1.0),
             },
+            own_thread_ids: vec![4242, 4243],
         },
         series: full_series(),
         results: Some(full_results()),

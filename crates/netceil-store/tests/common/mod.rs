@@ -94,6 +94,7 @@ pub fn results(scale: f64) -> Results {
             count: 5000,
         }),
         transactions_per_s: Some(70_000.5),
+        closed_loop_in_flight: Some(4),
         flows: vec![FlowResult {
             flow: 0,
             bytes: 123,
@@ -182,6 +183,8 @@ pub fn rich_run(run_id: &str) -> Run {
             tx_queues: Some(1),
         }],
     };
+    // Learned only as the load threads start: the store must keep it like the rest of meta.
+    run.meta.own_thread_ids = vec![31_337, 31_338, 4_194_303];
     run.series = rich_series(12, 1000.0);
     run.results = Some(results(1.0));
     run.parts = vec![
