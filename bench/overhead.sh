@@ -3,15 +3,21 @@
 #  1. netceil watch's own CPU per second of wall time, at 1 s, 100 ms and 10 ms intervals
 #     (from /proc/PID/task/*/schedstat, nanoseconds on CPU, the same way for every tool:
 #     utime+stime ticks are too coarse for tools this cheap), against the set of
-#     peers needed for an equal picture: vmstat 1 + mpstat -P ALL 1 + sar -n DEV,EDEV,SOFT 1;
-#  2. iperf3 TCP throughput on loopback with netceil watch around it, with the peers' set
-#     around it, and with nothing, in alternating rounds; prints the median ratios.
+#     peers needed for an equal picture: vmstat 1 + mpstat -P ALL 1 + sar -n DEV,EDEV,SOFT 1.
+#     Steady state: CPU over SECONDS of wall time after a 2 s warm-up, for netceil and
+#     the peers alike; the warm-up's CPU (start-up: host facts, store, first samples) is
+#     printed apart. netceil is measured storing its run (the default) and with --no-store;
+#  2. iperf3 TCP throughput on loopback with netceil watch beside it against without, and
+#     the same for the peers' set: within one iperf3 session per round, the observer running
+#     in alternate 4 s blocks (see iperf_paired); prints the median ratios.
 #
-# usage: bench/overhead.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds of 10 s)
+# usage: bench/overhead.sh [ROUNDS] [SECONDS] [all|cpu|iperf]   (defaults: 5 rounds of 10 s, all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 secs=${2:-10}
+part=${3:-all}
+warm=2
 out=bench/out
 mkdir -p "$out"
 
@@ -37,61 +43,118 @@ pids_cpu() { # nanoseconds on CPU of the given pids, all their threads
   echo $t
 }
 
-cost_of() { # run a command for $secs, print its CPU % of one core
-  "$@" >/dev/null 2>&1 & local pid=$!
-  sleep "$secs"
-  local ns; ns=$(pids_cpu $pid $(pgrep -P $pid || true))
-  kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
-  python3 -c "print(f'{100.0 * $ns / 1e9 / $secs:.4f}')"
+descendants() { # every process below $1
+  local c
+  for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done
 }
 
-peers_cost() { # the peer set together
-  vmstat 1 >/dev/null & local a=$!
-  mpstat -P ALL 1 >/dev/null & local b=$!
-  sar -n DEV,EDEV,SOFT 1 >/dev/null 2>&1 & local c=$!
+# Prints "steady_pct startup_ms" for the processes started by "$@" (a command, or a shell
+# function starting several): CPU % of one core over $secs after $warm s, and CPU ms in the
+# first $warm s.
+steady_cost() {
+  local pids a b
+  "$@" >/dev/null 2>&1 &
+  local lead=$!
+  sleep "$warm"
+  pids="$lead $(descendants $lead)"
+  a=$(pids_cpu $pids)
   sleep "$secs"
-  local ns; ns=$(pids_cpu $a $b $c $(pgrep -P $c || true))
-  kill $a $b $c 2>/dev/null; wait $a $b $c 2>/dev/null || true
-  python3 -c "print(f'{100.0 * $ns / 1e9 / $secs:.4f}')"
+  b=$(pids_cpu $pids)
+  kill $pids 2>/dev/null; wait $lead 2>/dev/null || true
+  python3 -c "print(f'{100.0 * ($b - $a) / 1e9 / $secs:.4f} {$a / 1e6:.2f}')"
 }
 
-iperf_once() { # optional observer command in "$@"; prints receiver bit/s
-  if [ $# -gt 0 ]; then "$@" >/dev/null 2>&1 & obs=$!; else obs=; fi
-  iperf3 -s -p "$port" -1 >/dev/null 2>&1 & srv=$!
-  sleep 0.3
-  iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J >"$out/ovh_iperf.json" 2>/dev/null || true
-  wait $srv 2>/dev/null || true
-  if [ -n "$obs" ]; then kill $obs 2>/dev/null; wait $obs 2>/dev/null || true; fi
-  python3 -c "import json; print(json.load(open('$out/ovh_iperf.json'))['end']['sum_received']['bits_per_second'])"
+peers_set() { # the peers' set, children of this shell
+  vmstat 1 >/dev/null &
+  mpstat -P ALL 1 >/dev/null &
+  sar -n DEV,EDEV,SOFT 1 >/dev/null 2>&1 &
+  wait
 }
 
 peers_bg() { vmstat 1 & mpstat -P ALL 1 & sar -n DEV,EDEV,SOFT 1 & wait; }
 
-declare -a c1 c100 c10 cp base with_nc with_peers
+# One iperf3 session of 8 blocks of 4 s, the observer in "$@" running in every other block;
+# prints the median per-second throughput with the observer over that without. A session's
+# speed depends on where the scheduler put its two threads, which varies from session to
+# session by ±10 % here: comparing inside one session removes that. The first second of
+# each block (the observer starting or stopping) is left out.
+iperf_paired() {
+  local block=4 blocks=8 k
+  iperf3 -s -p "$port" -1 >/dev/null 2>&1 & local srv=$!
+  sleep 0.3
+  iperf3 -c 127.0.0.1 -p "$port" -t $((block * blocks)) -i 1 -J >"$out/ovh_paired.json" 2>/dev/null &
+  local cli=$!
+  for k in $(seq 0 $((blocks - 1))); do
+    if [ $((k % 2)) -eq 1 ]; then
+      "$@" >/dev/null 2>&1 & local obs=$!
+      sleep $block
+      kill $obs 2>/dev/null; pkill -P $obs 2>/dev/null || true; wait $obs 2>/dev/null || true
+    else
+      sleep $block
+    fi
+  done
+  wait $cli 2>/dev/null || true
+  wait $srv 2>/dev/null || true
+  python3 - "$out/ovh_paired.json" $block <<'PY'
+import json, statistics as st, sys
+d = json.load(open(sys.argv[1])); block = int(sys.argv[2])
+on, off = [], []
+for i, iv in enumerate(d["intervals"]):
+    s = iv["sum"]
+    if i % block == 0:
+        continue
+    (on if (i // block) % 2 == 1 else off).append(s["bits_per_second"])
+print(st.median(on) / st.median(off))
+PY
+}
+
+declare -a c1 c100 c10 c1s c10s cp paired_nc paired_peers
+watch_for=$((secs + warm + 5))
 for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds" >&2
-  c1+=("$(cost_of "$nc" watch --no-store -q --interval 1s --duration $((secs + 5)))")
-  c100+=("$(cost_of "$nc" watch --no-store -q --interval 100ms --duration $((secs + 5)))")
-  c10+=("$(cost_of "$nc" watch --no-store -q --interval 10ms --duration $((secs + 5)))")
-  cp+=("$(peers_cost)")
-  base+=("$(iperf_once)")
-  with_nc+=("$(iperf_once "$nc" watch --no-store -q --interval 1s --duration $((secs + 5)))")
-  with_peers+=("$(iperf_once bash -c "$(declare -f peers_bg); peers_bg")")
+  if [ "$part" != iperf ]; then
+    c1+=("$(steady_cost "$nc" watch --no-store -q --interval 1s --duration $watch_for)")
+    c100+=("$(steady_cost "$nc" watch --no-store -q --interval 100ms --duration $watch_for)")
+    c10+=("$(steady_cost "$nc" watch --no-store -q --interval 10ms --duration $watch_for)")
+    c1s+=("$(steady_cost "$nc" watch -q --interval 1s --duration $watch_for)")
+    c10s+=("$(steady_cost "$nc" watch -q --interval 10ms --duration $watch_for)")
+    cp+=("$(steady_cost bash -c "$(declare -f peers_set); peers_set")")
+  fi
+  if [ "$part" != cpu ]; then
+    paired_nc+=("$(iperf_paired "$nc" watch --no-store -q --interval 1s --duration $((secs + 60)))")
+    paired_peers+=("$(iperf_paired bash -c "$(declare -f peers_bg); peers_bg")")
+  fi
 done
 pkill -f "mpstat -P ALL 1" 2>/dev/null || true; pkill -f "sar -n DEV" 2>/dev/null || true; pkill -x vmstat 2>/dev/null || true
 rm -f "$NETCEIL_DB" "$NETCEIL_DB-wal" "$NETCEIL_DB-shm"
 
 python3 - <<PY
 import statistics as st
+def pairs(s):
+    v=[float(x) for x in s.split()]
+    return v[0::2], v[1::2]
 m=lambda s:[float(x) for x in s.split()]
-c1,c100,c10,cp=m("${c1[*]}"),m("${c100[*]}"),m("${c10[*]}"),m("${cp[*]}")
-b,wn,wp=m("${base[*]}"),m("${with_nc[*]}"),m("${with_peers[*]}")
-print(f"rounds: $rounds x $secs s, medians (CPU from /proc/PID/task/*/schedstat, ns)")
-print(f"netceil watch CPU, 1 s interval    {st.median(c1):7.4f} % of one core   (target <= 0.2 %)")
-print(f"netceil watch CPU, 100 ms interval {st.median(c100):7.4f} % of one core")
-print(f"netceil watch CPU, 10 ms interval  {st.median(c10):7.4f} % of one core   (target <= 2 %)")
-print(f"peers (vmstat+mpstat+sar) at 1 s   {st.median(cp):7.4f} % of one core   ratio netceil/peers {st.median(c1)/max(st.median(cp),1e-9):.2f}")
-r_nc=st.median([w/x for w,x in zip(wn,b)]); r_p=st.median([w/x for w,x in zip(wp,b)])
-print(f"iperf3 TCP with netceil watch / without   {r_nc:.4f}   (target >= 0.99)")
-print(f"iperf3 TCP with peers' set    / without   {r_p:.4f}")
+rows=[("netceil watch, 1 s, --no-store","${c1[*]}","<= 0.2 %"),
+      ("netceil watch, 1 s, storing","${c1s[*]}","<= 0.2 %"),
+      ("netceil watch, 100 ms, --no-store","${c100[*]}",""),
+      ("netceil watch, 10 ms, --no-store","${c10[*]}","<= 2 %"),
+      ("netceil watch, 10 ms, storing","${c10s[*]}","<= 2 %"),
+      ("peers: vmstat+mpstat+sar at 1 s","${cp[*]}","")]
+print(f"rounds: $rounds x $secs s after a ${warm} s warm-up; medians; CPU from /proc/PID/task/*/schedstat (ns)")
+med={}
+if "$part" != "iperf":
+    print(f"{'observer':36s} {'steady CPU':>12s} {'warm-up CPU':>12s}  target")
+    for name,vals,target in rows:
+        steady,start=pairs(vals)
+        med[name]=st.median(steady)
+        print(f"{name:36s} {st.median(steady):10.4f} % {st.median(start):9.1f} ms  {target}")
+    p=med["peers: vmstat+mpstat+sar at 1 s"]
+    for name in ("netceil watch, 1 s, --no-store","netceil watch, 1 s, storing"):
+        print(f"ratio {name} / peers: {med[name]/max(p,1e-9):.2f}   (target < 1)")
+if "$part" != "cpu":
+    rn=sorted(m("${paired_nc[*]}")); rp=sorted(m("${paired_peers[*]}"))
+    q=lambda v:(v[len(v)//4], v[(3*len(v))//4])
+    print("iperf3 TCP, one 32 s session per round, observer on in alternate 4 s blocks:")
+    print(f"  with netceil watch / without   {st.median(rn):.4f}   (target >= 0.99; quartiles {q(rn)[0]:.3f}..{q(rn)[1]:.3f})")
+    print(f"  with peers' set    / without   {st.median(rp):.4f}   (quartiles {q(rp)[0]:.3f}..{q(rp)[1]:.3f})")
 PY

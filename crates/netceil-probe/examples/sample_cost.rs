@@ -37,7 +37,7 @@ fn measure(interval: Duration, run_for: Duration) -> Result<(), String> {
     let cpu = out
         .sampler_cpu_s
         .ok_or("no thread CPU clock on this platform")?;
-    let metrics = rows.last().map_or(0, |r| r.values.len());
+    let metrics = rows.last().map_or(0, |r| r.len());
     let mut stdout = std::io::stdout().lock();
     // A closed stdout (piped into head) is not an error worth a panic.
     let _ = writeln!(

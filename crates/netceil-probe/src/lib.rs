@@ -16,6 +16,7 @@
 //! measured is missing, with its reason, never 0.
 
 mod error;
+pub mod ids;
 pub mod iface;
 pub mod parse;
 pub mod rates;
@@ -24,7 +25,8 @@ pub mod sampler;
 mod source;
 
 pub use error::{Found, ParseError, SourceError};
-pub use rates::{counter_delta, rates, CounterWidth, Row, Value};
-pub use recorder::{spawn_sampler, Recorder, SamplerHandle, SamplerOutput};
+pub use ids::{Key, Label, MetricIds, Schema};
+pub use rates::{counter_delta, rates, rates_with, CounterWidth, Row, Value};
+pub use recorder::{spawn_sampler, Recorder, SamplerHandle, SamplerOutput, SamplerStopper};
 pub use sampler::{NicIrq, Sampler, SamplerConfig, SlowSnapshot, Snapshot, ThreadSample};
 pub use source::{thread_cpu_time, FakeSource, ProcFs, Source};

@@ -30,7 +30,11 @@
 use std::collections::BTreeMap;
 
 use netceil_model::names::*;
+use std::sync::Arc;
+
 use netceil_model::{MetricId, Unit};
+
+use crate::ids::{Key, Label, MetricIds, Schema};
 
 use crate::parse::proc_stat::CpuTimes;
 use crate::parse::snmp::{Counter, KnownCounters};
@@ -107,12 +111,13 @@ pub const SLOW_TIER_METRICS: &[&str] = &[
     THREAD_VOLUNTARY_CS_PER_S,
     THREAD_NONVOLUNTARY_CS_PER_S,
     THREAD_LAST_CPU,
+    SAMPLER_CPU_PCT,
 ];
 
 /// The reason a [`crate::Recorder`] notes, once, for slow-tier metrics in rows without them.
 pub const SLOW_TIER_REASON: &str = "slow-tier source, read at most every slow_interval (100 ms by default): values only in the rows where it was read";
 
-/// One metric value of a row.
+/// One metric value added to a row after it was made (see [`Row::push`]).
 pub type Value = (MetricId, Unit, f64);
 
 /// The rates of one interval.
@@ -123,29 +128,74 @@ pub struct Row {
     pub t_s: f64,
     /// The measured length of the interval, seconds.
     pub elapsed_s: f64,
-    pub values: Vec<Value>,
+    /// Which metric each of `values` is, shared with the other rows that have the same.
+    pub schema: Arc<Schema>,
+    /// One value per entry of `schema`.
+    pub values: Vec<f64>,
+    /// Values added later, such as a workload's own figures for the interval.
+    pub extra: Vec<Value>,
     /// `(metric, reason)` for values that could not be given: a metric name, or a metric
     /// with labels as [`MetricId`]'s `Display` writes it.
     pub missing: Vec<(String, String)>,
 }
 
 impl Row {
+    /// A row of these values (metric, unit, value), for rows not made by the sampler.
+    pub fn from_values(t_s: f64, elapsed_s: f64, values: Vec<Value>) -> Self {
+        let numbers = values.iter().map(|v| v.2).collect();
+        let entries = values.into_iter().map(|(id, u, _)| (id, u)).collect();
+        Row {
+            t_s,
+            elapsed_s,
+            schema: Arc::new(Schema::new(entries)),
+            values: numbers,
+            ..Row::default()
+        }
+    }
+
+    /// Every value: metric, unit, value.
+    pub fn iter(&self) -> impl Iterator<Item = (&MetricId, Unit, f64)> + '_ {
+        let own = self
+            .schema
+            .entries()
+            .iter()
+            .zip(&self.values)
+            .map(|((id, unit), v)| (&**id, *unit, *v));
+        own.chain(self.extra.iter().map(|(id, unit, v)| (id, *unit, *v)))
+    }
+
+    /// How many values the row has.
+    pub fn len(&self) -> usize {
+        self.values.len() + self.extra.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds a value to the row.
+    pub fn push(&mut self, id: MetricId, unit: Unit, value: f64) {
+        self.extra.push((id, unit, value));
+    }
+
     /// The value of a metric, if the row has it.
     pub fn get(&self, id: &MetricId) -> Option<f64> {
-        self.values.iter().find(|(m, _, _)| m == id).map(|v| v.2)
+        self.iter().find(|(m, _, _)| *m == id).map(|v| v.2)
     }
 
     /// The value of the unlabeled metric `name`.
     pub fn total(&self, name: &str) -> Option<f64> {
-        self.values
-            .iter()
+        self.iter()
             .find(|(m, _, _)| m.name == name && m.labels.is_empty())
             .map(|v| v.2)
     }
 
     /// Every value with this name, whatever its labels.
-    pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
-        self.values.iter().filter(move |(m, _, _)| m.name == name)
+    pub fn by_name<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = (&'a MetricId, Unit, f64)> + 'a {
+        self.iter().filter(move |(m, _, _)| m.name == name)
     }
 
     /// The reason recorded for a metric (name, or name with labels), if any.
@@ -157,18 +207,27 @@ impl Row {
     }
 }
 
-struct Builder {
-    row: Row,
+/// A row being made. Each value's key and unit go to the schema being described in `ids`;
+/// the keys themselves are kept only when that schema turns out to be new.
+struct Builder<'a, 'i> {
+    ids: &'i mut MetricIds,
+    keys: Option<Vec<Key<'a>>>,
+    values: Vec<f64>,
+    missing: Vec<(String, String)>,
     elapsed: f64,
 }
 
-impl Builder {
-    fn value(&mut self, id: MetricId, unit: Unit, v: f64) {
-        self.row.values.push((id, unit, v));
+impl<'a> Builder<'a, '_> {
+    fn value(&mut self, id: Key<'a>, unit: Unit, v: f64) {
+        self.ids.note(&id, unit);
+        if let Some(keys) = &mut self.keys {
+            keys.push(id);
+        }
+        self.values.push(v);
     }
 
     fn missing(&mut self, metric: impl ToString, reason: impl Into<String>) {
-        self.row.missing.push((metric.to_string(), reason.into()));
+        self.missing.push((metric.to_string(), reason.into()));
     }
 
     fn missing_all(&mut self, names: &[&str], reason: &SourceError) {
@@ -179,7 +238,7 @@ impl Builder {
     }
 
     /// A per-second rate from a counter pair, or a missing value with the reason.
-    fn rate(&mut self, id: MetricId, unit: Unit, prev: u64, cur: u64, w: CounterWidth, k: f64) {
+    fn rate(&mut self, id: Key<'a>, unit: Unit, prev: u64, cur: u64, w: CounterWidth, k: f64) {
         match counter_delta(prev, cur, w) {
             Some(d) => {
                 let v = d as f64 * k / self.elapsed;
@@ -190,60 +249,112 @@ impl Builder {
     }
 }
 
-fn labeled(name: &str, key: &str, value: impl ToString) -> MetricId {
-    MetricId::new(name).with(key, value.to_string())
+fn labeled<'a>(name: &'a str, key: &'a str, value: impl Into<Label<'a>>) -> Key<'a> {
+    Key::One(name, key, value.into())
 }
 
 /// Turns two snapshots into the rates of the interval between them.
+///
+/// Builds every metric identity afresh; a caller making many rows should keep a
+/// [`MetricIds`] and use [`rates_with`].
 pub fn rates(prev: &Snapshot, cur: &Snapshot) -> Row {
+    rates_with(&mut MetricIds::new(), prev, cur)
+}
+
+/// [`rates`], sharing metric identities and row schemas through `ids` from one row to the
+/// next.
+pub fn rates_with(ids: &mut MetricIds, prev: &Snapshot, cur: &Snapshot) -> Row {
     let elapsed = cur.t.as_secs_f64() - prev.t.as_secs_f64();
-    // Room for every value at once: growing a vector of ~70-byte entries several times per
-    // row is a measurable part of a 10 ms sample.
+    // Room for every value at once.
     let cpus = cur.stat.as_ref().map_or(0, |s| s.cpus.len() + 1);
     let ifaces = cur.net_dev.as_ref().map_or(0, |d| d.ifaces.len());
     let irqs = cur.slow.nic_irqs.len();
     let threads = cur.slow.threads.len();
     let capacity = 16 * cpus + 10 * ifaces + irqs + 6 * threads + 48;
+    let build = |ids: &mut MetricIds, keep_keys: bool| {
+        build_row(
+            ids,
+            keep_keys.then(|| Vec::with_capacity(capacity)),
+            prev,
+            cur,
+            capacity,
+        )
+    };
+    let (_, values, missing) = build(ids, false);
+    let schema = match ids.find_schema() {
+        Some(schema) => schema,
+        None => {
+            // Metrics not seen in this order before: the same arithmetic again, keeping the
+            // keys this time to build their identities.
+            let (keys, _, _) = build(ids, true);
+            ids.make_schema(&keys.unwrap_or_default())
+        }
+    };
+    Row {
+        t_s: cur.t.as_secs_f64(),
+        elapsed_s: elapsed,
+        schema,
+        values,
+        extra: Vec::new(),
+        missing,
+    }
+}
+
+/// The values of a row (and its keys, when `keys` is given to collect them), each key and
+/// unit noted in `ids` as the schema being described.
+#[allow(clippy::type_complexity)]
+fn build_row<'a>(
+    ids: &mut MetricIds,
+    keys: Option<Vec<Key<'a>>>,
+    prev: &'a Snapshot,
+    cur: &'a Snapshot,
+    capacity: usize,
+) -> (Option<Vec<Key<'a>>>, Vec<f64>, Vec<(String, String)>) {
+    let elapsed = cur.t.as_secs_f64() - prev.t.as_secs_f64();
+    ids.begin_row();
     let mut b = Builder {
-        row: Row {
-            t_s: cur.t.as_secs_f64(),
-            elapsed_s: elapsed,
-            values: Vec::with_capacity(capacity),
-            missing: Vec::new(),
-        },
+        ids,
+        keys,
+        values: Vec::with_capacity(capacity),
+        missing: Vec::new(),
         elapsed,
     };
-    if elapsed <= 0.0 {
+    if elapsed > 0.0 {
+        all_rates(&mut b, prev, cur);
+    } else {
         b.missing("*", "no time elapsed between the two samples");
-        return b.row;
     }
-    proc_stat_rates(&mut b, prev, cur);
-    softirq_rates(&mut b, prev, cur);
-    iface_rates(&mut b, prev, cur);
-    softnet_rates(&mut b, prev, cur);
+    (b.keys, b.values, b.missing)
+}
+
+fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot) {
+    let elapsed = b.elapsed;
+    proc_stat_rates(b, prev, cur);
+    softirq_rates(b, prev, cur);
+    iface_rates(b, prev, cur);
+    softnet_rates(b, prev, cur);
     // The slow tier: only when it was read again, over the time between its two readings.
     let (ps, cs) = (&*prev.slow, &*cur.slow);
     let slow_elapsed = cs.t.as_secs_f64() - ps.t.as_secs_f64();
     if cs.seq != ps.seq && slow_elapsed > 0.0 {
         b.elapsed = slow_elapsed;
-        irq_rates(&mut b, ps, cs);
-        rx_missed_rates(&mut b, ps, cs, cur);
-        protocol_rates(&mut b, ps, cs);
-        pressure_rates(&mut b, ps, cs);
-        thread_rates(&mut b, ps, cs, cur.ticks_per_s);
+        irq_rates(b, ps, cs);
+        rx_missed_rates(b, ps, cs, cur);
+        protocol_rates(b, ps, cs);
+        pressure_rates(b, ps, cs);
+        thread_rates(b, ps, cs, cur.ticks_per_s);
+        if let (Some(p), Some(c)) = (ps.sampler_cpu, cs.sampler_cpu) {
+            let used = c.saturating_sub(p).as_secs_f64();
+            b.value(
+                Key::Plain(SAMPLER_CPU_PCT),
+                Unit::Percent,
+                100.0 * used / slow_elapsed,
+            );
+        } else {
+            b.missing(SAMPLER_CPU_PCT, "no thread CPU clock on this platform");
+        }
         b.elapsed = elapsed;
     }
-    if let (Some(p), Some(c)) = (prev.sampler_cpu, cur.sampler_cpu) {
-        let used = c.saturating_sub(p).as_secs_f64();
-        b.value(
-            MetricId::new(SAMPLER_CPU_PCT),
-            Unit::Percent,
-            100.0 * used / elapsed,
-        );
-    } else {
-        b.missing(SAMPLER_CPU_PCT, "no thread CPU clock on this platform");
-    }
-    b.row
 }
 
 const CPU_NAMES: [&str; 9] = [
@@ -282,7 +393,7 @@ fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
     ];
     for (name, v) in gauges {
         match v {
-            Some(v) => b.value(MetricId::new(name), Unit::Count, v as f64),
+            Some(v) => b.value(Key::Plain(name), Unit::Count, v as f64),
             None => b.missing(name, "not in this kernel's /proc/stat"),
         }
     }
@@ -312,7 +423,7 @@ fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
     for (name, pv, cv) in counters {
         match (pv, cv) {
             (Some(pv), Some(cv)) => b.rate(
-                MetricId::new(name),
+                Key::Plain(name),
                 Unit::PerSecond,
                 pv,
                 cv,
@@ -325,9 +436,9 @@ fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
 }
 
 fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
-    let id = |name: &str| match cpu {
+    let id = |name: &'static str| match cpu {
         Some(n) => labeled(name, LABEL_CPU, n),
-        None => MetricId::new(name),
+        None => Key::Plain(name),
     };
     let who = || cpu.map_or_else(|| "all CPUs".to_string(), |n| format!("cpu{n}"));
     let d = |a: u64, z: u64| counter_delta(a, z, CounterWidth::Native);
@@ -455,14 +566,14 @@ fn softirq_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
             );
         }
         match total {
-            Some(t) => b.value(MetricId::new(name), Unit::PerSecond, t as f64 / b.elapsed),
+            Some(t) => b.value(Key::Plain(name), Unit::PerSecond, t as f64 / b.elapsed),
             None => b.missing(name, RESET_REASON),
         }
     }
 }
 
-fn irq_id(irq: &NicIrq) -> MetricId {
-    let mut id = labeled(IRQ_PER_S, LABEL_IRQ, irq.irq);
+fn irq_id(irq: &NicIrq) -> Key<'static> {
+    let mut id = MetricId::new(IRQ_PER_S).with(LABEL_IRQ, irq.irq.to_string());
     match (&irq.iface, &irq.device) {
         (Some(i), _) => id = id.with(LABEL_IFACE, i.clone()),
         (None, Some(d)) => id = id.with(LABEL_DEVICE, d.clone()),
@@ -471,7 +582,7 @@ fn irq_id(irq: &NicIrq) -> MetricId {
     if let Some(q) = irq.queue {
         id = id.with(LABEL_QUEUE, q.to_string());
     }
-    id.with(LABEL_DIR, irq.direction.as_str())
+    Key::Built(id.with(LABEL_DIR, irq.direction.as_str()))
 }
 
 fn irq_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
@@ -555,7 +666,7 @@ fn irq_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
     }
     match total {
         Some(t) => b.value(
-            MetricId::new(NIC_IRQ_PER_S),
+            Key::Plain(NIC_IRQ_PER_S),
             Unit::PerSecond,
             t as f64 / b.elapsed,
         ),
@@ -575,7 +686,7 @@ const IFACE_NAMES: [&str; 9] = [
     IFACE_RX_MISSED_PER_S,
 ];
 
-fn iface_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
+fn iface_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot) {
     for name in &cur.ifaces_absent {
         for metric in IFACE_NAMES {
             b.missing(
@@ -607,7 +718,7 @@ fn iface_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
         let Some(pr) = p.iface(&cr.iface) else {
             continue;
         };
-        let id = |name: &str| labeled(name, LABEL_IFACE, &cr.iface);
+        let id = |name: &'static str| labeled(name, LABEL_IFACE, &cr.iface);
         let pairs = [
             (
                 IFACE_RX_BITS_PER_S,
@@ -672,7 +783,12 @@ fn iface_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
     }
 }
 
-fn rx_missed_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, fast: &Snapshot) {
+fn rx_missed_rates<'a>(
+    b: &mut Builder<'a, '_>,
+    prev: &'a SlowSnapshot,
+    cur: &'a SlowSnapshot,
+    fast: &'a Snapshot,
+) {
     // Interfaces no longer selected or gone are reported by the fast tier.
     let Ok(nd) = &fast.net_dev else { return };
     for (name, now) in &cur.rx_missed {
@@ -725,7 +841,7 @@ fn softnet_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
                 v as f64,
             );
         }
-        b.value(MetricId::new(SOFTNET_BACKLOG_LEN), Unit::Count, sum as f64);
+        b.value(Key::Plain(SOFTNET_BACKLOG_LEN), Unit::Count, sum as f64);
     } else {
         b.missing(
             SOFTNET_BACKLOG_LEN,
@@ -776,7 +892,7 @@ fn softnet_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
             continue;
         }
         match total {
-            Some(t) => b.value(MetricId::new(name), Unit::PerSecond, t as f64 / b.elapsed),
+            Some(t) => b.value(Key::Plain(name), Unit::PerSecond, t as f64 / b.elapsed),
             None => b.missing(name, RESET_REASON),
         }
     }
@@ -920,7 +1036,7 @@ fn protocol_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
             }
         }
         if let Some(s) = sum {
-            b.value(MetricId::new(name), Unit::PerSecond, s as f64 / b.elapsed);
+            b.value(Key::Plain(name), Unit::PerSecond, s as f64 / b.elapsed);
         }
     }
 }
@@ -953,7 +1069,7 @@ fn pressure_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
         // Stall microseconds per second of wall time, as a percentage.
         let k = 100.0 / 1e6;
         b.rate(
-            MetricId::new(some_name),
+            Key::Plain(some_name),
             Unit::Percent,
             p.some.total_us,
             c.some.total_us,
@@ -962,7 +1078,7 @@ fn pressure_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
         );
         match (p.full, c.full) {
             (Some(pf), Some(cf)) => b.rate(
-                MetricId::new(full_name),
+                Key::Plain(full_name),
                 Unit::Percent,
                 pf.total_us,
                 cf.total_us,
@@ -977,15 +1093,20 @@ fn pressure_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
     }
 }
 
-fn thread_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, ticks_per_s: u64) {
+fn thread_rates<'a>(
+    b: &mut Builder<'a, '_>,
+    prev: &'a SlowSnapshot,
+    cur: &'a SlowSnapshot,
+    ticks_per_s: u64,
+) {
     for (pid, e) in &cur.process_errors {
-        b.missing(labeled(THREAD_CPU_PCT, LABEL_PID, pid), e.to_string());
+        b.missing(labeled(THREAD_CPU_PCT, LABEL_PID, *pid), e.to_string());
     }
-    let thread_id = |name: &str, t: &crate::sampler::ThreadSample| {
-        MetricId::new(name)
-            .with(LABEL_PID, t.pid.to_string())
-            .with(LABEL_TID, t.tid.to_string())
-            .with(LABEL_COMM, t.comm.clone())
+    let thread_id = |name: &'static str, t: &'a crate::sampler::ThreadSample| Key::Thread {
+        name,
+        pid: t.pid,
+        tid: t.tid,
+        comm: &t.comm,
     };
     let prev_threads: BTreeMap<(i32, u32), &crate::sampler::ThreadSample> =
         prev.threads.iter().map(|t| ((t.pid, t.tid), t)).collect();

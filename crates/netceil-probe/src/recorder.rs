@@ -13,11 +13,20 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use netceil_model::{MetricId, NicInfo, Series};
+use netceil_model::{Metric, MetricId, NicInfo, Series, Unit};
 
-use crate::rates::{rates, Row, SLOW_TIER_METRICS, SLOW_TIER_REASON};
+use crate::ids::{MetricIds, Schema};
+use crate::rates::{rates_with, Row, SLOW_TIER_METRICS, SLOW_TIER_REASON};
 use crate::sampler::{Sampler, SamplerConfig, Snapshot};
 use crate::Source;
+
+/// Rows a [`Recorder`] holds before writing them into its series. The series is columnar:
+/// a row touches every column, ~100 places in memory, all out of the CPU's caches after
+/// 10 ms asleep. Written together, consecutive rows find the same columns still cached.
+const PENDING_ROWS: usize = 64;
+
+/// Schemas whose columns a [`Recorder`] keeps worked out.
+const MAX_SCHEMAS: usize = 16;
 
 /// Appends one row per interval to a [`Series`].
 #[derive(Debug)]
@@ -25,11 +34,16 @@ pub struct Recorder {
     series: Series,
     first_t: Option<Duration>,
     prev: Option<Snapshot>,
+    /// Metric identities and row schemas shared from one row to the next.
+    ids: MetricIds,
+    /// The series column of each value of a schema, for the schemas seen recently (most
+    /// recent first); the schema is held so that the pointer comparison stays sound.
+    columns: Vec<(Arc<Schema>, Vec<usize>)>,
     // Series::set searches linearly; with hundreds of per-CPU metrics that adds up at 10 ms.
     index: HashMap<MetricId, usize>,
-    /// The column of each value of the previous row, in order.
-    last_columns: Vec<usize>,
     slow_tier_noted: bool,
+    /// Rows not yet written into the series, and whether the slow-tier note comes with them.
+    pending: Vec<(Row, bool)>,
 }
 
 impl Recorder {
@@ -39,9 +53,11 @@ impl Recorder {
             series: Series::new(interval.as_secs_f64()),
             first_t: None,
             prev: None,
+            ids: MetricIds::new(),
+            columns: Vec::new(),
             index: HashMap::new(),
-            last_columns: Vec::new(),
             slow_tier_noted: false,
+            pending: Vec::new(),
         }
     }
 
@@ -50,53 +66,85 @@ impl Recorder {
     pub fn push(&mut self, snap: Snapshot) -> Option<Row> {
         let first = *self.first_t.get_or_insert(snap.t);
         let row = self.prev.as_ref().map(|prev| {
-            let mut row = rates(prev, &snap);
+            let mut row = rates_with(&mut self.ids, prev, &snap);
             row.t_s = snap.t.saturating_sub(first).as_secs_f64();
             (row, prev.slow.seq == snap.slow.seq)
         });
         self.prev = Some(snap);
         let (row, slow_tier_skipped) = row?;
-        self.append(&row);
-        if slow_tier_skipped && !self.slow_tier_noted {
-            for name in SLOW_TIER_METRICS {
-                self.series.note_missing(name, SLOW_TIER_REASON);
-            }
-            self.slow_tier_noted = true;
+        let note_slow_tier = slow_tier_skipped && !self.slow_tier_noted;
+        self.slow_tier_noted |= note_slow_tier;
+        self.pending.push((row.clone(), note_slow_tier));
+        if self.pending.len() >= PENDING_ROWS {
+            self.flush();
         }
         Some(row)
     }
 
+    /// Writes the pending rows into the series.
+    fn flush(&mut self) {
+        for (row, note_slow_tier) in std::mem::take(&mut self.pending) {
+            self.append(&row);
+            if note_slow_tier {
+                for name in SLOW_TIER_METRICS {
+                    self.series.note_missing(name, SLOW_TIER_REASON);
+                }
+            }
+        }
+    }
+
     fn append(&mut self, row: &Row) {
         let last = self.series.push_row(row.t_s);
-        let previous = std::mem::take(&mut self.last_columns);
-        let mut columns = Vec::with_capacity(row.values.len());
-        for (k, (id, unit, value)) in row.values.iter().enumerate() {
-            // Rows mostly repeat the previous row's metrics in the same order: one
-            // comparison instead of a hash lookup.
-            let same = previous
-                .get(k)
-                .copied()
-                .filter(|&i| self.series.metrics[i].id == *id);
-            let i = match same.or_else(|| self.index.get(id).copied()) {
-                Some(i) => i,
-                None => {
-                    self.series.set(id, *unit, *value);
-                    let i = self.series.metrics.len() - 1;
-                    self.index.insert(id.clone(), i);
-                    i
-                }
-            };
-            self.series.metrics[i].values[last] = Some(*value);
-            columns.push(i);
+        // Rows share a few schemas (with and without the slow tier): the columns are worked
+        // out once per schema, and a row is then written without looking at its identities.
+        let found = self
+            .columns
+            .iter()
+            .position(|(schema, _)| Arc::ptr_eq(schema, &row.schema));
+        let (schema, columns) = match found {
+            Some(i) => self.columns.remove(i),
+            None => {
+                let columns = row
+                    .schema
+                    .entries()
+                    .iter()
+                    .map(|(id, unit)| self.column(id, *unit))
+                    .collect();
+                self.columns.truncate(MAX_SCHEMAS - 1);
+                (Arc::clone(&row.schema), columns)
+            }
+        };
+        for (&i, &value) in columns.iter().zip(&row.values) {
+            self.series.metrics[i].values[last] = Some(value);
         }
-        self.last_columns = columns;
+        self.columns.insert(0, (schema, columns));
+        for (id, unit, value) in &row.extra {
+            let i = self.column(id, *unit);
+            self.series.metrics[i].values[last] = Some(*value);
+        }
         for (metric, reason) in &row.missing {
             self.series.note_missing(metric, reason.clone());
         }
     }
 
+    /// The series column of a metric, made (missing in earlier rows) if new.
+    fn column(&mut self, id: &MetricId, unit: Unit) -> usize {
+        if let Some(&i) = self.index.get(id) {
+            return i;
+        }
+        let i = self.series.metrics.len();
+        self.series.metrics.push(Metric {
+            id: id.clone(),
+            unit,
+            values: vec![None; self.series.t_s.len()],
+        });
+        self.index.insert(id.clone(), i);
+        i
+    }
+
     /// The rows so far.
-    pub fn series(&self) -> &Series {
+    pub fn series(&mut self) -> &Series {
+        self.flush();
         &self.series
     }
 
@@ -105,7 +153,8 @@ impl Recorder {
         self.prev.as_ref()
     }
 
-    pub fn into_series(self) -> Series {
+    pub fn into_series(mut self) -> Series {
+        self.flush();
         self.series
     }
 }
@@ -153,17 +202,45 @@ impl SamplerHandle {
     pub fn is_finished(&self) -> bool {
         self.thread.is_finished()
     }
+
+    /// Something another thread (a Ctrl-C handler, a thread waiting for a command to exit)
+    /// can keep to end the sampling without owning the handle.
+    pub fn stopper(&self) -> SamplerStopper {
+        SamplerStopper {
+            stop: Arc::clone(&self.stop),
+            thread: self.thread.thread().clone(),
+        }
+    }
 }
 
-/// The longest the thread sleeps before looking at the stop flag again, so a flag set
-/// without [`SamplerHandle::stop`] (a Ctrl-C handler) still ends it promptly.
-const STOP_POLL: Duration = Duration::from_millis(100);
+/// Ends a sampler thread from anywhere: see [`SamplerHandle::stopper`].
+#[derive(Debug, Clone)]
+pub struct SamplerStopper {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::Thread,
+}
+
+impl SamplerStopper {
+    /// Asks the thread to end now: it takes its last sample (when at least half an interval
+    /// has passed), returns, and closes the row channel, which wakes a receiver waiting on it.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+/// The longest the thread sleeps before looking at the stop flag again. Whoever stops it
+/// through [`SamplerHandle::stop`] or a [`SamplerStopper`] also wakes it, so this only
+/// bounds how late a flag set in some other way is seen; it is long so that an idle
+/// observer at a long interval does not wake for nothing (each wake-up costs CPU).
+const STOP_POLL: Duration = Duration::from_secs(1);
 
 /// Starts sampling on a new thread named `netceil-sampler`: a baseline at once, then one
 /// snapshot per `config.interval` on a fixed schedule (a late sample does not shift the
 /// following ones; samples that could not be taken in time are skipped). Each row is sent on
 /// `rows` (a closed receiver is ignored); setting `stop` ends the thread, and
-/// [`SamplerHandle::stop`] returns the recording.
+/// [`SamplerHandle::stop`] returns the recording. When the thread ends, `rows` is dropped,
+/// so a receiver learns it from a closed channel.
 pub fn spawn_sampler<S: Source + Send + 'static>(
     source: S,
     config: SamplerConfig,

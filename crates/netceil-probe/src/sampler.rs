@@ -137,8 +137,6 @@ pub struct Snapshot {
     /// The slow tier as last read: shared with earlier snapshots when it was not read again
     /// this time (compare [`SlowSnapshot::seq`]).
     pub slow: Arc<SlowSnapshot>,
-    /// The sampling thread's CPU time so far, read at the end of the sample.
-    pub sampler_cpu: Option<Duration>,
 }
 
 /// The sources read at most every [`SamplerConfig::slow_interval`].
@@ -163,6 +161,8 @@ pub struct SlowSnapshot {
     pub threads: Vec<ThreadSample>,
     /// Watched processes that could not be read, and why.
     pub process_errors: Vec<(i32, SourceError)>,
+    /// The sampling thread's CPU time so far (a system call: read with the slow tier).
+    pub sampler_cpu: Option<Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -278,7 +278,6 @@ impl<S: Source> Sampler<S> {
             ifaces_absent,
             softnet,
             slow,
-            sampler_cpu: self.source.thread_cpu_time(),
         }
     }
 
@@ -324,6 +323,7 @@ impl<S: Source> Sampler<S> {
             psi_memory,
             threads,
             process_errors,
+            sampler_cpu: self.source.thread_cpu_time(),
         }
     }
 

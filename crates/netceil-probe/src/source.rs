@@ -53,7 +53,16 @@ pub struct ProcFs {
     root: PathBuf,
     origin: Instant,
     ticks_per_s: u64,
-    open: Mutex<HashMap<String, File>>,
+    open: Mutex<Open>,
+}
+
+/// The files kept open, and one read buffer for all of them.
+#[derive(Debug, Default)]
+struct Open {
+    files: HashMap<String, File>,
+    /// Zeroed once and kept: preparing a fresh buffer for every read cost more than
+    /// copying the text out of this one.
+    scratch: Vec<u8>,
 }
 
 /// Open files kept at most; past that the cache starts over (interfaces come and go).
@@ -71,7 +80,7 @@ impl Clone for ProcFs {
             root: self.root.clone(),
             origin: self.origin,
             ticks_per_s: self.ticks_per_s,
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(Open::default()),
         }
     }
 }
@@ -88,7 +97,7 @@ impl ProcFs {
             root: root.into(),
             origin: Instant::now(),
             ticks_per_s: os::clock_ticks_per_s(),
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(Open::default()),
         }
     }
 
@@ -123,23 +132,65 @@ fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     file.read(buf)
 }
 
-/// Reads a whole file from offset 0 into `bytes`, keeping its capacity.
-fn read_whole(file: &File, bytes: &mut Vec<u8>) -> io::Result<()> {
-    bytes.clear();
+/// The kernel's seq_file, behind every /proc text file, fills a read until the file ends or
+/// its buffer (a page, 4096 bytes, or more if one record needed more) has no room for the
+/// next record. Asking again to be sure it ended is not free: a read at a non-zero offset
+/// makes seq_file generate the whole text again to find its place, which doubled the
+/// kernel's share of a sample. So a short read is taken as the end when the page could
+/// clearly have held another record (records are lines here, and alike in length), or when
+/// the file is one the kernel makes in one piece (`single_open`): every read of those
+/// carries the whole text or as much of it as was asked for.
+const SEQ_PAGE: usize = 4096;
+
+/// /proc files the kernel generates in one piece (`single_open`).
+const ONE_PIECE: &[&str] = &[
+    "/proc/stat",
+    "/proc/net/snmp",
+    "/proc/net/netstat",
+    "/proc/pressure/cpu",
+    "/proc/pressure/io",
+    "/proc/pressure/memory",
+];
+
+/// Whether a short read of `text` (the whole file so far) shows the file ended.
+fn short_read_ends(text: &[u8], one_piece: bool) -> bool {
+    if one_piece {
+        return true;
+    }
+    if text.last() != Some(&b'\n') {
+        return false;
+    }
+    let longest_line = text
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::len)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    text.len() + 2 * longest_line <= SEQ_PAGE
+}
+
+/// Reads a whole file from offset 0 into `bytes`, keeping its capacity (and whatever it held
+/// past what is read: only the first `n` bytes, the returned length, are the file).
+fn read_whole(file: &File, bytes: &mut Vec<u8>, one_piece: bool) -> io::Result<usize> {
     let mut filled = 0;
     loop {
         if bytes.len() - filled < 1024 {
-            bytes.resize((filled * 2).max(4096), 0);
+            bytes.resize((filled * 2).max(SEQ_PAGE * 2), 0);
         }
+        let asked = bytes.len() - filled;
         match read_at(file, &mut bytes[filled..], filled as u64) {
             Ok(0) => break,
-            Ok(n) => filled += n,
+            Ok(n) => {
+                filled += n;
+                if n < asked && short_read_ends(&bytes[..filled], one_piece) {
+                    break;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    bytes.truncate(filled);
-    Ok(())
+    Ok(filled)
 }
 
 impl Source for ProcFs {
@@ -150,31 +201,37 @@ impl Source for ProcFs {
     }
 
     fn read_into(&self, path: &str, buf: &mut String) -> io::Result<()> {
-        // The text goes straight into the caller's buffer, which keeps its capacity between
-        // samples.
-        let mut bytes = std::mem::take(buf).into_bytes();
-        if Self::keep_open(path) {
-            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-            let cached = match open.get(path) {
-                Some(file) => read_whole(file, &mut bytes).is_ok(),
-                None => false,
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let Open { files, scratch } = &mut *open;
+        let n = if Self::keep_open(path) {
+            let one_piece = ONE_PIECE.contains(&path);
+            let cached = match files.get(path) {
+                Some(file) => read_whole(file, scratch, one_piece).ok(),
+                None => None,
             };
-            if !cached {
-                // Not open yet, or the file went away under the open descriptor (an
-                // interface removed and made again): open it afresh.
-                open.remove(path);
-                let file = File::open(self.resolve(path))?;
-                read_whole(&file, &mut bytes)?;
-                if open.len() >= MAX_OPEN {
-                    open.clear();
+            match cached {
+                Some(n) => n,
+                None => {
+                    // Not open yet, or the file went away under the open descriptor (an
+                    // interface removed and made again): open it afresh.
+                    files.remove(path);
+                    let file = File::open(self.resolve(path))?;
+                    let n = read_whole(&file, scratch, one_piece)?;
+                    if files.len() >= MAX_OPEN {
+                        files.clear();
+                    }
+                    files.insert(path.to_string(), file);
+                    n
                 }
-                open.insert(path.to_string(), file);
             }
         } else {
-            read_whole(&File::open(self.resolve(path))?, &mut bytes)?;
-        }
-        *buf = String::from_utf8(bytes)
+            read_whole(&File::open(self.resolve(path))?, scratch, false)?
+        };
+        let text = std::str::from_utf8(&scratch[..n])
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file is not UTF-8 text"))?;
+        // The caller's buffer keeps its capacity between samples.
+        buf.clear();
+        buf.push_str(text);
         Ok(())
     }
 
@@ -388,5 +445,77 @@ impl Source for FakeSource {
 
     fn clock_ticks_per_s(&self) -> u64 {
         self.state().ticks_per_s.unwrap_or(100)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_read_ends_the_file_only_when_the_page_had_room() {
+        let lines = |n: usize, len: usize| {
+            let mut t = Vec::new();
+            for _ in 0..n {
+                t.extend(std::iter::repeat_n(b'x', len - 1));
+                t.push(b'\n');
+            }
+            t
+        };
+        // 10 lines of 100 bytes: the page had room for many more.
+        assert!(short_read_ends(&lines(10, 100), false));
+        // 38 lines of 100 bytes: a 39th and 40th might not have fitted.
+        assert!(!short_read_ends(&lines(39, 100), false));
+        // Cut inside a line: never the end.
+        assert!(!short_read_ends(b"abc\nde", false));
+        // A file made in one piece: any short read is the end.
+        assert!(short_read_ends(&lines(60, 100), true));
+    }
+
+    #[test]
+    fn files_are_read_whole_whatever_their_size() {
+        let dir = std::env::temp_dir().join(format!("netceil-source-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("proc")).unwrap();
+        let fs = ProcFs::with_root(&dir);
+        for size in [0usize, 10, 4095, 4096, 8191, 8192, 100_000] {
+            let text: String = (0..size)
+                .map(|i| if i % 50 == 49 { '\n' } else { 'a' })
+                .collect();
+            let name = format!("f{size}");
+            std::fs::write(dir.join("proc").join(&name), &text).unwrap();
+            // Twice: once opening, once from the kept descriptor.
+            for _ in 0..2 {
+                assert_eq!(
+                    fs.read(&format!("/proc/{name}")).unwrap(),
+                    text,
+                    "{size} bytes"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn live_proc_files_read_in_full() {
+        // The kernel's own texts: the same lines as a plain read to the end (counters move,
+        // so compare the first field of each line).
+        let fs = ProcFs::new();
+        for path in [
+            "/proc/stat",
+            "/proc/net/dev",
+            "/proc/interrupts",
+            "/proc/net/netstat",
+        ] {
+            let Ok(plain) = std::fs::read_to_string(path) else {
+                continue;
+            };
+            let ours = fs.read(path).unwrap();
+            let heads = |t: &str| -> Vec<String> {
+                t.lines()
+                    .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+                    .collect()
+            };
+            assert_eq!(heads(&ours), heads(&plain), "{path}");
+        }
     }
 }

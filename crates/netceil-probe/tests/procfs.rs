@@ -65,10 +65,7 @@ fn sampler_on_an_empty_root_reports_every_source_missing() {
         .starts_with("/proc/stat: "));
     assert!(a.slow.snmp.is_err() && a.slow.psi_cpu.is_err());
     let row = netceil_probe::rates(&a, &b);
-    assert!(row
-        .values
-        .iter()
-        .all(|(m, _, _)| m.name == "sampler_cpu_pct"));
+    assert!(row.iter().all(|(m, _, _)| m.name == "sampler_cpu_pct"));
     assert!(row.missing_reason("cpu_busy_pct").is_some());
     assert!(row.missing_reason("softirq_net_rx_per_s").is_some());
 }

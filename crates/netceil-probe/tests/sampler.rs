@@ -6,7 +6,8 @@ use netceil_model::names::*;
 use netceil_model::{MetricId, Unit};
 use netceil_probe::rates::RESET_REASON;
 use netceil_probe::{
-    counter_delta, rates, CounterWidth, FakeSource, Recorder, Row, Sampler, SamplerConfig,
+    counter_delta, rates, rates_with, CounterWidth, FakeSource, MetricIds, Recorder, Row, Sampler,
+    SamplerConfig,
 };
 
 #[derive(Clone)]
@@ -438,9 +439,8 @@ fn two_samples_give_rates_over_the_measured_interval() {
     assert_value(&row, &iface(IFACE_RX_MISSED_PER_S, "eth0"), 4.0);
     assert_value(&row, &iface(IFACE_RX_BITS_PER_S, "lo"), 0.0);
     let unit = row
-        .values
         .iter()
-        .find(|(m, _, _)| *m == iface(IFACE_RX_BITS_PER_S, "eth0"))
+        .find(|(m, _, _)| **m == iface(IFACE_RX_BITS_PER_S, "eth0"))
         .unwrap()
         .1;
     assert_eq!(unit, Unit::BitsPerSecond);
@@ -513,8 +513,8 @@ fn wraps_are_followed_and_resets_never_spike() {
         row.missing_reason(TCP_RETRANS_SEGS_PER_S),
         Some(RESET_REASON)
     );
-    for (m, _, v) in &row.values {
-        assert!(*v < 1e6, "{m} = {v} looks like a spike");
+    for (m, _, v) in row.iter() {
+        assert!(v < 1e6, "{m} = {v} looks like a spike");
     }
 
     // The interval after a reset is measured normally again.
@@ -779,6 +779,19 @@ fn interfaces_and_threads_coming_and_going() {
         .with(LABEL_QUEUE, "0")
         .with(LABEL_DIR, "rxtx");
     assert!(row.missing_reason(&q0.to_string()).is_some());
+
+    // Rows made with shared identities and schemas, while the set of metrics changes from
+    // row to row, say exactly what rows made afresh say.
+    let mut shared = MetricIds::new();
+    for (x, y) in [(&a, &b), (&b, &c), (&a, &b), (&b, &c), (&b, &c)] {
+        let fresh = rates(x, y);
+        let reused = rates_with(&mut shared, x, y);
+        let list = |r: &Row| -> Vec<(String, Unit, f64)> {
+            r.iter().map(|(m, u, v)| (m.to_string(), u, v)).collect()
+        };
+        assert_eq!(list(&reused), list(&fresh));
+        assert_eq!(reused.missing, fresh.missing);
+    }
 }
 
 #[test]
@@ -846,7 +859,7 @@ fn no_elapsed_time_gives_no_values() {
     let a = s.sample();
     let b = s.sample();
     let row = rates(&a, &b);
-    assert!(row.values.is_empty());
+    assert!(row.is_empty());
     assert_eq!(row.missing.len(), 1);
 }
 

@@ -138,8 +138,29 @@ impl Store {
             // WAL lets readers and one writer work at once, and a killed writer loses only
             // its uncommitted transaction. NORMAL sync keeps every commit across a process
             // crash; only a power cut can drop the last few, never corrupting the file.
-            conn.pragma_update_and_check(None, "journal_mode", "wal", |r| r.get::<_, String>(0))
-                .map_err(|e| store_err("switching to WAL mode", e))?;
+            // Changing the journal mode while another process opens the same new file can
+            // fail at once with "database is locked", without waiting in the busy handler:
+            // try again until the busy timeout.
+            let started = std::time::Instant::now();
+            loop {
+                match conn
+                    .pragma_update_and_check(None, "journal_mode", "wal", |r| r.get::<_, String>(0))
+                {
+                    Ok(_) => break,
+                    Err(e)
+                        if matches!(
+                            e.sqlite_error_code(),
+                            Some(
+                                rusqlite::ErrorCode::DatabaseBusy
+                                    | rusqlite::ErrorCode::DatabaseLocked
+                            )
+                        ) && started.elapsed() < BUSY_TIMEOUT =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    Err(e) => return Err(store_err("switching to WAL mode", e)),
+                }
+            }
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(|e| store_err("setting synchronous=NORMAL", e))?;
         }

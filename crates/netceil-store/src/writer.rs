@@ -3,6 +3,7 @@
 //! Each append is its own transaction, so a `kill -9` or a power cut between two intervals
 //! loses nothing that was appended before it; the run simply stays marked incomplete.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 
 use netceil_model::{MetricId, MissingValue, Run, Series, Unit};
@@ -44,21 +45,38 @@ impl<'s> RunWriter<'s> {
     /// Appends and commits one interval ending at `t_s`. Metrics not seen before are added
     /// (missing in earlier rows); metrics not given are missing in this row, as is a `None`.
     /// Returns the row's index.
-    pub fn append_row(
+    ///
+    /// The metric may be given as a `MetricId` or anything that borrows one (an
+    /// `Arc<MetricId>` shared with the sampler's rows), so a caller copies nothing.
+    pub fn append_row<M: Borrow<MetricId>>(
         &mut self,
         t_s: f64,
-        values: &[(MetricId, Unit, Option<f64>)],
+        values: &[(M, Unit, Option<f64>)],
     ) -> Result<usize> {
+        self.append_rows(&[(t_s, values)])?;
+        Ok(self.state.rows - 1)
+    }
+
+    /// Appends and commits several intervals in one transaction, as [`RunWriter::append_row`]
+    /// does one: for short sampling intervals, where a commit per row would cost more than
+    /// the row. Returns the rows now stored.
+    pub fn append_rows<M: Borrow<MetricId>, V: AsRef<[(M, Unit, Option<f64>)]>>(
+        &mut self,
+        rows: &[(f64, V)],
+    ) -> Result<usize> {
+        if rows.is_empty() {
+            return Ok(self.state.rows);
+        }
         let staged = self
             .state
-            .stage_values(t_s, values)
+            .stage_values(rows)
             .map_err(|detail| self.store.invalid(&self.run_id, detail))?;
         self.write(
             &staged,
             &format!("appending row {} to run '{}'", self.state.rows, self.run_id),
         )?;
         self.state.apply(staged);
-        Ok(self.state.rows - 1)
+        Ok(self.state.rows)
     }
 
     /// Appends and commits, in one transaction, the rows of `series` from `from_row` on, with
@@ -145,6 +163,10 @@ impl<'s> RunWriter<'s> {
 #[derive(Debug, Default)]
 pub(crate) struct SeriesState {
     metrics: HashMap<MetricId, (usize, Unit)>,
+    /// The same metrics by column.
+    by_column: Vec<(MetricId, Unit)>,
+    /// The column of each value of the last row given by [`RunWriter::append_row`], in order.
+    last_columns: Vec<usize>,
     rows: usize,
     missing: usize,
 }
@@ -158,6 +180,8 @@ pub(crate) struct Staged {
     pub rows: Vec<(usize, f64, Vec<u8>)>,
     /// (note index, note).
     pub missing: Vec<(usize, MissingValue)>,
+    /// For a row staged from values: the column of each value, in order.
+    pub columns: Option<Vec<usize>>,
 }
 
 impl Staged {
@@ -214,32 +238,69 @@ impl SeriesState {
         Ok(staged)
     }
 
-    /// Stages one row given as (metric, unit, value) triples.
-    pub(crate) fn stage_values(
+    /// Stages rows given as (metric, unit, value) triples.
+    pub(crate) fn stage_values<M: Borrow<MetricId>, V: AsRef<[(M, Unit, Option<f64>)]>>(
         &self,
-        t_s: f64,
-        values: &[(MetricId, Unit, Option<f64>)],
+        rows: &[(f64, V)],
     ) -> Result<Staged, String> {
-        if t_s.is_nan() {
-            return Err(format!("row {} has t_s = NaN", self.rows));
-        }
         let mut staged = Staged::default();
-        let mut seen = HashSet::new();
-        let mut cells = Vec::with_capacity(values.len());
-        for (id, unit, value) in values {
-            if !seen.insert(id) {
-                return Err(format!("metric '{id}' is given twice in row {}", self.rows));
+        let mut last = self.last_columns.clone();
+        for (t_s, values) in rows {
+            let values = values.as_ref();
+            let index = self.rows + staged.rows.len();
+            if t_s.is_nan() {
+                return Err(format!("row {index} has t_s = NaN"));
             }
-            cells.push((self.column_for(id, *unit, &mut staged.new_metrics)?, *value));
+            let mut columns = Vec::with_capacity(values.len());
+            for (k, (id, unit, _)) in values.iter().enumerate() {
+                let id = id.borrow();
+                // Rows mostly repeat the last row's metrics in the same order: one comparison
+                // instead of hashing the identity (a live recording appends a row per
+                // interval, down to every 10 ms).
+                let same = last
+                    .get(k)
+                    .copied()
+                    .filter(|&c| self.column_is(c, id, *unit, &staged.new_metrics));
+                let col = match same {
+                    Some(c) => c,
+                    None => self.column_for(id, *unit, &mut staged.new_metrics)?,
+                };
+                columns.push(col);
+            }
+            let width = self.metrics.len() + staged.new_metrics.len();
+            check_width(width)?;
+            let mut row = vec![None; width];
+            let mut given = vec![false; width];
+            for ((id, _, value), &col) in values.iter().zip(&columns) {
+                if std::mem::replace(&mut given[col], true) {
+                    return Err(format!(
+                        "metric '{}' is given twice in row {index}",
+                        id.borrow()
+                    ));
+                }
+                row[col] = *value;
+            }
+            staged.rows.push((index, *t_s, encode_row(&row)));
+            last = columns;
         }
-        let width = self.metrics.len() + staged.new_metrics.len();
-        check_width(width)?;
-        let mut row = vec![None; width];
-        for (col, value) in cells {
-            row[col] = value;
-        }
-        staged.rows.push((self.rows, t_s, encode_row(&row)));
+        staged.columns = Some(last);
         Ok(staged)
+    }
+
+    /// Whether column `col` (stored, or staged in `new`) holds `id` in `unit`.
+    fn column_is(
+        &self,
+        col: usize,
+        id: &MetricId,
+        unit: Unit,
+        new: &[(usize, MetricId, Unit)],
+    ) -> bool {
+        match self.by_column.get(col) {
+            Some((stored, u)) => *u == unit && stored == id,
+            None => new
+                .get(col - self.by_column.len())
+                .is_some_and(|(_, n, u)| *u == unit && n == id),
+        }
     }
 
     /// The stored column of a metric, or the next free one (staged as new).
@@ -272,7 +333,12 @@ impl SeriesState {
     /// Records what a committed [`Staged`] added.
     pub(crate) fn apply(&mut self, staged: Staged) {
         for (col, id, unit) in staged.new_metrics {
+            debug_assert_eq!(col, self.by_column.len());
+            self.by_column.push((id.clone(), unit));
             self.metrics.insert(id, (col, unit));
+        }
+        if let Some(columns) = staged.columns {
+            self.last_columns = columns;
         }
         self.rows += staged.rows.len();
         self.missing += staged.missing.len();

@@ -3,6 +3,7 @@
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use common::{assert_rows, finding, rich_run, row_values, started_run};
 use netceil_model::{MetricId, MissingValue, Run, Unit};
@@ -111,7 +112,7 @@ fn append_row_builds_series_with_gaps() {
             );
         }
         // A row where nothing was measured is a row of missing values, not of zeros.
-        writer.append_row(7.0, &[]).unwrap();
+        writer.append_row::<MetricId>(7.0, &[]).unwrap();
         writer
             .note_missing(&MissingValue {
                 metric: "psi_cpu".into(),
@@ -130,6 +131,59 @@ fn append_row_builds_series_with_gaps() {
         }
         assert_rows(&first_six, 6);
         assert_eq!(run.series.missing[0].metric, "psi_cpu");
+    });
+}
+
+#[test]
+fn append_rows_commits_a_batch_whatever_the_order_of_metrics() {
+    both_stores(|store| {
+        let mut writer = store.begin_run(&started_run("r1", &[])).unwrap();
+        // Shared identities, as the sampler's rows carry them.
+        let (a, b) = (Arc::new(MetricId::new("a")), Arc::new(MetricId::new("b")));
+        let c = Arc::new(MetricId::new("c").with("cpu", "1"));
+        let pps = Unit::PacketsPerSecond;
+        let batch = vec![
+            (
+                1.0,
+                vec![(a.clone(), pps, Some(1.0)), (b.clone(), pps, Some(2.0))],
+            ),
+            // Reordered, and a metric new within the batch.
+            (
+                2.0,
+                vec![
+                    (b.clone(), pps, Some(3.0)),
+                    (c.clone(), pps, Some(4.0)),
+                    (a.clone(), pps, Some(5.0)),
+                ],
+            ),
+            (
+                3.0,
+                vec![(b.clone(), pps, Some(6.0)), (c.clone(), pps, None)],
+            ),
+        ];
+        assert_eq!(writer.append_rows(&batch).unwrap(), 3);
+        // A duplicate anywhere in a batch refuses the whole batch.
+        let bad = vec![
+            (4.0, vec![(a.clone(), pps, Some(7.0))]),
+            (
+                5.0,
+                vec![(c.clone(), pps, Some(8.0)), (c.clone(), pps, Some(9.0))],
+            ),
+        ];
+        let err = writer.append_rows(&bad).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("'c{cpu=1}' is given twice in row 4"),
+            "{err}"
+        );
+        assert_eq!(writer.rows_written(), 3);
+        drop(writer);
+        let run = store.get_run("r1").unwrap();
+        let col = |id: &MetricId| run.series.get(id).unwrap().values.clone();
+        assert_eq!(run.series.t_s, vec![1.0, 2.0, 3.0]);
+        assert_eq!(col(&a), vec![Some(1.0), Some(5.0), None]);
+        assert_eq!(col(&b), vec![Some(2.0), Some(3.0), Some(6.0)]);
+        assert_eq!(col(&c), vec![None, Some(4.0), None]);
     });
 }
 
@@ -158,7 +212,7 @@ fn writer_refuses_what_would_not_read_back() {
         .to_string()
         .contains("twice"));
     assert!(writer
-        .append_row(f64::NAN, &[])
+        .append_row::<MetricId>(f64::NAN, &[])
         .unwrap_err()
         .to_string()
         .contains("NaN"));

@@ -5,15 +5,12 @@ use netceil_model::{Run, RunSource};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cli::WatchArgs;
 use crate::observe::{open_store, terminal_width, LiveTable, Recording};
 use crate::table::LoadFigures;
 use crate::Failure;
-
-/// How often the loop looks at the command, Ctrl-C and the deadline between rows.
-const POLL: Duration = Duration::from_millis(100);
 
 /// How much of a launched command's output is kept in the run; the rest is counted.
 const OUTPUT_KEEP: usize = 1 << 20;
@@ -40,6 +37,29 @@ fn collect(
         }
         (kept, total)
     })
+}
+
+/// Starts a thread that waits for the command `pid` to exit and then ends the sampling. It
+/// also wakes the main thread, which may be sleeping between batches of rows. It waits with
+/// `WNOWAIT`, leaving the child unreaped, so the pid cannot be reused by another
+/// process before the main thread has waited for it (and may still signal it safely).
+fn wake_on_exit(
+    pid: u32,
+    stopper: netceil_probe::SamplerStopper,
+    main: std::thread::Thread,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).context("command pid")?);
+    std::thread::Builder::new()
+        .name("netceil-wait".into())
+        .spawn(move || {
+            while let Err(nix::errno::Errno::EINTR) =
+                waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+            {}
+            stopper.stop();
+            main.unpark();
+        })
+        .context("starting the thread that waits for the command")
 }
 
 pub fn run(args: WatchArgs) -> Result<u8, Failure> {
@@ -109,12 +129,32 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             println!("{line}");
         }
     };
-    loop {
-        // Block on the sampler's rows (not a busy poll): the observer's own cost is the point.
-        let wait = deadline.map_or(POLL, |d| {
-            d.saturating_duration_since(Instant::now()).min(POLL)
+    // Nothing here polls: the observer's own cost is the point. The loop sleeps until the
+    // sampler sends rows, the deadline passes, or the sampler ends, which Ctrl-C and the
+    // command's exit both cause through the sampler's stopper.
+    let stopper = rec.stopper();
+    let main_thread = std::thread::current();
+    if let Some(s) = stopper.clone() {
+        let main = main_thread.clone();
+        crate::on_stop(move || {
+            s.stop();
+            main.unpark();
         });
-        let rows = rec.rows(wait.max(Duration::from_millis(1)));
+    }
+    let exit_waiter = match (child.as_mut(), stopper) {
+        (Some(c), Some(s)) => match wake_on_exit(c.id(), s, main_thread) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                // Without the waiter nothing would notice the command's exit: end it now.
+                let _ = c.kill();
+                let _ = c.wait();
+                return Err(e.into());
+            }
+        },
+        _ => None,
+    };
+    loop {
+        let (rows, ended) = rec.wait_rows(deadline);
         rec.store_rows(&rows);
         for row in rows {
             if !args.quiet {
@@ -123,15 +163,12 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
                 }
             }
         }
-        if let Some(c) = child.as_mut() {
-            if let Some(status) = c.try_wait().context("waiting for the command")? {
-                exit_status = Some(status);
-                break;
-            }
-        }
-        if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if ended || stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
+    }
+    if let Some(c) = child.as_mut() {
+        exit_status = c.try_wait().context("waiting for the command")?;
     }
     // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
     // terminal, or we end it, and wait so nothing is left behind.
@@ -141,6 +178,10 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             nix::sys::signal::Signal::SIGTERM,
         );
         exit_status = Some(c.wait().context("waiting for the command to end")?);
+    }
+    if let Some(w) = exit_waiter {
+        // The command has been reaped, so the waiter has returned (or is returning ECHILD).
+        let _ = w.join();
     }
     let rest = rec.stop(&mut run);
     rec.store_rows(&rest);

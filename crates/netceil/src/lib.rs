@@ -56,7 +56,17 @@ pub(crate) fn load_failure(e: netceil_load::LoadError) -> Failure {
     }
 }
 
-/// Set by Ctrl-C (SIGINT) and SIGTERM; every loop polls it and ends cleanly, keeping its results.
+/// What to call, besides setting the flag, when Ctrl-C or SIGTERM arrives: wakes threads that
+/// sleep until something happens instead of polling the flag.
+type Waker = Box<dyn Fn() + Send>;
+
+fn wakers() -> &'static std::sync::Mutex<Vec<Waker>> {
+    static WAKERS: std::sync::Mutex<Vec<Waker>> = std::sync::Mutex::new(Vec::new());
+    &WAKERS
+}
+
+/// Set by Ctrl-C (SIGINT) and SIGTERM; every loop polls it (or registers [`on_stop`]) and
+/// ends cleanly, keeping its results.
 pub fn stop_flag() -> Arc<AtomicBool> {
     static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
     FLAG.get_or_init(|| {
@@ -68,10 +78,34 @@ pub fn stop_flag() -> Arc<AtomicBool> {
                 // A second Ctrl-C means "now": the first one already asked nicely.
                 std::process::exit(130);
             }
+            let wakers = wakers()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for wake in wakers.iter() {
+                wake();
+            }
         });
         flag
     })
     .clone()
+}
+
+/// Calls `wake` when Ctrl-C or SIGTERM arrives, or at once if one already has.
+pub fn on_stop(wake: impl Fn() + Send + 'static) {
+    let flag = stop_flag();
+    wakers()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(Box::new(wake));
+    if flag.load(Ordering::SeqCst) {
+        for wake in wakers()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            wake();
+        }
+    }
 }
 
 /// Entry point of the binary.

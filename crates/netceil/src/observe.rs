@@ -4,10 +4,10 @@
 
 use anyhow::Context;
 use netceil_model::{MetricId, Run, Unit};
-use netceil_probe::{spawn_sampler, ProcFs, Row, SamplerConfig, SamplerHandle};
+use netceil_probe::{spawn_sampler, ProcFs, Row, SamplerConfig, SamplerHandle, SamplerStopper};
 use netceil_store::{RunWriter, Store};
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,9 +79,14 @@ pub fn open_store(no_store: bool) -> Option<Store> {
 /// The workload's figures for one interval, as series values.
 pub type LoadValues = Vec<(MetricId, Unit, f64)>;
 
+/// Below this sampling interval, rows reach the main thread in batches this far apart (see
+/// [`Recording::wait_rows`]).
+pub const ROW_BATCH: Duration = Duration::from_millis(250);
+
 /// A sampler recording the machine, and the run being written to the store.
 pub struct Recording<'s> {
     handle: Option<SamplerHandle>,
+    interval: Duration,
     rows: Receiver<Row>,
     started: Instant,
     writer: Option<RunWriter<'s>>,
@@ -120,6 +125,7 @@ impl<'s> Recording<'s> {
         });
         Ok(Recording {
             handle: Some(handle),
+            interval,
             rows,
             started: Instant::now(),
             writer,
@@ -143,31 +149,82 @@ impl<'s> Recording<'s> {
         rows
     }
 
+    /// Waits for the next rows until `deadline` (without one, until rows come). Returns them,
+    /// and whether the sampler has ended (stopped, or asked to stop by a
+    /// [`Recording::stopper`]) and every row it made has been taken.
+    ///
+    /// At intervals shorter than [`ROW_BATCH`] the caller is woken at most every
+    /// [`ROW_BATCH`] with the rows made meanwhile (or sooner by an unpark, from a Ctrl-C
+    /// handler or a thread that saw the command end): a wake-up per 10 ms row cost the main
+    /// thread more than everything it does with the row, and the store commits a batch in
+    /// one transaction.
+    pub fn wait_rows(&mut self, deadline: Option<Instant>) -> (Vec<Row>, bool) {
+        if self.interval < ROW_BATCH {
+            let until = Instant::now() + ROW_BATCH;
+            let until = deadline.map_or(until, |d| d.min(until));
+            std::thread::park_timeout(until.saturating_duration_since(Instant::now()));
+            let mut rows: Vec<Row> = Vec::new();
+            loop {
+                match self.rows.try_recv() {
+                    Ok(row) => rows.push(row),
+                    Err(TryRecvError::Empty) => return (rows, false),
+                    Err(TryRecvError::Disconnected) => return (rows, true),
+                }
+            }
+        }
+        let first = match deadline {
+            Some(d) => self
+                .rows
+                .recv_timeout(d.saturating_duration_since(Instant::now())),
+            None => self.rows.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match first {
+            Ok(row) => {
+                let mut rows = vec![row];
+                rows.extend(self.rows.try_iter());
+                (rows, false)
+            }
+            Err(RecvTimeoutError::Timeout) => (Vec::new(), false),
+            Err(RecvTimeoutError::Disconnected) => (Vec::new(), true),
+        }
+    }
+
+    /// Ends the sampling from another thread (a Ctrl-C handler, a thread waiting for a
+    /// command); the rows stay in the recording.
+    pub fn stopper(&self) -> Option<SamplerStopper> {
+        self.handle.as_ref().map(SamplerHandle::stopper)
+    }
+
     /// Attaches the workload's figures of the same interval to the newest row, then streams
     /// the rows to the store.
     pub fn attach_and_store(&mut self, rows: &mut [Row], load: LoadValues) {
         if let Some(newest) = rows.last_mut() {
-            newest.values.extend(load.iter().cloned());
+            newest.extra.extend(load.iter().cloned());
             self.attached.push((newest.t_s, load));
         }
         self.store_rows(rows);
     }
 
+    /// Streams rows to the store, in one transaction (the rows of one wake-up: one interval,
+    /// or up to [`ROW_BATCH`] of them at shorter intervals).
     pub fn store_rows(&mut self, rows: &[Row]) {
         let Some(w) = self.writer.as_mut() else {
             return;
         };
-        for row in rows {
-            let values: Vec<(MetricId, Unit, Option<f64>)> = row
-                .values
-                .iter()
-                .map(|(id, unit, v)| (id.clone(), *unit, Some(*v)))
-                .collect();
-            if let Err(e) = w.append_row(row.t_s, &values) {
-                eprintln!("netceil: stopped writing this run to the store: {e}");
-                self.writer = None;
-                return;
-            }
+        type Values<'r> = Vec<(&'r MetricId, Unit, Option<f64>)>;
+        let batch: Vec<(f64, Values)> = rows
+            .iter()
+            .map(|row| {
+                let values = row
+                    .iter()
+                    .map(|(id, unit, v)| (id, unit, Some(v)))
+                    .collect();
+                (row.t_s, values)
+            })
+            .collect();
+        if let Err(e) = w.append_rows(&batch) {
+            eprintln!("netceil: stopped writing this run to the store: {e}");
+            self.writer = None;
         }
     }
 

@@ -41,7 +41,7 @@ struct Column {
 
 fn sum_ifaces(row: &Row, name: &str, ifaces: &[String]) -> Option<f64> {
     let mut total = None;
-    for (id, _, v) in &row.values {
+    for (id, _, v) in row.iter() {
         if id.name == name {
             let ours = match id.label(n::LABEL_IFACE) {
                 Some(i) => ifaces.is_empty() || ifaces.iter().any(|f| f == i),
@@ -62,7 +62,7 @@ fn short(v: f64) -> String {
 /// The hottest CPU by system + softirq + irq time: `cpu1 97`.
 fn hot_cpu(row: &Row) -> Option<(String, f64)> {
     let mut per_cpu: std::collections::BTreeMap<&str, f64> = Default::default();
-    for (id, _, v) in &row.values {
+    for (id, _, v) in row.iter() {
         if matches!(
             id.name.as_str(),
             n::CPU_SYSTEM_PCT | n::CPU_SOFTIRQ_PCT | n::CPU_IRQ_PCT
@@ -371,10 +371,10 @@ mod tests {
         let c = |name: &str, cpu: &str, val: f64| {
             (MetricId::new(name).with("cpu", cpu), Unit::Percent, val)
         };
-        Row {
-            t_s: 3.0,
-            elapsed_s: 1.0,
-            values: vec![
+        Row::from_values(
+            3.0,
+            1.0,
+            vec![
                 v(n::INTR_PER_S, 12_000.0),
                 v(n::CS_PER_S, 25_000.0),
                 v(n::CPU_USER_PCT, 5.0),
@@ -395,8 +395,7 @@ mod tests {
                     7.0,
                 ),
             ],
-            missing: vec![],
-        }
+        )
     }
 
     #[test]

@@ -82,20 +82,6 @@ impl Kind {
     }
 }
 
-const SOFTIRQ_NAMES: [&str; 11] = [
-    "HI",
-    "TIMER",
-    "NET_TX",
-    "NET_RX",
-    "BLOCK",
-    "BLOCK_IOPOLL",
-    "IRQ_POLL",
-    "TASKLET",
-    "SCHED",
-    "HRTIMER",
-    "RCU",
-];
-
 /// Lines that are not data: comments, shell commands, `==> file <==` banners.
 fn is_comment(line: &str) -> bool {
     let t = line.trim_start();
@@ -136,7 +122,7 @@ fn kind_of(text: &str) -> Result<Kind, String> {
             if label.bytes().all(|b| b.is_ascii_digit()) && !label.is_empty() {
                 return Ok(Kind::Interrupts);
             }
-            if SOFTIRQ_NAMES.contains(&label) {
+            if softirqs::KINDS.contains(&label) {
                 return Ok(Kind::Softirqs);
             }
         }

@@ -198,13 +198,15 @@ struct Known {
 
 impl PairSink for Known {
     fn header(&mut self, proto: &str, names: &[&str]) {
+        // A few wanted counters among up to ~200 names (TcpExt): look each wanted one up,
+        // rather than every name among the wanted.
         self.wanted.clear();
-        self.wanted.extend(names.iter().map(|n| {
-            Counter::ALL
-                .iter()
-                .copied()
-                .find(|c| c.key() == (proto, *n))
-        }));
+        self.wanted.resize(names.len(), None);
+        for c in Counter::ALL.iter().filter(|c| c.key().0 == proto) {
+            if let Some(i) = names.iter().position(|n| *n == c.key().1) {
+                self.wanted[i] = Some(*c);
+            }
+        }
     }
 
     fn value(&mut self, index: usize, value: i64) {

@@ -6,6 +6,8 @@
 //! per-CPU spread shows whether one core does all the network work. The counters are 32-bit
 //! (`unsigned int`) and wrap.
 
+use std::borrow::Cow;
+
 use super::{cpu_header, first_line, Line};
 use crate::error::{Found, ParseError};
 
@@ -16,7 +18,7 @@ pub const SOURCE: &str = "/proc/softirqs";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SoftirqRow {
     /// `NET_RX`, `TIMER`, … (without the colon).
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// One count per CPU, in the order of [`Softirqs::cpus`].
     pub counts: Vec<u64>,
 }
@@ -62,6 +64,21 @@ impl Softirqs {
     }
 }
 
+/// The softirq kinds of Linux 2.6.x to 6.x (include/linux/interrupt.h, `softirq_to_name`).
+pub const KINDS: [&str; 11] = [
+    "HI",
+    "TIMER",
+    "NET_TX",
+    "NET_RX",
+    "BLOCK",
+    "BLOCK_IOPOLL",
+    "IRQ_POLL",
+    "TASKLET",
+    "SCHED",
+    "HRTIMER",
+    "RCU",
+];
+
 /// Parses the text of `/proc/softirqs`.
 pub fn parse(text: &str) -> Result<Softirqs, ParseError> {
     let (header_no, header) = first_line(SOURCE, text, "a header line of CPU columns")?;
@@ -89,10 +106,12 @@ pub fn parse(text: &str) -> Result<Softirqs, ParseError> {
                 Found::text(extra),
             ));
         }
-        rows.push(SoftirqRow {
-            name: name.to_string(),
-            counts,
-        });
+        // The kernel's own kinds need no copy of their name: this runs at every sample.
+        let name = KINDS
+            .iter()
+            .find(|k| **k == name)
+            .map_or_else(|| Cow::Owned(name.to_string()), |k| Cow::Borrowed(*k));
+        rows.push(SoftirqRow { name, counts });
     }
     Ok(Softirqs { cpus, rows })
 }
