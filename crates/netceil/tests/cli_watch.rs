@@ -135,3 +135,47 @@ fn watch_rejects_a_bad_command_and_interval() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn watch_at_10ms_ends_with_its_command_and_stores_every_row() {
+    // Below 250 ms, rows reach the main thread and the store in batches: the command's exit
+    // must still end the watch, and every row must reach the store.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = netceil()
+        .env("NETCEIL_DB", &db)
+        .args([
+            "watch",
+            "--json",
+            "-q",
+            "--interval",
+            "10ms",
+            "--",
+            "sleep",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = run["series"]["t_s"].as_array().unwrap().len();
+    // 100 intervals of 10 ms; a busy machine may skip some, and start-up takes a little.
+    assert!(
+        (40..=110).contains(&rows),
+        "{rows} rows of 10 ms in a 1 s command"
+    );
+    let stored = netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["show", "last", "--json"])
+        .output()
+        .unwrap();
+    let stored: Value = serde_json::from_slice(&stored.stdout).unwrap();
+    assert_eq!(stored["meta"]["complete"], true);
+    assert_eq!(stored["series"]["t_s"].as_array().unwrap().len(), rows);
+    assert_eq!(stored["series"]["metrics"], run["series"]["metrics"]);
+}
