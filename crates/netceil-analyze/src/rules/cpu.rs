@@ -166,7 +166,19 @@ pub fn hot_cpu(ctx: &Ctx) -> Option<Finding> {
                     .into(),
             );
         }
-        if linux {
+        if linux && ctx.loopback_only() {
+            // Loopback has no queues or interrupts to spread; its packets go through the
+            // per-CPU backlog, which RPS does steer.
+            f.alternatives.push(
+                "more NIC queues and interrupt affinity do not apply: the traffic crossed loopback only"
+                    .into(),
+            );
+            f.advice.push(advice(
+                "RPS on loopback: echo <cpu mask> > /sys/class/net/lo/queues/rx-0/rps_cpus",
+                format!("receive protocol processing leaves CPU {hot} for the CPUs in the mask"),
+                Some("costs an inter-processor interrupt per batch; per-flow, so one flow still uses one core; more flows (--flows) spread only with RPS on"),
+            ));
+        } else if linux {
             f.advice.push(advice(
                 "more RX queues: ethtool -L IF combined N (RSS)",
                 "receive processing spreads over N cores",
@@ -576,8 +588,40 @@ mod tests {
             .iter()
             .any(|e| e.text.contains("NET_RX") && e.text.contains("100 %")));
         assert!(f.advice.iter().any(|a| a.knob.contains("rps_cpus")));
+        // Where the traffic went is not known: a NIC may be on the path.
+        assert!(f.advice.iter().any(|a| a.knob.contains("ethtool -L")));
         assert!(f.confidence > 0.8, "{}", f.confidence);
         assert!(on(&run, cpu_bound).is_none(), "not CPU-bound overall");
+    }
+
+    #[test]
+    fn a_hot_cpu_on_loopback_gets_no_nic_advice() {
+        let mut run = loaded(
+            10,
+            &[(3.0, 40.0, 55.0), (10.0, 5.0, 0.0)],
+            800e3,
+            800e3 * 64.0 * 8.0,
+        );
+        // netceil's own in-process receiver: the traffic stayed on loopback.
+        let mut params = serde_json::Map::new();
+        params.insert("target".into(), serde_json::Value::Null);
+        run.workload = Some(netceil_model::Workload {
+            kind: netceil_model::WorkloadKind::Udp,
+            params,
+        });
+        let f = on(&run, hot_cpu).expect("hot cpu");
+        assert!(
+            !f.advice
+                .iter()
+                .any(|a| a.knob.contains("ethtool") || a.knob.contains("smp_affinity")),
+            "{:?}",
+            f.advice
+        );
+        assert!(f
+            .advice
+            .iter()
+            .any(|a| a.knob.contains("/lo/queues/rx-0/rps_cpus")));
+        assert!(f.alternatives.iter().any(|a| a.contains("loopback only")));
     }
 
     #[test]
