@@ -71,7 +71,6 @@ peers_set() { # the peers' set, children of this shell
   wait
 }
 
-peers_bg() { vmstat 1 & mpstat -P ALL 1 & sar -n DEV,EDEV,SOFT 1 & wait; }
 
 # One iperf3 session of 8 blocks of 4 s, the observer in "$@" running in every other block;
 # prints the median per-second throughput with the observer over that without. A session's
@@ -122,7 +121,7 @@ for r in $(seq 1 "$rounds"); do
   fi
   if [ "$part" != cpu ]; then
     paired_nc+=("$(iperf_paired "$nc" watch --no-store -q --interval 1s --duration $((secs + 60)))")
-    paired_peers+=("$(iperf_paired bash -c "$(declare -f peers_bg); peers_bg")")
+    paired_peers+=("$(iperf_paired bash -c "$(declare -f peers_set); peers_set")")
   fi
 done
 pkill -f "mpstat -P ALL 1" 2>/dev/null || true; pkill -f "sar -n DEV" 2>/dev/null || true; pkill -x vmstat 2>/dev/null || true

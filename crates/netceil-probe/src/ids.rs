@@ -431,5 +431,17 @@ mod tests {
         let a = ids.get(&Key::One("m", "iface", Label::Str("x}")));
         let b = ids.get(&Key::One("m", "iface", Label::Str("x")));
         assert_ne!(*a, *b);
+        // A thread may name itself anything, even what looks like the labels after it.
+        let thread = |comm, pid, tid| Key::Thread {
+            name: "thread_cpu_pct",
+            pid,
+            tid,
+            comm,
+        };
+        let forged = ids.get(&thread("a,pid=1,tid=2", 3, 4));
+        let real = ids.get(&thread("a", 1, 2));
+        assert!(!Arc::ptr_eq(&forged, &real));
+        assert_eq!(forged.label("comm"), Some("a,pid=1,tid=2"));
+        assert_eq!(real.label("pid"), Some("1"));
     }
 }

@@ -264,6 +264,43 @@ pub fn rates(prev: &Snapshot, cur: &Snapshot) -> Row {
 /// [`rates`], sharing metric identities and row schemas through `ids` from one row to the
 /// next.
 pub fn rates_with(ids: &mut MetricIds, prev: &Snapshot, cur: &Snapshot) -> Row {
+    let made = build_row(ids, false, prev, cur);
+    let schema = match ids.find_schema() {
+        Some(schema) => schema,
+        None => {
+            // Metrics not seen in this order before: the same arithmetic again, keeping the
+            // keys this time to build their identities.
+            let again = build_row(ids, true, prev, cur);
+            ids.make_schema(&again.keys)
+        }
+    };
+    Row {
+        t_s: cur.t.as_secs_f64(),
+        elapsed_s: made.elapsed,
+        schema,
+        values: made.values,
+        extra: Vec::new(),
+        missing: made.missing,
+    }
+}
+
+/// What [`build_row`] made.
+struct Made<'a> {
+    keys: Vec<Key<'a>>,
+    values: Vec<f64>,
+    missing: Vec<(String, String)>,
+    elapsed: f64,
+}
+
+/// The values of the interval between two snapshots, without their schema: each value's key
+/// and unit are noted in `ids` as the schema being described, and the keys themselves kept
+/// only when `keep_keys`.
+fn build_row<'a>(
+    ids: &mut MetricIds,
+    keep_keys: bool,
+    prev: &'a Snapshot,
+    cur: &'a Snapshot,
+) -> Made<'a> {
     let elapsed = cur.t.as_secs_f64() - prev.t.as_secs_f64();
     // Room for every value at once.
     let cpus = cur.stat.as_ref().map_or(0, |s| s.cpus.len() + 1);
@@ -271,50 +308,10 @@ pub fn rates_with(ids: &mut MetricIds, prev: &Snapshot, cur: &Snapshot) -> Row {
     let irqs = cur.slow.nic_irqs.len();
     let threads = cur.slow.threads.len();
     let capacity = 16 * cpus + 10 * ifaces + irqs + 6 * threads + 48;
-    let build = |ids: &mut MetricIds, keep_keys: bool| {
-        build_row(
-            ids,
-            keep_keys.then(|| Vec::with_capacity(capacity)),
-            prev,
-            cur,
-            capacity,
-        )
-    };
-    let (_, values, missing) = build(ids, false);
-    let schema = match ids.find_schema() {
-        Some(schema) => schema,
-        None => {
-            // Metrics not seen in this order before: the same arithmetic again, keeping the
-            // keys this time to build their identities.
-            let (keys, _, _) = build(ids, true);
-            ids.make_schema(&keys.unwrap_or_default())
-        }
-    };
-    Row {
-        t_s: cur.t.as_secs_f64(),
-        elapsed_s: elapsed,
-        schema,
-        values,
-        extra: Vec::new(),
-        missing,
-    }
-}
-
-/// The values of a row (and its keys, when `keys` is given to collect them), each key and
-/// unit noted in `ids` as the schema being described.
-#[allow(clippy::type_complexity)]
-fn build_row<'a>(
-    ids: &mut MetricIds,
-    keys: Option<Vec<Key<'a>>>,
-    prev: &'a Snapshot,
-    cur: &'a Snapshot,
-    capacity: usize,
-) -> (Option<Vec<Key<'a>>>, Vec<f64>, Vec<(String, String)>) {
-    let elapsed = cur.t.as_secs_f64() - prev.t.as_secs_f64();
     ids.begin_row();
     let mut b = Builder {
         ids,
-        keys,
+        keys: keep_keys.then(|| Vec::with_capacity(capacity)),
         values: Vec::with_capacity(capacity),
         missing: Vec::new(),
         elapsed,
@@ -324,7 +321,12 @@ fn build_row<'a>(
     } else {
         b.missing("*", "no time elapsed between the two samples");
     }
-    (b.keys, b.values, b.missing)
+    Made {
+        keys: b.keys.unwrap_or_default(),
+        values: b.values,
+        missing: b.missing,
+        elapsed,
+    }
 }
 
 fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot) {

@@ -139,6 +139,17 @@ pub(crate) fn difference_rows(rows: &[Difference]) -> Vec<[String; 7]> {
         .collect()
 }
 
+/// The columns of the difference table, in every rendering.
+pub(crate) const DIFFERENCE_HEADERS: [&str; 7] = [
+    "metric",
+    "mean A",
+    "mean B",
+    "B − A",
+    "95 % CI",
+    "p",
+    "significant",
+];
+
 fn terminal_table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -222,18 +233,7 @@ pub fn compare_table(c: &Comparison) -> String {
         let _ = writeln!(
             out,
             "{}",
-            terminal_table(
-                [
-                    "metric",
-                    "mean A",
-                    "mean B",
-                    "B − A",
-                    "95 % CI",
-                    "p",
-                    "significant"
-                ],
-                &difference_rows(&c.differences)
-            )
+            terminal_table(DIFFERENCE_HEADERS, &difference_rows(&c.differences))
         );
         let _ = writeln!(out, "method: {} Significant: p < {}.\n", c.method, c.alpha);
     }
@@ -309,15 +309,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
         let _ = writeln!(out, "## Difference B − A of the per-interval means\n");
         md_table(
             &mut out,
-            [
-                "metric",
-                "mean A",
-                "mean B",
-                "B − A",
-                "95 % CI",
-                "p",
-                "significant",
-            ],
+            DIFFERENCE_HEADERS,
             &difference_rows(&c.differences),
         );
         let _ = writeln!(

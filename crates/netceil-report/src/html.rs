@@ -952,19 +952,7 @@ fn write_comparison(page: &mut String, a: &Run, b: &Run) {
             .into_iter()
             .map(Vec::from)
             .collect();
-        grid_table(
-            page,
-            &[
-                "metric",
-                "mean A",
-                "mean B",
-                "B − A",
-                "95 % CI",
-                "p",
-                "significant",
-            ],
-            &rows,
-        );
+        grid_table(page, &compare_render::DIFFERENCE_HEADERS, &rows);
         let _ = writeln!(
             page,
             "<p class=\"muted\">Method: {} Significant: p &lt; {}.</p>",

@@ -78,12 +78,7 @@ pub fn stop_flag() -> Arc<AtomicBool> {
                 // A second Ctrl-C means "now": the first one already asked nicely.
                 std::process::exit(130);
             }
-            let wakers = wakers()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for wake in wakers.iter() {
-                wake();
-            }
+            wake_all();
         });
         flag
     })
@@ -98,13 +93,16 @@ pub fn on_stop(wake: impl Fn() + Send + 'static) {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(Box::new(wake));
     if flag.load(Ordering::SeqCst) {
-        for wake in wakers()
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-        {
-            wake();
-        }
+        wake_all();
+    }
+}
+
+fn wake_all() {
+    let wakers = wakers()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for wake in wakers.iter() {
+        wake();
     }
 }
 
