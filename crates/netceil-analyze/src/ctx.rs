@@ -673,6 +673,7 @@ pub fn finding(cause: &str, summary: impl Into<String>, confidence: f64) -> Find
         alternatives: Vec::new(),
         advice: Vec::new(),
         next: None,
+        not_checked: Vec::new(),
     }
 }
 

@@ -7,7 +7,10 @@
 //! 2. One rule per cause (`rules::*`) looks at the load phase, the workload results and the lock
 //!    table, and returns a [`Finding`] only when its evidence is there. No network rule speaks
 //!    about a machine that carried no network load.
-//! 3. Findings are sorted by confidence; the first is the verdict.
+//! 3. Findings are sorted by confidence; the first is the verdict, except that among findings
+//!    within a few points of the top the more specific mechanism goes first, so that repeats of
+//!    one workload get one verdict (`settle.rs`). The verdict names its runner-up, says when it
+//!    was a close call, and lists what the run could not observe (`Finding::not_checked`).
 //!
 //! **When nothing binds** the analyzer still says so, in exactly one finding, because a
 //! demanding reader wants to know whether the run saturated at all:
@@ -40,6 +43,7 @@ mod economy;
 mod fmt;
 pub mod phases;
 mod rules;
+mod settle;
 mod stats;
 mod verdict;
 
@@ -138,9 +142,12 @@ fn single(run: &Run, opts: &Options) -> Vec<Finding> {
     let ctx = ctx::Ctx::new(run, opts);
     let mut findings = rules::single_run(&ctx);
     sort(&mut findings);
+    settle::settle_near_ties(&mut findings);
+    settle::name_runner_up(&mut findings);
     if findings.is_empty() {
         findings.push(verdict::nothing_binds(&ctx));
     }
+    findings[0].not_checked = settle::not_checked(&ctx);
     // The verdict says which rows its averages cover.
     if !ctx.series().is_empty() {
         let window = ctx.window();
@@ -233,6 +240,7 @@ fn suite(run: &Run, opts: &Options) -> Vec<Finding> {
         findings.push(f);
     }
     sort(&mut findings);
+    settle::settle_near_ties(&mut findings);
     if findings.is_empty() {
         findings.push(verdict::merge_part_verdicts(verdicts));
     }

@@ -38,6 +38,11 @@ pub struct Finding {
     pub advice: Vec<Advice>,
     /// What to measure next when unsure.
     pub next: Option<String>,
+    /// Causes this run could not observe, so the verdict cannot rule them out (kernel locks
+    /// without a probe, the far end of `--to`, a device without statistics). Set on the
+    /// verdict (the first finding) only: silence must never read as "ruled out".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_checked: Vec<String>,
 }
 
 impl std::fmt::Display for Finding {
@@ -62,6 +67,9 @@ impl std::fmt::Display for Finding {
         }
         if let Some(n) = &self.next {
             writeln!(f, "  next: {n}")?;
+        }
+        for n in &self.not_checked {
+            writeln!(f, "  not checked: {n}")?;
         }
         Ok(())
     }

@@ -690,6 +690,13 @@ fn write_finding(page: &mut String, f: &Finding) {
     if let Some(next) = &f.next {
         let _ = write!(page, "<p><strong>Next:</strong> {}</p>", escape(next));
     }
+    if !f.not_checked.is_empty() {
+        page.push_str("<strong>Not checked</strong><ul>");
+        for n in &f.not_checked {
+            let _ = write!(page, "<li>{}</li>", escape(n));
+        }
+        page.push_str("</ul>");
+    }
     page.push_str("</div>\n");
 }
 

@@ -295,6 +295,9 @@ fn write_finding(out: &mut String, number: usize, f: &Finding) {
     if let Some(next) = &f.next {
         let _ = writeln!(out, "   - next: {}", escape(next));
     }
+    for n in &f.not_checked {
+        let _ = writeln!(out, "   - not checked: {}", escape(n));
+    }
     out.push('\n');
 }
 

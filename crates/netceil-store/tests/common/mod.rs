@@ -126,6 +126,7 @@ pub fn finding(cause: &str, confidence: f64) -> Finding {
             caveat: Some("more memory".into()),
         }],
         next: None,
+        not_checked: vec!["kernel lock contention: no lock probe ran".into()],
     }
 }
 
