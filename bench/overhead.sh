@@ -60,7 +60,8 @@ steady_cost() {
   a=$(pids_cpu $pids)
   sleep "$secs"
   b=$(pids_cpu $pids)
-  kill $pids 2>/dev/null; wait $lead 2>/dev/null || true
+  # Anything started since the first look, too: all by PID.
+  kill $pids $(descendants $lead) 2>/dev/null || true; wait $lead 2>/dev/null || true
   python3 -c "print(f'{100.0 * ($b - $a) / 1e9 / $secs:.4f} {$a / 1e6:.2f}')"
 }
 
@@ -87,7 +88,9 @@ iperf_paired() {
     if [ $((k % 2)) -eq 1 ]; then
       "$@" >/dev/null 2>&1 & local obs=$!
       sleep $block
-      kill $obs 2>/dev/null; pkill -P $obs 2>/dev/null || true; wait $obs 2>/dev/null || true
+      # The observer and everything it started, by PID (descendants first: they outlive a
+      # killed parent shell otherwise).
+      kill $(descendants $obs) $obs 2>/dev/null || true; wait $obs 2>/dev/null || true
     else
       sleep $block
     fi
@@ -124,7 +127,6 @@ for r in $(seq 1 "$rounds"); do
     paired_peers+=("$(iperf_paired bash -c "$(declare -f peers_set); peers_set")")
   fi
 done
-pkill -f "mpstat -P ALL 1" 2>/dev/null || true; pkill -f "sar -n DEV" 2>/dev/null || true; pkill -x vmstat 2>/dev/null || true
 rm -f "$NETCEIL_DB" "$NETCEIL_DB-wal" "$NETCEIL_DB-shm"
 
 python3 - <<PY

@@ -28,7 +28,12 @@ json() { # json FILE KEY... : prints d[KEY][KEY]...
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 for k in sys.argv[2:]: d=d[k]
 print(d)' "$@"; }
-cleanup() { pkill -f "iperf3 -s -p $port" 2>/dev/null || true; pkill -f "sockperf sr .* -p $port" 2>/dev/null || true; }
+# The peers' servers this script started, stopped by their PIDs on every exit path.
+servers=()
+cleanup() {
+  [ ${#servers[@]} -eq 0 ] || kill "${servers[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
 trap cleanup EXIT INT TERM
 
 declare -a floor nc_udp nc_unexpl iperf_udp nc_tcp iperf_tcp sockperf_tx nc_tx
@@ -41,9 +46,9 @@ for r in $(seq 1 "$rounds"); do
   nc_tx+=("$(json "$out/nc_udp.json" results tx_pps)")
   nc_unexpl+=("$(json "$out/nc_udp.json" results unexplained_packets)")
 
-  iperf3 -s -p "$port" -1 >/dev/null 2>&1 & sleep 0.3
+  iperf3 -s -p "$port" -1 >/dev/null 2>&1 & servers=($!); sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -u -l 64 -b 0 -t "$secs" -J >"$out/iperf_udp.json" || true
-  wait || true
+  wait "${servers[@]}" || true; servers=()
   iperf_udp+=("$(python3 -c "
 import json; d=json.load(open('$out/iperf_udp.json'))['end']['sum']
 print((d['packets']-d['lost_packets'])/d['seconds'])")")
@@ -51,14 +56,14 @@ print((d['packets']-d['lost_packets'])/d['seconds'])")")
   "$nc" run tcp --duration "$secs" --json -q --no-store >"$out/nc_tcp.json"
   nc_tcp+=("$(json "$out/nc_tcp.json" results rx_app_bits_per_s)")
 
-  iperf3 -s -p "$port" -1 >/dev/null 2>&1 & sleep 0.3
+  iperf3 -s -p "$port" -1 >/dev/null 2>&1 & servers=($!); sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J >"$out/iperf_tcp.json" || true
-  wait || true
+  wait "${servers[@]}" || true; servers=()
   iperf_tcp+=("$(json "$out/iperf_tcp.json" end sum_received bits_per_second)")
 
-  sockperf sr -i 127.0.0.1 -p "$port" >/dev/null 2>&1 & sp=$!; sleep 0.5
+  sockperf sr -i 127.0.0.1 -p "$port" >/dev/null 2>&1 & servers=($!); sleep 0.5
   sockperf tp -i 127.0.0.1 -p "$port" -m 64 -t "$secs" >"$out/sockperf.txt" 2>&1 || true
-  kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
+  kill "${servers[@]}" 2>/dev/null; wait "${servers[@]}" 2>/dev/null || true; servers=()
   sockperf_tx+=("$(sed -nE 's/.*Message Rate is ([0-9]+) \[msg\/sec\].*/\1/p' "$out/sockperf.txt" | tail -1)")
 done
 
