@@ -81,10 +81,19 @@ impl Pacer {
     }
 
     /// Waits until the next burst is due, or returns at once if it already is, or if
-    /// `deadline_ns` comes first (then `None`). Never waits past `deadline_ns`.
+    /// `deadline_ns` comes first (then `None`). Never waits past `deadline_ns`, and never
+    /// hands out a burst once the deadline has passed: a sender preempted across its deadline
+    /// stops there instead of catching up with bursts scheduled after the run's end.
     pub fn wait(&mut self, deadline_ns: u64) -> Option<Due> {
+        self.wait_on(deadline_ns, &mut now_ns)
+    }
+
+    /// [`Pacer::wait`] on a given clock, so that tests can stand in for the scheduler
+    /// (a thread preempted for a millisecond is one jump of the clock). Sleep mode still
+    /// sleeps on the real clock.
+    fn wait_on(&mut self, deadline_ns: u64, clock: &mut dyn FnMut() -> u64) -> Option<Due> {
         if self.mode == PacingMode::None {
-            let now = now_ns();
+            let now = clock();
             if now >= deadline_ns {
                 return None;
             }
@@ -99,27 +108,32 @@ impl Pacer {
         if due_at >= deadline_ns {
             return None;
         }
-        let mut now = now_ns();
+        let mut now = clock();
         if now < due_at {
             match self.mode {
                 PacingMode::Spin => {
                     let spin_start = now;
                     while now < due_at {
                         std::hint::spin_loop();
-                        now = now_ns();
+                        now = clock();
                     }
                     self.spin_ns += now - spin_start;
                 }
                 PacingMode::Sleep => {
                     sleep_until_ns(due_at);
-                    now = now_ns();
+                    now = clock();
                     if now < due_at {
                         // Woken early (signal): try again next call without claiming a burst.
-                        return self.wait(deadline_ns);
+                        return self.wait_on(deadline_ns, clock);
                     }
                 }
                 PacingMode::None => unreachable!(),
             }
+        }
+        // Off the CPU across the deadline: the run is over. Every burst counted below is then
+        // scheduled at or before `now`, hence before the deadline.
+        if now >= deadline_ns {
+            return None;
         }
         // Every burst whose time has come is due now, up to the one scheduled at `now`.
         let behind = ((now - self.start_ns) as f64 / self.burst_interval_ns) as u64;
@@ -191,20 +205,90 @@ mod tests {
         assert!(p.late_bursts() >= 99);
     }
 
+    /// A clock that advances `step_ns` per reading, and jumps by `jump_ns` at reading `at`
+    /// (the thread was off the CPU).
+    fn stepping_clock(start: u64, step_ns: u64, at: usize, jump_ns: u64) -> impl FnMut() -> u64 {
+        let mut t = start;
+        let mut reads = 0usize;
+        move || {
+            reads += 1;
+            t += step_ns;
+            if reads == at {
+                t += jump_ns;
+            }
+            t
+        }
+    }
+
+    fn drain(p: &mut Pacer, deadline: u64, clock: &mut dyn FnMut() -> u64) -> (u64, u64) {
+        let (mut sent, mut calls) = (0, 0);
+        while let Some(d) = p.wait_on(deadline, clock) {
+            assert!(
+                d.scheduled_ns < deadline,
+                "burst scheduled past the deadline"
+            );
+            sent += d.bursts;
+            calls += 1;
+            assert!(calls < 1_000_000, "the pacer never stopped");
+        }
+        (sent, calls)
+    }
+
     #[test]
     fn spin_keeps_time_and_counts_spin() {
+        // 2 ms at 20 µs from t = 0: bursts 0..=99 are due before the deadline.
+        let start = 1_000_000;
+        let mut p = Pacer::new(PacingMode::Spin, Some(20_000.0), 1, start);
+        let mut clock = stepping_clock(start - 100_000, 50, usize::MAX, 0);
+        let (sent, calls) = drain(&mut p, start + 2_000_000, &mut clock);
+        assert_eq!(sent, 100);
+        assert_eq!(calls, 100, "an unhurried spinner sends one burst per call");
+        assert_eq!(p.late_bursts(), 0);
+        // It spun from 100 µs before the start until the last burst, 1.98 ms after it.
+        assert!(
+            (2_000_000..2_100_000).contains(&p.spin_ns()),
+            "spun {} ns",
+            p.spin_ns()
+        );
+    }
+
+    #[test]
+    fn a_spinner_preempted_mid_run_catches_up_in_one_batch() {
+        let start = 1_000_000;
+        let mut p = Pacer::new(PacingMode::Spin, Some(20_000.0), 1, start);
+        // Off the CPU for 300 µs around reading 2000 (≈ 100 µs into the run).
+        let mut clock = stepping_clock(start, 50, 2000, 300_000);
+        let (sent, calls) = drain(&mut p, start + 2_000_000, &mut clock);
+        assert_eq!(sent, 100, "the late bursts are sent, not dropped");
+        assert!(calls < 100, "{calls} calls: the catch-up was batched");
+        assert!(p.late_bursts() >= 14, "{} late", p.late_bursts());
+    }
+
+    #[test]
+    fn a_sender_off_the_cpu_across_its_deadline_stops_there() {
+        // The flaky failure of old: preempted while spinning towards a burst near the end,
+        // the pacer woke past the deadline and handed out every burst up to "now", 18 of
+        // them scheduled after the run's end.
+        let start = 1_000_000;
+        let mut p = Pacer::new(PacingMode::Spin, Some(20_000.0), 1, start);
+        // Reading ~39 000 falls at ≈ 1.95 ms, during the wait for burst 98; the jump ends
+        // 360 µs past the deadline.
+        let mut clock = stepping_clock(start, 50, 39_000, 410_000);
+        let (sent, _) = drain(&mut p, start + 2_000_000, &mut clock);
+        assert!(sent <= 98, "{sent} bursts: sent past the run's end");
+        assert!(sent >= 97, "{sent} bursts: stopped early");
+    }
+
+    #[test]
+    fn spin_on_the_real_clock_never_sends_past_its_deadline() {
+        // Whatever the scheduler does, the count is bounded by the bursts due before the
+        // deadline (100). Preemption can only lower it, and only near the end.
         let start = now_ns() + 100_000;
         let mut p = Pacer::new(PacingMode::Spin, Some(20_000.0), 1, start);
-        let mut sent = 0;
         let deadline = start + 2_000_000;
-        while let Some(d) = p.wait(deadline) {
-            p.record_send(now_ns());
-            sent += d.bursts;
-        }
-        // 2 ms at 20 µs: 100 bursts. A preempted spinner catches up with bursts > 1, so the
-        // count holds unless the thread is off the CPU across the deadline itself.
-        assert!((90..=101).contains(&sent), "{sent}");
-        assert!(p.spin_ns() > 1_000_000, "spun only {} ns", p.spin_ns());
+        let (sent, _) = drain(&mut p, deadline, &mut now_ns);
+        assert!((1..=100).contains(&sent), "{sent}");
+        assert!(p.spin_ns() > 0);
     }
 
     #[test]
@@ -220,7 +304,13 @@ mod tests {
     fn deadline_stops_the_schedule() {
         let start = now_ns();
         let mut p = Pacer::new(PacingMode::Sleep, Some(1e9), 1, start);
-        assert!(p.wait(start + 10).is_some()); // burst 0 is due at start
-        assert!(p.wait(start + 10).is_none()); // burst 1 is 1 s away, past the deadline
+        let deadline = start + 500_000_000;
+        assert!(p.wait(deadline).is_some()); // burst 0 is due at start
+        assert!(p.wait(deadline).is_none()); // burst 1 is 1 s away, past the deadline
+        let mut late = Pacer::new(PacingMode::Sleep, Some(1e9), 1, start);
+        assert!(
+            late.wait(start).is_none(),
+            "the deadline has passed: nothing is due"
+        );
     }
 }
