@@ -31,7 +31,7 @@ pub const CLOSE_CALL: f64 = 0.10;
 /// findings it is the better verdict. Causes not listed come after all listed ones.
 pub const PRECEDENCE: &[&str] = &[
     cause::LATENCY_BOUND,
-    "shaper",
+    cause::SHAPER,
     cause::LINK_LIMIT,
     cause::LOCK_CONTENTION,
     "cpu_contention",

@@ -29,6 +29,12 @@ pub const LABEL_PID: &str = "pid";
 pub const LABEL_TID: &str = "tid";
 /// Label key: a thread's command name (`comm`), as the kernel reports it.
 pub const LABEL_COMM: &str = "comm";
+/// Label key: a queueing discipline's kind (`qdisc=tbf`).
+pub const LABEL_QDISC: &str = "qdisc";
+/// Label key: a qdisc's handle as tc prints it (`handle=8001:`).
+pub const LABEL_HANDLE: &str = "handle";
+/// Label key: a named network namespace (`netns=lab-a`); absent for the recorder's own.
+pub const LABEL_NETNS: &str = "netns";
 
 macro_rules! metric_names {
     ($( $(#[doc = $doc:expr])* $ident:ident = $name:literal, $unit:ident; )*) => {
@@ -104,6 +110,24 @@ metric_names! {
     IFACE_TX_ERRORS_PER_S = "iface_tx_errors_per_s", PerSecond;
     /// Packets the NIC missed for lack of host buffers, per second (`rx_missed_errors`). Label: `iface`.
     IFACE_RX_MISSED_PER_S = "iface_rx_missed_per_s", PerSecond;
+
+    // Queueing disciplines, from rtnetlink (RTM_GETQDISC). Labels: `iface`, `qdisc` (kind),
+    // `handle`, and `netns` for a named namespace other than the recorder's own.
+    /// Bits a qdisc passed per second. Labels: `iface`, `qdisc`, `handle`, `netns`.
+    QDISC_BITS_PER_S = "qdisc_bits_per_s", BitsPerSecond;
+    /// Packets a qdisc passed per second. Labels as `qdisc_bits_per_s`.
+    QDISC_PPS = "qdisc_pps", PacketsPerSecond;
+    /// Packets a qdisc dropped per second (queue full, policer, AQM). Labels as `qdisc_bits_per_s`.
+    QDISC_DROPS_PER_S = "qdisc_drops_per_s", PerSecond;
+    /// Times per second a qdisc held a packet back for being over its rate or limits (a shaper
+    /// throttling). Labels as `qdisc_bits_per_s`.
+    QDISC_OVERLIMITS_PER_S = "qdisc_overlimits_per_s", PerSecond;
+    /// Packets per second the driver handed back to a qdisc (device busy). Labels as `qdisc_bits_per_s`.
+    QDISC_REQUEUES_PER_S = "qdisc_requeues_per_s", PerSecond;
+    /// Bytes waiting in a qdisc at the sample time (a gauge). Labels as `qdisc_bits_per_s`.
+    QDISC_BACKLOG_BYTES = "qdisc_backlog_bytes", Bytes;
+    /// The rate a shaper is configured to (tbf rate, fq maxrate), bit/s (a gauge). Labels as `qdisc_bits_per_s`.
+    QDISC_RATE_BITS_PER_S = "qdisc_rate_bits_per_s", BitsPerSecond;
 
     // Per-CPU backlog processing, from /proc/net/softnet_stat. Unlabeled: sum; `cpu=N`: one CPU.
     /// Packets taken off the backlog and processed per second. Labels: none or `cpu`.

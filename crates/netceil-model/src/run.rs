@@ -48,6 +48,10 @@ pub struct NicInfo {
     pub mtu: Option<u32>,
     pub rx_queues: Option<u32>,
     pub tx_queues: Option<u32>,
+    /// True when the kernel lists the interface under /sys/devices/virtual (lo, veth, bridge,
+    /// tun, dummy…): whatever `speed_mbit` says is nominal, not a link's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_device: Option<bool>,
 }
 
 /// The machine a run was measured on.

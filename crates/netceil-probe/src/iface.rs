@@ -34,6 +34,8 @@ pub struct IfaceInfo {
     /// The device's MSI/MSI-X interrupt numbers, from `device/msi_irqs` (for virtio, the
     /// parent PCI function's).
     pub msi_irqs: Vec<u32>,
+    /// Whether /sys/class/net/IF points under /sys/devices/virtual (lo, veth, bridge…).
+    pub virtual_device: Option<bool>,
 }
 
 impl IfaceInfo {
@@ -52,6 +54,7 @@ impl IfaceInfo {
             mtu: self.mtu,
             rx_queues: self.rx_queues,
             tx_queues: self.tx_queues,
+            virtual_device: self.virtual_device,
         }
     }
 }
@@ -108,8 +111,13 @@ pub fn read_info<S: Source + ?Sized>(source: &S, iface: &str, buf: &mut String) 
             irqs
         }
     };
+    let virtual_device = source
+        .read_link(&dir)
+        .ok()
+        .map(|t| t.contains("/devices/virtual/"));
     IfaceInfo {
         name: iface.to_string(),
+        virtual_device,
         operstate,
         speed_mbit,
         mtu,

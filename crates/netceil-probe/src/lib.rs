@@ -19,6 +19,7 @@ mod error;
 pub mod ids;
 pub mod iface;
 pub mod parse;
+pub mod qdisc;
 pub mod rates;
 mod recorder;
 pub mod sampler;

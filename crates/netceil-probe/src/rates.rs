@@ -345,6 +345,7 @@ fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot)
         protocol_rates(b, ps, cs);
         pressure_rates(b, ps, cs);
         thread_rates(b, ps, cs, cur.ticks_per_s);
+        qdisc_rates(b, ps, cs);
         if let (Some(p), Some(c)) = (ps.sampler_cpu, cs.sampler_cpu) {
             let used = c.saturating_sub(p).as_secs_f64();
             b.value(
@@ -1175,5 +1176,102 @@ fn thread_rates<'a>(
                 _ => b.missing(name, "no context switch counts in /proc/PID/status"),
             }
         }
+    }
+}
+
+/// A qdisc's identity in a row: its counters are compared only with the same qdisc (same
+/// namespace, interface index and handle) in the previous reading.
+fn qdisc_id(name: &str, q: &crate::qdisc::QdiscStats) -> Key<'static> {
+    let mut id = MetricId::new(name)
+        .with(LABEL_IFACE, q.iface_name())
+        .with(LABEL_QDISC, q.kind.clone())
+        .with(LABEL_HANDLE, q.handle.clone());
+    if let Some(ns) = &q.netns {
+        id = id.with(LABEL_NETNS, ns.clone());
+    }
+    Key::Built(id)
+}
+
+/// Per-qdisc rates. The kernel keeps packets, drops, overlimits and requeues in 32 bits, bytes
+/// in 64; a qdisc replaced under the same handle starts from zero, which reads as a reset.
+fn qdisc_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
+    let now = match &cur.qdiscs {
+        Ok(q) => q,
+        Err(e) => {
+            b.missing(QDISC_BITS_PER_S, e.to_string());
+            return;
+        }
+    };
+    let before: BTreeMap<(Option<&str>, u32, &str), &crate::qdisc::QdiscStats> = prev
+        .qdiscs
+        .as_ref()
+        .map(|v| {
+            v.iter()
+                .map(|q| ((q.netns.as_deref(), q.ifindex, q.handle.as_str()), q))
+                .collect()
+        })
+        .unwrap_or_default();
+    for q in now.iter().filter(|q| !q.is_passthrough()) {
+        b.value(
+            qdisc_id(QDISC_BACKLOG_BYTES, q),
+            Unit::Bytes,
+            q.backlog_bytes as f64,
+        );
+        if let Some(rate) = q.rate_bytes_per_s {
+            b.value(
+                qdisc_id(QDISC_RATE_BITS_PER_S, q),
+                Unit::BitsPerSecond,
+                rate as f64 * 8.0,
+            );
+        }
+        let Some(p) = before.get(&(q.netns.as_deref(), q.ifindex, q.handle.as_str())) else {
+            // New: rates start at the next reading.
+            continue;
+        };
+        if p.kind != q.kind {
+            b.missing(qdisc_id(QDISC_BITS_PER_S, q), "qdisc replaced");
+            continue;
+        }
+        let (n, w) = (CounterWidth::Native, CounterWidth::U32);
+        b.rate(
+            qdisc_id(QDISC_BITS_PER_S, q),
+            Unit::BitsPerSecond,
+            p.bytes,
+            q.bytes,
+            n,
+            8.0,
+        );
+        b.rate(
+            qdisc_id(QDISC_PPS, q),
+            Unit::PacketsPerSecond,
+            p.packets,
+            q.packets,
+            w,
+            1.0,
+        );
+        b.rate(
+            qdisc_id(QDISC_DROPS_PER_S, q),
+            Unit::PerSecond,
+            p.drops,
+            q.drops,
+            w,
+            1.0,
+        );
+        b.rate(
+            qdisc_id(QDISC_OVERLIMITS_PER_S, q),
+            Unit::PerSecond,
+            p.overlimits,
+            q.overlimits,
+            w,
+            1.0,
+        );
+        b.rate(
+            qdisc_id(QDISC_REQUEUES_PER_S, q),
+            Unit::PerSecond,
+            p.requeues,
+            q.requeues,
+            w,
+            1.0,
+        );
     }
 }

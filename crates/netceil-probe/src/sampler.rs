@@ -32,6 +32,9 @@ use crate::parse::softnet::{self, SoftnetStat};
 use crate::parse::{netstat, task_stat, task_status};
 use crate::Source;
 
+/// Where qdisc statistics come from, for error messages.
+pub const QDISC_SOURCE: &str = "rtnetlink qdisc dump (RTM_GETQDISC)";
+
 /// The shortest sampling interval the sampler is designed for.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
@@ -163,6 +166,8 @@ pub struct SlowSnapshot {
     pub process_errors: Vec<(i32, SourceError)>,
     /// The sampling thread's CPU time so far (a system call: read with the slow tier).
     pub sampler_cpu: Option<Duration>,
+    /// Queueing disciplines and their counters (rtnetlink), all namespaces reachable.
+    pub qdiscs: Result<Vec<crate::qdisc::QdiscStats>, SourceError>,
 }
 
 #[derive(Debug, Default)]
@@ -309,6 +314,10 @@ impl<S: Source> Sampler<S> {
             Err(_) => Vec::new(),
         };
         let (threads, process_errors) = self.read_threads();
+        let qdiscs = self
+            .source
+            .qdiscs()
+            .map_err(|e| SourceError::io(QDISC_SOURCE, &e));
         let t1 = self.source.now();
         SlowSnapshot {
             seq,
@@ -324,6 +333,7 @@ impl<S: Source> Sampler<S> {
             threads,
             process_errors,
             sampler_cpu: self.source.thread_cpu_time(),
+            qdiscs,
         }
     }
 

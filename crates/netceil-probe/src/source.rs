@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::qdisc::QdiscStats;
+
 /// Where the sampler reads from. Paths are absolute Linux paths (`/proc/stat`).
 pub trait Source {
     /// The whole text of a file.
@@ -41,6 +43,15 @@ pub trait Source {
     fn clock_ticks_per_s(&self) -> u64 {
         100
     }
+
+    /// Every queueing discipline with its counters, in this namespace and in the named ones
+    /// (rtnetlink: no file under /proc has them). Sources that cannot ask the kernel say so.
+    fn qdiscs(&self) -> io::Result<Vec<QdiscStats>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this source has no qdisc statistics",
+        ))
+    }
 }
 
 /// The live /proc and /sys, or a copy of them under another root directory.
@@ -54,6 +65,18 @@ pub struct ProcFs {
     origin: Instant,
     ticks_per_s: u64,
     open: Mutex<Open>,
+    /// rtnetlink sockets for qdisc statistics, opened on first use (live machine only).
+    qdiscs: Mutex<QdiscReader>,
+}
+
+/// The qdisc reader's state: not tried yet, open, or refused (with the reason).
+#[derive(Debug, Default)]
+enum QdiscReader {
+    #[default]
+    Untried,
+    #[cfg(target_os = "linux")]
+    Open(crate::qdisc::NetlinkQdiscs),
+    Refused(String),
 }
 
 /// The files kept open, and one read buffer for all of them.
@@ -81,6 +104,7 @@ impl Clone for ProcFs {
             origin: self.origin,
             ticks_per_s: self.ticks_per_s,
             open: Mutex::new(Open::default()),
+            qdiscs: Mutex::new(QdiscReader::Untried),
         }
     }
 }
@@ -98,6 +122,7 @@ impl ProcFs {
             origin: Instant::now(),
             ticks_per_s: os::clock_ticks_per_s(),
             open: Mutex::new(Open::default()),
+            qdiscs: Mutex::new(QdiscReader::Untried),
         }
     }
 
@@ -194,6 +219,32 @@ fn read_whole(file: &File, bytes: &mut Vec<u8>, one_piece: bool) -> io::Result<u
 }
 
 impl Source for ProcFs {
+    fn qdiscs(&self) -> io::Result<Vec<QdiscStats>> {
+        if self.root != Path::new("/") {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "qdisc statistics come from the live kernel, not from a copy of /proc",
+            ));
+        }
+        let mut reader = self.qdiscs.lock().unwrap_or_else(|e| e.into_inner());
+        #[cfg(target_os = "linux")]
+        if matches!(*reader, QdiscReader::Untried) {
+            *reader = match crate::qdisc::NetlinkQdiscs::new() {
+                Ok(r) => QdiscReader::Open(r),
+                Err(e) => QdiscReader::Refused(format!("rtnetlink socket: {e}")),
+            };
+        }
+        match &mut *reader {
+            #[cfg(target_os = "linux")]
+            QdiscReader::Open(r) => r.read(),
+            QdiscReader::Refused(why) => Err(io::Error::other(why.clone())),
+            QdiscReader::Untried => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "qdisc statistics need rtnetlink (Linux)",
+            )),
+        }
+    }
+
     fn read(&self, path: &str) -> io::Result<String> {
         let mut buf = String::new();
         self.read_into(path, &mut buf)?;
@@ -320,6 +371,8 @@ struct FakeState {
     now: Duration,
     thread_cpu: Option<Duration>,
     ticks_per_s: Option<u64>,
+    /// `None`: the source has no qdisc statistics.
+    qdiscs: Option<Vec<QdiscStats>>,
 }
 
 /// An in-memory [`Source`] for tests. Clones share one state, so a test keeps a handle and
@@ -397,7 +450,29 @@ fn not_found() -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, "No such file or directory")
 }
 
+impl FakeSource {
+    /// Sets the qdiscs and their counters the next samples see.
+    pub fn set_qdiscs(&self, qdiscs: Vec<QdiscStats>) {
+        self.state().qdiscs = Some(qdiscs);
+    }
+
+    /// The same source, as one that cannot read qdisc statistics (a copy of /proc).
+    pub fn without_qdiscs(self) -> Self {
+        self.state().qdiscs = None;
+        self
+    }
+}
+
 impl Source for FakeSource {
+    fn qdiscs(&self) -> io::Result<Vec<QdiscStats>> {
+        self.state().qdiscs.clone().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this source has no qdisc statistics",
+            )
+        })
+    }
+
     fn read(&self, path: &str) -> io::Result<String> {
         match self.state().files.get(path) {
             Some(FakeEntry::Text(t)) => Ok(t.clone()),

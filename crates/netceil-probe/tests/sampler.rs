@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use netceil_model::names::*;
 use netceil_model::{MetricId, Unit};
+use netceil_probe::qdisc::QdiscStats;
 use netceil_probe::rates::RESET_REASON;
 use netceil_probe::{
     counter_delta, rates, rates_with, CounterWidth, FakeSource, MetricIds, Recorder, Row, Sampler,
@@ -136,6 +137,8 @@ impl Machine {
     }
 
     fn install(&self, fake: &FakeSource) {
+        // A machine with no qdiscs worth recording (loopback has none).
+        fake.set_qdiscs(Vec::new());
         // /proc/stat
         let mut total = [0u64; 8];
         for (_, t) in &self.cpus {
@@ -914,4 +917,80 @@ fn at_10ms_the_slow_tier_is_read_every_100ms() {
         .missing
         .iter()
         .all(|m| !m.metric.starts_with("cpu_") && m.metric != CS_PER_S));
+}
+
+fn qdisc(netns: Option<&str>, kind: &str, handle: &str, bytes: u64, overlimits: u64) -> QdiscStats {
+    QdiscStats {
+        netns: netns.map(str::to_string),
+        ifindex: 7,
+        iface: Some("veth-a".into()),
+        kind: kind.into(),
+        handle: handle.into(),
+        parent: "root".into(),
+        bytes,
+        packets: bytes / 1000,
+        drops: 0,
+        overlimits,
+        requeues: 0,
+        backlog_bytes: 3000,
+        qlen: 2,
+        rate_bytes_per_s: (kind == "tbf").then_some(6_250_000),
+    }
+}
+
+#[test]
+fn qdisc_counters_become_rates_per_namespace_and_a_replaced_qdisc_is_not_a_spike() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    let mut s = Sampler::new(fake.clone(), config());
+    fake.set_qdiscs(vec![
+        qdisc(Some("lab-a"), "tbf", "8001:", 1_000_000, 10),
+        qdisc(None, "noqueue", "none", 0, 0),
+        qdisc(None, "fq_codel", "0:", 5_000, 0),
+    ]);
+    let a = s.sample();
+    fake.advance(Duration::from_secs(2));
+    fake.set_qdiscs(vec![
+        qdisc(Some("lab-a"), "tbf", "8001:", 13_500_000, 410),
+        qdisc(None, "noqueue", "none", 0, 0),
+        // Replaced by a qdisc of another kind under the same handle: counters restart.
+        qdisc(None, "pfifo", "0:", 100, 0),
+    ]);
+    let b = s.sample();
+    let row = rates(&a, &b);
+    let tbf = |name: &str| {
+        MetricId::new(name)
+            .with(LABEL_IFACE, "veth-a")
+            .with(LABEL_QDISC, "tbf")
+            .with(LABEL_HANDLE, "8001:")
+            .with(LABEL_NETNS, "lab-a")
+    };
+    assert_value(&row, &tbf(QDISC_BITS_PER_S), 12_500_000.0 * 8.0 / 2.0);
+    assert_value(&row, &tbf(QDISC_OVERLIMITS_PER_S), 200.0);
+    assert_value(&row, &tbf(QDISC_RATE_BITS_PER_S), 50e6);
+    assert_value(&row, &tbf(QDISC_BACKLOG_BYTES), 3000.0);
+    // noqueue passes packets through: nothing to record.
+    assert!(row
+        .iter()
+        .all(|(id, _, _)| id.label(LABEL_QDISC) != Some("noqueue")));
+    let pfifo = MetricId::new(QDISC_BITS_PER_S)
+        .with(LABEL_IFACE, "veth-a")
+        .with(LABEL_QDISC, "pfifo")
+        .with(LABEL_HANDLE, "0:");
+    assert_eq!(row.get(&pfifo), None);
+    assert!(row.missing_reason(&pfifo.to_string()).is_some());
+}
+
+#[test]
+fn a_source_without_qdisc_statistics_says_why() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    let fake = fake.without_qdiscs();
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    fake.advance(Duration::from_secs(2));
+    let b = s.sample();
+    let row = rates(&a, &b);
+    let why = row.missing_reason(QDISC_BITS_PER_S).expect("a reason");
+    assert!(why.contains("no qdisc statistics"), "{why}");
 }

@@ -60,5 +60,8 @@ fn nic_info(name: &str) -> NicInfo {
         mtu: read_trim(&format!("{base}/mtu")).and_then(|s| s.parse().ok()),
         rx_queues: count_queues("rx-"),
         tx_queues: count_queues("tx-"),
+        virtual_device: std::fs::read_link(&base)
+            .ok()
+            .map(|p| p.to_string_lossy().contains("/devices/virtual/")),
     }
 }

@@ -129,16 +129,41 @@ fn link_speed(ctx: &Ctx, t: &Throughput) -> Option<(f64, String)> {
         None => {
             let real: Vec<_> = nics
                 .iter()
-                .filter(|nic| nic.name != "lo" && nic.speed_mbit.is_some())
+                .filter(|nic| !is_virtual(nic) && nic.speed_mbit.is_some())
                 .collect();
             (real.len() == 1).then(|| real[0])
         }
     }?;
+    // A veth's 10 Gbit/s or loopback's nothing is a number the driver makes up: no link
+    // is ruled in or out on it.
+    if is_virtual(nic) {
+        return None;
+    }
     let mbit = nic.speed_mbit.filter(|s| *s > 0)?;
     Some((
         mbit as f64 * 1e6,
         format!("{} at {mbit} Mbit/s from its driver", nic.name),
     ))
+}
+
+/// True for interfaces whose speed is nominal: those the kernel lists under
+/// /sys/devices/virtual, except bonds and teams, whose speed sums their real links. Runs
+/// recorded before that was noted fall back on the names and drivers of the common virtual
+/// devices.
+fn is_virtual(nic: &netceil_model::NicInfo) -> bool {
+    let aggregate = ["bond", "team"].iter().any(|p| nic.name.starts_with(p));
+    if let Some(v) = nic.virtual_device {
+        return v && !aggregate;
+    }
+    const VIRTUAL_DRIVERS: [&str; 8] = [
+        "veth", "bridge", "tun", "dummy", "macvlan", "ipvlan", "vxlan", "geneve",
+    ];
+    crate::ctx::is_loopback_iface(&nic.name)
+        || nic
+            .driver
+            .as_deref()
+            .is_some_and(|d| VIRTUAL_DRIVERS.contains(&d))
+        || (nic.driver.is_none() && nic.name.starts_with("veth"))
 }
 
 /// One ceiling in the counted layer.
@@ -434,6 +459,63 @@ mod tests {
         );
         assert!(f.summary.contains("something else binds first"));
         assert!(f.confidence < 0.3);
+    }
+
+    fn with_nic(mut run: Run, nic: NicInfo) -> Run {
+        run.meta.host.nics = vec![nic];
+        run
+    }
+
+    #[test]
+    fn a_real_nic_speed_is_a_link() {
+        let nic = NicInfo {
+            name: "eth0".into(),
+            driver: Some("ixgbe".into()),
+            speed_mbit: Some(1000),
+            virtual_device: Some(false),
+            ..Default::default()
+        };
+        let f = on(&with_nic(tcp_run(940e6, None), nic), check).expect("link");
+        assert_eq!(f.cause, cause::LINK_LIMIT);
+    }
+
+    #[test]
+    fn a_virtual_interface_speed_rules_no_link_in_or_out() {
+        for nic in [
+            // What the kernel says of a veth: 10000 Mbit/s, under /sys/devices/virtual.
+            NicInfo {
+                name: "netceil-a0".into(),
+                speed_mbit: Some(10_000),
+                virtual_device: Some(true),
+                ..Default::default()
+            },
+            // A run recorded before virtual_device existed.
+            NicInfo {
+                name: "veth3f2a".into(),
+                speed_mbit: Some(10_000),
+                ..Default::default()
+            },
+            NicInfo {
+                name: "lo".into(),
+                speed_mbit: Some(1000),
+                ..Default::default()
+            },
+        ] {
+            // Neither "the link is full" at 9.4 Gbit/s nor "far below it" at 50 Mbit/s.
+            assert!(on(&with_nic(tcp_run(9.4e9, None), nic.clone()), check).is_none());
+            assert!(on(&with_nic(tcp_run(50e6, None), nic), check).is_none());
+        }
+    }
+
+    #[test]
+    fn a_bond_is_virtual_but_its_speed_sums_real_links() {
+        let nic = NicInfo {
+            name: "bond0".into(),
+            speed_mbit: Some(2000),
+            virtual_device: Some(true),
+            ..Default::default()
+        };
+        assert!(on(&with_nic(tcp_run(1.9e9, None), nic), check).is_some());
     }
 
     #[test]

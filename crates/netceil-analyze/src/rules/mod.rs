@@ -23,12 +23,14 @@ pub mod latency;
 pub mod link;
 pub mod locks;
 pub mod saturation;
+pub mod shaper;
 pub mod tcp_path;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 13] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 14] = [
         saturation::check,
+        shaper::check,
         cpu::hot_cpu,
         cpu::cpu_bound,
         interrupts::check,

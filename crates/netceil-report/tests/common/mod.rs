@@ -226,6 +226,7 @@ pub fn full_run() -> Run {
                     mtu: Some(1500),
                     rx_queues: Some(2),
                     tx_queues: Some(2),
+                    virtual_device: Some(true),
                 }],
             },
             netceil_version: "0.1.0".into(),

@@ -182,6 +182,7 @@ pub fn rich_run(run_id: &str) -> Run {
             mtu: Some(1500),
             rx_queues: None,
             tx_queues: Some(1),
+            virtual_device: Some(false),
         }],
     };
     // Learned only as the load threads start: the store must keep it like the rest of meta.

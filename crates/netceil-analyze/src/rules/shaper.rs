@@ -1,0 +1,451 @@
+//! A shaper or policer set the ceiling: a queueing discipline held the traffic at its
+//! configured rate.
+//!
+//! Mechanism: a rate-limiting qdisc (tbf, htb, fq with `maxrate`) dequeues at most its rate; a
+//! packet that arrives when the token bucket is empty waits and the qdisc counts an
+//! *overlimit*. A policer (a `police` action under the ingress qdisc) drops instead, and the
+//! ingress qdisc counts the *drops*. Either way the bytes it passes per second are flat at the
+//! configured rate while the throttle counter rises every interval. Nothing outside the qdisc
+//! shows it: the CPU is idle, the sockets do not overflow (the sender blocks on its send
+//! buffer while its packets sit in the qdisc), and the interface carries exactly the shaped
+//! rate, so without these counters the run looks as if it "just stopped growing".
+//!
+//! Look-alikes this rule leaves alone:
+//! - AQM and FIFO qdiscs (fq_codel, pfifo, pfifo_fast) that drop or requeue because the device
+//!   behind them is slower: no overlimits, and no configured rate. That is the device or link
+//!   (link rules) or a queue too short (buffer rules).
+//! - a shaper that throttled a trickle of other traffic while the workload went elsewhere: the
+//!   qdisc must have carried most of the run's throughput;
+//! - a shaper the run stayed under: a paced run that got its rate, or throttling in a minority
+//!   of intervals (bursts);
+//! - bursty throughput through a shaper that is not flat: the rate was not the limit all along.
+//!
+//! Fires when, over the load rows, a qdisc throttled (overlimits, or drops for an ingress
+//! qdisc) in at least half of the rows, carried at least half the run's throughput, and its
+//! bit rate varied by at most 15 %. Confidence: floor 0.55, band 0.4; strengths: the share of
+//! rows throttled (50 % → 0, 90 % → 1), flatness (CV 15 % → 0, 3 % → 1), the share of the
+//! throughput (50 % → 0, 90 % → 1), and, when the configured rate is known, how close the
+//! measured rate came to it (15 % off → 0, 2 % → 1); × the data factor.
+
+use netceil_model::{names as n, Finding, Metric};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx};
+use crate::fmt;
+use crate::stats::{cv, mean, mean_strength, ramp};
+
+/// Share of load rows that must show throttling.
+const THROTTLED_ROWS_MIN: f64 = 0.5;
+/// Largest coefficient of variation of the passed rate for "held flat".
+const FLAT_CV_MAX: f64 = 0.15;
+/// Share of the run's throughput the qdisc must have carried.
+const SHARE_MIN: f64 = 0.5;
+
+/// One qdisc as the rule sees it over the load rows.
+struct Shaped<'a> {
+    bits: &'a Metric,
+    bits_mean: f64,
+    bits_cv: f64,
+    /// overlimits/s, or drops/s for a policer.
+    throttle_per_s: f64,
+    throttled_rows: f64,
+    policer: bool,
+    drops_per_s: Option<f64>,
+    backlog_bytes: Option<f64>,
+    configured_bits: Option<f64>,
+}
+
+/// The metric with the same labels as `m` under another name.
+fn sibling<'a>(ctx: &Ctx<'a>, m: &Metric, name: &str) -> Option<&'a Metric> {
+    ctx.run
+        .series
+        .metrics
+        .iter()
+        .find(|s| s.id.name == name && s.id.labels == m.id.labels)
+}
+
+/// The run's own throughput, the largest the run knows of: what the qdisc is compared with.
+fn workload_bits(ctx: &Ctx) -> Option<f64> {
+    let from_results = ctx
+        .run
+        .results
+        .as_ref()
+        .map(|r| r.tx_bits_per_s.max(r.rx_app_bits_per_s))
+        .filter(|v| *v > 0.0);
+    let measured = ctx.throughput().map(|t| t.bits_per_s);
+    match (from_results, measured) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn candidate<'a>(ctx: &Ctx<'a>, bits: &'a Metric) -> Option<Shaped<'a>> {
+    let policer = bits.id.label(n::LABEL_QDISC) == Some("ingress");
+    let throttle = sibling(
+        ctx,
+        bits,
+        if policer {
+            n::QDISC_DROPS_PER_S
+        } else {
+            n::QDISC_OVERLIMITS_PER_S
+        },
+    )?;
+    let throttles = ctx.values(throttle);
+    let rates = ctx.values(bits);
+    if throttles.is_empty() || rates.len() < 2 {
+        return None;
+    }
+    let throttled_rows =
+        throttles.iter().filter(|v| **v > 0.0).count() as f64 / throttles.len() as f64;
+    let bits_mean = mean(&rates)?;
+    Some(Shaped {
+        bits,
+        bits_mean,
+        bits_cv: cv(&rates).unwrap_or(f64::INFINITY),
+        throttle_per_s: mean(&throttles).unwrap_or(0.0),
+        throttled_rows,
+        policer,
+        drops_per_s: sibling(ctx, bits, n::QDISC_DROPS_PER_S).and_then(|m| ctx.mean_of(m)),
+        backlog_bytes: sibling(ctx, bits, n::QDISC_BACKLOG_BYTES).and_then(|m| ctx.mean_of(m)),
+        configured_bits: sibling(ctx, bits, n::QDISC_RATE_BITS_PER_S)
+            .and_then(|m| ctx.mean_of(m))
+            .filter(|v| *v > 0.0),
+    })
+}
+
+fn where_words(m: &Metric) -> String {
+    let label = |k| m.id.label(k).unwrap_or("?");
+    let ns =
+        m.id.label(n::LABEL_NETNS)
+            .map(|ns| format!(" in network namespace {ns}"))
+            .unwrap_or_default();
+    format!(
+        "the {} qdisc {} on {}{ns}",
+        label(n::LABEL_QDISC),
+        label(n::LABEL_HANDLE),
+        label(n::LABEL_IFACE)
+    )
+}
+
+fn tc_prefix(m: &Metric) -> String {
+    m.id.label(n::LABEL_NETNS)
+        .map(|ns| format!("ip netns exec {ns} "))
+        .unwrap_or_default()
+}
+
+pub fn check(ctx: &Ctx) -> Option<Finding> {
+    if ctx.rows.is_empty() || ctx.offered_met() {
+        return None;
+    }
+    let total = workload_bits(ctx)?;
+    let best = ctx
+        .series()
+        .by_name(n::QDISC_BITS_PER_S)
+        .filter_map(|m| candidate(ctx, m))
+        .filter(|s| {
+            s.throttled_rows >= THROTTLED_ROWS_MIN
+                && s.throttle_per_s > 0.0
+                && s.bits_cv <= FLAT_CV_MAX
+                && s.bits_mean >= SHARE_MIN * total
+        })
+        .max_by(|a, b| a.bits_mean.total_cmp(&b.bits_mean))?;
+    let share = (best.bits_mean / total).min(1.0);
+    let match_ratio = best.configured_bits.map(|c| best.bits_mean / c);
+    let strength = mean_strength(&[
+        Some(ramp(best.throttled_rows, THROTTLED_ROWS_MIN, 0.9)),
+        Some(ramp(best.bits_cv, FLAT_CV_MAX, 0.03)),
+        Some(ramp(share, SHARE_MIN, 0.9)),
+        match_ratio.map(|r| ramp((r - 1.0).abs(), 0.15, 0.02)),
+    ])
+    .unwrap_or(0.0);
+    let confidence = (0.55 + 0.4 * strength) * ctx.data_factor();
+    let what = where_words(best.bits);
+    let kind = if best.policer { "policer" } else { "shaper" };
+    let configured = match (best.configured_bits, match_ratio) {
+        (Some(c), Some(r)) => format!(
+            ", {} of its configured {}",
+            fmt::pct(r * 100.0),
+            fmt::bits(c)
+        ),
+        _ => String::new(),
+    };
+    let throttle_words = if best.policer {
+        "packets dropped by the policer"
+    } else {
+        "packets held back over the rate (overlimits)"
+    };
+    let mut f = finding(
+        cause::SHAPER,
+        format!(
+            "A {kind} set the ceiling: {what} passed {}{configured}, flat (±{}) while {}/s {throttle_words} {}; the run got no more than the {kind} let through.",
+            fmt::bits(best.bits_mean),
+            fmt::pct(best.bits_cv * 100.0),
+            fmt::si(best.throttle_per_s),
+            ctx.window_words()
+        ),
+        confidence,
+    );
+    f.evidence.push(ctx.ev(
+        best.bits.id.to_string(),
+        Some(best.bits_mean),
+        format!(
+            "{what} passed {} on average, coefficient of variation {}",
+            fmt::bits(best.bits_mean),
+            fmt::pct(best.bits_cv * 100.0)
+        ),
+    ));
+    f.evidence.push(ctx.ev(
+        format!(
+            "{}{{{}}}",
+            if best.policer {
+                n::QDISC_DROPS_PER_S
+            } else {
+                n::QDISC_OVERLIMITS_PER_S
+            },
+            best.bits
+                .id
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Some(best.throttle_per_s),
+        format!(
+            "{}/s {throttle_words}, in {} of the load intervals",
+            fmt::si(best.throttle_per_s),
+            fmt::pct(best.throttled_rows * 100.0)
+        ),
+    ));
+    if let Some(c) = best.configured_bits {
+        f.evidence.push(ctx.ev(
+            n::QDISC_RATE_BITS_PER_S,
+            Some(c),
+            format!("configured rate {}", fmt::bits(c)),
+        ));
+    }
+    f.evidence.push(ctx.ev(
+        "share",
+        Some(share),
+        format!(
+            "it carried {} of the run's {}",
+            fmt::pct(share * 100.0),
+            fmt::bits(total)
+        ),
+    ));
+    if let Some(d) = best.drops_per_s.filter(|d| *d > 0.0 && !best.policer) {
+        f.evidence.push(ctx.ev(
+            n::QDISC_DROPS_PER_S,
+            Some(d),
+            format!("{}/s dropped when its queue was full", fmt::si(d)),
+        ));
+    }
+    if let Some(b) = best.backlog_bytes.filter(|b| *b > 0.0) {
+        f.evidence.push(ctx.ev(
+            n::QDISC_BACKLOG_BYTES,
+            Some(b),
+            format!("{} waiting in it on average", fmt::bytes(b)),
+        ));
+    }
+    let iface = best.bits.id.label(n::LABEL_IFACE).unwrap_or("IF");
+    let qkind = best.bits.id.label(n::LABEL_QDISC).unwrap_or("tbf");
+    let prefix = tc_prefix(best.bits);
+    if best.policer {
+        f.advice.push(advice(
+            format!("{prefix}tc filter show dev {iface} ingress"),
+            "find the police action and raise its rate, or remove it; the throughput rises to the new rate or the next ceiling",
+            Some("a policer protects something downstream: ask why it is there before removing it"),
+        ));
+    } else {
+        f.advice.push(advice(
+            format!("{prefix}tc qdisc change dev {iface} root {qkind} rate <higher> …"),
+            "raise the shaper's rate (for htb, the class rate: tc class change); the throughput follows it until the next ceiling",
+            Some("a shaper is usually deliberate (a contract rate, fairness between tenants)"),
+        ));
+        f.advice.push(advice(
+            format!("{prefix}tc qdisc del dev {iface} root"),
+            "remove the shaper to measure what the path can do without it",
+            None,
+        ));
+    }
+    f.alternatives.push(
+        "the link or device: ruled out as the first limit, the qdisc throttled before the device was asked for more"
+            .into(),
+    );
+    f.next = Some(format!(
+        "{prefix}tc -s qdisc show dev {iface} (and tc -s class show dev {iface} for htb) shows the configured rates and the throttle counters"
+    ));
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use netceil_model::{Results, Series};
+
+    fn qlabels<'a>(kind: &'a str, iface: &'a str) -> Vec<(&'a str, &'a str)> {
+        vec![
+            (n::LABEL_IFACE, iface),
+            (n::LABEL_QDISC, kind),
+            (n::LABEL_HANDLE, "8001:"),
+        ]
+    }
+
+    struct Q<'a> {
+        kind: &'a str,
+        iface: &'a str,
+        bits: f64,
+        overlimits: f64,
+        drops: f64,
+        configured: Option<f64>,
+    }
+
+    fn put_q(s: &mut Series, r: usize, q: &Q, wobble: f64) {
+        let l = qlabels(q.kind, q.iface);
+        put(s, r, n::QDISC_BITS_PER_S, &l, q.bits * (1.0 + wobble));
+        put(s, r, n::QDISC_OVERLIMITS_PER_S, &l, q.overlimits);
+        put(s, r, n::QDISC_DROPS_PER_S, &l, q.drops);
+        put(s, r, n::QDISC_BACKLOG_BYTES, &l, 60_000.0);
+        if let Some(c) = q.configured {
+            put(s, r, n::QDISC_RATE_BITS_PER_S, &l, c);
+        }
+    }
+
+    fn run_with(q: Q, workload_bits: f64, wobble: f64) -> netceil_model::Run {
+        let mut run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(2.0, 3.0, 1.0), (1.0, 2.0, 1.0)]);
+            put(
+                s,
+                r,
+                n::IFACE_TX_BITS_PER_S,
+                &[(n::LABEL_IFACE, q.iface)],
+                q.bits,
+            );
+            put_q(s, r, &q, wobble * noise(r, 1.0));
+        });
+        run.results = Some(Results {
+            duration_s: 10.0,
+            tx_packets: 43_000,
+            tx_bits_per_s: workload_bits,
+            tx_pps: 4300.0,
+            ..Default::default()
+        });
+        run
+    }
+
+    fn tbf() -> Q<'static> {
+        Q {
+            kind: "tbf",
+            iface: "veth-a",
+            bits: 50e6,
+            overlimits: 13_000.0,
+            drops: 0.0,
+            configured: Some(50e6),
+        }
+    }
+
+    #[test]
+    fn a_tbf_holding_the_run_at_its_rate_is_the_ceiling() {
+        let f = on(&run_with(tbf(), 48.7e6, 0.005), check).expect("shaper");
+        assert_eq!(f.cause, cause::SHAPER);
+        assert!(f.confidence > 0.85, "{}", f.confidence);
+        assert!(
+            f.summary.contains("tbf qdisc 8001: on veth-a"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains("configured 50.0 Mbit/s"),
+            "{}",
+            f.summary
+        );
+        assert!(f
+            .advice
+            .iter()
+            .any(|a| a.knob.contains("tc qdisc change dev veth-a")));
+    }
+
+    #[test]
+    fn an_htb_without_a_readable_rate_still_counts_on_its_throttling() {
+        let q = Q {
+            kind: "htb",
+            configured: None,
+            ..tbf()
+        };
+        let f = on(&run_with(q, 48e6, 0.01), check).expect("shaper");
+        assert!(f.confidence > 0.8, "{}", f.confidence);
+    }
+
+    #[test]
+    fn a_policer_counts_drops_on_the_ingress_qdisc() {
+        let q = Q {
+            kind: "ingress",
+            overlimits: 0.0,
+            drops: 2_000.0,
+            configured: None,
+            ..tbf()
+        };
+        let f = on(&run_with(q, 48e6, 0.01), check).expect("policer");
+        assert!(
+            f.summary.starts_with("A policer set the ceiling"),
+            "{}",
+            f.summary
+        );
+        assert!(f.advice[0].knob.contains("ingress"));
+    }
+
+    #[test]
+    fn an_aqm_qdisc_dropping_without_overlimits_is_not_a_shaper() {
+        let q = Q {
+            kind: "fq_codel",
+            overlimits: 0.0,
+            drops: 500.0,
+            configured: None,
+            ..tbf()
+        };
+        assert!(on(&run_with(q, 48e6, 0.01), check).is_none());
+    }
+
+    #[test]
+    fn a_shaper_on_a_trickle_beside_the_workload_is_not_the_ceiling() {
+        // The shaped qdisc passed 1 Mbit/s of something else; the workload moved 900 Mbit/s.
+        let q = Q {
+            bits: 1e6,
+            configured: Some(1e6),
+            ..tbf()
+        };
+        assert!(on(&run_with(q, 900e6, 0.005), check).is_none());
+    }
+
+    #[test]
+    fn throughput_that_is_not_flat_was_not_held_by_the_shaper() {
+        assert!(on(&run_with(tbf(), 48e6, 0.6), check).is_none());
+    }
+
+    #[test]
+    fn throttling_in_a_few_intervals_is_a_burst_not_a_ceiling() {
+        let mut run = run_with(tbf(), 48.7e6, 0.005);
+        // Overlimits only in 3 of the 10 rows.
+        let labels = qlabels("tbf", "veth-a");
+        for r in 0..10 {
+            put(
+                &mut run.series,
+                r,
+                n::QDISC_OVERLIMITS_PER_S,
+                &labels,
+                if r < 3 { 500.0 } else { 0.0 },
+            );
+        }
+        assert!(on(&run, check).is_none());
+    }
+
+    #[test]
+    fn a_paced_run_that_got_its_rate_has_no_shaper_ceiling() {
+        let mut run = run_with(tbf(), 48.7e6, 0.005);
+        let r = run.results.as_mut().unwrap();
+        r.generator.achieved_ratio = Some(1.0);
+        r.rx_app_packets = r.tx_packets;
+        assert!(on(&run, check).is_none());
+    }
+}

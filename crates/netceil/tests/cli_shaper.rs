@@ -1,0 +1,188 @@
+//! Live, as root: a tbf shaper in a pair of network namespaces that the test makes itself is
+//! named as the ceiling of a UDP run across it, and nothing the test made is left behind.
+//!
+//! Without root (or without `ip`/`tc`) the test says why and passes without running.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_netceil");
+
+fn skip_reason() -> Option<String> {
+    // The effective uid: the second field of the Uid line.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
+    if euid.as_deref() != Some("0") {
+        return Some("needs root to create network namespaces and qdiscs".into());
+    }
+    for tool in ["ip", "tc"] {
+        let found = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            return Some(format!("`{tool}` (iproute2) is not installed"));
+        }
+    }
+    None
+}
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two namespaces joined by a veth pair; deleted (with everything in them) on drop, which
+/// also runs when an assertion fails.
+struct Pair {
+    a: String,
+    b: String,
+    receiver: Option<Child>,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let tag = format!("netceil-test-{}", std::process::id());
+        let pair = Pair {
+            a: format!("{tag}-a"),
+            b: format!("{tag}-b"),
+            receiver: None,
+        };
+        sh(&["ip", "netns", "add", &pair.a]);
+        sh(&["ip", "netns", "add", &pair.b]);
+        let (va, vb) = ("nctest0", "nctest1");
+        sh(&[
+            "ip", "link", "add", va, "netns", &pair.a, "type", "veth", "peer", "name", vb, "netns",
+            &pair.b,
+        ]);
+        for (ns, dev, addr) in [
+            (&pair.a, va, "198.18.0.1/30"),
+            (&pair.b, vb, "198.18.0.2/30"),
+        ] {
+            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
+            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        }
+        pair
+    }
+
+    fn exec(&self, ns: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns]);
+        c
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.receiver.take() {
+            let _ = r.kill();
+            let _ = r.wait();
+        }
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn leftovers(tag: &str) -> String {
+    let out = Command::new("ip")
+        .args(["-all", "netns", "list"])
+        .output()
+        .expect("ip runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(tag))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_tbf_shaper_between_two_namespaces_is_named_as_the_ceiling() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tag = format!("netceil-test-{}", std::process::id());
+    let run: Value = {
+        let mut pair = Pair::new();
+        sh(&[
+            "ip", "netns", "exec", &pair.a, "tc", "qdisc", "add", "dev", "nctest0", "root", "tbf",
+            "rate", "40mbit", "burst", "32kb", "latency", "50ms",
+        ]);
+        let receiver = pair
+            .exec(&pair.b)
+            .args([BIN, "recv", "--listen", "198.18.0.2:9000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("receiver starts");
+        pair.receiver = Some(receiver);
+        std::thread::sleep(Duration::from_millis(300));
+        let out = pair
+            .exec(&pair.a)
+            .args([
+                BIN,
+                "run",
+                "udp",
+                "--to",
+                "198.18.0.2:9000",
+                "--size",
+                "1400",
+                "--duration",
+                "4",
+                "--sample-interval",
+                "500ms",
+                "--json",
+                "-q",
+                "--no-store",
+            ])
+            .output()
+            .expect("sender runs");
+        assert!(
+            out.status.success(),
+            "sender failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    assert_eq!(leftovers(&tag), "", "namespaces left behind");
+
+    let top = &run["findings"][0];
+    assert_eq!(top["cause"], "shaper", "findings: {:#}", run["findings"]);
+    let summary = top["summary"].as_str().unwrap();
+    assert!(summary.contains("tbf qdisc"), "{summary}");
+    assert!(summary.contains("on nctest0"), "{summary}");
+    assert!(summary.contains("configured 40.0 Mbit/s"), "{summary}");
+    // The run got what the shaper let through: 40 Mbit/s of frames, less of UDP payload.
+    let tx = run["results"]["tx_bits_per_s"].as_f64().unwrap();
+    assert!((30e6..42e6).contains(&tx), "tx {tx}");
+    // No link was claimed from the veth's nominal 10 Gbit/s.
+    let causes: Vec<&str> = run["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["cause"].as_str())
+        .collect();
+    assert!(
+        !causes.contains(&"link_headroom") && !causes.contains(&"link_limit"),
+        "{causes:?}"
+    );
+}
