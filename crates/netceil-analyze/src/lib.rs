@@ -90,6 +90,8 @@ pub mod cause {
     pub const GENERATOR_LIMITED: &str = "generator_limited";
     /// netceil's own sender spent its CPU spinning.
     pub const GENERATOR_BUSY_WAIT: &str = "generator_busy_wait";
+    /// Timer interrupts or IPIs, not devices, made the interrupt rate on busy CPUs.
+    pub const SYSTEM_INTERRUPTS: &str = "system_interrupts";
     /// A shaper or policer (a rate-limiting qdisc) held the traffic at its rate.
     pub const SHAPER: &str = "shaper";
     /// No network load to diagnose.

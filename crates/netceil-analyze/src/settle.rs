@@ -44,7 +44,7 @@ pub const PRECEDENCE: &[&str] = &[
     cause::POLLING_THREAD,
     cause::BUSY_WAIT,
     cause::INTERRUPT_BOUND,
-    "system_interrupts",
+    cause::SYSTEM_INTERRUPTS,
     "rx_skew",
     cause::TCP_PATH,
     cause::HOT_CPU,

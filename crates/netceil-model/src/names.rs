@@ -33,6 +33,8 @@ pub const LABEL_COMM: &str = "comm";
 pub const LABEL_QDISC: &str = "qdisc";
 /// Label key: a qdisc's handle as tc prints it (`handle=8001:`).
 pub const LABEL_HANDLE: &str = "handle";
+/// Label key: the kind of an inter-processor interrupt (`kind=reschedule`).
+pub const LABEL_KIND: &str = "kind";
 /// Label key: a named network namespace (`netns=lab-a`); absent for the recorder's own.
 pub const LABEL_NETNS: &str = "netns";
 
@@ -90,6 +92,16 @@ metric_names! {
     IRQ_PER_S = "irq_per_s", PerSecond;
     /// NIC queue interrupts per second. Labels: none (all CPUs) or `cpu`: where they land.
     NIC_IRQ_PER_S = "nic_irq_per_s", PerSecond;
+
+    // Interrupts by source, from /proc/interrupts: devices, timers and inter-processor
+    // interrupts (IPIs). /proc/stat's `intr` counts them all alike.
+    /// Device interrupts per second (numbered lines with a device handler). Labels: none or `cpu`.
+    DEVICE_INTR_PER_S = "device_intr_per_s", PerSecond;
+    /// Timer interrupts per second (local timer ticks and hrtimers). Labels: none or `cpu`.
+    TIMER_INTR_PER_S = "timer_intr_per_s", PerSecond;
+    /// Inter-processor interrupts per second. Labels: none, or `kind` (reschedule, call, tlb,
+    /// irq_work, other), or `cpu` (all kinds).
+    IPI_PER_S = "ipi_per_s", PerSecond;
 
     // Interfaces, from /proc/net/dev and /sys/class/net/IF/statistics. Label: `iface`.
     /// Received bits per second (bytes × 8, as counted by the driver). Label: `iface`.

@@ -341,6 +341,7 @@ fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot)
     if cs.seq != ps.seq && slow_elapsed > 0.0 {
         b.elapsed = slow_elapsed;
         irq_rates(b, ps, cs);
+        irq_source_rates(b, ps, cs);
         rx_missed_rates(b, ps, cs, cur);
         protocol_rates(b, ps, cs);
         pressure_rates(b, ps, cs);
@@ -1273,5 +1274,94 @@ fn qdisc_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
             w,
             1.0,
         );
+    }
+}
+
+/// Interrupts per second by source (device, timer, IPI by kind), in total and per CPU for
+/// devices, timers and IPIs. Rows are matched by label; a row new in this reading starts next
+/// time, and a count that went backwards (an IRQ freed and re-requested) leaves its source
+/// missing for the interval rather than spiking.
+fn irq_source_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
+    use crate::parse::interrupts::{IpiKind, IrqSource};
+    let (Ok(p), Ok(c)) = (&prev.interrupts, &cur.interrupts) else {
+        if let Err(e) = &cur.interrupts {
+            b.missing_all(&[DEVICE_INTR_PER_S, TIMER_INTR_PER_S, IPI_PER_S], e);
+        }
+        return;
+    };
+    let prev_col: BTreeMap<u32, usize> = p.cpus.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    // Per source, per CPU: the sum of deltas, None once a reset was seen.
+    let mut sums: BTreeMap<(IrqSource, u32), Option<u64>> = BTreeMap::new();
+    for row in &c.rows {
+        // The one-count rows (ERR, MIS) are totals, not per CPU.
+        if row.counts.len() != c.cpus.len() {
+            continue;
+        }
+        let Some(before) = p.rows.iter().find(|r| r.label == row.label) else {
+            continue;
+        };
+        let source = row.source();
+        for (&cpu, &count) in c.cpus.iter().zip(&row.counts) {
+            let Some(&old) = prev_col.get(&cpu).and_then(|&i| before.counts.get(i)) else {
+                continue;
+            };
+            let d = counter_delta(old, count, CounterWidth::U32);
+            let slot = sums.entry((source, cpu)).or_insert(Some(0));
+            *slot = slot.zip(d).map(|(s, d)| s + d);
+        }
+    }
+    let per_s = |v: u64, elapsed: f64| v as f64 / elapsed;
+    let elapsed = b.elapsed;
+    let emit = |b: &mut Builder, name: &'static str, pick: &dyn Fn(IrqSource) -> bool| {
+        let mut total = Some(0u64);
+        let mut per_cpu: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+        for (&(src, cpu), v) in &sums {
+            if pick(src) {
+                let slot = per_cpu.entry(cpu).or_insert(Some(0));
+                *slot = slot.zip(*v).map(|(s, v)| s + v);
+            }
+        }
+        for (cpu, v) in per_cpu {
+            total = total.zip(v).map(|(t, v)| t + v);
+            match v {
+                Some(v) => b.value(
+                    labeled(name, LABEL_CPU, cpu),
+                    Unit::PerSecond,
+                    per_s(v, elapsed),
+                ),
+                None => b.missing(labeled(name, LABEL_CPU, cpu), RESET_REASON),
+            }
+        }
+        match total {
+            Some(t) => b.value(Key::Plain(name), Unit::PerSecond, per_s(t, elapsed)),
+            None => b.missing(name, RESET_REASON),
+        }
+    };
+    emit(b, DEVICE_INTR_PER_S, &|s| s == IrqSource::Device);
+    emit(b, TIMER_INTR_PER_S, &|s| s == IrqSource::Timer);
+    emit(b, IPI_PER_S, &|s| matches!(s, IrqSource::Ipi(_)));
+    for kind in [
+        IpiKind::Reschedule,
+        IpiKind::FunctionCall,
+        IpiKind::Tlb,
+        IpiKind::IrqWork,
+        IpiKind::Other,
+    ] {
+        let mut total = Some(0u64);
+        let mut seen = false;
+        for (&(src, _), v) in &sums {
+            if src == IrqSource::Ipi(kind) {
+                seen = true;
+                total = total.zip(*v).map(|(t, v)| t + v);
+            }
+        }
+        if !seen {
+            continue;
+        }
+        let id = labeled(IPI_PER_S, LABEL_KIND, kind.as_str());
+        match total {
+            Some(t) => b.value(id, Unit::PerSecond, per_s(t, elapsed)),
+            None => b.missing(&id, RESET_REASON),
+        }
     }
 }

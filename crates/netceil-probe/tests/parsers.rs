@@ -704,3 +704,39 @@ fn known_counters_match_the_generic_table() {
         );
     }
 }
+
+#[test]
+fn interrupt_rows_are_classified_by_source() {
+    use netceil_probe::parse::interrupts::{IpiKind, IrqSource};
+    let vm = interrupts::parse(&fixture("interrupts-6.18-vm-2cpu.txt")).unwrap();
+    let src = |irqs: &interrupts::Interrupts, label: &str| irqs.row(label).unwrap().source();
+    assert_eq!(src(&vm, "41"), IrqSource::Device, "virtio3-rx is a device");
+    assert_eq!(src(&vm, "26"), IrqSource::Device, "ttyS0 is a device");
+    assert_eq!(src(&vm, "LOC"), IrqSource::Timer);
+    assert_eq!(src(&vm, "RES"), IrqSource::Ipi(IpiKind::Reschedule));
+    assert_eq!(src(&vm, "CAL"), IrqSource::Ipi(IpiKind::FunctionCall));
+    assert_eq!(src(&vm, "TLB"), IrqSource::Ipi(IpiKind::Tlb));
+    assert_eq!(src(&vm, "IWI"), IrqSource::Ipi(IpiKind::IrqWork));
+    for other in ["NMI", "SPU", "PMI", "TRM", "HYP", "ERR", "PIN"] {
+        assert_eq!(src(&vm, other), IrqSource::Other, "{other}");
+    }
+    let arm = interrupts::parse(&fixture("interrupts-hand-arm64-cpu2-offline.txt")).unwrap();
+    assert_eq!(
+        src(&arm, "11"),
+        IrqSource::Timer,
+        "arch_timer is numbered but a timer"
+    );
+    assert_eq!(src(&arm, "33"), IrqSource::Timer, "kvm guest ptimer");
+    assert_eq!(src(&arm, "40"), IrqSource::Device);
+    assert_eq!(src(&arm, "IPI0"), IrqSource::Ipi(IpiKind::Reschedule));
+    assert_eq!(src(&arm, "IPI1"), IrqSource::Ipi(IpiKind::FunctionCall));
+    let old = interrupts::parse(&fixture("interrupts-2.6.38-16cpu.txt")).unwrap();
+    let timer_row = old
+        .rows
+        .iter()
+        .find(|r| r.devices.iter().any(|d| d == "timer"));
+    if let Some(r) = timer_row {
+        assert_eq!(r.source(), IrqSource::Timer, "the old IRQ 0 timer");
+    }
+    assert_eq!(src(&old, "LOC"), IrqSource::Timer);
+}

@@ -994,3 +994,41 @@ fn a_source_without_qdisc_statistics_says_why() {
     let why = row.missing_reason(QDISC_BITS_PER_S).expect("a reason");
     assert!(why.contains("no qdisc statistics"), "{why}");
 }
+
+#[test]
+fn interrupts_are_split_into_devices_timers_and_ipis() {
+    let text = |dev: u64, loc: u64, res: u64, cal: u64| {
+        format!(
+            "           CPU0       CPU1\n 41:  {dev}  0  PCI-MSIX-0000:00:04.0   1-edge      virtio3-rx\n\
+             LOC:  {loc}  {loc}  Local timer interrupts\n\
+             RES:  {res}  0  Rescheduling interrupts\n\
+             CAL:  0  {cal}  Function call interrupts\n\
+             ERR:          0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    fake.set("/proc/interrupts", text(100, 1000, 50, 7));
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    fake.advance(Duration::from_secs(2));
+    fake.set("/proc/interrupts", text(300, 3000, 20_050, 4_007));
+    let b = s.sample();
+    let row = rates(&a, &b);
+    assert_value(&row, &id(DEVICE_INTR_PER_S), 100.0);
+    assert_value(&row, &cpu(DEVICE_INTR_PER_S, 0), 100.0);
+    assert_value(&row, &id(TIMER_INTR_PER_S), 2000.0);
+    assert_value(&row, &cpu(TIMER_INTR_PER_S, 1), 1000.0);
+    assert_value(&row, &id(IPI_PER_S), 12_000.0);
+    assert_value(
+        &row,
+        &MetricId::new(IPI_PER_S).with(LABEL_KIND, "reschedule"),
+        10_000.0,
+    );
+    assert_value(
+        &row,
+        &MetricId::new(IPI_PER_S).with(LABEL_KIND, "call"),
+        2_000.0,
+    );
+    assert_value(&row, &cpu(IPI_PER_S, 0), 10_000.0);
+}

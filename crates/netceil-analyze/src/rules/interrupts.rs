@@ -45,12 +45,23 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     let cs_m = s.total(n::CS_PER_S);
     let intr_m = s.total(n::INTR_PER_S);
     let cs = cs_m.and_then(|m| ctx.mean_of(m));
-    let intr = intr_m.and_then(|m| ctx.mean_of(m));
+    let mut intr = intr_m.and_then(|m| ctx.mean_of(m));
     if cs.is_none() && intr.is_none() {
         return None;
     }
     let cpus = ctx.cpus();
     let per_cpu = |v: f64| v / f64::from(cpus.unwrap_or(1));
+    // Interrupts from devices, when /proc/interrupts was read: the only ones that are work
+    // arriving. Timer ticks and IPIs are the machine talking to itself (`system`).
+    let device_m = s.total(n::DEVICE_INTR_PER_S);
+    let device = device_m.and_then(|m| ctx.mean_of(m));
+    if let Some(d) = device {
+        if per_cpu(d) < INTR_PER_CPU_MIN {
+            return None;
+        }
+        intr = Some(d);
+    }
+    let intr_m = if device.is_some() { device_m } else { intr_m };
     let high = intr.is_some_and(|v| per_cpu(v) >= INTR_PER_CPU_MIN)
         || cs.is_some_and(|v| per_cpu(v) >= CS_PER_CPU_MIN);
     if !high {
@@ -109,7 +120,8 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
 
     let mut rates = Vec::new();
     if let Some(i) = intr {
-        rates.push(format!("{} interrupts/s", fmt::si(i)));
+        let which = if device.is_some() { "device " } else { "" };
+        rates.push(format!("{} {which}interrupts/s", fmt::si(i)));
     }
     if let Some(c) = cs {
         rates.push(format!("{} context switches/s", fmt::si(c)));
@@ -189,6 +201,13 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             n::CPU_IDLE_PCT,
             Some(i),
             format!("CPU {} idle", fmt::pct(i)),
+        ));
+    }
+    if device.is_none() && intr.is_some() {
+        f.evidence.push(ctx.ev(
+            n::INTR_PER_S,
+            None,
+            "interrupt source not measured: the total counts device interrupts, timer ticks and IPIs alike",
         ));
     }
     if let (Some(b), Some(t), false) = (bytes_per_intr, &thr, loopback) {
@@ -288,6 +307,133 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     Some(f)
 }
 
+/// Timer or IPI rates per CPU from which they are worth naming.
+pub const SYSTEM_INTR_PER_CPU_MIN: f64 = 5_000.0;
+
+/// Timer ticks and inter-processor interrupts, not devices, made the interrupt rate: say which,
+/// and what makes them.
+///
+/// A machine can take tens of thousands of interrupts per CPU per second with no device
+/// involved: high-resolution timers (a qdisc watchdog, a `nanosleep` loop, sleep pacing) each
+/// fire one, and every cross-CPU wake-up is a reschedule IPI. They cost CPU and wake-ups, but
+/// they bind throughput only when the CPUs taking them are busy; on an idle machine they are
+/// noise. Fires when timers or IPIs reach [`SYSTEM_INTR_PER_CPU_MIN`] per CPU, device
+/// interrupts are less than a fifth of the total, the run was not a paced run that got its
+/// rate, and the CPUs that took most of them were at least half busy. Confidence: 0.25 + 0.3 ×
+/// the mean of the rate's strength (5 k/s → 0, 30 k/s per CPU → 1) and the busiest receiving
+/// CPU's busy share (50 % → 0, 95 % → 1): a cost to name, rarely the ceiling on its own.
+pub fn system(ctx: &Ctx) -> Option<Finding> {
+    if !ctx.net_possible() || ctx.offered_met() {
+        return None;
+    }
+    let s = ctx.series();
+    let device = s.total(n::DEVICE_INTR_PER_S).and_then(|m| ctx.mean_of(m))?;
+    let timer = s
+        .total(n::TIMER_INTR_PER_S)
+        .and_then(|m| ctx.mean_of(m))
+        .unwrap_or(0.0);
+    let ipi = s
+        .total(n::IPI_PER_S)
+        .and_then(|m| ctx.mean_of(m))
+        .unwrap_or(0.0);
+    let cpus = f64::from(ctx.cpus().unwrap_or(1).max(1));
+    let (kind, rate) = if timer >= ipi {
+        ("timer", timer)
+    } else {
+        ("ipi", ipi)
+    };
+    if rate / cpus < SYSTEM_INTR_PER_CPU_MIN || device > 0.2 * (device + timer + ipi) {
+        return None;
+    }
+    // Where they landed, and how busy those CPUs were.
+    let name = if kind == "timer" {
+        n::TIMER_INTR_PER_S
+    } else {
+        n::IPI_PER_S
+    };
+    let landing = ctx.per_cpu(name);
+    let busy = ctx.per_cpu_busy();
+    let (cpu, on_cpu) = landing.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let cpu_busy = busy.iter().find(|(c, _)| *c == cpu).map(|(_, b)| *b)?;
+    if cpu_busy < 50.0 {
+        return None;
+    }
+    let strength = mean_strength(&[
+        Some(ramp(rate / cpus, SYSTEM_INTR_PER_CPU_MIN, 30_000.0)),
+        Some(ramp(cpu_busy, 50.0, 95.0)),
+    ])
+    .unwrap_or(0.0);
+    let confidence = (0.25 + 0.3 * strength) * ctx.data_factor();
+    let kinds: Vec<(String, f64)> = s
+        .by_name(n::IPI_PER_S)
+        .filter_map(|m| Some((m.id.label(n::LABEL_KIND)?.to_string(), ctx.mean_of(m)?)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    let top_ipi = kinds
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k.as_str());
+    let story = match (kind, top_ipi) {
+        ("timer", _) => "high-resolution timers firing: a qdisc watchdog (tbf, fq pacing), a tight nanosleep/usleep loop, or sleep-paced senders; each expiry is an interrupt and usually a wake-up",
+        (_, Some("reschedule")) => "reschedule IPIs are cross-CPU wake-ups: a producer on one CPU waking a consumer on another for every message or batch",
+        (_, Some("call")) => "function-call IPIs: work pushed to other CPUs with smp_call_function (membarrier, remote softirq/RPS steering, icache or mapping changes)",
+        (_, Some("tlb")) => "TLB shootdowns: memory being unmapped or remapped (munmap, mprotect, page migration) while other CPUs hold the mapping",
+        _ => "inter-processor interrupts between the CPUs",
+    };
+    let what = if kind == "timer" {
+        "timer interrupts"
+    } else {
+        "inter-processor interrupts (IPIs)"
+    };
+    let mut f = finding(
+        cause::SYSTEM_INTERRUPTS,
+        format!(
+            "Interrupts came from the machine itself, not from a device: {}/s {what} ({}/s per CPU) against {}/s device interrupts; {story}. CPU {cpu}, which took {}/s of them, was {} busy.",
+            fmt::si(rate),
+            fmt::si(rate / cpus),
+            fmt::si(device),
+            fmt::si(on_cpu),
+            fmt::pct(cpu_busy)
+        ),
+        confidence,
+    );
+    f.evidence
+        .push(ctx.ev(name, Some(rate), format!("{}/s {what}", fmt::si(rate))));
+    f.evidence.push(ctx.ev(
+        n::DEVICE_INTR_PER_S,
+        Some(device),
+        format!("{}/s device interrupts", fmt::si(device)),
+    ));
+    for (k, v) in &kinds {
+        f.evidence.push(ctx.ev(
+            format!("{}{{kind={k}}}", n::IPI_PER_S),
+            Some(*v),
+            format!("{}/s {k} IPIs", fmt::si(*v)),
+        ));
+    }
+    f.alternatives.push(
+        "interrupt-bound (a NIC's interrupts): ruled out, device interrupts were a small share"
+            .into(),
+    );
+    if kind == "timer" {
+        f.advice.push(advice(
+            "find the timers: perf record -e timer:hrtimer_expire_entry -a sleep 5, or /proc/timer_list",
+            "names the code arming them; coarser timers (timer slack, spin or batch instead of sleeping per packet) cut the rate",
+            None,
+        ));
+    } else {
+        f.advice.push(advice(
+            "pin the producer and consumer to one CPU (taskset), or batch hand-offs",
+            "fewer cross-CPU wake-ups per message",
+            Some("one CPU then does both halves of the work"),
+        ));
+    }
+    f.next = Some(
+        "per-thread voluntary context switches (netceil watch --pid) show who wakes whom".into(),
+    );
+    Some(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,6 +481,95 @@ mod tests {
         let mut with = run.clone();
         with.meta.annotations.throughput_bits_per_s = Some(18e6 * 8.0);
         assert!(on(&with, check).unwrap().confidence > f.confidence);
+    }
+
+    /// A live 2-CPU run whose interrupts are split by source: `device`, `timer`, `ipi`
+    /// per second in total (all on CPU 0), CPU 0 `busy0` % busy.
+    fn by_source(device: f64, timer: f64, ipi: f64, busy0: f64) -> netceil_model::Run {
+        live_run(12, |s, r| {
+            cpu_row(s, r, &[(10.0, busy0 - 20.0, 10.0), (3.0, 3.0, 1.0)]);
+            put(s, r, n::LOAD_RX_BITS_PER_S, &[], 200e6);
+            put(
+                s,
+                r,
+                n::INTR_PER_S,
+                &[],
+                device + timer + ipi + noise(r, 50.0),
+            );
+            put(
+                s,
+                r,
+                n::CS_PER_S,
+                &[],
+                1.5 * (timer + ipi) + noise(r, 3000.0),
+            );
+            put(s, r, n::DEVICE_INTR_PER_S, &[], device);
+            put(s, r, n::DEVICE_INTR_PER_S, &[(n::LABEL_CPU, "0")], device);
+            put(s, r, n::TIMER_INTR_PER_S, &[], timer);
+            put(s, r, n::TIMER_INTR_PER_S, &[(n::LABEL_CPU, "0")], timer);
+            put(s, r, n::IPI_PER_S, &[], ipi);
+            put(s, r, n::IPI_PER_S, &[(n::LABEL_CPU, "0")], ipi);
+            put(s, r, n::IPI_PER_S, &[(n::LABEL_KIND, "reschedule")], ipi);
+        })
+    }
+
+    #[test]
+    fn device_interrupts_at_a_high_rate_are_still_interrupt_bound() {
+        let run = by_source(60_000.0, 500.0, 500.0, 40.0);
+        let f = on(&run, check).expect("interrupt bound");
+        assert!(
+            f.summary.contains("60.0 k device interrupts/s"),
+            "{}",
+            f.summary
+        );
+        assert!(on(&run, system).is_none());
+    }
+
+    #[test]
+    fn a_timer_flood_is_not_interrupt_bound_and_says_timers() {
+        let run = by_source(200.0, 60_000.0, 1_000.0, 80.0);
+        assert!(
+            on(&run, check).is_none(),
+            "no device interrupts: not interrupt-bound"
+        );
+        let f = on(&run, system).expect("system interrupts");
+        assert_eq!(f.cause, cause::SYSTEM_INTERRUPTS);
+        assert!(f.summary.contains("timer interrupts"), "{}", f.summary);
+        assert!(
+            f.summary.contains("high-resolution timers"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn an_ipi_flood_says_cross_cpu_wakeups() {
+        let run = by_source(200.0, 1_000.0, 50_000.0, 85.0);
+        assert!(on(&run, check).is_none());
+        let f = on(&run, system).expect("system interrupts");
+        assert!(f.summary.contains("cross-CPU wake-ups"), "{}", f.summary);
+    }
+
+    #[test]
+    fn timers_landing_on_an_idle_cpu_are_noise_not_a_finding() {
+        assert!(on(&by_source(200.0, 60_000.0, 1_000.0, 25.0), system).is_none());
+    }
+
+    #[test]
+    fn ordinary_ticks_are_nothing() {
+        let run = by_source(300.0, 500.0, 800.0, 90.0);
+        assert!(on(&run, check).is_none());
+        assert!(on(&run, system).is_none());
+    }
+
+    #[test]
+    fn an_imported_total_says_its_source_was_not_measured() {
+        let run = vmstat_like(27_000.0, 4_000.0, 68.0);
+        let f = on(&run, check).unwrap();
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.text.starts_with("interrupt source not measured")));
     }
 
     #[test]

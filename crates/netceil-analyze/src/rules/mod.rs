@@ -28,12 +28,13 @@ pub mod tcp_path;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 14] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 15] = [
         saturation::check,
         shaper::check,
         cpu::hot_cpu,
         cpu::cpu_bound,
         interrupts::check,
+        interrupts::system,
         latency::check,
         locks::check,
         busy_wait::effective_utilization,

@@ -16,7 +16,7 @@
 //! The per-CPU counters are 32-bit (`unsigned int`) and wrap.
 //!
 //! [`nic_queue`] reads NIC queue names such as `eth0-TxRx-3` into interface, queue and
-//! direction.
+//! direction; [`classify`] tells device interrupts from timers and inter-processor interrupts.
 
 use super::{cpu_header, first_line, parse_u64, token_spans, Line};
 use crate::error::{Found, ParseError};
@@ -43,7 +43,111 @@ pub struct IrqRow {
     pub description: String,
 }
 
+/// What raised an interrupt: a device, a timer, another CPU (an IPI), or something else.
+///
+/// The distinction matters because only device interrupts are work arriving from a NIC (or a
+/// disk): a machine can take a million interrupts a second from its own timers and wake-ups
+/// while no device interrupts it at all, as on loopback and veth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IrqSource {
+    Device,
+    /// Local timer ticks and high-resolution timers (`LOC`, `arch_timer`, Hyper-V stimer).
+    Timer,
+    Ipi(IpiKind),
+    /// NMIs, performance counters, thermal, machine checks, errors, hypervisor callbacks.
+    Other,
+}
+
+/// The kinds of inter-processor interrupt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IpiKind {
+    /// `RES`: another CPU woke a task here (a cross-CPU wake-up).
+    Reschedule,
+    /// `CAL`: a function run on this CPU at another's request (smp_call_function).
+    FunctionCall,
+    /// `TLB`: TLB shootdowns (munmap, mprotect, page migration).
+    Tlb,
+    /// `IWI`: irq_work, deferred from NMI or hard-irq context.
+    IrqWork,
+    /// Wake-ups, CPU stop, and IPIs without a known name.
+    Other,
+}
+
+impl IpiKind {
+    /// The label value netceil records (`kind=reschedule`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IpiKind::Reschedule => "reschedule",
+            IpiKind::FunctionCall => "call",
+            IpiKind::Tlb => "tlb",
+            IpiKind::IrqWork => "irq_work",
+            IpiKind::Other => "other",
+        }
+    }
+}
+
+/// The source of a row, from its label and description: the named x86 rows by their
+/// labels, the arm64 `IPIn` rows and anything else by their descriptions, numbered rows by
+/// their handler names (a numbered `timer` or `arch_timer` row is a timer, not a device).
+pub fn classify(label: &str, description: &str, devices: &[String]) -> IrqSource {
+    let numbered = label.bytes().all(|b| b.is_ascii_digit());
+    let d = description.to_ascii_lowercase();
+    if numbered {
+        let timer = devices
+            .iter()
+            .any(|n| n.contains("timer") || n.contains("clockevent"));
+        let ipi = devices.iter().any(|n| n.starts_with("IPI"));
+        return if timer {
+            IrqSource::Timer
+        } else if ipi {
+            IrqSource::Ipi(ipi_kind(&d))
+        } else {
+            IrqSource::Device
+        };
+    }
+    match label {
+        "LOC" | "HVS" => return IrqSource::Timer,
+        "RES" => return IrqSource::Ipi(IpiKind::Reschedule),
+        "CAL" => return IrqSource::Ipi(IpiKind::FunctionCall),
+        "TLB" => return IrqSource::Ipi(IpiKind::Tlb),
+        "IWI" => return IrqSource::Ipi(IpiKind::IrqWork),
+        _ => {}
+    }
+    if label.starts_with("IPI") || d.contains("ipi") {
+        if d.contains("timer") {
+            return IrqSource::Timer;
+        }
+        return IrqSource::Ipi(ipi_kind(&d));
+    }
+    if d.contains("timer") {
+        return IrqSource::Timer;
+    }
+    if d.contains("rescheduling") || d.contains("function call") || d.contains("tlb shootdown") {
+        return IrqSource::Ipi(ipi_kind(&d));
+    }
+    IrqSource::Other
+}
+
+fn ipi_kind(d: &str) -> IpiKind {
+    if d.contains("resched") {
+        IpiKind::Reschedule
+    } else if d.contains("function call") || d.contains("call function") {
+        IpiKind::FunctionCall
+    } else if d.contains("tlb") {
+        IpiKind::Tlb
+    } else if d.contains("irq work") || d.contains("irq_work") {
+        IpiKind::IrqWork
+    } else {
+        IpiKind::Other
+    }
+}
+
 impl IrqRow {
+    /// Device, timer, IPI or other (see [`classify`]).
+    pub fn source(&self) -> IrqSource {
+        classify(&self.label, &self.description, &self.devices)
+    }
+
     /// The IRQ number, for numbered rows.
     pub fn irq(&self) -> Option<u32> {
         parse_u64(&self.label).and_then(|n| u32::try_from(n).ok())
