@@ -92,12 +92,20 @@ pub mod cause {
     pub const GENERATOR_BUSY_WAIT: &str = "generator_busy_wait";
     /// Timer interrupts or IPIs, not devices, made the interrupt rate on busy CPUs.
     pub const SYSTEM_INTERRUPTS: &str = "system_interrupts";
+    /// An unpaced run's sending thread saturated a core while the receiver kept up.
+    pub const SENDER_SATURATED: &str = "sender_saturated";
+    /// An unpaced run's receiving thread saturated a core and could not keep up.
+    pub const RECEIVER_SATURATED: &str = "receiver_saturated";
+    /// A thread of the observed workload saturated a core while making progress.
+    pub const THREAD_SATURATED: &str = "thread_saturated";
     /// A shaper or policer (a rate-limiting qdisc) held the traffic at its rate.
     pub const SHAPER: &str = "shaper";
     /// No network load to diagnose.
     pub const NO_LOAD: &str = "no_load";
     /// Load ran and nothing saturated.
     pub const NO_CEILING: &str = "no_ceiling";
+    /// An unpaced run pushed, so something held it, but nothing measured saturated.
+    pub const UNNAMED_CEILING: &str = "unnamed_ceiling";
 }
 
 /// What the run cannot know about itself.

@@ -143,6 +143,19 @@ pub fn nothing_binds(ctx: &Ctx) -> Finding {
     } else {
         "nothing measured saturated, so the offered load (or something not measured) was the limit"
     };
+    // An unpaced live run pushed as hard as its sender could: something held it, so
+    // "no ceiling" would be false. Say that the ceiling is in what was not measured.
+    if crate::rules::threads::unpaced_live_run(ctx) {
+        f.cause = cause::UNNAMED_CEILING.into();
+        f.confidence = 0.3 * ctx.data_factor();
+        f.summary = format!(
+            "This unpaced run pushed as hard as it could, yet no resource netceil measures saturated: {} {}. The ceiling is in something not measured here (see the not-checked list): a lock, the far end, a socket or window limit.",
+            parts.join(", "),
+            ctx.window_words()
+        );
+        f.next = Some("watch the sender and receiver threads (blocked time, voluntary switches) and the far end's counters; a lock probe would show kernel contention".into());
+        return f;
+    }
     f.summary = format!(
         "No ceiling found: {} {}; {limit}.",
         parts.join(", "),

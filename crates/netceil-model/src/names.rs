@@ -227,6 +227,12 @@ metric_names! {
     /// The CPU the thread last ran on, at the sample time (a gauge). Labels: `pid`, `tid`, `comm`.
     THREAD_LAST_CPU = "thread_last_cpu", Count;
 
+    /// read/write-family system calls per second (/proc/PID/task/TID/io syscr + syscw; the
+    /// sendmsg/recvmsg family is not counted). Labels: `pid`, `tid`, `comm`.
+    THREAD_SYSCALLS_PER_S = "thread_syscalls_per_s", PerSecond;
+    /// Bytes per second through those calls (rchar + wchar), sockets included. Labels: `pid`, `tid`, `comm`.
+    THREAD_IO_BYTES_PER_S = "thread_io_bytes_per_s", BytesPerSecond;
+
     // The observer's own cost.
     /// CPU time of netceil's sampler thread, % of one core.
     SAMPLER_CPU_PCT = "sampler_cpu_pct", Percent;

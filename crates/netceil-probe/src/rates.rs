@@ -1156,6 +1156,27 @@ fn thread_rates<'a>(
             native,
             tick_pct,
         );
+        match (&p.io, &t.io) {
+            (Ok(a), Ok(c)) => {
+                b.rate(
+                    thread_id(THREAD_SYSCALLS_PER_S, t),
+                    Unit::PerSecond,
+                    a.syscr.saturating_add(a.syscw),
+                    c.syscr.saturating_add(c.syscw),
+                    native,
+                    1.0,
+                );
+                b.rate(
+                    thread_id(THREAD_IO_BYTES_PER_S, t),
+                    Unit::BytesPerSecond,
+                    a.rchar.saturating_add(a.wchar),
+                    c.rchar.saturating_add(c.wchar),
+                    native,
+                    1.0,
+                );
+            }
+            (_, Err(e)) | (Err(e), _) => b.missing(thread_id(THREAD_SYSCALLS_PER_S, t), e.clone()),
+        }
         let switches = [
             (THREAD_VOLUNTARY_CS_PER_S, p.voluntary_cs, t.voluntary_cs),
             (

@@ -109,6 +109,9 @@ pub struct ThreadSample {
     pub processor: u32,
     pub voluntary_cs: Option<u64>,
     pub nonvoluntary_cs: Option<u64>,
+    /// read/write-family calls and bytes (`/proc/PID/task/TID/io`); `Err` with the reason
+    /// when the file could not be read (it needs ptrace access to the thread).
+    pub io: Result<crate::parse::task_io::TaskIo, String>,
 }
 
 /// A NIC queue interrupt, tied to an interface where possible.
@@ -530,7 +533,16 @@ impl<S: Source> Sampler<S> {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(SourceError::io(&status_path, &e)),
             };
+        let io_path = format!("/proc/{pid}/task/{tid}/io");
+        let io = match self.source.read_into(&io_path, &mut self.bufs.task) {
+            Ok(()) => crate::parse::task_io::parse(&self.bufs.task)
+                .map_err(|e| SourceError::parse(&io_path, e).to_string()),
+            // Not there while stat and status were: exited just now, or a copy of /proc
+            // without it. The thread's other figures stand.
+            Err(e) => Err(SourceError::io(&io_path, &e).to_string()),
+        };
         Ok(Some(ThreadSample {
+            io,
             pid,
             tid,
             comm: stat.comm,

@@ -287,6 +287,18 @@ impl Machine {
                     t.comm, t.voluntary, t.nonvoluntary
                 ),
             );
+            // Derived from the other counters so that the rates are known: a call per
+            // switch, a kilobyte per tick.
+            fake.set(
+                &format!("{base}/io"),
+                format!(
+                    "rchar: {}\nwchar: {}\nsyscr: {}\nsyscw: {}\nread_bytes: 0\n",
+                    t.utime * 1000,
+                    t.stime * 1000,
+                    t.voluntary,
+                    t.nonvoluntary
+                ),
+            );
         }
     }
 }
@@ -478,6 +490,8 @@ fn two_samples_give_rates_over_the_measured_interval() {
     assert_value(&row, &thread(THREAD_VOLUNTARY_CS_PER_S), 1000.0);
     assert_value(&row, &thread(THREAD_NONVOLUNTARY_CS_PER_S), 10.0);
     assert_value(&row, &thread(THREAD_LAST_CPU), 0.0);
+    assert_value(&row, &thread(THREAD_SYSCALLS_PER_S), 1010.0);
+    assert_value(&row, &thread(THREAD_IO_BYTES_PER_S), 100_000.0);
 
     assert_value(&row, &id(SAMPLER_CPU_PCT), 0.1);
     assert!(row.missing.is_empty(), "{:?}", row.missing);

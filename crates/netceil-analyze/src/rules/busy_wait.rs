@@ -226,8 +226,19 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
     let tid = m.id.label(n::LABEL_TID).unwrap_or("?").to_string();
     let comm = m.id.label(n::LABEL_COMM).unwrap_or("?").to_string();
     let pid = m.id.label(n::LABEL_PID).unwrap_or("PID").to_string();
+    // On the CPU and never blocking is also what a busy worker looks like: what it got done
+    // tells them apart.
+    let load = crate::rules::threads::thread_load(ctx, m)?;
+    let (progressed, how) = crate::rules::threads::progress(ctx, &load);
+    if progressed == Some(true) {
+        return Some(crate::rules::threads::saturated_worker(
+            ctx, &load, &pid, &how,
+        ));
+    }
     let strength = (ramp(cpu, 90.0, 99.0) + ramp(vol, 10.0, 0.0)) / 2.0;
-    let confidence = (0.4 + 0.3 * strength) * ctx.data_factor() * ctx.net_factor();
+    // Without the thread's own I/O, a worker cannot be ruled out: say so, and claim less.
+    let measured = if progressed.is_some() { 1.0 } else { 0.7 };
+    let confidence = (0.4 + 0.3 * strength) * ctx.data_factor() * ctx.net_factor() * measured;
     let flat = ctx
         .throughput()
         .map(|t| {
@@ -247,7 +258,7 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
     let mut f = finding(
         cause::POLLING_THREAD,
         format!(
-            "Thread {comm} ({tid}){own} ran at {} of a core with {} voluntary context switches/s{flat}: it never blocks, the signature of a polling loop.",
+            "Thread {comm} ({tid}){own} ran at {} of a core with {} voluntary context switches/s{flat}, and {how}: it never blocks, the signature of a polling loop.",
             fmt::pct(cpu),
             fmt::sig2(vol)
         ),
@@ -263,9 +274,11 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
         Some(vol),
         format!("{} voluntary context switches/s", fmt::sig2(vol)),
     ));
-    f.alternatives.push(
-        "a compute-bound thread looks the same: not ruled out without a syscall count".into(),
-    );
+    f.alternatives.push(if progressed.is_some() {
+        "a busy worker: ruled out, its own I/O stayed flat while it spun".into()
+    } else {
+        "a busy worker looks the same: not ruled out, its own I/O was not measured".into()
+    });
     f.advice.push(advice(
         "block instead of polling (a blocking recv or epoll_wait with a timeout), or bound the spin (SO_BUSY_POLL µs)",
         "the core is freed for work; OS CPU falls to what the work needs",
@@ -389,6 +402,53 @@ mod tests {
             "{}",
             f.summary
         );
+    }
+
+    /// [`with_thread`] plus the thread's own I/O counters.
+    fn with_io(syscalls: f64, io_bytes: f64) -> netceil_model::Run {
+        let mut run = with_thread(99.5, 0.2, 1e6);
+        let l = [
+            (n::LABEL_PID, "42"),
+            (n::LABEL_TID, "43"),
+            (n::LABEL_COMM, "poller"),
+        ];
+        for r in 0..10 {
+            put(&mut run.series, r, n::THREAD_SYSCALLS_PER_S, &l, syscalls);
+            put(&mut run.series, r, n::THREAD_IO_BYTES_PER_S, &l, io_bytes);
+        }
+        run
+    }
+
+    #[test]
+    fn a_spinning_thread_whose_io_moves_is_a_busy_worker_not_a_polling_loop() {
+        let f = on(&with_io(80_000.0, 1.2e9), polling_thread).expect("a finding");
+        assert_eq!(f.cause, cause::THREAD_SATURATED);
+        assert!(
+            f.summary.starts_with("A busy worker, not a polling loop"),
+            "{}",
+            f.summary
+        );
+        assert!(f.summary.contains("process 42"), "{}", f.summary);
+    }
+
+    #[test]
+    fn a_spinning_thread_whose_io_stays_flat_is_polling_and_says_why() {
+        let f = on(&with_io(3.0, 100.0), polling_thread).expect("polling");
+        assert_eq!(f.cause, cause::POLLING_THREAD);
+        assert!(f.summary.contains("stayed flat"), "{}", f.summary);
+        assert!(
+            f.alternatives[0].contains("ruled out"),
+            "{:?}",
+            f.alternatives
+        );
+        // Measured I/O makes the claim firmer than the unmeasured one.
+        let unmeasured = on(&with_thread(99.5, 0.2, 1e6), polling_thread).unwrap();
+        assert!(
+            unmeasured.summary.contains("not measured"),
+            "{}",
+            unmeasured.summary
+        );
+        assert!(f.confidence > unmeasured.confidence);
     }
 
     #[test]

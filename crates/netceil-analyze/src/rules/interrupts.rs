@@ -308,7 +308,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
 }
 
 /// Timer or IPI rates per CPU from which they are worth naming.
-pub const SYSTEM_INTR_PER_CPU_MIN: f64 = 5_000.0;
+pub const SYSTEM_INTR_PER_CPU_MIN: f64 = 20_000.0;
 
 /// Timer ticks and inter-processor interrupts, not devices, made the interrupt rate: say which,
 /// and what makes them.
@@ -320,7 +320,7 @@ pub const SYSTEM_INTR_PER_CPU_MIN: f64 = 5_000.0;
 /// noise. Fires when timers or IPIs reach [`SYSTEM_INTR_PER_CPU_MIN`] per CPU, device
 /// interrupts are less than a fifth of the total, the run was not a paced run that got its
 /// rate, and the CPUs that took most of them were at least half busy. Confidence: 0.25 + 0.3 ×
-/// the mean of the rate's strength (5 k/s → 0, 30 k/s per CPU → 1) and the busiest receiving
+/// the mean of the rate's strength (20 k/s → 0, 60 k/s per CPU → 1; a TCP stream's own timers reach ~8 k/s per CPU here) and the busiest receiving
 /// CPU's busy share (50 % → 0, 95 % → 1): a cost to name, rarely the ceiling on its own.
 pub fn system(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() || ctx.offered_met() {
@@ -359,7 +359,7 @@ pub fn system(ctx: &Ctx) -> Option<Finding> {
         return None;
     }
     let strength = mean_strength(&[
-        Some(ramp(rate / cpus, SYSTEM_INTR_PER_CPU_MIN, 30_000.0)),
+        Some(ramp(rate / cpus, SYSTEM_INTR_PER_CPU_MIN, 60_000.0)),
         Some(ramp(cpu_busy, 50.0, 95.0)),
     ])
     .unwrap_or(0.0);

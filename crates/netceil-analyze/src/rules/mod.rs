@@ -25,10 +25,11 @@ pub mod locks;
 pub mod saturation;
 pub mod shaper;
 pub mod tcp_path;
+pub mod threads;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 15] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 16] = [
         saturation::check,
         shaper::check,
         cpu::hot_cpu,
@@ -41,6 +42,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
         busy_wait::polling_thread,
         buffers::check,
         tcp_path::check,
+        threads::unpaced_run,
         link::check,
         generator::limited,
         generator::own_busy_wait,

@@ -18,6 +18,7 @@ pub mod snmp;
 pub mod softirqs;
 pub mod softnet;
 pub mod sys_net;
+pub mod task_io;
 pub mod task_stat;
 pub mod task_status;
 

@@ -1,0 +1,509 @@
+//! One thread as the ceiling: an unpaced run's sender or receiver, or someone else's worker.
+//!
+//! **An unpaced run always hits some ceiling.** Nothing paces the sender, so it sends until
+//! something stops it. Which thing is read from the load threads netceil started (their ids
+//! are in `RunMeta.own_thread_ids`, so their names, set by netceil, can be trusted for their
+//! role):
+//! - the sender on a full core that never blocks, with the receiver keeping up (no loss): the
+//!   sending thread is the ceiling. On loopback its kernel time includes the receive path:
+//!   `netif_rx` queues to the per-CPU backlog and the NET_RX softirq runs when the sender's
+//!   system call re-enables bottom halves, on the sender's core, in its context;
+//! - the receiver on a full core while packets were lost (or the sender waited for it): the
+//!   receiving thread is the ceiling;
+//! - loss with no thread saturated is a buffer or the kernel path, and the buffer and CPU
+//!   rules speak to it.
+//!
+//! **A thread that never blocks is not always a polling loop** (`busy_wait::polling_thread`
+//! asks [`progress`]): a worker moving data on a full core is the ceiling of whatever it
+//! serves (`thread_saturated`); a loop whose I/O stays flat while it spins is polling.
+//!
+//! Confidence of sender/receiver saturation: 0.55 + 0.35 × the mean of the thread's CPU
+//! strength (85 % → 0, 98 % → 1) and how little it blocked (100 voluntary switches/s → 0,
+//! 0 → 1); × the data factor.
+
+use netceil_model::{names as n, Finding, Metric, PacingMode, WorkloadKind};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx};
+use crate::fmt;
+use crate::stats::{mean_strength, ramp};
+
+/// A thread this busy (% of one core) is saturated.
+pub const SATURATED_PCT: f64 = 85.0;
+/// Loss above this share means delivery, not sending, was the limit.
+const LOSS_MATTERS: f64 = 0.01;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Sender,
+    Receiver,
+    Other,
+}
+
+/// One thread's figures over the load rows.
+#[derive(Debug, Clone)]
+pub struct ThreadLoad {
+    pub tid: String,
+    pub comm: String,
+    pub cpu_pct: f64,
+    pub system_pct: Option<f64>,
+    pub voluntary_cs: Option<f64>,
+    pub last_cpu: Option<f64>,
+    pub syscalls_per_s: Option<f64>,
+    pub io_bytes_per_s: Option<f64>,
+}
+
+fn sibling_mean(ctx: &Ctx, m: &Metric, name: &str) -> Option<f64> {
+    ctx.run
+        .series
+        .metrics
+        .iter()
+        .find(|s| s.id.name == name && s.id.labels == m.id.labels)
+        .and_then(|s| ctx.mean_of(s))
+}
+
+/// A thread metric's figures, from its `thread_cpu_pct` series.
+pub fn thread_load(ctx: &Ctx, m: &Metric) -> Option<ThreadLoad> {
+    Some(ThreadLoad {
+        tid: m.id.label(n::LABEL_TID)?.to_string(),
+        comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
+        cpu_pct: ctx.mean_of(m)?,
+        system_pct: sibling_mean(ctx, m, n::THREAD_SYSTEM_PCT),
+        voluntary_cs: sibling_mean(ctx, m, n::THREAD_VOLUNTARY_CS_PER_S),
+        last_cpu: sibling_mean(ctx, m, n::THREAD_LAST_CPU),
+        syscalls_per_s: sibling_mean(ctx, m, n::THREAD_SYSCALLS_PER_S),
+        io_bytes_per_s: sibling_mean(ctx, m, n::THREAD_IO_BYTES_PER_S),
+    })
+}
+
+/// The role of one of netceil's own load threads, from the name netceil gave it.
+fn role(comm: &str) -> Role {
+    if comm.contains("-tx") {
+        Role::Sender
+    } else if comm.contains("-rx") || comm.contains("-serve") || comm.contains("-echo") {
+        Role::Receiver
+    } else {
+        Role::Other
+    }
+}
+
+/// netceil's own load threads with their roles.
+fn own_threads(ctx: &Ctx) -> Vec<(Role, ThreadLoad)> {
+    let own = &ctx.run.meta.own_thread_ids;
+    ctx.series()
+        .by_name(n::THREAD_CPU_PCT)
+        .filter(|m| {
+            m.id.label(n::LABEL_TID)
+                .and_then(|t| t.parse::<u32>().ok())
+                .is_some_and(|t| own.contains(&t))
+        })
+        .filter_map(|m| thread_load(ctx, m))
+        .map(|t| (role(&t.comm), t))
+        .collect()
+}
+
+fn hottest(threads: &[(Role, ThreadLoad)], want: Role) -> Option<&ThreadLoad> {
+    threads
+        .iter()
+        .filter(|(r, _)| *r == want)
+        .map(|(_, t)| t)
+        .max_by(|a, b| a.cpu_pct.total_cmp(&b.cpu_pct))
+}
+
+/// Whether the run's sender was unpaced (asked for no rate).
+fn unpaced(ctx: &Ctx) -> bool {
+    let Some(r) = &ctx.run.results else {
+        return false;
+    };
+    // Live runs always record their pacing; a run that does not say is not assumed unpaced.
+    r.generator.pacing == Some(PacingMode::None)
+}
+
+fn kernel_words(t: &ThreadLoad) -> String {
+    t.system_pct
+        .map(|s| format!(" ({} in the kernel)", fmt::pct(s)))
+        .unwrap_or_default()
+}
+
+/// True for a live netceil run whose sender was unpaced (request/response excluded: its
+/// closed loop paces itself).
+pub fn unpaced_live_run(ctx: &Ctx) -> bool {
+    matches!(ctx.run.source, netceil_model::RunSource::Live)
+        && unpaced(ctx)
+        && !matches!(
+            ctx.run.workload.as_ref().map(|w| w.kind),
+            Some(WorkloadKind::Rr) | Some(WorkloadKind::Suite) | None
+        )
+}
+
+/// The ceiling of an unpaced live run, when one of its load threads saturated.
+pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
+    if !unpaced_live_run(ctx) {
+        return None;
+    }
+    let kind = ctx.run.workload.as_ref().map(|w| w.kind);
+    let r = ctx.run.results.as_ref()?;
+    let threads = own_threads(ctx);
+    let sender = hottest(&threads, Role::Sender);
+    let receiver = hottest(&threads, Role::Receiver);
+    let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+    let loss = (sent > 0).then(|| r.lost_packets as f64 / sent as f64);
+    let lossy = loss.is_some_and(|l| l >= LOSS_MATTERS);
+    fn hot(t: Option<&ThreadLoad>) -> Option<&ThreadLoad> {
+        t.filter(|t| t.cpu_pct >= SATURATED_PCT)
+    }
+    // All cores busy with several senders: that is the CPU, not one thread.
+    let cpus = ctx.cpus().unwrap_or(1);
+    let senders = threads.iter().filter(|(r, _)| *r == Role::Sender).count();
+    if senders as u32 >= cpus && ctx.machine_idle().is_some_and(|i| i < 10.0) {
+        return None;
+    }
+    let (which, t, other) = match (hot(sender), hot(receiver)) {
+        (_, Some(rx)) if lossy || sender.is_none_or(|s| rx.cpu_pct >= s.cpu_pct) => {
+            (Role::Receiver, rx, sender)
+        }
+        (Some(tx), _) if !lossy => (Role::Sender, tx, receiver),
+        _ => return None,
+    };
+    let blocked = t.voluntary_cs.unwrap_or(0.0);
+    let strength = mean_strength(&[
+        Some(ramp(t.cpu_pct, SATURATED_PCT, 98.0)),
+        Some(ramp(blocked, 100.0, 0.0)),
+    ])
+    .unwrap_or(0.0);
+    let confidence = (0.55 + 0.35 * strength) * ctx.data_factor();
+    let rate = if r.tx_pps > 0.0 {
+        format!("{} sent", fmt::pps(r.tx_pps))
+    } else {
+        format!(
+            "{} sent",
+            fmt::bits(r.tx_bits_per_s.max(r.rx_app_bits_per_s))
+        )
+    };
+    let other_words = other
+        .map(|o| {
+            format!(
+                "; the {} ({}) had room at {} of a core",
+                if which == Role::Sender {
+                    "receiver"
+                } else {
+                    "sender"
+                },
+                o.comm,
+                fmt::pct(o.cpu_pct)
+            )
+        })
+        .unwrap_or_default();
+    let loopback = ctx.loopback_only();
+    let core = t.last_cpu.map(|c| c.round() as u32);
+    let softirq_on_core = core.and_then(|c| {
+        ctx.per_cpu(n::CPU_SOFTIRQ_PCT)
+            .into_iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, v)| v)
+    });
+    let loopback_words = match (which, loopback, softirq_on_core) {
+        (Role::Sender, true, Some(si)) if si >= 5.0 => format!(
+            " On loopback the receive path runs in the sender's context: CPU {} spent {} in softirq, so part of the sender's kernel time is the receive side's work.",
+            core.unwrap_or(0),
+            fmt::pct(si)
+        ),
+        _ => String::new(),
+    };
+    let (cause_name, head) = match which {
+        Role::Sender => (
+            cause::SENDER_SATURATED,
+            "One sender thread was the ceiling of this unpaced run",
+        ),
+        _ => (
+            cause::RECEIVER_SATURATED,
+            "The receiving thread was the ceiling of this unpaced run",
+        ),
+    };
+    let loss_words = match (which, loss) {
+        (Role::Receiver, Some(l)) if l > 0.0 => {
+            format!(
+                ", and {} of the packets were lost before it read them",
+                fmt::pct(l * 100.0)
+            )
+        }
+        (Role::Sender, Some(l)) if l < LOSS_MATTERS => ", with nothing lost".into(),
+        _ => String::new(),
+    };
+    let mut f = finding(
+        cause_name,
+        format!(
+            "{head}: {} ran at {} of a core{} and blocked {}/s, for {rate}{loss_words}{other_words}.{loopback_words}",
+            t.comm,
+            fmt::pct(t.cpu_pct),
+            kernel_words(t),
+            fmt::sig2(blocked)
+        ),
+        confidence,
+    );
+    f.evidence.push(ctx.ev(
+        format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
+        Some(t.cpu_pct),
+        format!("{} at {} of a core", t.comm, fmt::pct(t.cpu_pct)),
+    ));
+    f.evidence.push(ctx.ev(
+        format!("{}{{tid={}}}", n::THREAD_VOLUNTARY_CS_PER_S, t.tid),
+        Some(blocked),
+        format!(
+            "{} voluntary context switches/s: it never waited",
+            fmt::sig2(blocked)
+        ),
+    ));
+    if let Some(l) = loss {
+        f.evidence.push(ctx.ev_total(
+            "results.lost_packets",
+            Some(l),
+            format!("{} of the packets sent were lost", fmt::pct(l * 100.0)),
+        ));
+    }
+    match which {
+        Role::Sender => {
+            let knob = if kind == Some(WorkloadKind::Tcp) {
+                "--flows 2 (or more), one sender thread each with --threads"
+            } else {
+                "--threads 2 --flows 2"
+            };
+            f.advice.push(advice(
+                knob,
+                "more sending threads in parallel: the offered load rises until the receiver, a buffer or the CPUs bind",
+                Some(if loopback {
+                    "on loopback each sender also carries its receive path, and this machine's cores are shared by both sides"
+                } else {
+                    "one core per sender thread"
+                }),
+            ));
+            f.advice.push(advice(
+                "--size larger (or --gso when available)",
+                "fewer system calls and packets per byte: more bytes per second from the same core",
+                Some("the packet rate falls"),
+            ));
+        }
+        _ => {
+            f.advice.push(advice(
+                "--flows N with receivers spread over cores (SO_REUSEPORT groups, RPS on the receiving interface)",
+                "receive work split over several cores",
+                Some("netceil's own receiver reads all flows on one thread"),
+            ));
+        }
+    }
+    f.alternatives.push(format!(
+        "the kernel path or a buffer: {}",
+        if lossy {
+            "loss happened, but the receiving thread itself was saturated"
+        } else {
+            "nothing was dropped, so no buffer overflowed"
+        }
+    ));
+    Some(f)
+}
+
+/// What a busy thread got done: `Some(true)` when its own I/O counters moved (or it is clearly
+/// moving the machine's packets in the kernel), `Some(false)` when they were measured and flat,
+/// `None` when they were not measured. The text says which figures decided.
+pub fn progress(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
+    let io = t.io_bytes_per_s;
+    let calls = t.syscalls_per_s;
+    if io.is_some_and(|b| b >= 1e6) || calls.is_some_and(|c| c >= 1000.0) {
+        return (
+            Some(true),
+            format!(
+                "its read/write calls moved {}/s in {}/s calls",
+                fmt::bytes(io.unwrap_or(0.0)),
+                fmt::si(calls.unwrap_or(0.0))
+            ),
+        );
+    }
+    // sendmsg/recvmsg-family calls are not in /proc/PID/io: a thread spending most of its
+    // time in the kernel while the machine moves many packets is more likely sending them.
+    let kernel_share = t.system_pct.map(|s| s / t.cpu_pct.max(1.0));
+    let pps = ctx.packet_rate().map(|(p, _)| p).unwrap_or(0.0);
+    if kernel_share.is_some_and(|k| k >= 0.5) && pps >= 20_000.0 {
+        return (
+            Some(true),
+            format!(
+                "{} of its time was in the kernel while the machine moved {} (sendmsg/recvmsg calls are not in its I/O counters)",
+                fmt::pct(kernel_share.unwrap_or(0.0) * 100.0),
+                fmt::pps(pps)
+            ),
+        );
+    }
+    match (io, calls) {
+        (Some(b), Some(c)) => (
+            Some(false),
+            format!(
+                "its read/write calls stayed flat ({}/s, {}/s calls)",
+                fmt::bytes(b),
+                fmt::si(c)
+            ),
+        ),
+        _ => (
+            None,
+            "its own I/O was not measured (/proc/PID/task/TID/io unreadable or not sampled)".into(),
+        ),
+    }
+}
+
+/// A thread of someone else's workload on a full core that never blocks but makes progress:
+/// the worker is the ceiling of what it serves.
+pub fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding {
+    let confidence = (0.5 + 0.3 * ramp(t.cpu_pct, 90.0, 99.0)) * ctx.data_factor();
+    let mut f = finding(
+        cause::THREAD_SATURATED,
+        format!(
+            "A busy worker, not a polling loop, was the ceiling: thread {} ({}) of process {pid} ran at {} of a core{} and never blocked, and {how}.",
+            t.comm,
+            t.tid,
+            fmt::pct(t.cpu_pct),
+            kernel_words(t)
+        ),
+        confidence,
+    );
+    f.evidence.push(ctx.ev(
+        format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
+        Some(t.cpu_pct),
+        format!("{} at {} of a core", t.comm, fmt::pct(t.cpu_pct)),
+    ));
+    if let Some(c) = t.syscalls_per_s {
+        f.evidence.push(ctx.ev(
+            format!("{}{{tid={}}}", n::THREAD_SYSCALLS_PER_S, t.tid),
+            Some(c),
+            format!("{}/s read/write-family calls", fmt::si(c)),
+        ));
+    }
+    f.advice.push(advice(
+        "more worker threads or processes (the program's own option: iperf3 -P, sockperf --threads-num…)",
+        "the work spreads over cores",
+        Some("only if the program can split its work"),
+    ));
+    f.alternatives
+        .push("a polling loop: ruled out, the thread made progress while it spun".into());
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use netceil_model::{GeneratorStats, Results, Series, Workload};
+
+    fn thread(s: &mut Series, r: usize, tid: &str, comm: &str, cpu: f64, sys: f64, vol: f64) {
+        let l = [
+            (n::LABEL_PID, "500"),
+            (n::LABEL_TID, tid),
+            (n::LABEL_COMM, comm),
+        ];
+        put(s, r, n::THREAD_CPU_PCT, &l, cpu + noise(r, 0.5));
+        put(s, r, n::THREAD_SYSTEM_PCT, &l, sys);
+        put(s, r, n::THREAD_VOLUNTARY_CS_PER_S, &l, vol);
+        put(s, r, n::THREAD_LAST_CPU, &l, 0.0);
+    }
+
+    /// An unpaced UDP run on loopback: sender and receiver CPU, voluntary switches, loss.
+    fn unpaced_udp(tx: (f64, f64), rx: (f64, f64), lost: u64, softirq0: f64) -> netceil_model::Run {
+        let mut run = live_run(8, |s, r| {
+            cpu_row(s, r, &[(1.0, 99.0 - softirq0, softirq0), (2.0, 40.0, 0.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 378e3);
+            put(s, r, n::LOAD_RX_BITS_PER_S, &[], 378e3 * 18.0 * 8.0);
+            thread(s, r, "201", "netceil-udp-tx0", tx.0, tx.0, tx.1);
+            thread(s, r, "202", "netceil-udp-rx", rx.0, rx.0 - 2.0, rx.1);
+        });
+        run.meta.own_thread_ids = vec![201, 202];
+        run.workload = Some(Workload {
+            kind: WorkloadKind::Udp,
+            params: [("target".to_string(), serde_json::Value::Null)]
+                .into_iter()
+                .collect(),
+        });
+        run.results = Some(Results {
+            duration_s: 8.0,
+            tx_packets: 3_024_000,
+            tx_pps: 378e3,
+            rx_app_packets: 3_024_000 - lost,
+            lost_packets: lost,
+            generator: GeneratorStats {
+                pacing: Some(PacingMode::None),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        run
+    }
+
+    #[test]
+    fn a_full_sender_with_a_receiver_keeping_up_is_sender_saturated() {
+        let run = unpaced_udp((99.7, 0.0), (45.0, 4800.0), 0, 40.0);
+        let f = on(&run, unpaced_run).expect("sender saturated");
+        assert_eq!(f.cause, cause::SENDER_SATURATED);
+        assert!(
+            f.summary
+                .contains("netceil-udp-tx0 ran at 100 % of a core (100 % in the kernel)"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary
+                .contains("receive path runs in the sender's context"),
+            "{}",
+            f.summary
+        );
+        assert!(f.advice[0].knob.contains("--threads"));
+        assert!(f.confidence > 0.8, "{}", f.confidence);
+    }
+
+    #[test]
+    fn a_full_receiver_losing_packets_is_receiver_saturated() {
+        let run = unpaced_udp((70.0, 3000.0), (98.0, 5.0), 300_000, 10.0);
+        let f = on(&run, unpaced_run).expect("receiver saturated");
+        assert_eq!(f.cause, cause::RECEIVER_SATURATED);
+        assert!(
+            f.summary.contains("lost before it read them"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn loss_with_no_thread_saturated_is_left_to_the_buffer_and_cpu_rules() {
+        let run = unpaced_udp((99.0, 0.0), (50.0, 4000.0), 300_000, 40.0);
+        assert!(on(&run, unpaced_run).is_none());
+    }
+
+    #[test]
+    fn a_paced_run_is_not_this_rules() {
+        let mut run = unpaced_udp((99.7, 0.0), (45.0, 4800.0), 0, 40.0);
+        run.results.as_mut().unwrap().generator.pacing = Some(PacingMode::Sleep);
+        assert!(on(&run, unpaced_run).is_none());
+    }
+
+    #[test]
+    fn threads_not_started_by_this_run_are_not_its_sender() {
+        let mut run = unpaced_udp((99.7, 0.0), (45.0, 4800.0), 0, 40.0);
+        run.meta.own_thread_ids = vec![999];
+        assert!(on(&run, unpaced_run).is_none());
+    }
+
+    #[test]
+    fn an_unpaced_run_where_nothing_saturated_is_not_called_ceiling_free() {
+        let run = unpaced_udp((60.0, 20_000.0), (50.0, 4000.0), 0, 10.0);
+        let findings = crate::analyze(&run);
+        assert_ne!(findings[0].cause, cause::NO_CEILING, "{findings:?}");
+        let mut paced = run.clone();
+        let r = paced.results.as_mut().unwrap();
+        r.generator.pacing = Some(PacingMode::Sleep);
+        r.generator.achieved_ratio = Some(1.0);
+        r.requested_pps = Some(378e3);
+        assert_eq!(crate::analyze(&paced)[0].cause, cause::NO_CEILING);
+    }
+
+    #[test]
+    fn a_sender_that_waits_is_not_saturated() {
+        // Blocked 20 k/s (a full socket buffer or TCP window): something downstream held it.
+        let run = unpaced_udp((60.0, 20_000.0), (50.0, 4000.0), 0, 10.0);
+        assert!(on(&run, unpaced_run).is_none());
+    }
+}
