@@ -19,7 +19,7 @@ fn loopback() -> SocketAddr {
 #[test]
 fn sender_learns_receiver_figures_from_fin_report() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let rx = UdpReceiver::spawn(loopback(), None).unwrap();
+    let rx = UdpReceiver::spawn(loopback(), None, false).unwrap();
     let cfg = UdpConfig {
         target: Some(rx.local_addr()),
         rate: Some(Rate::PacketsPerSecond(50_000.0)),
@@ -80,7 +80,7 @@ fn silent_target_leaves_receiver_figures_unknown() {
 #[test]
 fn requests_are_echoed_as_responses_and_foreign_datagrams_set_apart() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let rx = UdpReceiver::spawn(loopback(), Some(1 << 20)).unwrap();
+    let rx = UdpReceiver::spawn(loopback(), Some(1 << 20), false).unwrap();
     let client = UdpSocket::bind(loopback()).unwrap();
     client.connect(rx.local_addr()).unwrap();
     client
@@ -131,6 +131,7 @@ fn serve_udp_counts_and_stops_on_request() {
             serve_udp(
                 listen,
                 None,
+                false,
                 &stop,
                 Some(Duration::from_secs(10)),
                 &mut |_| ticks += 1,
@@ -171,6 +172,7 @@ fn serve_udp_reports_an_address_it_cannot_bind() {
     let err = serve_udp(
         taken.local_addr().unwrap(),
         None,
+        false,
         &stop,
         Some(Duration::from_millis(10)),
         &mut |_| {},

@@ -140,6 +140,10 @@ pub struct Results {
     /// transactions per mean round trip, which is how the analyzer tells a latency ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_loop_in_flight: Option<u32>,
+    /// The receive socket's buffer as the kernel granted it (getsockopt SO_RCVBUF), bytes: the
+    /// system default unless `--rcvbuf` asked for more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowResult>,
     /// How TCP flows were paced.

@@ -132,8 +132,14 @@ pub struct UdpArgs {
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
     /// Receive buffer to request on the receiver's socket, bytes (e.g. 4K to provoke drops).
+    /// Without it the socket keeps the system default (net.core.rmem_default), as an ordinary
+    /// application does; a request is clamped to net.core.rmem_max.
     #[arg(long, value_parser = parse_size)]
     pub rcvbuf: Option<usize>,
+    /// Force --rcvbuf past net.core.rmem_max (SO_RCVBUFFORCE, root or CAP_NET_ADMIN); the
+    /// output says what it bypassed.
+    #[arg(long, requires = "rcvbuf")]
+    pub rcvbuf_force: bool,
     /// Send buffer to request on the sender's sockets, bytes.
     #[arg(long, value_parser = parse_size)]
     pub sndbuf: Option<usize>,
@@ -202,9 +208,12 @@ pub struct RecvArgs {
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Receive buffer to request, bytes.
+    /// Receive buffer to request, bytes (default: the system's net.core.rmem_default).
     #[arg(long, value_parser = parse_size)]
     pub rcvbuf: Option<usize>,
+    /// Force --rcvbuf past net.core.rmem_max (SO_RCVBUFFORCE, root or CAP_NET_ADMIN).
+    #[arg(long, requires = "rcvbuf")]
+    pub rcvbuf_force: bool,
     /// Print one JSON document at the end.
     #[arg(long)]
     pub json: bool,

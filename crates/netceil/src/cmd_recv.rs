@@ -25,19 +25,26 @@ pub fn run(args: RecvArgs) -> Result<u8, Failure> {
         println!("listening on {listen} (udp and tcp); Ctrl-C to stop");
     }
     let mut last = (0.0, 0u64, 0u64);
-    let udp = netceil_load::udp::serve_udp(listen, args.rcvbuf, &stop, duration, &mut |p| {
-        let dt = (p.elapsed_s - last.0).max(1e-9);
-        if !args.json && p.rx_packets > last.1 {
-            println!(
-                "{:6.1}s  udp rx {:>10}  {:>12}  lost {}",
-                p.elapsed_s,
-                fmt::pps((p.rx_packets - last.1) as f64 / dt),
-                fmt::bits_per_s((p.rx_bytes - last.2) as f64 * 8.0 / dt),
-                fmt::count(p.lost_so_far)
-            );
-        }
-        last = (p.elapsed_s, p.rx_packets, p.rx_bytes);
-    });
+    let udp = netceil_load::udp::serve_udp(
+        listen,
+        args.rcvbuf,
+        args.rcvbuf_force,
+        &stop,
+        duration,
+        &mut |p| {
+            let dt = (p.elapsed_s - last.0).max(1e-9);
+            if !args.json && p.rx_packets > last.1 {
+                println!(
+                    "{:6.1}s  udp rx {:>10}  {:>12}  lost {}",
+                    p.elapsed_s,
+                    fmt::pps((p.rx_packets - last.1) as f64 / dt),
+                    fmt::bits_per_s((p.rx_bytes - last.2) as f64 * 8.0 / dt),
+                    fmt::count(p.lost_so_far)
+                );
+            }
+            last = (p.elapsed_s, p.rx_packets, p.rx_bytes);
+        },
+    );
     // Whichever side ended first (a bind error, Ctrl-C, --duration), the other ends too.
     stop.store(true, Ordering::SeqCst);
     let tcp = tcp

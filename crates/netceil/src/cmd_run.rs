@@ -234,6 +234,7 @@ fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, F
         ipv6: common.ipv6,
         target: common.to,
         rcvbuf: a.rcvbuf,
+        rcvbuf_force: a.rcvbuf_force,
         sndbuf: a.sndbuf,
         run_id: wire_id,
         gso: a.gso,
@@ -245,7 +246,7 @@ fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, F
         "rate": a.rate, "interval_ns": cfg.interval_ns, "pacing": cfg.pacing,
         "burst": cfg.burst, "count": cfg.count, "duration_s": cfg.duration.as_secs_f64(),
         "flows": cfg.flows, "threads": cfg.threads, "ipv6": cfg.ipv6,
-        "target": cfg.target.map(|t| t.to_string()), "rcvbuf": cfg.rcvbuf, "gso": cfg.gso,
+        "target": cfg.target.map(|t| t.to_string()), "rcvbuf": cfg.rcvbuf, "rcvbuf_force": cfg.rcvbuf_force, "gso": cfg.gso,
     }));
     Ok(Plan::Udp(cfg, params))
 }

@@ -30,9 +30,17 @@ struct Stage {
     knob: Advice,
 }
 
-fn socket_advice() -> Advice {
+fn socket_advice(rcvbuf: Option<u64>) -> Advice {
+    let had = rcvbuf
+        .map(|b| {
+            format!(
+                "the socket had {} of receive buffer; ",
+                fmt::bytes(b as f64)
+            )
+        })
+        .unwrap_or_default();
     advice(
-        "a bigger socket buffer: sysctl net.core.rmem_max=33554432, then SO_RCVBUF (netceil: --rcvbuf 32M)",
+        format!("{had}a bigger socket buffer: sysctl net.core.rmem_max=33554432, then SO_RCVBUF (netceil: --rcvbuf 32M)"),
         "bursts are absorbed instead of dropped",
         Some("no help if the reader is slower than the sender on average: then the reader is the ceiling"),
     )
@@ -89,6 +97,7 @@ fn stage(
 
 fn stages(ctx: &Ctx) -> Vec<Stage> {
     let k = ctx.run.results.as_ref().map(|r| &r.kernel);
+    let rcvbuf = ctx.run.results.as_ref().and_then(|r| r.rcvbuf_bytes);
     // Our own socket's drops (SO_RXQ_OVFL) say more than the machine-wide UDP counter.
     let socket = match (
         k.and_then(|k| k.socket_drops),
@@ -99,21 +108,21 @@ fn stages(ctx: &Ctx) -> Vec<Stage> {
             "the receive socket's buffer",
             "",
             Some(("socket_drops", d)),
-            socket_advice(),
+            socket_advice(rcvbuf),
         ),
         (None, Some(e)) => stage(
             ctx,
             "the UDP socket buffer",
             "",
             Some(("udp_rcvbuf_errors", e)),
-            socket_advice(),
+            socket_advice(rcvbuf),
         ),
         (None, None) => stage(
             ctx,
             "the UDP socket buffer",
             n::UDP_RCVBUF_ERRORS_PER_S,
             None,
-            socket_advice(),
+            socket_advice(rcvbuf),
         ),
     };
     let backlog = match k.and_then(|k| k.backlog_drops) {

@@ -38,8 +38,6 @@ use receiver::{
 };
 use sender::{run_sender, FlowSocket, SenderPlan, SenderReport, StopReason, TxLive};
 
-pub use sockets::DEFAULT_RCVBUF;
-
 /// Largest UDP payload over IPv4 (65535 − 20 IP − 8 UDP).
 pub const MAX_PAYLOAD_V4: usize = 65_507;
 /// Largest UDP payload over IPv6 without jumbograms (65535 − 8 UDP).
@@ -77,8 +75,11 @@ pub struct UdpConfig {
     pub ipv6: bool,
     /// A remote `netceil recv`; `None` runs a receiver in this process on loopback.
     pub target: Option<SocketAddr>,
-    /// Receive buffer to ask for (`--rcvbuf`); default [`DEFAULT_RCVBUF`].
+    /// Receive buffer to ask for (`--rcvbuf`); `None` leaves the system default
+    /// (net.core.rmem_default), as an ordinary application gets.
     pub rcvbuf: Option<usize>,
+    /// Force `rcvbuf` past net.core.rmem_max with SO_RCVBUFFORCE (`--rcvbuf-force`).
+    pub rcvbuf_force: bool,
     /// Send buffer to ask for (`--sndbuf`); default: the kernel's.
     pub sndbuf: Option<usize>,
     /// Marks this run's datagrams; others reaching the receiver are counted as foreign.
@@ -102,6 +103,7 @@ impl Default for UdpConfig {
             ipv6: false,
             target: None,
             rcvbuf: None,
+            rcvbuf_force: false,
             sndbuf: None,
             run_id: 0,
             gso: false,
@@ -280,7 +282,8 @@ pub fn run_udp(
             } else {
                 "127.0.0.1:0".parse().expect("static address")
             };
-            let (socket, grant) = sockets::bind_receiver(listen, cfg.rcvbuf, RX_TIMEOUT)?;
+            let (socket, grant) =
+                sockets::bind_receiver(listen, cfg.rcvbuf, cfg.rcvbuf_force, RX_TIMEOUT)?;
             notes.push(grant.note.clone());
             notes.push(match strategy_for_rcvbuf(grant.granted) {
                 RxStrategy::Coalesce { pause_ns } => format!(
@@ -642,6 +645,7 @@ fn build_outcome(
         requested_pps,
         ..Results::default()
     };
+    results.rcvbuf_bytes = rcvbuf_granted.map(|g| g as u64);
 
     let mut foreign_packets = 0;
     let receiver_reported = match rx {
@@ -897,8 +901,12 @@ pub struct UdpReceiver {
 
 impl UdpReceiver {
     /// Binds `listen` (port 0 for any) and starts receiving.
-    pub fn spawn(listen: SocketAddr, rcvbuf: Option<usize>) -> Result<UdpReceiver, LoadError> {
-        let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, RX_TIMEOUT)?;
+    pub fn spawn(
+        listen: SocketAddr,
+        rcvbuf: Option<usize>,
+        rcvbuf_force: bool,
+    ) -> Result<UdpReceiver, LoadError> {
+        let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
         let local_addr = socket
             .local_addr()
             .map_err(|e| LoadError::socket("getsockname", e))?;
@@ -1023,11 +1031,12 @@ impl Drop for UdpReceiver {
 pub fn serve_udp(
     listen: SocketAddr,
     rcvbuf: Option<usize>,
+    rcvbuf_force: bool,
     stop: &AtomicBool,
     duration: Option<Duration>,
     on_progress: &mut dyn FnMut(&ServeProgress),
 ) -> Result<ServeReport, LoadError> {
-    let rx = UdpReceiver::spawn(listen, rcvbuf)?;
+    let rx = UdpReceiver::spawn(listen, rcvbuf, rcvbuf_force)?;
     let start = now_ns();
     let end = duration.map(|d| start + d.as_nanos().min(u128::from(u64::MAX / 2)) as u64);
     let mut next_progress = start + PROGRESS_EVERY_NS;

@@ -20,16 +20,12 @@ pub struct RcvbufGrant {
     pub note: String,
 }
 
-/// Receive buffer asked for when the user does not choose one: big enough that a receiver that
-/// is briefly descheduled does not drop at loopback rates (as udp_floor.c asks for 64 MB, which
-/// the kernel clamps the same way).
-pub const DEFAULT_RCVBUF: usize = 4 << 20;
-
 /// A UDP socket bound to `listen` with SO_RXQ_OVFL on, a read timeout so its thread can notice
-/// a stop request, and the receive buffer asked for.
+/// a stop request, and the receive buffer asked for (see [`set_rcvbuf`]).
 pub fn bind_receiver(
     listen: SocketAddr,
     rcvbuf: Option<usize>,
+    force: bool,
     read_timeout: Duration,
 ) -> Result<(UdpSocket, RcvbufGrant), LoadError> {
     let socket = Socket::new(
@@ -44,7 +40,7 @@ pub fn bind_receiver(
             .set_only_v6(true)
             .map_err(|e| LoadError::socket("setsockopt IPV6_V6ONLY", e))?;
     }
-    let grant = set_rcvbuf(&socket, rcvbuf)?;
+    let grant = set_rcvbuf(&socket, rcvbuf, force)?;
     socket.bind(&listen.into()).map_err(|e| LoadError::Bind {
         addr: listen,
         source: e,
@@ -58,34 +54,73 @@ pub fn bind_receiver(
     Ok((socket, grant))
 }
 
-/// Sets the receive buffer. SO_RCVBUFFORCE (root or CAP_NET_ADMIN) is tried first because it is
-/// not clamped to `net.core.rmem_max`; without the privilege, plain SO_RCVBUF is used and the
-/// note says the request may have been clamped.
-fn set_rcvbuf(socket: &Socket, requested: Option<usize>) -> Result<RcvbufGrant, LoadError> {
-    let want = requested.unwrap_or(DEFAULT_RCVBUF);
-    let how = match setsockopt(socket, sockopt::RcvBufForce, &want) {
-        Ok(()) => "SO_RCVBUFFORCE (privileged, not clamped to net.core.rmem_max)",
-        Err(_) => {
+/// `net.core.rmem_max`, when readable: what a plain SO_RCVBUF request is clamped to.
+fn rmem_max() -> Option<usize> {
+    std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Sets the receive buffer as an ordinary application would, unless told otherwise:
+/// - nothing asked: no setsockopt at all, so the socket gets `net.core.rmem_default`, what the
+///   user's own application meets;
+/// - `--rcvbuf N`: SO_RCVBUF, which the kernel clamps to `net.core.rmem_max` (and doubles for
+///   its bookkeeping); the note says when it was clamped;
+/// - `--rcvbuf N --rcvbuf-force`: SO_RCVBUFFORCE (CAP_NET_ADMIN), which bypasses rmem_max; the
+///   note says what it bypassed. Without the privilege this is an error, not a silent fallback.
+fn set_rcvbuf(
+    socket: &Socket,
+    requested: Option<usize>,
+    force: bool,
+) -> Result<RcvbufGrant, LoadError> {
+    let max = rmem_max();
+    let how = match (requested, force) {
+        (None, true) => {
+            return Err(LoadError::InvalidConfig(
+                "--rcvbuf-force needs --rcvbuf SIZE: the size to force".into(),
+            ))
+        }
+        (None, false) => None,
+        (Some(want), false) => {
             socket
                 .set_recv_buffer_size(want)
                 .map_err(|e| LoadError::socket(format!("setsockopt SO_RCVBUF {want}"), e))?;
-            "SO_RCVBUF (unprivileged: clamped to net.core.rmem_max)"
+            Some(format!("requested {want} B with SO_RCVBUF"))
+        }
+        (Some(want), true) => {
+            setsockopt(socket, sockopt::RcvBufForce, &want).map_err(|e| {
+                LoadError::socket(
+                    format!(
+                        "setsockopt SO_RCVBUFFORCE {want} (--rcvbuf-force needs root or CAP_NET_ADMIN)"
+                    ),
+                    std::io::Error::from(e),
+                )
+            })?;
+            let bypassed = max
+                .filter(|m| want > *m)
+                .map(|m| format!(", bypassing net.core.rmem_max = {m} B"))
+                .unwrap_or_default();
+            Some(format!("forced {want} B with SO_RCVBUFFORCE{bypassed}"))
         }
     };
     let granted = socket
         .recv_buffer_size()
         .map_err(|e| LoadError::socket("getsockopt SO_RCVBUF", e))?;
-    let whose = if requested.is_some() {
-        "requested"
-    } else {
-        "default request"
-    };
-    Ok(RcvbufGrant {
-        granted,
-        note: format!(
-            "receive buffer: {whose} {want} B via {how}; kernel granted {granted} B (it doubles the request for overhead)"
+    let note = match (how, requested) {
+        (None, _) => format!(
+            "receive buffer: none requested, as an ordinary application: the system default (net.core.rmem_default) gave {granted} B; --rcvbuf asks for more"
         ),
-    })
+        (Some(how), Some(want)) if !force && granted < want => format!(
+            "receive buffer: {how}; the kernel granted {granted} B, clamped to net.core.rmem_max{} (--rcvbuf-force bypasses it)",
+            max.map(|m| format!(" = {m} B")).unwrap_or_default()
+        ),
+        (Some(how), _) => format!(
+            "receive buffer: {how}; the kernel granted {granted} B (it doubles a request for its bookkeeping)"
+        ),
+    };
+    Ok(RcvbufGrant { granted, note })
 }
 
 /// A sender socket for one flow: its own ephemeral source port, connected to `target`, never
@@ -175,18 +210,90 @@ mod tests {
         assert_eq!(d.total(), u64::from(u32::MAX) + 4);
     }
 
+    fn read_sysctl(name: &str) -> usize {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
     #[test]
     fn bind_reports_grant_and_bad_address() {
         let (s, g) = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
             Some(100_000),
+            false,
             Duration::from_millis(10),
         )
         .unwrap();
         assert!(g.granted >= 100_000, "{g:?}");
         let taken = s.local_addr().unwrap();
-        let e = bind_receiver(taken, None, Duration::from_millis(10)).unwrap_err();
+        let e = bind_receiver(taken, None, false, Duration::from_millis(10)).unwrap_err();
         assert!(e.is_usage(), "{e}");
+    }
+
+    #[test]
+    fn by_default_the_receiver_gets_what_an_ordinary_application_gets() {
+        let (_s, g) = bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            false,
+            Duration::from_millis(10),
+        )
+        .unwrap();
+        assert_eq!(g.granted, read_sysctl("rmem_default"), "{g:?}");
+        assert!(g.note.contains("net.core.rmem_default"), "{}", g.note);
+    }
+
+    #[test]
+    fn a_plain_request_is_clamped_to_rmem_max_and_says_so() {
+        let max = read_sysctl("rmem_max");
+        let want = max * 4;
+        let (_s, g) = bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            Some(want),
+            false,
+            Duration::from_millis(10),
+        )
+        .unwrap();
+        assert!(g.granted <= 2 * max, "{g:?}");
+        assert!(
+            g.note.contains("clamped to net.core.rmem_max"),
+            "{}",
+            g.note
+        );
+        assert!(g.note.contains("--rcvbuf-force"), "{}", g.note);
+    }
+
+    #[test]
+    fn forcing_bypasses_rmem_max_and_says_what_it_bypassed() {
+        let max = read_sysctl("rmem_max");
+        let want = max * 4;
+        match bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            Some(want),
+            true,
+            Duration::from_millis(10),
+        ) {
+            Ok((_s, g)) => {
+                assert!(g.granted >= want, "{g:?}");
+                assert!(g.note.contains("bypassing net.core.rmem_max"), "{}", g.note);
+            }
+            // Without CAP_NET_ADMIN: a clear error, never a silent fallback.
+            Err(e) => assert!(e.to_string().contains("CAP_NET_ADMIN"), "{e}"),
+        }
+        let e = bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            true,
+            Duration::from_millis(10),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("--rcvbuf-force needs --rcvbuf"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -194,6 +301,7 @@ mod tests {
         let (rx, _) = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
             None,
+            false,
             Duration::from_millis(10),
         )
         .unwrap();

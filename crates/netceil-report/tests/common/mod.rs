@@ -149,6 +149,7 @@ fn full_results() -> Results {
         }),
         transactions_per_s: Some(72_729.0),
         closed_loop_in_flight: Some(1),
+        rcvbuf_bytes: Some(8 << 20),
         flows: vec![FlowResult {
             flow: 0,
             bytes: 500_480_000,
