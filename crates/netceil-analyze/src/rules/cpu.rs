@@ -82,6 +82,9 @@ pub fn hot_cpu(ctx: &Ctx) -> Option<Finding> {
         .max();
     let why = if !kernel_bound {
         String::new()
+    } else if ctx.loopback_only() {
+        // Loopback has no NIC queues: its receive work runs where the sender runs.
+        "; on loopback the receive softirq runs on the sending thread's core".to_string()
     } else if rx_queues == Some(1) || (rx_queues.is_none() && nic_queues == Some(1)) {
         "; the NIC has a single receive queue, so all receive work lands on one core".to_string()
     } else if irq_share.is_some_and(|s| s > 0.8) {
