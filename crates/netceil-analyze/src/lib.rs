@@ -98,6 +98,8 @@ pub mod cause {
     pub const RECEIVER_SATURATED: &str = "receiver_saturated";
     /// A thread of the observed workload saturated a core while making progress.
     pub const THREAD_SATURATED: &str = "thread_saturated";
+    /// Processes outside the workload took the CPU the network work needed.
+    pub const CPU_CONTENTION: &str = "cpu_contention";
     /// A shaper or policer (a rate-limiting qdisc) held the traffic at its rate.
     pub const SHAPER: &str = "shaper";
     /// No network load to diagnose.

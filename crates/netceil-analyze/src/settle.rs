@@ -34,7 +34,7 @@ pub const PRECEDENCE: &[&str] = &[
     cause::SHAPER,
     cause::LINK_LIMIT,
     cause::LOCK_CONTENTION,
-    "cpu_contention",
+    cause::CPU_CONTENTION,
     cause::GENERATOR_LIMITED,
     cause::BUFFER_DROPS,
     "napi_budget",

@@ -233,6 +233,12 @@ metric_names! {
     /// Bytes per second through those calls (rchar + wchar), sockets included. Labels: `pid`, `tid`, `comm`.
     THREAD_IO_BYTES_PER_S = "thread_io_bytes_per_s", BytesPerSecond;
 
+    // Who else is on the CPU: every process's CPU time, read every 2 s (as top does); only
+    // the busiest few are recorded.
+    /// CPU time of one process, % of one core (all its threads). Labels: `pid`, `comm`, and
+    /// `cpu` (where its main thread last ran).
+    PROC_CPU_PCT = "proc_cpu_pct", Percent;
+
     // The observer's own cost.
     /// CPU time of netceil's sampler thread, % of one core.
     SAMPLER_CPU_PCT = "sampler_cpu_pct", Percent;

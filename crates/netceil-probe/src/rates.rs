@@ -347,6 +347,7 @@ fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot)
         pressure_rates(b, ps, cs);
         thread_rates(b, ps, cs, cur.ticks_per_s);
         qdisc_rates(b, ps, cs);
+        process_rates(b, ps, cs, cur.ticks_per_s);
         if let (Some(p), Some(c)) = (ps.sampler_cpu, cs.sampler_cpu) {
             let used = c.saturating_sub(p).as_secs_f64();
             b.value(
@@ -1384,5 +1385,44 @@ fn irq_source_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot) {
             Some(t) => b.value(id, Unit::PerSecond, per_s(t, elapsed)),
             None => b.missing(&id, RESET_REASON),
         }
+    }
+}
+
+/// Processes recorded per scan, at most: the busiest, at or above [`PROC_CPU_MIN_PCT`].
+pub const PROC_TOP: usize = 6;
+/// A process below this share of one core is not worth a column.
+pub const PROC_CPU_MIN_PCT: f64 = 5.0;
+
+/// The busiest processes' CPU over the time between two process scans (rows between scans
+/// carry none: a missing value, not a zero).
+fn process_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, ticks_per_s: u64) {
+    let (Some(p), Some(c)) = (&prev.processes, &cur.processes) else {
+        return;
+    };
+    let elapsed = c.t.as_secs_f64() - p.t.as_secs_f64();
+    if c.seq == p.seq || elapsed <= 0.0 {
+        return;
+    }
+    let before: BTreeMap<u32, &crate::sampler::ProcessSample> =
+        p.processes.iter().map(|s| (s.pid, s)).collect();
+    let tick_pct = 100.0 / ticks_per_s.max(1) as f64;
+    let mut busy: Vec<(&crate::sampler::ProcessSample, f64)> = c
+        .processes
+        .iter()
+        .filter_map(|s| {
+            let old = before.get(&s.pid)?;
+            // A reused pid or a reset: skip rather than guess.
+            let d = s.ticks.checked_sub(old.ticks)?;
+            Some((s, d as f64 * tick_pct / elapsed))
+        })
+        .filter(|(_, pct)| *pct >= PROC_CPU_MIN_PCT)
+        .collect();
+    busy.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (s, pct) in busy.into_iter().take(PROC_TOP) {
+        let id = MetricId::new(PROC_CPU_PCT)
+            .with(LABEL_PID, s.pid.to_string())
+            .with(LABEL_COMM, s.comm.clone())
+            .with(LABEL_CPU, s.processor.to_string());
+        b.value(Key::Built(id), Unit::Percent, pct);
     }
 }

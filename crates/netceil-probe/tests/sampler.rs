@@ -1046,3 +1046,38 @@ fn interrupts_are_split_into_devices_timers_and_ipis() {
     );
     assert_value(&row, &cpu(IPI_PER_S, 0), 10_000.0);
 }
+
+#[test]
+fn the_busiest_processes_are_named_every_scan() {
+    let stat = |pid: u32, comm: &str, ticks: u64, cpu: u32| {
+        format!(
+            "{pid} ({comm}) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    fake.set("/proc/300/stat", stat(300, "hog (x)", 1_000, 1));
+    fake.set("/proc/301/stat", stat(301, "idle one", 50, 0));
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    // 2 s later: the hog used 190 ticks (95 % of a core), the other 1 tick.
+    fake.advance(Duration::from_secs(2));
+    fake.set("/proc/300/stat", stat(300, "hog (x)", 1_190, 1));
+    fake.set("/proc/301/stat", stat(301, "idle one", 51, 0));
+    let b = s.sample();
+    let row = rates(&a, &b);
+    let hog = MetricId::new(PROC_CPU_PCT)
+        .with(LABEL_PID, "300")
+        .with(LABEL_COMM, "hog (x)")
+        .with(LABEL_CPU, "1");
+    assert_value(&row, &hog, 95.0);
+    assert_eq!(
+        row.by_name(PROC_CPU_PCT).count(),
+        1,
+        "processes under 5 % of a core are not recorded"
+    );
+    // Before the next scan is due, no new figure (not a zero).
+    fake.advance(Duration::from_secs(1));
+    let c = s.sample();
+    assert_eq!(rates(&b, &c).get(&hog), None);
+}

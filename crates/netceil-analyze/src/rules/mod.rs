@@ -15,6 +15,7 @@ use crate::ctx::Ctx;
 
 pub mod buffers;
 pub mod busy_wait;
+pub mod contention;
 pub mod cpu;
 pub mod generator;
 pub mod interrupts;
@@ -29,11 +30,12 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 16] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 17] = [
         saturation::check,
         shaper::check,
         cpu::hot_cpu,
         cpu::cpu_bound,
+        contention::check,
         interrupts::check,
         interrupts::system,
         latency::check,
