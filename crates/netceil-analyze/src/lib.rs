@@ -157,6 +157,7 @@ fn single(run: &Run, opts: &Options) -> Vec<Finding> {
     let mut findings = rules::single_run(&ctx);
     sort(&mut findings);
     settle::settle_near_ties(&mut findings);
+    settle::put_mechanisms_first(&mut findings);
     settle::name_runner_up(&mut findings);
     if findings.is_empty() {
         findings.push(verdict::nothing_binds(&ctx));

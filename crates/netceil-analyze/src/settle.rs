@@ -67,6 +67,79 @@ fn informs_only(f: &Finding) -> bool {
     f.cause == cause::LINK_HEADROOM
 }
 
+/// Mechanisms and the symptoms they produce. When a mechanism was found with at least
+/// [`EXPLAIN_MIN`] confidence, the symptoms it explains do not outrank it, however loud they
+/// are: CPU taken by other programs is why a socket overflowed, not the other way round; a
+/// polling thread is why its core is hot.
+pub const EXPLAINS: &[(&str, &[&str])] = &[
+    (
+        cause::CPU_CONTENTION,
+        &[
+            cause::BUFFER_DROPS,
+            cause::SATURATION,
+            cause::GENERATOR_LIMITED,
+            cause::HOT_CPU,
+            cause::CPU_BOUND,
+            cause::SENDER_SATURATED,
+            cause::RECEIVER_SATURATED,
+            cause::UNNAMED_CEILING,
+        ],
+    ),
+    (
+        cause::SHAPER,
+        &[
+            cause::SATURATION,
+            cause::BUFFER_DROPS,
+            cause::UNNAMED_CEILING,
+        ],
+    ),
+    (cause::POLLING_THREAD, &[cause::HOT_CPU, cause::CPU_BOUND]),
+    (cause::THREAD_SATURATED, &[cause::HOT_CPU, cause::CPU_BOUND]),
+    (cause::SENDER_SATURATED, &[cause::HOT_CPU, cause::CPU_BOUND]),
+    (
+        cause::RECEIVER_SATURATED,
+        &[
+            cause::HOT_CPU,
+            cause::CPU_BOUND,
+            cause::BUFFER_DROPS,
+            cause::SATURATION,
+        ],
+    ),
+    (cause::BUFFER_DROPS, &[cause::SATURATION]),
+];
+
+/// A mechanism must be at least this sure of itself to be put before what it explains.
+pub const EXPLAIN_MIN: f64 = 0.45;
+
+fn explains(mechanism: &str, symptom: &str) -> bool {
+    EXPLAINS
+        .iter()
+        .any(|(m, s)| *m == mechanism && s.contains(&symptom))
+}
+
+/// Puts a mechanism before the symptom it explains, when both were found. `findings` must be
+/// sorted by confidence. The relation has no cycles, so this ends; it is bounded anyway.
+pub fn put_mechanisms_first(findings: &mut [Finding]) {
+    for _ in 0..findings.len() {
+        let Some(top) = findings.first().map(|f| f.cause.clone()) else {
+            return;
+        };
+        let Some(i) = findings.iter().position(|f| {
+            f.confidence >= EXPLAIN_MIN && f.cause != top && explains(&f.cause, &top)
+        }) else {
+            return;
+        };
+        let symptom = format!(
+            "explains the {} finding ({:.0} %): {}",
+            findings[0].cause,
+            findings[0].confidence * 100.0,
+            findings[0].summary.trim_end_matches('.')
+        );
+        findings[..=i].rotate_right(1);
+        findings[0].alternatives.insert(0, symptom);
+    }
+}
+
 /// Puts the most specific of the near-equal top findings first. `findings` must already be
 /// sorted by confidence, most confident first.
 pub fn settle_near_ties(findings: &mut [Finding]) {
@@ -281,6 +354,28 @@ mod tests {
         let mut v = vec![f("new_cause", 0.8), f("other_new", 0.79)];
         settle_near_ties(&mut v);
         assert_eq!(causes(&v), ["new_cause", "other_new"]);
+    }
+
+    #[test]
+    fn a_mechanism_goes_before_the_symptom_it_explains() {
+        let mut v = vec![
+            f(cause::BUFFER_DROPS, 0.95),
+            f(cause::SATURATION, 0.77),
+            f(cause::CPU_CONTENTION, 0.70),
+        ];
+        put_mechanisms_first(&mut v);
+        assert_eq!(v[0].cause, cause::CPU_CONTENTION);
+        assert!(v[0].alternatives[0].starts_with("explains the buffer_drops finding"));
+    }
+
+    #[test]
+    fn an_unsure_mechanism_or_an_unrelated_one_changes_nothing() {
+        let mut v = vec![f(cause::BUFFER_DROPS, 0.95), f(cause::CPU_CONTENTION, 0.30)];
+        put_mechanisms_first(&mut v);
+        assert_eq!(v[0].cause, cause::BUFFER_DROPS);
+        let mut w = vec![f(cause::LATENCY_BOUND, 0.9), f(cause::POLLING_THREAD, 0.6)];
+        put_mechanisms_first(&mut w);
+        assert_eq!(w[0].cause, cause::LATENCY_BOUND);
     }
 
     #[test]

@@ -221,7 +221,9 @@ pub struct RecvArgs {
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// Stop after this long (default: until the command exits, or Ctrl-C).
+    /// Stop after this long (default: until the command exits, or Ctrl-C). With a command
+    /// still running when it ends, netceil sends it SIGTERM (SIGKILL 2 s later if needed) and
+    /// exits 124, as timeout(1) does; a command that ended on its own first gives its own code.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Sampling interval, 10ms to 1h.

@@ -5,7 +5,7 @@ use netceil_model::{Run, RunSource};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cli::WatchArgs;
 use crate::observe::{open_store, terminal_width, LiveTable, Recording};
@@ -167,17 +167,20 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             break;
         }
     }
+    let mut stopped_by_duration = false;
     if let Some(c) = child.as_mut() {
         exit_status = c.try_wait().context("waiting for the command")?;
     }
     // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
-    // terminal, or we end it, and wait so nothing is left behind.
+    // terminal, or we end it, and wait so nothing is left behind. The pid is still ours to
+    // signal: the waiter thread only peeks (WNOWAIT), and nothing has reaped it yet.
     if let (Some(c), None) = (child.as_mut(), exit_status) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(c.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        exit_status = Some(c.wait().context("waiting for the command to end")?);
+        stopped_by_duration = !stop.load(Ordering::SeqCst);
+        let status = end_command(c)?;
+        // It may have ended on its own between the check and the signal: then its own exit
+        // status stands, and --duration stopped nothing.
+        stopped_by_duration &= killed_by_us(status);
+        exit_status = Some(status);
     }
     if let Some(w) = exit_waiter {
         // The command has been reaped, so the waiter has returned (or is returning ECHILD).
@@ -206,8 +209,16 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             }
         }
     }
-    let code = exit_status.map_or(0, exit_code);
-    if let Some(s) = exit_status {
+    let code = if stopped_by_duration {
+        run.notes.push(format!(
+            "the command was still running when --duration ended: netceil stopped it ({}) and exits {DURATION_EXIT}",
+            exit_status.map_or("?".into(), |s| s.to_string())
+        ));
+        DURATION_EXIT
+    } else {
+        exit_status.map_or(0, exit_code)
+    };
+    if let (Some(s), false) = (exit_status, stopped_by_duration) {
         run.notes.push(format!("command exited with {s}"));
     }
     run.meta.complete = true;
@@ -238,6 +249,35 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         .context("writing to stdout")?;
     }
     Ok(code)
+}
+
+/// netceil's exit code when `--duration` ended a command that was still running (timeout(1)'s).
+pub const DURATION_EXIT: u8 = 124;
+
+/// How long a command gets to end after SIGTERM before it is sent SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// Ends the command by its pid: SIGTERM, then SIGKILL after [`TERM_GRACE`]; reaps it.
+fn end_command(c: &mut std::process::Child) -> anyhow::Result<std::process::ExitStatus> {
+    use nix::sys::signal::{kill, Signal};
+    let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+    let _ = kill(pid, Signal::SIGTERM);
+    let until = Instant::now() + TERM_GRACE;
+    while Instant::now() < until {
+        if let Some(s) = c.try_wait().context("waiting for the command to end")? {
+            return Ok(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = kill(pid, Signal::SIGKILL);
+    c.wait().context("waiting for the command to end")
+}
+
+/// True when the command died of the signals [`end_command`] sends.
+fn killed_by_us(status: std::process::ExitStatus) -> bool {
+    use nix::sys::signal::Signal;
+    use std::os::unix::process::ExitStatusExt;
+    matches!(status.signal(), Some(s) if s == Signal::SIGTERM as i32 || s == Signal::SIGKILL as i32)
 }
 
 /// The command's exit code, or 128 + signal as a shell reports a killed command.

@@ -179,3 +179,49 @@ fn watch_at_10ms_ends_with_its_command_and_stores_every_row() {
     assert_eq!(stored["series"]["t_s"].as_array().unwrap().len(), rows);
     assert_eq!(stored["series"]["metrics"], run["series"]["metrics"]);
 }
+
+/// The command outlives --duration: netceil stops it by its pid and exits 124, saying so.
+#[test]
+fn duration_ending_first_stops_the_command_and_exits_124() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::cargo_bin("netceil")
+        .unwrap()
+        .env("NETCEIL_DB", dir.path().join("runs.db"))
+        .args([
+            "watch",
+            "--duration",
+            "1",
+            "--interval",
+            "200ms",
+            "--json",
+            "-q",
+        ])
+        .args(["--", "sleep", "30"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("still running when --duration ended"),
+        "{notes}"
+    );
+}
+
+/// The command ends well before --duration: its own exit code, whatever the duration.
+#[test]
+fn a_command_ending_first_gives_its_own_code() {
+    let dir = tempfile::tempdir().unwrap();
+    for (cmd, code) in [("exit 0", 0), ("exit 3", 3)] {
+        let out = Command::cargo_bin("netceil")
+            .unwrap()
+            .env("NETCEIL_DB", dir.path().join("runs.db"))
+            .args(["watch", "--duration", "5", "--interval", "100ms", "-q"])
+            .args(["--", "sh", "-c", &format!("sleep 0.3; {cmd}")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{out:?}");
+    }
+}

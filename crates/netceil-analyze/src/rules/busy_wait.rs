@@ -229,11 +229,10 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
     // On the CPU and never blocking is also what a busy worker looks like: what it got done
     // tells them apart.
     let load = crate::rules::threads::thread_load(ctx, m)?;
-    let (progressed, how) = crate::rules::threads::progress(ctx, &load);
+    let (progressed, how) = crate::rules::threads::progress(&load);
     if progressed == Some(true) {
-        return Some(crate::rules::threads::saturated_worker(
-            ctx, &load, &pid, &how,
-        ));
+        // A worker, not a poller: `threads::busy_worker` speaks for it.
+        return None;
     }
     let strength = (ramp(cpu, 90.0, 99.0) + ramp(vol, 10.0, 0.0)) / 2.0;
     // Without the thread's own I/O, a worker cannot be ruled out: say so, and claim less.
@@ -421,7 +420,9 @@ mod tests {
 
     #[test]
     fn a_spinning_thread_whose_io_moves_is_a_busy_worker_not_a_polling_loop() {
-        let f = on(&with_io(80_000.0, 1.2e9), polling_thread).expect("a finding");
+        let run = with_io(80_000.0, 1.2e9);
+        assert!(on(&run, polling_thread).is_none());
+        let f = on(&run, crate::rules::threads::busy_worker).expect("a finding");
         assert_eq!(f.cause, cause::THREAD_SATURATED);
         assert!(
             f.summary.starts_with("A busy worker, not a polling loop"),

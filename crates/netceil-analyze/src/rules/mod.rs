@@ -30,7 +30,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 17] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 18] = [
         saturation::check,
         shaper::check,
         cpu::hot_cpu,
@@ -45,6 +45,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
         buffers::check,
         tcp_path::check,
         threads::unpaced_run,
+        threads::busy_worker,
         link::check,
         generator::limited,
         generator::own_busy_wait,

@@ -305,7 +305,7 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
 /// What a busy thread got done: `Some(true)` when its own I/O counters moved (or it is clearly
 /// moving the machine's packets in the kernel), `Some(false)` when they were measured and flat,
 /// `None` when they were not measured. The text says which figures decided.
-pub fn progress(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
+pub fn progress(t: &ThreadLoad) -> (Option<bool>, String) {
     let io = t.io_bytes_per_s;
     let calls = t.syscalls_per_s;
     if io.is_some_and(|b| b >= 1e6) || calls.is_some_and(|c| c >= 1000.0) {
@@ -318,17 +318,15 @@ pub fn progress(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
             ),
         );
     }
-    // sendmsg/recvmsg-family calls are not in /proc/PID/io: a thread spending most of its
-    // time in the kernel while the machine moves many packets is more likely sending them.
+    // sendmsg/recvmsg-family calls are not in /proc/PID/io: a thread spending much of its
+    // time in the kernel may be moving packets through them, or spinning on EAGAIN. Unknown.
     let kernel_share = t.system_pct.map(|s| s / t.cpu_pct.max(1.0));
-    let pps = ctx.packet_rate().map(|(p, _)| p).unwrap_or(0.0);
-    if kernel_share.is_some_and(|k| k >= 0.5) && pps >= 20_000.0 {
+    if kernel_share.is_some_and(|k| k >= 0.3) {
         return (
-            Some(true),
+            None,
             format!(
-                "{} of its time was in the kernel while the machine moved {} (sendmsg/recvmsg calls are not in its I/O counters)",
-                fmt::pct(kernel_share.unwrap_or(0.0) * 100.0),
-                fmt::pps(pps)
+                "its read/write calls were flat, but {} of its time was in the kernel, where sendmsg/recvmsg-family calls (not counted) may have done work",
+                fmt::pct(kernel_share.unwrap_or(0.0) * 100.0)
             ),
         );
     }
@@ -348,18 +346,47 @@ pub fn progress(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
     }
 }
 
-/// A thread of someone else's workload on a full core that never blocks but makes progress:
-/// the worker is the ceiling of what it serves.
-pub fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding {
+/// A thread outside netceil's own load threads at a full core that made progress: the busy
+/// worker is the ceiling of what it serves. It may block now and then (a `select` between
+/// writes); what counts is that it was on the CPU nearly all the time and moved data.
+pub fn busy_worker(ctx: &Ctx) -> Option<Finding> {
+    if !ctx.net_possible() || ctx.offered_met() {
+        return None;
+    }
+    let own = &ctx.run.meta.own_thread_ids;
+    let mut best: Option<(ThreadLoad, String, String)> = None;
+    for m in ctx.series().by_name(n::THREAD_CPU_PCT) {
+        let tid = m.id.label(n::LABEL_TID).and_then(|t| t.parse::<u32>().ok());
+        if tid.is_some_and(|t| own.contains(&t)) {
+            continue;
+        }
+        let Some(t) = thread_load(ctx, m).filter(|t| t.cpu_pct >= 90.0) else {
+            continue;
+        };
+        let (progressed, how) = progress(&t);
+        if progressed != Some(true) {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(b, _, _)| t.cpu_pct > b.cpu_pct) {
+            let pid = m.id.label(n::LABEL_PID).unwrap_or("?").to_string();
+            best = Some((t, pid, how));
+        }
+    }
+    let (t, pid, how) = best?;
+    Some(saturated_worker(ctx, &t, &pid, &how))
+}
+
+fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding {
     let confidence = (0.5 + 0.3 * ramp(t.cpu_pct, 90.0, 99.0)) * ctx.data_factor();
     let mut f = finding(
         cause::THREAD_SATURATED,
         format!(
-            "A busy worker, not a polling loop, was the ceiling: thread {} ({}) of process {pid} ran at {} of a core{} and never blocked, and {how}.",
+            "A busy worker, not a polling loop, was the ceiling: thread {} ({}) of process {pid} ran at {} of a core{}, blocked {}/s, and {how}.",
             t.comm,
             t.tid,
             fmt::pct(t.cpu_pct),
-            kernel_words(t)
+            kernel_words(t),
+            fmt::sig2(t.voluntary_cs.unwrap_or(0.0))
         ),
         confidence,
     );

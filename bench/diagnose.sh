@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# The analyzer's own induced-condition suite. Each case induces one condition on this machine
+# (a sysctl, a qdisc in a namespace pair, CPU hogs, a timer or IPI flood, a spinning program),
+# runs netceil (its own load, or `watch` around a program someone else wrote), restores the
+# machine, and scores the top finding's cause against the causes that are true by mechanism.
+# Prints per case and repeat the verdict and its runner-up, then the confusion matrix, the
+# accuracy, the false-claim rate on healthy controls and the agreement over repeats.
+#
+# usage: bench/diagnose.sh [--repeats N] [--only REGEX] [--nc PATH] [--out DIR]
+#        bench/diagnose.sh --cleanup      # restore after a kill -9 (reads the state file)
+#
+# Root only. Traffic goes to loopback and to the namespaces the script makes (198.18.0.0/30,
+# the benchmarking range). Every load is bounded in time; every process is stopped by its PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STATE=/tmp/netceil-diagnose.state
+repeats=3 only=. nc="" out=bench/out/diagnose
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --repeats) repeats=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --nc) nc=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --cleanup) cleanup_only=1; shift ;;
+    *) echo "usage: $0 [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] | --cleanup" >&2; exit 2 ;;
+  esac
+done
+
+# --- restoring the machine -------------------------------------------------------------------
+# The state file lists what to undo, one line each: `pid N`, `netns NAME`, `sysctl KEY VALUE`.
+# It is written before each change, so a kill -9 leaves enough to undo it with --cleanup.
+cleanup() {
+  [ -f "$STATE" ] || return 0
+  local kind a b
+  while read -r kind a b; do
+    [ "$kind" = pid ] && kill "$a" 2>/dev/null || true
+  done <"$STATE"
+  while read -r kind a b; do
+    case "$kind" in
+      netns) ip netns del "$a" 2>/dev/null || true ;;
+      sysctl) sysctl -qw "$a=$b" >/dev/null 2>&1 || true ;;
+    esac
+  done <"$STATE"
+  rm -f "$STATE"
+}
+if [ "${cleanup_only:-0}" = 1 ]; then cleanup; echo "restored"; exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then echo "diagnose.sh needs root (sysctls, namespaces, qdiscs)" >&2; exit 2; fi
+[ -f "$STATE" ] && { echo "an earlier run left $STATE: restoring it first" >&2; cleanup; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+set_sysctl() { # KEY VALUE: remembers the original once
+  grep -q "^sysctl $1 " "$STATE" 2>/dev/null || echo "sysctl $1 $(sysctl -n "$1")" >>"$STATE"
+  sysctl -qw "$1=$2"
+}
+started() { echo "pid $1" >>"$STATE"; }
+stop_started() { # kills every process started so far, by PID, and forgets them
+  local kind a b
+  [ -f "$STATE" ] || return 0
+  while read -r kind a b; do [ "$kind" = pid ] && kill "$a" 2>/dev/null || true; done <"$STATE"
+  while read -r kind a b; do [ "$kind" = pid ] && wait "$a" 2>/dev/null || true; done <"$STATE"
+  sed -i '/^pid /d' "$STATE"
+}
+restore_now() { stop_started; cleanup; }
+
+# --- what the suite needs ------------------------------------------------------------------
+need=()
+command -v iperf3 >/dev/null || need+=(iperf3)
+command -v cc >/dev/null || need+=(gcc libc6-dev)
+command -v ip >/dev/null || need+=(iproute2)
+command -v taskset >/dev/null || need+=(util-linux)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+if [ -z "$nc" ]; then
+  cargo build --release -q -p netceil
+  nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+fi
+mkdir -p "$out"
+bin=$(mktemp -d)
+for c in spin timer_flood pipe_pingpong; do cc -O2 -o "$bin/$c" "bench/diagnose/$c.c"; done
+export NETCEIL_DB="$bin/runs.db"
+port=$((20000 + RANDOM % 20000))
+
+# Machine state before, to check it is the same after.
+snapshot() {
+  { ip -all netns list; ip -o link show | sed 's/ state .*//' | sed 's/^[0-9]*: //'; tc qdisc show
+    for k in net.core.rmem_default net.core.rmem_max net.core.netdev_max_backlog; do sysctl "$k"; done
+  } 2>/dev/null | sort
+}
+before=$(snapshot)
+
+# --- the namespace pair ----------------------------------------------------------------------
+NSA=netceil-diag-a NSB=netceil-diag-b
+ns_pair() {
+  echo "netns $NSA" >>"$STATE"; echo "netns $NSB" >>"$STATE"
+  ip netns add $NSA; ip netns add $NSB
+  ip link add ncdiag0 netns $NSA type veth peer name ncdiag1 netns $NSB
+  ip -n $NSA addr add 198.18.0.1/30 dev ncdiag0; ip -n $NSB addr add 198.18.0.2/30 dev ncdiag1
+  for ns in $NSA $NSB; do ip -n $ns link set lo up; done
+  ip -n $NSA link set ncdiag0 up; ip -n $NSB link set ncdiag1 up
+}
+# Runs UDP from A to a netceil receiver in B; JSON to $1.
+across_pair() {
+  ip netns exec $NSB timeout 20 "$nc" recv --listen 198.18.0.2:$port >/dev/null 2>&1 &
+  started $!
+  sleep 0.3
+  ip netns exec $NSA "$nc" run udp --to 198.18.0.2:$port --size 1400 --duration 5 \
+    --json -q --no-store >"$1"
+}
+
+# --- the cases ---------------------------------------------------------------------------------
+# Each: case_NAME OUTFILE. The expected causes are in EXPECT below, with the reason.
+case_healthy_udp_paced() { "$nc" run udp --size 64 --rate 20k --duration 5 --json -q --no-store >"$1"; }
+case_healthy_tcp_paced() { "$nc" run tcp --flows 4 --rate-per-flow 20Mbit --duration 5 --json -q --no-store >"$1"; }
+case_idle_watch() { "$nc" watch --duration 4 --json -q --no-store >"$1"; }
+case_watch_iperf3_paced() {
+  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; sleep 0.3
+  "$nc" watch --json -q --no-store -- iperf3 -c 127.0.0.1 -p $port -b 50M -t 5 >"$1"
+}
+case_closed_loop_rr() { "$nc" run rr --duration 5 --json -q --no-store >"$1"; }
+case_unpaced_udp() { "$nc" run udp --size 64 --duration 5 --json -q --no-store >"$1"; }
+case_unpaced_tcp() { "$nc" run tcp --duration 5 --json -q --no-store >"$1"; }
+case_rcvbuf_sysctl() {
+  set_sysctl net.core.rmem_default 16384
+  "$nc" run udp --size 64 --rate 150k --duration 5 --json -q --no-store >"$1"
+}
+case_backlog_sysctl() {
+  set_sysctl net.core.netdev_max_backlog 8
+  "$nc" run udp --size 64 --duration 5 --json -q --no-store >"$1"
+}
+case_cpu_contention() {
+  for c in 0 1; do taskset -c $c "$bin/spin" 12 & started $!; done
+  "$nc" run udp --size 64 --rate 200k --duration 6 --json -q --no-store >"$1"
+}
+case_starved_generator() {
+  # A rate far beyond what one sleep-paced sender can do on this machine.
+  "$nc" run udp --size 64 --rate 5M --duration 5 --json -q --no-store >"$1"
+}
+case_shaper_tbf() {
+  ns_pair
+  ip netns exec $NSA tc qdisc add dev ncdiag0 root tbf rate 50mbit burst 32kb latency 50ms
+  across_pair "$1"
+}
+case_shaper_htb() {
+  ns_pair
+  ip netns exec $NSA tc qdisc add dev ncdiag0 root handle 1: htb default 10
+  ip netns exec $NSA tc class add dev ncdiag0 parent 1: classid 1:10 htb rate 30mbit ceil 30mbit
+  across_pair "$1"
+}
+case_polling_loop() {
+  # Someone else's program spinning with nothing to do, while paced traffic flows.
+  "$nc" run udp --size 64 --rate 20k --duration 8 -q --no-store >/dev/null & started $!
+  sleep 0.5
+  "$nc" watch --json -q --no-store -- "$bin/spin" 5 >"$1"
+}
+case_busy_worker() {
+  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; sleep 0.3
+  "$nc" watch --json -q --no-store -- iperf3 -c 127.0.0.1 -p $port -t 5 >"$1"
+}
+case_timer_flood() {
+  "$bin/timer_flood" 8 & started $!
+  "$nc" run udp --size 64 --rate 20k --duration 5 --json -q --no-store >"$1"
+}
+case_ipi_flood() {
+  "$bin/pipe_pingpong" 8 & started $!
+  "$nc" run udp --size 64 --rate 20k --duration 5 --json -q --no-store >"$1"
+}
+
+# name | causes that count as right | why (by mechanism)
+EXPECT="
+healthy_udp_paced|no_ceiling|paced at 20 kpps, far below the loopback ceiling: nothing binds
+healthy_tcp_paced|no_ceiling|4 flows x 20 Mbit/s, application-paced: nothing binds
+idle_watch|no_load|no traffic
+watch_iperf3_paced|no_ceiling|iperf3 at 50 Mbit/s: nothing binds
+closed_loop_rr|latency_bound|one request in flight: rate = 1 / round trip
+unpaced_udp|sender_saturated buffer_drops|the sender thread saturates (it also runs loopback's receive softirq); the default buffer overflows at its peaks
+unpaced_tcp|sender_saturated|the sending thread copies at 100 % of a core; the receiver has room
+rcvbuf_sysctl|buffer_drops|rmem_default 16 KiB: the receive socket overflows at 150 kpps
+backlog_sysctl|buffer_drops|netdev_max_backlog 8: loopback's per-CPU backlog overflows
+cpu_contention|cpu_contention generator_limited|two spinners take both cores; the paced sender falls short because of them
+starved_generator|generator_limited|5 Mpps asked of one sleep-paced sender
+shaper_tbf|shaper|tbf 50 Mbit/s on the sender's veth
+shaper_htb|shaper|htb class 30 Mbit/s on the sender's veth
+polling_loop|polling_thread|a watched program spins in user space with no I/O
+busy_worker|thread_saturated sender_saturated|iperf3's sending thread moves data at a full core
+timer_flood|no_ceiling|a 1 us nanosleep loop floods timer interrupts; the paced run still gets its rate
+ipi_flood|no_ceiling|a cross-CPU pipe ping-pong floods reschedule IPIs; the paced run still gets its rate
+"
+HEALTHY="healthy_udp_paced healthy_tcp_paced idle_watch watch_iperf3_paced timer_flood ipi_flood"
+
+results="$out/results.tsv"
+: >"$results"
+echo "$EXPECT" | while IFS='|' read -r name want why; do
+  [ -n "$name" ] || continue
+  echo "$name" | grep -Eq "$only" || continue
+  for r in $(seq 1 "$repeats"); do
+    f="$out/$name-$r.json"
+    rm -f "$f"
+    if ! "case_$name" "$f" 2>"$out/$name-$r.err"; then :; fi
+    restore_now
+    got=$(python3 - "$f" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    fs = d.get("findings") or []
+    top = fs[0] if fs else {}
+    second = next((x for x in fs[1:] if x.get("cause") not in (top.get("cause"), "link_headroom")), {})
+    print(f"{top.get('cause','none')}\t{top.get('confidence',0):.2f}\t{second.get('cause','-')}\t{second.get('confidence',0):.2f}")
+except Exception as e:
+    print(f"error\t0\t-\t0")
+PY
+)
+    printf '%s\t%s\t%s\t%s\n' "$name" "$r" "$want" "$got" >>"$results"
+    IFS=$'\t' read -r cause conf second conf2 <<<"$got"
+    ok=no; for w in $want; do [ "$w" = "$cause" ] && ok=yes; done
+    printf '%-20s #%s  want %-34s got %-18s %s  (runner-up %s %s)  %s\n' \
+      "$name" "$r" "$want" "$cause" "$conf" "$second" "$conf2" "$ok"
+  done
+done
+
+after=$(snapshot)
+if [ "$before" = "$after" ]; then
+  echo "machine state: as found (namespaces, links, qdiscs, sysctls)"
+else
+  echo "machine state: CHANGED"; diff <(echo "$before") <(echo "$after") || true
+fi
+
+python3 - "$results" "$HEALTHY" <<'PY'
+import sys, collections
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+healthy = set(sys.argv[2].split())
+by_case = collections.defaultdict(list)
+for name, rep, want, cause, conf, second, conf2 in rows:
+    by_case[name].append((want.split(), cause))
+n = len(rows)
+right = sum(1 for name, rep, want, cause, *_ in rows if cause in want.split())
+print(f"\naccuracy: {right}/{n} top causes right ({100*right/max(n,1):.0f} %)")
+hc = [(w, c) for name in healthy for w, c in by_case.get(name, [])]
+false_claims = sum(1 for w, c in hc if c not in ("no_ceiling", "no_load"))
+print(f"false claims on healthy controls: {false_claims}/{len(hc)}")
+agree = sum(1 for name, v in by_case.items() if len({c for _, c in v}) == 1)
+print(f"agreement over repeats: {agree}/{len(by_case)} cases named the same top cause every time")
+# Confusion matrix: expected class (the first expected cause) against the top cause given.
+classes = sorted({w[0] for v in by_case.values() for w, _ in v})
+got = sorted({c for v in by_case.values() for _, c in v})
+m = collections.Counter((w[0], c) for v in by_case.values() for w, c in v)
+width = max(len(c) for c in classes + got) + 1
+print("\nconfusion matrix (rows: expected class; columns: top cause given)")
+print(" " * width + " ".join(f"{c[:10]:>10}" for c in got))
+for e in classes:
+    print(f"{e:<{width}}" + " ".join(f"{m[(e, c)] or '.':>10}" for c in got))
+PY
