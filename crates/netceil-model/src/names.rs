@@ -33,6 +33,8 @@ pub const LABEL_COMM: &str = "comm";
 pub const LABEL_QDISC: &str = "qdisc";
 /// Label key: a qdisc's handle as tc prints it (`handle=8001:`).
 pub const LABEL_HANDLE: &str = "handle";
+/// Label key: a process's nice value (`nice=19`).
+pub const LABEL_NICE: &str = "nice";
 /// Label key: the kind of an inter-processor interrupt (`kind=reschedule`).
 pub const LABEL_KIND: &str = "kind";
 /// Label key: a named network namespace (`netns=lab-a`); absent for the recorder's own.
@@ -235,8 +237,8 @@ metric_names! {
 
     // Who else is on the CPU: every process's CPU time, read every 2 s (as top does); only
     // the busiest few are recorded.
-    /// CPU time of one process, % of one core (all its threads). Labels: `pid`, `comm`, and
-    /// `cpu` (where its main thread last ran).
+    /// CPU time of one process, % of one core (all its threads). Labels: `pid`, `comm`, `cpu`
+    /// (where its main thread last ran) and `nice`.
     PROC_CPU_PCT = "proc_cpu_pct", Percent;
 
     // The observer's own cost.

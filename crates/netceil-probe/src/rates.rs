@@ -1422,7 +1422,8 @@ fn process_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, ticks
         let id = MetricId::new(PROC_CPU_PCT)
             .with(LABEL_PID, s.pid.to_string())
             .with(LABEL_COMM, s.comm.clone())
-            .with(LABEL_CPU, s.processor.to_string());
+            .with(LABEL_CPU, s.processor.to_string())
+            .with(LABEL_NICE, s.nice.to_string());
         b.value(Key::Built(id), Unit::Percent, pct);
     }
 }

@@ -73,6 +73,9 @@ pub struct ProcessSample {
     pub ticks: u64,
     /// The CPU its main thread last ran on.
     pub processor: u32,
+    /// Its nice value (-20..19): at 10 and above it gets a tenth of a default task's share
+    /// when they compete, so it mostly takes idle time.
+    pub nice: i64,
 }
 
 /// Every process's CPU time at one moment.
@@ -401,6 +404,7 @@ impl<S: Source> Sampler<S> {
                 comm: st.comm,
                 ticks: st.utime.saturating_add(st.stime),
                 processor: st.processor,
+                nice: st.nice,
             });
         }
         let seq = self.processes.as_ref().map_or(0, |p| p.seq + 1);

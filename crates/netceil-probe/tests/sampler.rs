@@ -1069,7 +1069,8 @@ fn the_busiest_processes_are_named_every_scan() {
     let hog = MetricId::new(PROC_CPU_PCT)
         .with(LABEL_PID, "300")
         .with(LABEL_COMM, "hog (x)")
-        .with(LABEL_CPU, "1");
+        .with(LABEL_CPU, "1")
+        .with(LABEL_NICE, "0");
     assert_value(&row, &hog, 95.0);
     assert_eq!(
         row.by_name(PROC_CPU_PCT).count(),

@@ -10,7 +10,9 @@
 //! (`proc_cpu_pct`, the busiest processes every 2 s) names who used the CPU. Processes whose
 //! pid is one the run watched (netceil's own for `run`, the watched command and `--pid`s for
 //! `watch`: the `pid` labels of the thread metrics) are the workload; everything else is a
-//! stranger. Kernel threads working for the network (ksoftirqd, kworkers) are not strangers.
+//! stranger. Kernel threads working for the network (ksoftirqd, kworkers) are not strangers,
+//! and neither are processes niced to 10 or more: the scheduler gives them at most a tenth of
+//! a default task's share when both want the CPU, so they took time nobody else wanted.
 //!
 //! Fires when the machine was at most 25 % idle and strangers used at least 25 % of the whole
 //! machine's CPU. Confidence: 0.55 + 0.35 × the mean of the strangers' share (25 % to 0, 60 %
@@ -44,7 +46,13 @@ struct Proc {
     comm: String,
     cpu_pct: f64,
     last_cpu: Option<String>,
+    /// Niced to 10 or more: it gets at most a tenth of a default task's share when they
+    /// compete (CFS weight 110 against 1024), so what it used was mostly idle time.
+    yields: bool,
 }
+
+/// From this nice value up, a process takes mostly idle time.
+const YIELDING_NICE: i64 = 10;
 
 pub fn check(ctx: &Ctx) -> Option<Finding> {
     if ctx.rows.is_empty() || ctx.offered_met() {
@@ -69,6 +77,11 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
             cpu_pct: 0.0,
             last_cpu: None,
+            yields: m
+                .id
+                .label(n::LABEL_NICE)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v >= YIELDING_NICE),
         });
         if v > e.cpu_pct {
             e.last_cpu = m.id.label(n::LABEL_CPU).map(str::to_string);
@@ -85,7 +98,9 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     }
     let mut strangers: Vec<&Proc> = procs
         .values()
-        .filter(|p| !workload.contains(p.pid.as_str()) && !works_for_the_network(&p.comm))
+        .filter(|p| {
+            !workload.contains(p.pid.as_str()) && !works_for_the_network(&p.comm) && !p.yields
+        })
         .collect();
     strangers.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
     let taken: f64 = strangers.iter().map(|p| p.cpu_pct).sum();
@@ -224,6 +239,28 @@ mod tests {
         );
         assert!(!f.summary.contains("netceil (pid 500)"), "{}", f.summary);
         assert!(f.confidence > 0.7, "{}", f.confidence);
+    }
+
+    #[test]
+    fn niced_background_work_takes_only_idle_time_and_is_not_contention() {
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(80.0, 15.0, 3.0), (85.0, 12.0, 1.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 90e3);
+            workload_thread(s, r, 40.0);
+            put(
+                s,
+                r,
+                n::PROC_CPU_PCT,
+                &[
+                    (n::LABEL_PID, "900"),
+                    (n::LABEL_COMM, "rustc"),
+                    (n::LABEL_CPU, "0"),
+                    (n::LABEL_NICE, "19"),
+                ],
+                95.0,
+            );
+        });
+        assert!(on(&run, check).is_none());
     }
 
     #[test]
