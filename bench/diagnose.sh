@@ -181,7 +181,7 @@ unpaced_tcp|sender_saturated|the sending thread copies at 100 % of a core; the r
 rcvbuf_sysctl|buffer_drops|rmem_default 16 KiB: the receive socket overflows at 150 kpps
 backlog_sysctl|buffer_drops|netdev_max_backlog 8: loopback's per-CPU backlog overflows
 cpu_contention|cpu_contention generator_limited|two spinners take both cores; the paced sender falls short because of them
-starved_generator|generator_limited|5 Mpps asked of one sleep-paced sender
+starved_generator|generator_limited buffer_drops|5 Mpps asked of one sleep-paced sender: it falls far short, and running flat out it overflows the default receive buffer, so both are true
 shaper_tbf|shaper|tbf 50 Mbit/s on the sender's veth
 shaper_htb|shaper|htb class 30 Mbit/s on the sender's veth
 polling_loop|polling_thread|a watched program spins in user space with no I/O
@@ -221,6 +221,18 @@ PY
   done
 done
 
+# Nothing the suite started may outlive it: any process still running one of its helper
+# programs is reported and stopped by its PID.
+left=()
+for d in /proc/[0-9]*; do
+  exe=$(readlink "$d/exe" 2>/dev/null) || continue
+  case "$exe" in "$bin"/*) left+=("${d#/proc/}") ;; esac
+done
+if [ ${#left[@]} -gt 0 ]; then
+  echo "processes left running: ${left[*]} (stopping them)"; kill "${left[@]}" 2>/dev/null || true
+else
+  echo "processes: none left running"
+fi
 after=$(snapshot)
 if [ "$before" = "$after" ]; then
   echo "machine state: as found (namespaces, links, qdiscs, sysctls)"

@@ -22,10 +22,22 @@ int main(int argc, char **argv) {
     if (pipe(ab) || pipe(ba)) return 1;
     pid_t child = fork();
     if (child == 0) {
+        /* Only its own ends stay open, so a parent that dies (killed by PID) ends the
+         * child too: its read returns 0. It is also bounded by time on its own. */
+        close(ab[1]);
+        close(ba[0]);
         pin(1);
-        while (read(ab[0], &c, 1) == 1 && c == 0) write(ba[1], &c, 1);
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (read(ab[0], &c, 1) == 1 && c == 0) {
+            write(ba[1], &c, 1);
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((t.tv_sec - t0.tv_sec) > secs + 1) break;
+        }
         return 0;
     }
+    close(ab[0]);
+    close(ba[1]);
     pin(0);
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);

@@ -198,6 +198,16 @@ impl<'a> Ctx<'a> {
         present(&m.values[start..end])
     }
 
+    /// The metric named `name` with exactly the labels of `m`: another figure of the same
+    /// thing (the overlimits of the qdisc whose bit rate `m` is, a thread's voluntary switches).
+    pub fn sibling(&self, m: &Metric, name: &str) -> Option<&'a Metric> {
+        self.run
+            .series
+            .metrics
+            .iter()
+            .find(|s| s.id.name == name && s.id.labels == m.id.labels)
+    }
+
     /// A metric's mean over the load rows.
     pub fn mean_of(&self, m: &Metric) -> Option<f64> {
         mean(&self.values(m))
@@ -253,6 +263,28 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .map(|(c, idle)| (c, 100.0 - idle))
             .collect()
+    }
+
+    /// Per-CPU busy % less the time spent on niced tasks (`cpu_nice_pct`): what the run's
+    /// work could not have had. Niced work (batch jobs, `nice make`) yields to default-priority
+    /// tasks, so a core full of it still has room for the workload. Same as
+    /// [`Ctx::per_cpu_busy`] when the run has no nice figures.
+    pub fn per_cpu_busy_for_work(&self) -> Vec<(u32, f64)> {
+        let nice = self.per_cpu(n::CPU_NICE_PCT);
+        self.per_cpu_busy()
+            .into_iter()
+            .map(|(c, b)| {
+                let yielded = nice.iter().find(|(x, _)| *x == c).map_or(0.0, |(_, v)| *v);
+                (c, (b - yielded).max(0.0))
+            })
+            .collect()
+    }
+
+    /// Machine-wide busy % less niced time (see [`Ctx::per_cpu_busy_for_work`]).
+    pub fn machine_busy_for_work(&self) -> Option<(f64, &'static str)> {
+        let (b, m) = self.machine_busy()?;
+        let nice = self.total_mean(n::CPU_NICE_PCT).unwrap_or(0.0);
+        Some(((b - nice).max(0.0), m))
     }
 
     /// Per-CPU kernel share: system + softirq + irq (those present).

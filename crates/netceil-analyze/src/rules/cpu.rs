@@ -31,7 +31,7 @@ pub fn hot_cpu(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() || ctx.offered_met() {
         return None;
     }
-    let busy = ctx.per_cpu_busy();
+    let busy = ctx.per_cpu_busy_for_work();
     if busy.len() < 2 {
         return None;
     }
@@ -370,11 +370,11 @@ pub fn cpu_bound(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() || ctx.offered_met() {
         return None;
     }
-    let (busy, metric) = ctx.machine_busy()?;
+    let (busy, metric) = ctx.machine_busy_for_work()?;
     if busy < 85.0 {
         return None;
     }
-    let per_cpu = ctx.per_cpu_busy();
+    let per_cpu = ctx.per_cpu_busy_for_work();
     let min_core = per_cpu
         .iter()
         .map(|(_, b)| *b)
@@ -638,6 +638,22 @@ mod tests {
     #[test]
     fn balanced_cores_are_not_a_hot_cpu() {
         let run = loaded(10, &[(20.0, 30.0, 20.0), (20.0, 30.0, 20.0)], 100e3, 1e9);
+        assert!(on(&run, hot_cpu).is_none());
+    }
+
+    #[test]
+    fn cores_full_of_niced_background_work_are_not_cpu_bound_or_hot() {
+        // 25 % of each core is the workload; the rest went to `nice` jobs, which yield.
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(70.0, 20.0, 8.0), (80.0, 15.0, 3.0)]);
+            for (c, nice) in [("0", 65.0), ("1", 75.0)] {
+                put(s, r, n::CPU_NICE_PCT, &[(n::LABEL_CPU, c)], nice);
+            }
+            put(s, r, n::CPU_NICE_PCT, &[], 70.0);
+            put(s, r, n::LOAD_RX_PPS, &[], 4e3);
+            put(s, r, n::LOAD_RX_BITS_PER_S, &[], 50e6);
+        });
+        assert!(on(&run, cpu_bound).is_none());
         assert!(on(&run, hot_cpu).is_none());
     }
 

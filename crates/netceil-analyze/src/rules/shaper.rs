@@ -55,15 +55,6 @@ struct Shaped<'a> {
     configured_bits: Option<f64>,
 }
 
-/// The metric with the same labels as `m` under another name.
-fn sibling<'a>(ctx: &Ctx<'a>, m: &Metric, name: &str) -> Option<&'a Metric> {
-    ctx.run
-        .series
-        .metrics
-        .iter()
-        .find(|s| s.id.name == name && s.id.labels == m.id.labels)
-}
-
 /// The run's own throughput, the largest the run knows of: what the qdisc is compared with.
 fn workload_bits(ctx: &Ctx) -> Option<f64> {
     let from_results = ctx
@@ -81,8 +72,7 @@ fn workload_bits(ctx: &Ctx) -> Option<f64> {
 
 fn candidate<'a>(ctx: &Ctx<'a>, bits: &'a Metric) -> Option<Shaped<'a>> {
     let policer = bits.id.label(n::LABEL_QDISC) == Some("ingress");
-    let throttle = sibling(
-        ctx,
+    let throttle = ctx.sibling(
         bits,
         if policer {
             n::QDISC_DROPS_PER_S
@@ -105,9 +95,14 @@ fn candidate<'a>(ctx: &Ctx<'a>, bits: &'a Metric) -> Option<Shaped<'a>> {
         throttle_per_s: mean(&throttles).unwrap_or(0.0),
         throttled_rows,
         policer,
-        drops_per_s: sibling(ctx, bits, n::QDISC_DROPS_PER_S).and_then(|m| ctx.mean_of(m)),
-        backlog_bytes: sibling(ctx, bits, n::QDISC_BACKLOG_BYTES).and_then(|m| ctx.mean_of(m)),
-        configured_bits: sibling(ctx, bits, n::QDISC_RATE_BITS_PER_S)
+        drops_per_s: ctx
+            .sibling(bits, n::QDISC_DROPS_PER_S)
+            .and_then(|m| ctx.mean_of(m)),
+        backlog_bytes: ctx
+            .sibling(bits, n::QDISC_BACKLOG_BYTES)
+            .and_then(|m| ctx.mean_of(m)),
+        configured_bits: ctx
+            .sibling(bits, n::QDISC_RATE_BITS_PER_S)
             .and_then(|m| ctx.mean_of(m))
             .filter(|v| *v > 0.0),
     })

@@ -54,12 +54,7 @@ pub struct ThreadLoad {
 }
 
 fn sibling_mean(ctx: &Ctx, m: &Metric, name: &str) -> Option<f64> {
-    ctx.run
-        .series
-        .metrics
-        .iter()
-        .find(|s| s.id.name == name && s.id.labels == m.id.labels)
-        .and_then(|s| ctx.mean_of(s))
+    ctx.sibling(m, name).and_then(|s| ctx.mean_of(s))
 }
 
 /// A thread metric's figures, from its `thread_cpu_pct` series.
