@@ -48,6 +48,7 @@ pub struct ThreadLoad {
     pub cpu_pct: f64,
     pub system_pct: Option<f64>,
     pub voluntary_cs: Option<f64>,
+    pub nonvoluntary_cs: Option<f64>,
     pub last_cpu: Option<f64>,
     pub syscalls_per_s: Option<f64>,
     pub io_bytes_per_s: Option<f64>,
@@ -65,6 +66,7 @@ pub fn thread_load(ctx: &Ctx, m: &Metric) -> Option<ThreadLoad> {
         cpu_pct: ctx.mean_of(m)?,
         system_pct: sibling_mean(ctx, m, n::THREAD_SYSTEM_PCT),
         voluntary_cs: sibling_mean(ctx, m, n::THREAD_VOLUNTARY_CS_PER_S),
+        nonvoluntary_cs: sibling_mean(ctx, m, n::THREAD_NONVOLUNTARY_CS_PER_S),
         last_cpu: sibling_mean(ctx, m, n::THREAD_LAST_CPU),
         syscalls_per_s: sibling_mean(ctx, m, n::THREAD_SYSCALLS_PER_S),
         io_bytes_per_s: sibling_mean(ctx, m, n::THREAD_IO_BYTES_PER_S),
@@ -103,6 +105,27 @@ fn hottest(threads: &[(Role, ThreadLoad)], want: Role) -> Option<&ThreadLoad> {
         .filter(|(r, _)| *r == want)
         .map(|(_, t)| t)
         .max_by(|a, b| a.cpu_pct.total_cmp(&b.cpu_pct))
+}
+
+/// A thread on a full core, or one that never waited but was preempted often: it wanted the
+/// whole core and got less only because something else ran there. Its CPU % then measures
+/// what it was given, not what it needed.
+pub fn wanted_the_whole_core(t: &ThreadLoad) -> bool {
+    t.cpu_pct >= SATURATED_PCT
+        || (t.cpu_pct >= 40.0
+            && t.voluntary_cs.is_some_and(|v| v < 50.0)
+            && t.nonvoluntary_cs.is_some_and(|v| v >= 100.0))
+}
+
+fn preempted_words(t: &ThreadLoad) -> String {
+    match t.nonvoluntary_cs {
+        Some(p) if t.cpu_pct < SATURATED_PCT => format!(
+            "; it never waited but was preempted {}/s, so it wanted the whole core and got {}",
+            fmt::sig2(p),
+            fmt::pct(t.cpu_pct)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Whether the run's sender was unpaced (asked for no rate).
@@ -145,7 +168,7 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
     let loss = (sent > 0).then(|| r.lost_packets as f64 / sent as f64);
     let lossy = loss.is_some_and(|l| l >= LOSS_MATTERS);
     fn hot(t: Option<&ThreadLoad>) -> Option<&ThreadLoad> {
-        t.filter(|t| t.cpu_pct >= SATURATED_PCT)
+        t.filter(|t| wanted_the_whole_core(t))
     }
     // All cores busy with several senders: that is the CPU, not one thread.
     let cpus = ctx.cpus().unwrap_or(1);
@@ -162,7 +185,10 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
     };
     let blocked = t.voluntary_cs.unwrap_or(0.0);
     let strength = mean_strength(&[
-        Some(ramp(t.cpu_pct, SATURATED_PCT, 98.0)),
+        Some(ramp(t.cpu_pct, SATURATED_PCT, 98.0).max(
+            // Preempted rather than waiting: as strong as a full core once it is frequent.
+            t.nonvoluntary_cs.map_or(0.0, |p| ramp(p, 100.0, 1000.0)),
+        )),
         Some(ramp(blocked, 100.0, 0.0)),
     ])
     .unwrap_or(0.0);
@@ -228,11 +254,12 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
     let mut f = finding(
         cause_name,
         format!(
-            "{head}: {} ran at {} of a core{} and blocked {}/s, for {rate}{loss_words}{other_words}.{loopback_words}",
+            "{head}: {} ran at {} of a core{} and blocked {}/s{}, for {rate}{loss_words}{other_words}.{loopback_words}",
             t.comm,
             fmt::pct(t.cpu_pct),
             kernel_words(t),
-            fmt::sig2(blocked)
+            fmt::sig2(blocked),
+            preempted_words(t)
         ),
         confidence,
     );
@@ -355,7 +382,7 @@ pub fn busy_worker(ctx: &Ctx) -> Option<Finding> {
         if tid.is_some_and(|t| own.contains(&t)) {
             continue;
         }
-        let Some(t) = thread_load(ctx, m).filter(|t| t.cpu_pct >= 90.0) else {
+        let Some(t) = thread_load(ctx, m).filter(wanted_the_whole_core) else {
             continue;
         };
         let (progressed, how) = progress(&t);
@@ -520,6 +547,28 @@ mod tests {
         r.generator.achieved_ratio = Some(1.0);
         r.requested_pps = Some(378e3);
         assert_eq!(crate::analyze(&paced)[0].cause, cause::NO_CEILING);
+    }
+
+    #[test]
+    fn a_sender_preempted_but_never_waiting_wanted_the_whole_core() {
+        let mut run = unpaced_udp((55.0, 2.0), (45.0, 4800.0), 0, 20.0);
+        let l = [
+            (n::LABEL_PID, "500"),
+            (n::LABEL_TID, "201"),
+            (n::LABEL_COMM, "netceil-udp-tx0"),
+        ];
+        for r in 0..8 {
+            put(
+                &mut run.series,
+                r,
+                n::THREAD_NONVOLUNTARY_CS_PER_S,
+                &l,
+                2500.0,
+            );
+        }
+        let f = on(&run, unpaced_run).expect("sender saturated");
+        assert_eq!(f.cause, cause::SENDER_SATURATED);
+        assert!(f.summary.contains("preempted 2500/s"), "{}", f.summary);
     }
 
     #[test]
