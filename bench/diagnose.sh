@@ -111,13 +111,24 @@ across_pair() {
     --json -q --no-store >"$1"
 }
 
+# Waits (at most 3 s) until something listens on TCP port $1 of loopback: a server started in
+# the background is not ready at once, and a client refused would measure nothing.
+wait_listen() {
+  local i
+  for i in $(seq 30); do
+    ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $1 after 3 s" >&2
+}
+
 # --- the cases ---------------------------------------------------------------------------------
 # Each: case_NAME OUTFILE. The expected causes are in EXPECT below, with the reason.
 case_healthy_udp_paced() { "$nc" run udp --size 64 --rate 20k --duration 5 --json -q --no-store >"$1"; }
 case_healthy_tcp_paced() { "$nc" run tcp --flows 4 --rate-per-flow 20Mbit --duration 5 --json -q --no-store >"$1"; }
 case_idle_watch() { "$nc" watch --duration 4 --json -q --no-store >"$1"; }
 case_watch_iperf3_paced() {
-  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; sleep 0.3
+  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; wait_listen $port
   "$nc" watch --json -q --no-store -- iperf3 -c 127.0.0.1 -p $port -b 50M -t 5 >"$1"
 }
 case_closed_loop_rr() { "$nc" run rr --duration 5 --json -q --no-store >"$1"; }
@@ -157,7 +168,7 @@ case_polling_loop() {
   "$nc" watch --json -q --no-store -- "$bin/spin" 5 >"$1"
 }
 case_busy_worker() {
-  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; sleep 0.3
+  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; wait_listen $port
   "$nc" watch --json -q --no-store -- iperf3 -c 127.0.0.1 -p $port -t 5 >"$1"
 }
 case_timer_flood() {
