@@ -100,6 +100,10 @@ pub mod cause {
     pub const THREAD_SATURATED: &str = "thread_saturated";
     /// Processes outside the workload took the CPU the network work needed.
     pub const CPU_CONTENTION: &str = "cpu_contention";
+    /// Since boot, the receive softirq often ran out of budget with work left (time_squeeze).
+    pub const NAPI_BUDGET: &str = "napi_budget";
+    /// Since boot, receive work ran nearly all on one CPU.
+    pub const RX_SKEW: &str = "rx_skew";
     /// A shaper or policer (a rate-limiting qdisc) held the traffic at its rate.
     pub const SHAPER: &str = "shaper";
     /// No network load to diagnose.

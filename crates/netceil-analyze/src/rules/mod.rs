@@ -25,14 +25,18 @@ pub mod link;
 pub mod locks;
 pub mod saturation;
 pub mod shaper;
+pub mod snapshot;
 pub mod tcp_path;
 pub mod threads;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 18] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 21] = [
         saturation::check,
         shaper::check,
+        snapshot::squeeze,
+        snapshot::drops,
+        snapshot::skew,
         cpu::hot_cpu,
         cpu::cpu_bound,
         contention::check,
