@@ -158,7 +158,9 @@ pub fn settle_near_ties(findings: &mut [Finding]) {
 }
 
 /// Names the runner-up beside the verdict, and marks a close call in the verdict's evidence.
-pub fn name_runner_up(findings: &mut [Finding]) {
+/// `measured_noise` is false for data that a repeat would read identically (one since-boot
+/// snapshot): there a small margin is a tie between two true stories, not a coin toss.
+pub fn name_runner_up(findings: &mut [Finding], measured_noise: bool) {
     let Some((verdict, rest)) = findings.split_first_mut() else {
         return;
     };
@@ -175,7 +177,7 @@ pub fn name_runner_up(findings: &mut [Finding]) {
         second.cause,
         second.confidence * 100.0
     ));
-    if margin < CLOSE_CALL {
+    if margin < CLOSE_CALL && measured_noise {
         verdict.evidence.push(Evidence {
             metric: "verdict_margin".into(),
             window_s: None,
@@ -381,7 +383,7 @@ mod tests {
     #[test]
     fn a_close_runner_up_is_named_and_marked() {
         let mut v = vec![f(cause::BUFFER_DROPS, 0.72), f(cause::HOT_CPU, 0.68)];
-        name_runner_up(&mut v);
+        name_runner_up(&mut v, true);
         assert!(
             v[0].alternatives
                 .iter()
@@ -398,13 +400,21 @@ mod tests {
     }
 
     #[test]
+    fn data_without_noise_has_no_close_call() {
+        let mut v = vec![f(cause::NAPI_BUDGET, 0.45), f(cause::RX_SKEW, 0.45)];
+        name_runner_up(&mut v, false);
+        assert!(v[0].alternatives[0].starts_with("runner-up: "));
+        assert!(v[0].evidence.iter().all(|e| e.metric != "verdict_margin"));
+    }
+
+    #[test]
     fn a_clear_verdict_names_the_runner_up_without_a_close_call() {
         let mut v = vec![
             f(cause::SATURATION, 0.9),
             f(cause::LINK_HEADROOM, 0.85),
             f(cause::HOT_CPU, 0.5),
         ];
-        name_runner_up(&mut v);
+        name_runner_up(&mut v, true);
         assert_eq!(v[0].alternatives.len(), 1);
         assert!(v[0].alternatives[0].contains("cause hot_cpu"));
         assert!(v[0].evidence.iter().all(|e| e.metric != "verdict_margin"));
@@ -413,7 +423,7 @@ mod tests {
     #[test]
     fn a_lone_verdict_has_no_runner_up() {
         let mut v = vec![f(cause::HOT_CPU, 0.8)];
-        name_runner_up(&mut v);
+        name_runner_up(&mut v, true);
         assert!(v[0].alternatives.is_empty());
     }
 

@@ -90,8 +90,9 @@ impl Pacer {
 
     /// [`Pacer::wait`] on a given clock, so that tests can stand in for the scheduler
     /// (a thread preempted for a millisecond is one jump of the clock). Sleep mode still
-    /// sleeps on the real clock.
-    fn wait_on(&mut self, deadline_ns: u64, clock: &mut dyn FnMut() -> u64) -> Option<Due> {
+    /// sleeps on the real clock. Generic, not `dyn`: the spin loop reads the clock on every
+    /// turn, and the live path must stay a direct, inlinable call to `now_ns`.
+    fn wait_on<C: FnMut() -> u64>(&mut self, deadline_ns: u64, clock: &mut C) -> Option<Due> {
         if self.mode == PacingMode::None {
             let now = clock();
             if now >= deadline_ns {
@@ -220,7 +221,7 @@ mod tests {
         }
     }
 
-    fn drain(p: &mut Pacer, deadline: u64, clock: &mut dyn FnMut() -> u64) -> (u64, u64) {
+    fn drain(p: &mut Pacer, deadline: u64, clock: &mut impl FnMut() -> u64) -> (u64, u64) {
         let (mut sent, mut calls) = (0, 0);
         while let Some(d) = p.wait_on(deadline, clock) {
             assert!(

@@ -3,6 +3,8 @@
 //! Tests in this file run one at a time (a shared lock): a flat-out run next to a paced one
 //! would make the paced one's timing a test of the scheduler, not of the engine.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,15 +20,6 @@ fn run(cfg: &UdpConfig) -> UdpOutcome {
     run_udp(cfg, &stop, &mut |_| {}).expect("run_udp")
 }
 
-fn euid_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
-        .unwrap_or(false)
-}
-
 /// These tests check the accounting, not the system's default buffer: they ask for 4 MiB (forced
 /// past rmem_max when root), so that a receiver briefly descheduled on a busy test machine does
 /// not drop packets a test expects to arrive.
@@ -35,7 +28,7 @@ fn base() -> UdpConfig {
         run_id: 0x1234,
         duration: Duration::from_secs(5),
         rcvbuf: Some(4 << 20),
-        rcvbuf_force: euid_is_root(),
+        rcvbuf_force: common::euid_is_root(),
         ..UdpConfig::default()
     }
 }

@@ -1,6 +1,8 @@
 //! A sender pointed at a standalone receiver (`netceil recv`), and the receiver's replies:
 //! `FinReport` for a finished flow, `Response` for a `Request`, foreign datagrams set apart.
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -12,15 +14,6 @@ use netceil_model::Rate;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn euid_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
-        .unwrap_or(false)
-}
-
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
@@ -29,7 +22,7 @@ fn loopback() -> SocketAddr {
 fn sender_learns_receiver_figures_from_fin_report() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // A big buffer: this checks the end-of-flow report, not the system's default buffer.
-    let rx = UdpReceiver::spawn(loopback(), Some(4 << 20), euid_is_root()).unwrap();
+    let rx = UdpReceiver::spawn(loopback(), Some(4 << 20), common::euid_is_root()).unwrap();
     let cfg = UdpConfig {
         target: Some(rx.local_addr()),
         rate: Some(Rate::PacketsPerSecond(50_000.0)),

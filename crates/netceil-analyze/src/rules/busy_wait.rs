@@ -208,11 +208,10 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
         let Some(cpu) = ctx.mean_of(m).filter(|c| *c >= 90.0) else {
             continue;
         };
-        let vol_id = netceil_model::MetricId {
-            name: n::THREAD_VOLUNTARY_CS_PER_S.into(),
-            labels: m.id.labels.clone(),
-        };
-        let Some(vol) = s.get(&vol_id).and_then(|v| ctx.mean_of(v)) else {
+        let Some(vol) = ctx
+            .sibling(m, n::THREAD_VOLUNTARY_CS_PER_S)
+            .and_then(|v| ctx.mean_of(v))
+        else {
             continue;
         };
         if vol >= 10.0 {

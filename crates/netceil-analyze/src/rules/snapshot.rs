@@ -80,6 +80,15 @@ fn spread_words(t: &Totals) -> String {
         .join(", ")
 }
 
+/// Spreading receive work over cores: the knob for work piled on one CPU.
+fn spread_advice() -> netceil_model::Advice {
+    advice(
+        "spread receive work: more RSS queues (ethtool -L IF combined N), IRQ affinity, or RPS (/sys/class/net/IF/queues/rx-N/rps_cpus)",
+        "receive processing over several cores",
+        Some("one flow always lands on one queue: RSS cannot split a single flow"),
+    )
+}
+
 /// NAPI budget exhaustion: squeezes per packet processed, and where.
 pub fn squeeze(ctx: &Ctx) -> Option<Finding> {
     let s = ctx.series();
@@ -141,11 +150,7 @@ pub fn squeeze(ctx: &Ctx) -> Option<Finding> {
         Some("longer softirq rounds delay other work on that CPU"),
     ));
     if concentrated {
-        f.advice.push(advice(
-            "spread receive work: more RSS queues (ethtool -L), RPS (/sys/class/net/IF/queues/rx-N/rps_cpus), IRQ affinity",
-            "the squeezed CPU gets help",
-            None,
-        ));
+        f.advice.push(spread_advice());
     }
     f.next = Some(
         "take two snapshots a known time apart (or netceil watch) to see whether it is happening now"
@@ -238,11 +243,7 @@ pub fn skew(ctx: &Ctx) -> Option<Finding> {
             spread_words(&t)
         ),
     ));
-    f.advice.push(advice(
-        "spread receive work: more RSS queues (ethtool -L IF combined N), IRQ affinity, or RPS (/sys/class/net/IF/queues/rx-N/rps_cpus)",
-        "receive processing over several cores",
-        Some("one flow always lands on one queue: RSS cannot split a single flow"),
-    ));
+    f.advice.push(spread_advice());
     f.next =
         Some("netceil watch during the load shows whether that core saturates (hot_cpu)".into());
     Some(f)
