@@ -11,7 +11,7 @@ mod error;
 pub mod formats;
 
 pub use error::{ImportError, NotThisFormat};
-pub use formats::{detect, import, Format};
+pub use formats::{detect, import, terminal_text, Format};
 
 use netceil_model::{Annotations, Run};
 use std::collections::BTreeMap;

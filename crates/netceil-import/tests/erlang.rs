@@ -229,6 +229,140 @@ fn usage_malformed() {
         .any(|n| n.contains("interval of some samples is unknown")));
 }
 
+#[test]
+fn scheduler_sample_all_keeps_each_schedulers_type() {
+    let text = fixture("erlang/scheduler-sample-all.txt");
+    assert_eq!(detect(&text), Ok(Format::ErlangWallTime));
+    let s = read(Format::ErlangWallTime, &text, Some(1.0)).run.series;
+    let typed = |id: &str, kind: &str| {
+        s.get(
+            &MetricId::new(ERLANG_SCHEDULER_UTIL_PCT)
+                .with("scheduler", id)
+                .with("type", kind),
+        )
+        .unwrap_or_else(|| panic!("no scheduler {id} {kind}"))
+        .values[0]
+            .unwrap()
+    };
+    assert!((typed("1", "normal") - 80.0).abs() < 1e-9);
+    assert!((typed("3", "dirty_cpu") - 50.0).abs() < 1e-9);
+    assert!((typed("5", "dirty_io") - 100.0).abs() < 1e-9);
+    // The mean leaves dirty I/O schedulers out: (80 + 10 + 50 + 0) / 4.
+    let mean = s.total(ERLANG_SCHEDULER_UTIL_PCT).unwrap().values[0].unwrap();
+    assert!((mean - 35.0).abs() < 1e-9, "{mean}");
+    // An Elixir sample: atoms with colons, spaces after commas.
+    let ex = "iex(1)> s0 = :scheduler.sample_all()\n{:scheduler_wall_time_all, [{:normal, 1, 10, 100}, {:cpu, 2, 0, 100}]}\niex(2)> s1 = :scheduler.sample_all()\n{:scheduler_wall_time_all, [{:normal, 1, 60, 200}, {:cpu, 2, 0, 200}]}\n";
+    let s = read(Format::ErlangWallTime, ex, None).run.series;
+    let n1 = MetricId::new(ERLANG_SCHEDULER_UTIL_PCT)
+        .with("scheduler", "1")
+        .with("type", "normal");
+    assert_eq!(s.get(&n1).unwrap().values, vec![Some(50.0)]);
+}
+
+#[test]
+fn sample_all_malformed() {
+    // An unknown scheduler type is not a wall-time entry.
+    let bad = "{scheduler_wall_time_all,[{turbo,1,10,100}]}\n{scheduler_wall_time_all,[{turbo,1,20,200}]}\n";
+    let why = netceil_import::formats::erlang_wall_time::sniff(bad).unwrap_err();
+    assert!(why.contains("normal|cpu|io"), "{why}");
+    // One sample only: nothing to take the difference of, at its line.
+    let one = "1> scheduler:sample_all().\n{scheduler_wall_time_all,[{normal,1,10,100}]}\n";
+    let e = import(Format::ErlangWallTime, one, &opts(None)).unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+}
+
+#[test]
+fn recon_node_stats_print_gives_rates_and_scheduler_usage() {
+    let text = fixture("erlang/recon-node-stats-print.txt");
+    assert_eq!(detect(&text), Ok(Format::ReconNodeStats));
+    let imp = read(Format::ReconNodeStats, &text, None);
+    let s = &imp.run.series;
+    assert_eq!(s.t_s, vec![1.0, 2.0, 3.0], "1000 ms from the call");
+    assert_eq!(s.interval_s, 1.0);
+    let v = |name: &str| -> Vec<f64> {
+        s.total(name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .values
+            .iter()
+            .map(|v| v.unwrap())
+            .collect()
+    };
+    assert_eq!(v("erlang_run_queue"), [0.0, 3.0, 2.0]);
+    assert_eq!(
+        v("erlang_io_out_bytes_per_s"),
+        [1_883_136.0, 1_890_304.0, 1_887_232.0]
+    );
+    assert_eq!(v("erlang_reductions_per_s")[0], 12_851_340.0);
+    assert_eq!(v("erlang_memory_total_bytes")[2], 61_320_112.0);
+    assert_eq!(util(s, "1"), vec![Some(99.68), Some(99.81), Some(99.75)]);
+    let mean = v(ERLANG_SCHEDULER_UTIL_PCT)[0];
+    assert!((mean - (99.68 + 15.33 + 8.21 + 4.12) / 4.0).abs() < 1e-9);
+    assert_eq!(
+        s.total("erlang_io_out_bytes_per_s").unwrap().unit,
+        Unit::BytesPerSecond
+    );
+}
+
+#[test]
+fn recon_node_stats_list_from_elixir() {
+    let text = fixture("erlang/recon-node-stats-list-elixir.txt");
+    assert_eq!(detect(&text), Ok(Format::ReconNodeStats));
+    let s = read(Format::ReconNodeStats, &text, None).run.series;
+    assert_eq!(s.t_s, vec![0.5, 1.0]);
+    let out = s.total("erlang_io_out_bytes_per_s").unwrap();
+    assert_eq!(out.values, vec![Some(4096.0), Some(8192.0)]);
+    assert!(
+        s.total(ERLANG_SCHEDULER_UTIL_PCT).is_none(),
+        "this recon had no scheduler_usage"
+    );
+}
+
+#[test]
+fn recon_node_stats_malformed() {
+    // Without an interval, increments stay per sample and the note says so.
+    let bare = "{[{process_count,1},{run_queue,0}],[{bytes_in,10},{bytes_out,20}]}\n";
+    let imp = read(Format::ReconNodeStats, bare, None);
+    assert_eq!(
+        imp.run
+            .series
+            .total("erlang_io_in_bytes_per_sample")
+            .unwrap()
+            .values,
+        vec![Some(10.0)]
+    );
+    assert!(imp
+        .run
+        .notes
+        .iter()
+        .any(|n| n.contains("interval is unknown")));
+    // A sample cut short: the whole ones import, the cut one is named.
+    let text = fixture("erlang/recon-node-stats-print.txt");
+    let cut = &text[..text.find("{bytes_out,1887232}").unwrap()];
+    let imp = read(Format::ReconNodeStats, cut, None);
+    assert_eq!(imp.run.series.len(), 2);
+    assert!(
+        imp.warnings
+            .iter()
+            .any(|w| w.contains("line 30: the sample starting here is cut short")),
+        "{:?}",
+        imp.warnings
+    );
+    // Only a cut sample: an error at its line.
+    let e = import(Format::ReconNodeStats, &text[..200], &opts(None)).unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+    // Not node stats at all.
+    let e = import(Format::ReconNodeStats, "[{1,0.5}]\n", &opts(None)).unwrap_err();
+    assert!(e.expected.contains("process_count"), "{e}");
+    // A value that is not a number is skipped and named.
+    let odd = "1> recon:node_stats_print(1, 1000).\n{[{process_count,1},{run_queue,x}],[{bytes_in,10}]}\n";
+    let imp = read(Format::ReconNodeStats, odd, None);
+    assert!(
+        imp.warnings.iter().any(|w| w.contains("run_queue")),
+        "{:?}",
+        imp.warnings
+    );
+}
+
 // ---------------------------------------------------------------- fuzz
 
 fn corpus() -> Vec<(Format, String)> {
@@ -256,6 +390,18 @@ fn corpus() -> Vec<(Format, String)> {
         (
             Format::ErlangSchedulerUsage,
             fixture("erlang/scheduler-utilization-elixir.txt"),
+        ),
+        (
+            Format::ErlangWallTime,
+            fixture("erlang/scheduler-sample-all.txt"),
+        ),
+        (
+            Format::ReconNodeStats,
+            fixture("erlang/recon-node-stats-print.txt"),
+        ),
+        (
+            Format::ReconNodeStats,
+            fixture("erlang/recon-node-stats-list-elixir.txt"),
         ),
     ]
 }

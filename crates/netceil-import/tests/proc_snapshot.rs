@@ -320,6 +320,127 @@ fn counters_going_backwards_are_missing_not_spikes() {
 }
 
 #[test]
+fn watch_screens_give_rates_from_their_banners() {
+    // Three screens copied from `watch -n 1 cat /proc/softirqs` during a loopback UDP run.
+    let imp = read("watch-softirqs-3-screens.txt", None);
+    let s = &imp.run.series;
+    assert_eq!(s.t_s, [1.0, 2.0]);
+    assert_eq!(s.interval_s, 1.0);
+    let rx = s.get(&cpu(SOFTIRQ_NET_RX_PER_S, 1)).unwrap();
+    assert_eq!(rx.values, [Some(321_368.0), Some(329_752.0)]);
+    // Two screens: one step of one-second stamps; watch's own interval is the better figure.
+    let imp = read("watch-softnet-2-screens.txt", None);
+    assert_eq!(imp.run.series.t_s, [1.0]);
+    assert!(
+        imp.run
+            .notes
+            .iter()
+            .any(|n| n.contains("watch's interval (1 s)")),
+        "{:?}",
+        imp.run.notes
+    );
+}
+
+/// A softirqs screen under a watch banner stamped at `clock`, with NET_RX at `rx` on CPU0.
+fn watch_screen(every: &str, clock: &str, rx: u64) -> String {
+    format!(
+        "Every {every}s: cat /proc/softirqs      host: Tue Nov 24 {clock} 2026\n\n                    CPU0       CPU1\n          HI:          0          0\n      NET_RX: {rx:>10}          0\n"
+    )
+}
+
+#[test]
+fn watch_stamps_to_the_second_are_not_taken_at_their_word() {
+    // A 1.0 s watch whose two stamps read 2 s apart (10:00:00.97 → 10:00:02.01): the step is
+    // watch's interval, not the stamps' 2 s, which would halve every rate.
+    let text = watch_screen("1.0", "10:00:00", 0) + &watch_screen("1.0", "10:00:02", 1_000_000);
+    let imp = read_text(&text, None);
+    assert_eq!(imp.run.series.t_s, [1.0]);
+    assert_eq!(
+        imp.run
+            .series
+            .get(&cpu(SOFTIRQ_NET_RX_PER_S, 0))
+            .unwrap()
+            .values,
+        [Some(1_000_000.0)]
+    );
+    // Four screens whose steps jitter by a second: each step is the mean over the span.
+    let text = [
+        (0, "10:00:00"),
+        (1, "10:00:02"),
+        (2, "10:00:03"),
+        (3, "10:00:04"),
+    ]
+    .iter()
+    .map(|(k, c)| watch_screen("1.0", c, k * 400_000))
+    .collect::<String>();
+    let imp = read_text(&text, None);
+    assert!(
+        imp.run
+            .series
+            .t_s
+            .iter()
+            .zip([4.0 / 3.0, 8.0 / 3.0, 4.0])
+            .all(|(a, b)| (a - b).abs() < 1e-9),
+        "{:?}",
+        imp.run.series.t_s
+    );
+    assert!(
+        imp.run
+            .notes
+            .iter()
+            .any(|n| n.contains("one-second resolution")),
+        "{:?}",
+        imp.run.notes
+    );
+    // Screens far apart (taken by hand) keep their own steps.
+    let text = watch_screen("1.0", "10:00:00", 0)
+        + &watch_screen("1.0", "10:00:30", 3_000_000)
+        + &watch_screen("1.0", "10:01:30", 9_000_000);
+    let imp = read_text(&text, None);
+    assert_eq!(imp.run.series.t_s, [30.0, 90.0]);
+    // Banners cut before their date: watch's interval places the screens.
+    let text = "Every 2.0s: cat /proc/softirqs\n\n                    CPU0\n      NET_RX:          0\nEvery 2.0s: cat /proc/softirqs\n\n                    CPU0\n      NET_RX:        100\n";
+    let imp = read_text(text, None);
+    assert_eq!(imp.run.series.t_s, [2.0]);
+    assert_eq!(
+        imp.run
+            .series
+            .get(&cpu(SOFTIRQ_NET_RX_PER_S, 0))
+            .unwrap()
+            .values,
+        [Some(50.0)]
+    );
+}
+
+#[test]
+fn a_recording_of_watch_is_refused_with_the_fix() {
+    // `script` around `watch`: the screen is drawn by cursor moves, not lines.
+    let rec = "Script started on 2026-11-24 05:56:55+00:00\n\u{1b}[?1049h\u{1b}[1;20r\u{1b}[H\u{1b}[2JEvery 1.0s: cat /proc/softirqs\u{1b}[1;93Hvm: Tue Nov 24 05:56:55 2026\u{1b}[3;21HCPU0\u{1b}[32GCPU1\u{1b}[4;11HHI:\u{1b}[4;24H0\u{1b}[4;35H0\u{1b}[5;8HTIMER:     288753     256729\n";
+    let reasons = detect(rec).unwrap_err();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(
+        reasons[0].reason.contains("full-screen"),
+        "{}",
+        reasons[0].reason
+    );
+    assert!(
+        reasons[0].reason.contains("while sleep 1"),
+        "{}",
+        reasons[0].reason
+    );
+    // Forced through the /proc reader, it is an error, not a panic.
+    assert!(import(Format::ProcSnapshot, rec, &opts(None)).is_err());
+}
+
+#[test]
+fn malformed_watch_screens_name_the_line() {
+    let text = watch_screen("1.0", "10:00:00", 0)
+        + &watch_screen("1.0", "10:00:01", 100).replace("NET_RX:        100", "NET_RX:        1x0");
+    let e = import(Format::ProcSnapshot, &text, &opts(None)).unwrap_err();
+    assert_eq!(e.line, 10, "{e}");
+}
+
+#[test]
 fn malformed_snapshots_name_the_line_and_field() {
     let good = fixture("proc/softnet-5.10.47-13col.txt");
     let bad = good.replacen("000000c1", "0000zzc1", 1);

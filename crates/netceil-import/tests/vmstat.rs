@@ -399,6 +399,68 @@ fn malformed_linux_logs() {
 }
 
 #[test]
+fn linux_lines_prefixed_by_a_collector_are_read_with_their_times() {
+    // `date +%T` before each line, across midnight.
+    let text = fixture("linux-ts-clock-prefix.txt");
+    assert_eq!(detect(&text), Ok(Format::VmstatLinux));
+    let i = linux("linux-ts-clock-prefix.txt");
+    assert_eq!(values(&i, "cs_per_s"), [90000.0, 91000.0, 90500.0, 92100.0]);
+    assert_eq!(
+        i.run.series.t_s,
+        [1.0, 2.0, 3.0, 4.0],
+        "midnight does not go back"
+    );
+    assert_eq!(i.run.series.interval_s, 1.0);
+    assert_eq!(
+        i.run.meta.started_unix_s, 0.0,
+        "a time of day names no date"
+    );
+    assert!(
+        i.run
+            .notes
+            .iter()
+            .any(|n| n.contains("a time of day (7 lines)")),
+        "{:?}",
+        i.run.notes
+    );
+    // ISO stamps with a zone: the interval and the start come from them.
+    let i = linux("linux-ts-iso-prefix.txt");
+    assert_eq!(i.run.series.interval_s, 5.0);
+    assert_eq!(i.run.series.t_s, [5.0, 10.0, 15.0]);
+    assert_eq!(
+        i.run.meta.started_unix_s, 1_795_514_400.0,
+        "2026-11-24 10:00:00 UTC"
+    );
+    assert_eq!(values(&i, "cpu_idle_pct"), [80.0, 80.0, 80.0]);
+}
+
+#[test]
+fn freebsd_lines_prefixed_by_a_collector_are_read_with_their_times() {
+    let text = fixture("freebsd-ts-prefix.txt");
+    assert_eq!(detect(&text), Ok(Format::VmstatFreebsd));
+    let i = freebsd("freebsd-ts-prefix.txt");
+    assert_eq!(i.run.series.interval_s, 2.0);
+    assert_eq!(i.run.series.t_s, [2.0, 4.0, 6.0]);
+    assert_eq!(values(&i, "cs_per_s"), [17500.0, 17600.0, 17550.0]);
+}
+
+#[test]
+fn malformed_prefixed_logs_name_the_line() {
+    // A bad number under a prefix: the line of the file, the vmstat column.
+    let bad = fixture("linux-ts-clock-prefix.txt").replacen("45500", "45x00", 1);
+    let e = err(vmstat_linux::import(&bad, &opts("p.txt")));
+    assert_eq!((e.line, e.column), (6, Some(11)), "{e}");
+    // A line the collector left unprefixed mid-table is an error at that line.
+    let mixed = fixture("linux-ts-clock-prefix.txt").replacen("23:59:59  2", "oops 2", 1);
+    let e = err(vmstat_linux::import(&mixed, &opts("p.txt")));
+    assert_eq!(e.line, 6, "{e}");
+    // A prefix on the header only is not a prefixed log: the data rows do not parse.
+    let header_only = "10:00:00 procs -----memory----- ---swap-- ---cpu---\n10:00:00  r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\nfoo 1 0 0 1 1 1 0 0 0 0 1 1 1 1 98 0 0\nfoo 1 0 0 1 1 1 0 0 0 0 1 1 1 1 98 0 0\n";
+    let e = err(vmstat_linux::import(header_only, &opts("h.txt")));
+    assert_eq!(e.line, 3, "{e}");
+}
+
+#[test]
 fn malformed_freebsd_logs() {
     let good = fixture("seeds/freebsd-vmstat-sk0.txt");
     let bad = good.replacen("14534", "14_34", 1);

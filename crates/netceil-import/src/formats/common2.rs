@@ -364,6 +364,18 @@ pub(crate) mod erl {
         match tok {
             Tok::Int(i) => Parsed::Done(Term::Int(*i)),
             Tok::Float(f) => Parsed::Done(Term::Float(*f)),
+            // An Elixir keyword entry (`run_queue: 3`) is the tuple `{run_queue, 3}`.
+            Tok::Word(w) if w.len() > 1 && w.ends_with(':') => match parse_term(toks, pos) {
+                Parsed::Done(t) => Parsed::Done(Term::Tuple(vec![
+                    Term::Atom(w.trim_end_matches(':').to_string()),
+                    t,
+                ])),
+                Parsed::Cut(t) => Parsed::Cut(Term::Tuple(vec![
+                    Term::Atom(w.trim_end_matches(':').to_string()),
+                    t,
+                ])),
+                Parsed::Bad(l) => Parsed::Bad(l),
+            },
             Tok::Word(w) => Parsed::Done(Term::Atom(w.clone())),
             Tok::Str(s) => Parsed::Done(Term::Str(s.clone())),
             Tok::Open(open) => {

@@ -21,6 +21,7 @@ use netceil_model::{MetricId, Unit};
 
 use super::common2::erl::{tokenize, top_lists, Term, Tok};
 use super::common2::{error, finish, line_count, new_run, plural};
+use super::recon::LABEL_TYPE;
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The name of this format for `--format`.
@@ -29,12 +30,29 @@ pub const NAME: &str = "erlang-wall-time";
 /// Label key of a scheduler id.
 pub const LABEL_SCHEDULER: &str = "scheduler";
 
-/// `{Id, ActiveTime, TotalTime}` of one scheduler.
-type Entry = (i128, i128, i128);
+/// `{Id, ActiveTime, TotalTime}` of one scheduler, and its kind when the tuple names it.
+type Entry = (i128, i128, i128, Option<&'static str>);
+
+/// The kind label of a scheduler type as `scheduler:sample_all()` names it.
+pub(crate) fn scheduler_kind(atom: &str) -> Option<&'static str> {
+    match atom {
+        "normal" => Some("normal"),
+        "cpu" => Some("dirty_cpu"),
+        "io" => Some("dirty_io"),
+        _ => None,
+    }
+}
 
 fn entry(t: &Term) -> Option<Entry> {
     match t {
-        Term::Tuple(v) if v.len() == 3 => Some((v[0].int()?, v[1].int()?, v[2].int()?)),
+        Term::Tuple(v) if v.len() == 3 => Some((v[0].int()?, v[1].int()?, v[2].int()?, None)),
+        // `scheduler:sample()`/`sample_all()`: `{normal|cpu|io, Id, ActiveTime, TotalTime}`.
+        Term::Tuple(v) if v.len() == 4 => Some((
+            v[1].int()?,
+            v[2].int()?,
+            v[3].int()?,
+            Some(scheduler_kind(v[0].atom()?)?),
+        )),
         _ => None,
     }
 }
@@ -65,7 +83,7 @@ pub fn sniff(text: &str) -> Result<(), String> {
     }
     Err(match lists.first() {
         Some((line, _, _)) => format!(
-            "the list at line {line} is not [{{SchedulerId, ActiveTime, TotalTime}}, …] (three integers per tuple)"
+            "the list at line {line} is not [{{SchedulerId, ActiveTime, TotalTime}}, …] (three integers per tuple) nor scheduler:sample_all()'s [{{normal|cpu|io, Id, ActiveTime, TotalTime}}, …]"
         ),
         None => "no Erlang list '[{SchedulerId, ActiveTime, TotalTime}, …]' found".into(),
     })
@@ -136,12 +154,16 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         let row = run.series.push_row(t);
         let mut sum = 0.0;
         let mut n = 0usize;
+        let typed = cur.entries.iter().any(|e| e.3.is_some());
         let mut ids: Vec<&Entry> = cur.entries.iter().collect();
         ids.sort_by_key(|e| e.0);
-        for &&(id, active, total) in &ids {
-            let metric =
+        for &&(id, active, total, kind) in &ids {
+            let mut metric =
                 MetricId::new(ERLANG_SCHEDULER_UTIL_PCT).with(LABEL_SCHEDULER, id.to_string());
-            let Some(&(_, a0, t0)) = prev.entries.iter().find(|e| e.0 == id) else {
+            if let Some(kind) = kind {
+                metric = metric.with(LABEL_TYPE, kind);
+            }
+            let Some(&(_, a0, t0, _)) = prev.entries.iter().find(|e| e.0 == id) else {
                 run.series.note_missing(
                     &metric.to_string(),
                     format!(
@@ -172,10 +194,14 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                     pct
                 ));
             }
-            sum += pct;
-            n += 1;
+            // Dirty I/O schedulers wait on I/O by design; like scheduler:utilization's
+            // total, the mean leaves them out when the sample says which they are.
+            if !(typed && kind == Some("dirty_io")) {
+                sum += pct;
+                n += 1;
+            }
         }
-        for &(id, _, _) in &prev.entries {
+        for &(id, _, _, _) in &prev.entries {
             if !cur.entries.iter().any(|e| e.0 == id) {
                 warnings.push(format!(
                     "scheduler {id} is in the snapshot at line {} but not in the one at line {}",
@@ -204,8 +230,13 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     run.notes.insert(
         0,
         format!(
-            "Erlang scheduler utilization from {} of statistics(scheduler_wall_time): ΔActiveTime/ΔTotalTime per scheduler; the unlabeled value is the mean over schedulers. Ids above the number of normal schedulers are dirty schedulers (OTP ≥ 20)",
-            plural(snapshots.len(), "snapshot")
+            "Erlang scheduler utilization from {} of statistics(scheduler_wall_time): ΔActiveTime/ΔTotalTime per scheduler; the unlabeled value is the mean over schedulers{}",
+            plural(snapshots.len(), "snapshot"),
+            if snapshots.iter().any(|s| s.entries.iter().any(|e| e.3.is_some())) {
+                " other than dirty I/O ones (the samples name each scheduler's type: normal, dirty_cpu, dirty_io)"
+            } else {
+                ". Ids above the number of normal schedulers are dirty schedulers (OTP ≥ 20)"
+            }
         ),
     );
     let span = match (delta_totals.iter().min(), delta_totals.iter().max()) {

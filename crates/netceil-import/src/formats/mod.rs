@@ -24,6 +24,8 @@ pub mod lockprof_freebsd;
 pub mod perf_lock;
 pub mod proc_snapshot;
 pub mod recon;
+pub mod recon_node_stats;
+pub(crate) mod stamp;
 
 /// Every format, in the order detection tries them (most specific first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +52,8 @@ pub enum Format {
     ErlangWallTime,
     /// `recon:scheduler_usage/1` or `scheduler:utilization/1` output.
     ErlangSchedulerUsage,
+    /// `recon:node_stats_print/2` or `recon:node_stats_list/2` output.
+    ReconNodeStats,
     /// /proc/interrupts, softirqs, net/softnet_stat, net/snmp, net/netstat or net/dev.
     ProcSnapshot,
 }
@@ -62,6 +66,7 @@ impl Format {
         Format::LockStat,
         Format::FreebsdLockProf,
         Format::PerfLock,
+        Format::ReconNodeStats,
         Format::ErlangWallTime,
         Format::ErlangSchedulerUsage,
         Format::ProcSnapshot,
@@ -91,6 +96,7 @@ impl Format {
             Format::PerfLock => perf_lock::NAME,
             Format::ErlangWallTime => erlang_wall_time::NAME,
             Format::ErlangSchedulerUsage => recon::NAME,
+            Format::ReconNodeStats => recon_node_stats::NAME,
             Format::ProcSnapshot => proc_snapshot::NAME,
         }
     }
@@ -115,6 +121,7 @@ impl Format {
             Format::PerfLock => perf_lock::sniff(text),
             Format::ErlangWallTime => erlang_wall_time::sniff(text),
             Format::ErlangSchedulerUsage => recon::sniff(text),
+            Format::ReconNodeStats => recon_node_stats::sniff(text),
             Format::ProcSnapshot => proc_snapshot::sniff(text),
         }
     }
@@ -135,13 +142,100 @@ impl Format {
             Format::PerfLock => perf_lock::import(text, opts),
             Format::ErlangWallTime => erlang_wall_time::import(text, opts),
             Format::ErlangSchedulerUsage => recon::import(text, opts),
+            Format::ReconNodeStats => recon_node_stats::import(text, opts),
             Format::ProcSnapshot => proc_snapshot::import(text, opts),
         }
     }
 }
 
+/// The text as a terminal showed it: without a byte-order mark, carriage returns, or the
+/// escape sequences (colours, cursor moves, screen clears) that `script`, `watch -c` or a
+/// coloured prompt leave in a capture. Line numbers are unchanged.
+pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text.bytes().any(|b| b == 0x1b || b == b'\r') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {}
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates, then one final byte in @..~.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                        if c == '\n' {
+                            out.push('\n');
+                            break;
+                        }
+                    }
+                }
+                // OSC (window titles): up to BEL or ESC \.
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            chars.next_if_eq(&'\\');
+                            break;
+                        }
+                        if c == '\n' {
+                            out.push('\n');
+                            break;
+                        }
+                    }
+                }
+                // Character-set selection takes one more character.
+                Some('(' | ')') => {
+                    chars.next_if(|c| *c != '\n');
+                }
+                Some('\n') => out.push('\n'),
+                _ => {}
+            },
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether a text is a recording of a full-screen program (`script` around `watch` or `top`):
+/// the alternate screen, or a screen drawn by cursor positioning rather than by lines.
+fn screen_recording(text: &str) -> bool {
+    if text.contains("\u{1b}[?1049h") || text.contains("\u{1b}[?47h") {
+        return true;
+    }
+    // `ESC [ row ; col H` and `ESC [ col G`: cursor moves within a line of text.
+    let moves = text
+        .match_indices('\u{1b}')
+        .filter(|(i, _)| {
+            let rest = &text.as_bytes()[i + 1..];
+            rest.first() == Some(&b'[')
+                && rest[1..]
+                    .iter()
+                    .position(|b| !(b.is_ascii_digit() || *b == b';'))
+                    .is_some_and(|k| k > 0 && matches!(rest[1 + k], b'H' | b'G' | b'd'))
+        })
+        .count();
+    moves > 3
+}
+
+/// What to say about a recording of a full-screen program.
+const SCREEN_RECORDING: &str = "this is a recording of a full-screen program (`script` around `watch`, `top`…): it draws the screen by moving the cursor, so its lines cannot be read back. Record the file itself at each tick instead, e.g. `while sleep 1; do date +%s.%N; cat /proc/softirqs; done > softirqs.log`, or copy the screens as text";
+
 /// The format of a text, or why it is none of them (one reason per format).
 pub fn detect(text: &str) -> Result<Format, Vec<NotThisFormat>> {
+    if screen_recording(text) {
+        return Err(vec![NotThisFormat {
+            format: "terminal recording",
+            reason: SCREEN_RECORDING.into(),
+        }]);
+    }
+    let text: &str = &terminal_text(text);
     let mut reasons = Vec::new();
     for &f in Format::ALL {
         match f.sniff(text) {
@@ -157,5 +251,25 @@ pub fn detect(text: &str) -> Result<Format, Vec<NotThisFormat>> {
 
 /// Imports a text in a given format.
 pub fn import(format: Format, text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    format.import(text, opts)
+    format.import(&terminal_text(text), opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_text;
+
+    #[test]
+    fn terminal_captures_lose_their_escapes_but_keep_their_lines() {
+        let raw = "\u{feff}\u{1b}[H\u{1b}[2JEvery 1.0s: cat x\r\n\u{1b}]0;title\u{7}\u{1b}[1;31mCPU0\u{1b}[0m  CPU1\r\n\u{1b}(B  HI: 1 2\r\n";
+        assert_eq!(
+            terminal_text(raw),
+            "Every 1.0s: cat x\nCPU0  CPU1\n  HI: 1 2\n"
+        );
+        assert!(matches!(
+            terminal_text("plain\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // A sequence cut by the end of a line or of the text loses nothing after it.
+        assert_eq!(terminal_text("a\u{1b}[12\nb\u{1b}"), "a\nb");
+    }
 }

@@ -47,6 +47,7 @@ use netceil_probe::parse::{interrupts, net_dev, netstat, snmp, softirqs, softnet
 use netceil_probe::{counter_delta, CounterWidth, ParseError};
 
 use super::common2::{cut_mid_line, error, file, finish, new_run, plural};
+use super::stamp::{timestamp, watch_banner};
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The name of this format for `--format`.
@@ -108,7 +109,11 @@ fn is_hex_row(line: &str) -> bool {
 /// The first data line and which file it starts.
 fn kind_of(text: &str) -> Result<Kind, String> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| {
-        !l.trim().is_empty() && !is_comment(l) && timestamp(l).is_none() && !is_separator(l)
+        !l.trim().is_empty()
+            && !is_comment(l)
+            && timestamp(l).is_none()
+            && watch_banner(l).is_none()
+            && !is_separator(l)
     });
     let Some((i, first)) = lines.next() else {
         return Err("no data lines".into());
@@ -164,102 +169,6 @@ fn is_separator(line: &str) -> bool {
     t.len() >= 3 && t.chars().all(|c| matches!(c, '-' | '=' | '*' | '~' | ' '))
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(m) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn hms(s: &str) -> Option<f64> {
-    let mut it = s.split(':');
-    let h: f64 = it.next()?.parse::<u32>().ok().filter(|h| *h < 24)?.into();
-    let m: f64 = it.next()?.parse::<u32>().ok().filter(|m| *m < 60)?.into();
-    // `date --iso-8601=ns` writes a decimal comma.
-    let sec: f64 = it
-        .next()?
-        .replace(',', ".")
-        .parse::<f64>()
-        .ok()
-        .filter(|s| (0.0..61.0).contains(s))?;
-    it.next().is_none().then_some(h * 3600.0 + m * 60.0 + sec)
-}
-
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-
-/// A timestamp line, as seconds since the epoch (time zones other than an explicit offset are
-/// taken as UTC: only differences between snapshots matter).
-fn timestamp(line: &str) -> Option<f64> {
-    let t = line.trim().trim_matches(|c: char| {
-        matches!(c, '-' | '=' | '#' | '*' | '[' | ']') || c.is_whitespace()
-    });
-    let t = [
-        "timestamp:",
-        "time:",
-        "date:",
-        "Timestamp:",
-        "Time:",
-        "Date:",
-    ]
-    .iter()
-    .find_map(|p| t.strip_prefix(p))
-    .unwrap_or(t)
-    .trim();
-    // `date +%s` / `date +%s.%N`.
-    let (int, frac) = t.split_once('.').unwrap_or((t, "0"));
-    if (9..=11).contains(&int.len())
-        && int.bytes().all(|b| b.is_ascii_digit())
-        && !frac.is_empty()
-        && frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return t.parse().ok();
-    }
-    // ISO 8601: `2026-11-21T23:59:49.123Z`, `2026-11-21 23:59:49+01:00`.
-    if t.len() >= 19
-        && t.as_bytes()[4] == b'-'
-        && t.as_bytes()[7] == b'-'
-        && matches!(t.as_bytes()[10], b'T' | b' ')
-    {
-        let y: i64 = t[..4].parse().ok()?;
-        let mo: u32 = t[5..7].parse().ok().filter(|m| (1..=12).contains(m))?;
-        let d: u32 = t[8..10].parse().ok().filter(|d| (1..=31).contains(d))?;
-        let rest = &t[11..];
-        let zone_at = rest.find(['Z', '+', '-', ' ']).unwrap_or(rest.len());
-        let secs = hms(&rest[..zone_at])?;
-        let zone = rest[zone_at..].trim();
-        let offset = match zone.as_bytes().first() {
-            Some(b'+') | Some(b'-') => {
-                let sign = if zone.starts_with('-') { -1.0 } else { 1.0 };
-                let z = zone[1..].replace(':', "");
-                let h: f64 = z.get(..2)?.parse::<u32>().ok()?.into();
-                let m: f64 = z.get(2..4).unwrap_or("00").parse::<u32>().ok()?.into();
-                sign * (h * 3600.0 + m * 60.0)
-            }
-            _ => 0.0,
-        };
-        return Some(days_from_civil(y, mo, d) as f64 * 86_400.0 + secs - offset);
-    }
-    // `date`: `Sat Nov 21 23:59:49 UTC 2026` (zone optional).
-    let w: Vec<&str> = t.split_whitespace().collect();
-    if (5..=6).contains(&w.len()) && w[0].len() == 3 && w[0].chars().all(char::is_alphabetic) {
-        let mo = MONTHS.iter().position(|m| *m == w[1])? as u32 + 1;
-        let d: u32 = w[2].parse().ok().filter(|d| (1..=31).contains(d))?;
-        let secs = hms(w[3])?;
-        let y: i64 = w[w.len() - 1]
-            .parse()
-            .ok()
-            .filter(|y| (1970..=9999).contains(y))?;
-        return Some(days_from_civil(y, mo, d) as f64 * 86_400.0 + secs);
-    }
-    None
-}
-
 /// One snapshot's text: where it starts, its lines, and the timestamp before it.
 struct Segment {
     /// 0-based index of the first line in the whole text.
@@ -283,8 +192,10 @@ fn starts_file(kind: Kind, line: &str, first_word: &str) -> bool {
     }
 }
 
-fn split(text: &str, kind: Kind) -> Vec<Segment> {
+/// The snapshots of a text, and the interval of the `watch` banners above them, if any.
+fn split(text: &str, kind: Kind) -> (Vec<Segment>, Option<f64>) {
     let mut segments: Vec<Segment> = Vec::new();
+    let mut watch_interval = None;
     let mut cur: Option<Segment> = None;
     let mut pending_time = None;
     let mut first_word = None;
@@ -302,6 +213,12 @@ fn split(text: &str, kind: Kind) -> Vec<Segment> {
             if !is_comment(line) {
                 flush(&mut cur, &mut segments);
             }
+            continue;
+        }
+        if let Some(b) = watch_banner(line) {
+            flush(&mut cur, &mut segments);
+            pending_time = b.time;
+            watch_interval = watch_interval.or(b.interval_s);
             continue;
         }
         if let Some(t) = timestamp(line) {
@@ -343,7 +260,62 @@ fn split(text: &str, kind: Kind) -> Vec<Segment> {
         seg.lines += 1;
     }
     flush(&mut cur, &mut segments);
-    segments
+    (segments, watch_interval)
+}
+
+/// The time between consecutive snapshots, and where it came from, or `None` when the text
+/// gives none: the timestamps before the snapshots, the `watch` banners' interval, or the
+/// person's `--interval`.
+///
+/// `date` and `watch` stamp to the second. A step read from such stamps is off by up to a
+/// second, which at a one-second period is a factor of two in every rate. When all stamps are
+/// whole seconds and every step lies within a second of the mean step, the snapshots came from
+/// a periodic sampler: each step is taken as the mean over the whole span (or, with only two
+/// snapshots, as `watch`'s own interval when it is consistent with the stamps).
+fn time_base(
+    count: usize,
+    times: Option<Vec<f64>>,
+    watch_interval: Option<f64>,
+    interval: Option<f64>,
+) -> Option<(Vec<f64>, String)> {
+    if count < 2 {
+        return None;
+    }
+    let steps = count - 1;
+    if let Some(ts) = times.filter(|ts| ts.windows(2).all(|w| w[1] > w[0])) {
+        let gaps: Vec<f64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
+        let coarse = ts.iter().all(|t| t.fract() == 0.0);
+        let mean = (ts[ts.len() - 1] - ts[0]) / steps as f64;
+        if coarse && steps == 1 {
+            if let Some(w) = watch_interval.filter(|w| (w - mean).abs() <= 1.0) {
+                return Some((
+                    vec![w],
+                    format!("watch's interval ({w} s): its one-second stamps say {mean} s, which is within their resolution"),
+                ));
+            }
+        } else if coarse
+            && gaps.iter().any(|g| (g - mean).abs() > 1e-9)
+            && gaps.iter().all(|g| (g - mean).abs() <= 1.0)
+        {
+            return Some((
+                vec![mean; steps],
+                format!("the mean step of the timestamps ({mean:.3} s over {steps} steps): they have one-second resolution, so a single step is off by up to a second"),
+            ));
+        }
+        return Some((gaps, "the timestamps before each snapshot".into()));
+    }
+    if let Some(w) = watch_interval {
+        return Some((
+            vec![w; steps],
+            format!("watch's interval ({w} s; its banners carry no usable time)"),
+        ));
+    }
+    interval.map(|i| {
+        (
+            vec![i; steps],
+            "--interval (the text has no usable timestamps)".into(),
+        )
+    })
 }
 
 /// A parsed snapshot.
@@ -1002,7 +974,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         error(opts, n, None, format!("a /proc snapshot: {why}"), found)
     })?;
     let mut warnings = Vec::new();
-    let segments = split(text, kind);
+    let (segments, watch_interval) = split(text, kind);
     let count = segments.len();
     let mut parsed: Vec<(Parsed, Option<f64>, usize)> = Vec::new();
     for (k, seg) in segments.into_iter().enumerate() {
@@ -1065,21 +1037,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     let times: Option<Vec<f64>> = parsed.iter().map(|p| p.1).collect();
     let interval = opts.interval_s.filter(|i| *i > 0.0 && i.is_finite());
     let mut notes = Vec::new();
-    let time_base: Option<(Vec<f64>, &str)> = if parsed.len() < 2 {
-        None
-    } else if let Some(ts) = times.filter(|ts| ts.windows(2).all(|w| w[1] > w[0])) {
-        Some((
-            ts.windows(2).map(|w| w[1] - w[0]).collect(),
-            "the timestamps before each snapshot",
-        ))
-    } else {
-        interval.map(|i| {
-            (
-                vec![i; parsed.len() - 1],
-                "--interval (the text has no usable timestamps)",
-            )
-        })
-    };
+    let time_base = time_base(parsed.len(), times, watch_interval, interval);
     match time_base {
         Some((gaps, how)) => {
             let mut sorted = gaps.clone();
@@ -1142,35 +1100,6 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps() {
-        assert_eq!(timestamp("1795305589"), Some(1_795_305_589.0));
-        assert_eq!(timestamp("1795305589.5"), Some(1_795_305_589.5));
-        assert_eq!(timestamp("2026-11-21T23:59:49Z"), Some(1_795_305_589.0));
-        assert_eq!(
-            timestamp("--- 2026-11-21 23:59:49 ---"),
-            Some(1_795_305_589.0)
-        );
-        assert_eq!(
-            timestamp("2026-11-22T00:59:49+01:00"),
-            Some(1_795_305_589.0)
-        );
-        assert_eq!(
-            timestamp("2026-11-21T23:59:49,25+00:00"),
-            Some(1_795_305_589.25)
-        );
-        assert_eq!(
-            timestamp("Sat Nov 21 23:59:49 UTC 2026"),
-            Some(1_795_305_589.0)
-        );
-        assert_eq!(
-            timestamp("date: Sat Nov 21 23:59:49 2026"),
-            Some(1_795_305_589.0)
-        );
-        assert_eq!(timestamp("00000001 00000002"), None);
-        assert_eq!(timestamp("12345"), None);
-    }
 
     #[test]
     fn kinds() {

@@ -19,7 +19,7 @@ use netceil_model::{MetricId, Unit};
 
 use super::common2::erl::{tokenize, top_lists, Prompt, Term};
 use super::common2::{error, finish, line_count, new_run, plural};
-use super::erlang_wall_time::LABEL_SCHEDULER;
+use super::erlang_wall_time::{scheduler_kind, LABEL_SCHEDULER};
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The name of this format for `--format`.
@@ -67,12 +67,7 @@ fn usage(t: &Term) -> Option<(Tool, Usage)> {
             }
         }
         [kind, id, ratio, Term::Str(_)] => {
-            let kind = match kind.atom()? {
-                "normal" => "normal",
-                "cpu" => "dirty_cpu",
-                "io" => "dirty_io",
-                _ => return None,
-            };
+            let kind = scheduler_kind(kind.atom()?)?;
             Some((
                 Tool::SchedulerModule,
                 Usage::Scheduler {

@@ -18,11 +18,12 @@
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::stamp::unprefixed;
 use super::util::{
     command_args, error, field_count_problem, finish_table, given_interval,
-    is_vmstat_column_header, last_nonblank_line, new_run, numbered_lines, parse_number,
-    sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error, Cell,
-    RowProblem, SeriesBuilder,
+    is_vmstat_column_header, last_nonblank_line, median_step, new_run, numbered_lines,
+    parse_number, sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error,
+    Cell, RowProblem, SeriesBuilder,
 };
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -31,7 +32,8 @@ pub const NAME: &str = "vmstat-freebsd";
 
 /// Why the text is not a FreeBSD vmstat log.
 pub fn sniff(text: &str) -> Result<(), String> {
-    sniff_header_pair(text, is_group_line, is_column_line).map_err(|(n, found)| {
+    let (text, _) = unprefixed(text, is_group_line);
+    sniff_header_pair(&text, is_group_line, is_column_line).map_err(|(n, found)| {
         format!(
             "not a FreeBSD vmstat log: line {n} '{found}', expected a header like ' procs  memory  page  disks  faults  cpu' followed by ' r b w  avm  fre  flt …'"
         )
@@ -72,6 +74,9 @@ struct Layout {
 /// Imports a FreeBSD vmstat log.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
+    let (text, prefixed) = unprefixed(text, is_group_line);
+    let text: &str = &text;
+    let mut stamps: Vec<f64> = Vec::new();
     run.meta.host.os = Some("FreeBSD".into());
     let mut warnings = Vec::new();
     let file = &opts.file;
@@ -181,6 +186,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             continue;
         }
         let row = b.push_row(0.0);
+        stamps.extend(prefixed.as_ref().and_then(|p| p.time_at(n)));
         for (&(m, _), v) in lay.cols.iter().zip(values.iter()) {
             b.set(m, row, *v);
         }
@@ -194,12 +200,28 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             "the log ends",
         ));
     }
-    let interval = delay.or(given_interval(opts)).unwrap_or(1.0);
+    let stamped = !stamps.is_empty() && stamps.len() == b.rows();
+    let interval = if stamped { median_step(&stamps) } else { None }
+        .or(delay)
+        .or(given_interval(opts))
+        .unwrap_or(1.0);
+    let row_times = if stamped {
+        let start = stamps[0] - interval;
+        if prefixed.as_ref().is_some_and(|p| p.absolute) {
+            run.meta.started_unix_s = start;
+        }
+        Some(stamps.iter().map(|s| s - start).collect())
+    } else {
+        None
+    };
+    if let Some(p) = &prefixed {
+        run.notes.push(p.note(stamped));
+    }
     if humanized {
         run.notes.push("some rates were humanized by vmstat -h (e.g. 14K); they are rounded to 2 significant digits".into());
     }
     run.notes.push("FreeBSD vmstat's us includes nice time and sy includes interrupt time (stored as cpu_user_pct and cpu_system_pct)".into());
-    Ok(finish_table(run, b, interval, None, warnings, opts))
+    Ok(finish_table(run, b, interval, row_times, warnings, opts))
 }
 
 /// The delay from a `vmstat 1`, `vmstat -w 5` or `vmstat -c 10 -w 1` command line in the preamble.

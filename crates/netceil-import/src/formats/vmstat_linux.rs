@@ -17,6 +17,7 @@
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::stamp::unprefixed;
 use super::util::{
     command_args, error, field_count_problem, finish_table, given_interval,
     is_vmstat_column_header, last_nonblank_line, median_step, new_run, numbered_lines, parse_clock,
@@ -51,7 +52,8 @@ pub struct VmstatLinuxOptions {
 
 /// Why the text is not a Linux vmstat log.
 pub fn sniff(text: &str) -> Result<(), String> {
-    sniff_header_pair(text, is_group_line, is_column_line).map_err(|(n, found)| {
+    let (text, _) = unprefixed(text, is_group_line);
+    sniff_header_pair(&text, is_group_line, is_column_line).map_err(|(n, found)| {
         format!(
             "not a Linux vmstat log: line {n} '{found}', expected a header like 'procs -----------memory---------- ---swap--' followed by ' r  b   swpd   free …'"
         )
@@ -145,6 +147,8 @@ pub fn import_with(
     vopts: &VmstatLinuxOptions,
 ) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
+    let (text, prefixed) = unprefixed(text, is_group_line);
+    let text: &str = &text;
     run.meta.host.os = Some("Linux".into());
     let mut warnings = Vec::new();
     let last_line = last_nonblank_line(text);
@@ -277,6 +281,9 @@ pub fn import_with(
         if let Some(s) = stamp {
             stamps.push(s);
             all_zoned &= lay.zoned;
+        } else if let Some(s) = prefixed.as_ref().and_then(|p| p.time_at(n)) {
+            stamps.push(s);
+            all_zoned &= prefixed.as_ref().is_some_and(|p| p.absolute);
         }
         for (&(m, scale), v) in lay.cols.iter().zip(values.iter()) {
             b.set(m, row, v * scale);
@@ -305,19 +312,22 @@ pub fn import_with(
     }
     let row_times = if stamped {
         if stamps.windows(2).any(|w| w[1] < w[0]) {
-            warnings.push(format!("{file}: the -t timestamps go backwards somewhere (a clock change?); rows are kept in log order"));
+            warnings.push(format!("{file}: the row timestamps go backwards somewhere (a clock change?); rows are kept in log order"));
         }
         let start = stamps[0] - interval;
         if all_zoned {
             run.meta.started_unix_s = start;
         } else {
-            run.notes.push("vmstat -t timestamps are local time in a zone other than UTC; the run's start time is left unset".into());
+            run.notes.push("the row timestamps name no time zone (or a zone other than UTC); the run's start time is left unset".into());
         }
         Some(stamps.iter().map(|s| s - start).collect())
     } else {
         None
     };
 
+    if let Some(p) = &prefixed {
+        run.notes.push(p.note(stamped));
+    }
     if !unit_known {
         let max = memory_metrics
             .iter()

@@ -104,13 +104,14 @@ pub fn apply(text: &str, mutations: &[Mutation]) -> String {
 }
 
 /// Every reader of this helper's formats.
-pub const FORMATS: [Format; 7] = [
+pub const FORMATS: [Format; 8] = [
     Format::Iperf3,
     Format::LockStat,
     Format::FreebsdLockProf,
     Format::PerfLock,
     Format::ErlangWallTime,
     Format::ErlangSchedulerUsage,
+    Format::ReconNodeStats,
     Format::ProcSnapshot,
 ];
 
