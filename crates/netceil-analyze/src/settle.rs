@@ -257,7 +257,13 @@ fn far_end(ctx: &Ctx) -> Option<String> {
     let target = run.workload.as_ref()?.params.get("target")?.as_str()?;
     let r = run.results.as_ref()?;
     let reported = r.kernel.iface.is_some() || r.kernel.iface_rx_packets.is_some();
-    (!reported).then(|| {
+    Some(if reported {
+        format!(
+            "the far end's CPU ({target}): its interface, backlog and UDP drop counters came \
+             back in its report, but its CPU was not sampled, so a hot core there cannot be \
+             ruled out"
+        )
+    } else {
         format!(
             "the far end ({target}): its interface, softnet and UDP drop counters were not \
              reported, so a drop or a hot core there cannot be ruled out"
@@ -482,6 +488,22 @@ mod tests {
         assert!(not_checked(&ctx)
             .iter()
             .any(|l| l.starts_with("the far end (198.18.0.2:9000)")));
+        // Once it reports its counters, only its CPU stays open.
+        if let Some(r) = run.results.as_mut() {
+            r.kernel.iface = Some("veth1".into());
+            r.kernel.iface_rx_packets = Some(1000);
+        }
+        let ctx = Ctx::new(&run, &opts);
+        let list = not_checked(&ctx);
+        assert!(
+            !list.iter().any(|l| l.starts_with("the far end (")),
+            "{list:?}"
+        );
+        assert!(
+            list.iter()
+                .any(|l| l.starts_with("the far end's CPU (198.18.0.2:9000)")),
+            "{list:?}"
+        );
     }
 
     #[test]

@@ -117,7 +117,7 @@ pub struct Fin {
 }
 
 /// The body of a `FinReport`: what the receiver counted on this flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FinReport {
     pub received: u64,
     pub lost: u64,
@@ -125,6 +125,91 @@ pub struct FinReport {
     pub duplicates: u64,
     /// Datagrams dropped at the receive socket (SO_RXQ_OVFL), for the whole socket.
     pub socket_drops: u64,
+    /// The receiving machine's kernel counters over the run, when the receiver reads them
+    /// (absent from receivers that predate them, and from one that could not read /proc).
+    pub kernel: Option<FarKernel>,
+}
+
+/// The receiving machine's kernel counters, as deltas over a run (or, inside the receiver,
+/// as readings): what the sender cannot see from its side. Layout after the `FinReport`'s
+/// five counters: four u64 (`u64::MAX` = not read) and the interface name in 16 bytes (NUL
+/// padded, empty = unknown).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FarKernel {
+    /// The interface that faces the sender (holds the local address the datagrams came to).
+    pub iface: Option<String>,
+    /// Packets that interface received (all traffic on it, not only the run's).
+    pub iface_rx_packets: Option<u64>,
+    /// softnet_stat backlog drops, machine-wide.
+    pub backlog_drops: Option<u64>,
+    /// Udp RcvbufErrors (/proc/net/snmp), for the receiver's network namespace.
+    pub udp_rcvbuf_errors: Option<u64>,
+    /// Udp InErrors, for the receiver's network namespace.
+    pub udp_in_errors: Option<u64>,
+}
+
+impl FarKernel {
+    pub const LEN: usize = 4 * 8 + 16;
+
+    fn write(&self, body: &mut [u8]) {
+        for (i, v) in [
+            self.iface_rx_packets,
+            self.backlog_drops,
+            self.udp_rcvbuf_errors,
+            self.udp_in_errors,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            body[i * 8..i * 8 + 8].copy_from_slice(&v.unwrap_or(u64::MAX).to_le_bytes());
+        }
+        let name = body[32..48].as_mut();
+        name.fill(0);
+        if let Some(iface) = &self.iface {
+            let b = iface.as_bytes();
+            let n = b.len().min(15);
+            name[..n].copy_from_slice(&b[..n]);
+        }
+    }
+
+    fn read(body: &[u8]) -> Option<FarKernel> {
+        let body = body.get(..Self::LEN)?;
+        let f = |i: usize| {
+            let v = u64::from_le_bytes(body[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            (v != u64::MAX).then_some(v)
+        };
+        let name = &body[32..48];
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        let iface = std::str::from_utf8(&name[..end])
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        Some(FarKernel {
+            iface,
+            iface_rx_packets: f(0),
+            backlog_drops: f(1),
+            udp_rcvbuf_errors: f(2),
+            udp_in_errors: f(3),
+        })
+    }
+
+    /// `self − before`, field by field; a counter that went backwards (reset), or an interface
+    /// that changed between the readings, gives `None` for what it touches.
+    pub fn since(&self, before: &FarKernel) -> FarKernel {
+        let d = |a: Option<u64>, b: Option<u64>| a?.checked_sub(b?);
+        let same_iface = self.iface.is_some() && self.iface == before.iface;
+        FarKernel {
+            iface: self.iface.clone().filter(|_| same_iface),
+            iface_rx_packets: if same_iface {
+                d(self.iface_rx_packets, before.iface_rx_packets)
+            } else {
+                None
+            },
+            backlog_drops: d(self.backlog_drops, before.backlog_drops),
+            udp_rcvbuf_errors: d(self.udp_rcvbuf_errors, before.udp_rcvbuf_errors),
+            udp_in_errors: d(self.udp_in_errors, before.udp_in_errors),
+        }
+    }
 }
 
 impl Fin {
@@ -140,8 +225,13 @@ impl Fin {
 }
 
 impl FinReport {
+    /// The five counters every receiver sends.
     pub const LEN: usize = 40;
-    pub fn write(&self, body: &mut [u8]) {
+    /// With the kernel counters after them.
+    pub const FULL_LEN: usize = Self::LEN + FarKernel::LEN;
+
+    /// Writes the report; returns its length.
+    pub fn write(&self, body: &mut [u8]) -> usize {
         for (i, v) in [
             self.received,
             self.lost,
@@ -154,17 +244,27 @@ impl FinReport {
         {
             body[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
         }
+        match &self.kernel {
+            Some(k) => {
+                k.write(&mut body[Self::LEN..Self::FULL_LEN]);
+                Self::FULL_LEN
+            }
+            None => Self::LEN,
+        }
     }
+
+    /// Reads a report: the five counters, and the kernel counters when the body has them.
     pub fn read(body: &[u8]) -> Option<FinReport> {
-        let body = body.get(..Self::LEN)?;
+        let base = body.get(..Self::LEN)?;
         let f =
-            |i: usize| u64::from_le_bytes(body[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            |i: usize| u64::from_le_bytes(base[i * 8..i * 8 + 8].try_into().unwrap_or_default());
         Some(FinReport {
             received: f(0),
             lost: f(1),
             reordered: f(2),
             duplicates: f(3),
             socket_drops: f(4),
+            kernel: FarKernel::read(&body[Self::LEN..]),
         })
     }
 }
@@ -172,6 +272,43 @@ impl FinReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn far_kernel_deltas() {
+        let before = FarKernel {
+            iface: Some("eth0".into()),
+            iface_rx_packets: Some(100),
+            backlog_drops: Some(5),
+            udp_rcvbuf_errors: Some(10),
+            udp_in_errors: None,
+        };
+        let after = FarKernel {
+            iface_rx_packets: Some(1100),
+            backlog_drops: Some(4), // reset: no honest delta
+            udp_rcvbuf_errors: Some(12),
+            udp_in_errors: Some(3),
+            ..before.clone()
+        };
+        let d = after.since(&before);
+        assert_eq!(d.iface.as_deref(), Some("eth0"));
+        assert_eq!(
+            (
+                d.iface_rx_packets,
+                d.backlog_drops,
+                d.udp_rcvbuf_errors,
+                d.udp_in_errors
+            ),
+            (Some(1000), None, Some(2), None)
+        );
+        // The facing interface changed (a route moved): its packet count is not a delta.
+        let moved = FarKernel {
+            iface: Some("eth1".into()),
+            ..after
+        };
+        let d = moved.since(&before);
+        assert_eq!((d.iface, d.iface_rx_packets), (None, None));
+        assert_eq!(d.udp_rcvbuf_errors, Some(2));
+    }
 
     #[test]
     fn round_trip() {
@@ -222,9 +359,41 @@ mod tests {
             reordered: 3,
             duplicates: 4,
             socket_drops: 5,
+            kernel: None,
         };
-        r.write(&mut b);
-        assert_eq!(FinReport::read(&b), Some(r));
+        assert_eq!(r.write(&mut b), FinReport::LEN);
+        assert_eq!(FinReport::read(&b), Some(r.clone()));
+        // With the kernel counters: unknown fields and a long interface name survive.
+        let mut full = [0u8; FinReport::FULL_LEN];
+        let k = FarKernel {
+            iface: Some("veth-netceil-lab0".into()),
+            iface_rx_packets: Some(1_000_000),
+            backlog_drops: None,
+            udp_rcvbuf_errors: Some(0),
+            udp_in_errors: Some(7),
+        };
+        let rk = FinReport {
+            kernel: Some(k.clone()),
+            ..r.clone()
+        };
+        assert_eq!(rk.write(&mut full), FinReport::FULL_LEN);
+        let back = FinReport::read(&full).unwrap();
+        let got = back.kernel.unwrap();
+        assert_eq!(
+            got.iface.as_deref(),
+            Some("veth-netceil-la"),
+            "IFNAMSIZ − 1 bytes"
+        );
+        assert_eq!(
+            (got.iface_rx_packets, got.backlog_drops, got.udp_in_errors),
+            (Some(1_000_000), None, Some(7))
+        );
+        // An old receiver's short report reads without kernel counters.
+        assert_eq!(
+            FinReport::read(&full[..FinReport::LEN]).unwrap().kernel,
+            None
+        );
+        let mut b = [0u8; FinReport::LEN];
         Fin { sent_packets: 99 }.write(&mut b);
         assert_eq!(Fin::read(&b), Some(Fin { sent_packets: 99 }));
         assert_eq!(Fin::read(&b[..3]), None);

@@ -4,12 +4,12 @@
 mod common;
 
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use netceil_load::header::{Header, Kind, HEADER_LEN};
-use netceil_load::udp::{run_udp, serve_udp, UdpConfig, UdpReceiver};
+use netceil_load::header::{FarKernel, Header, Kind, HEADER_LEN};
+use netceil_load::udp::{run_udp, serve_udp, KernelProbe, UdpConfig, UdpReceiver};
 use netceil_model::Rate;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -60,6 +60,90 @@ fn sender_learns_receiver_figures_from_fin_report() {
         assert_eq!(f.sender_count, Some(f.received), "{f:?}");
         assert_eq!(f.lost, 0);
     }
+}
+
+#[test]
+fn fin_reports_carry_the_far_machines_kernel_counters() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A probe that counts its reads: the interface count grows by 1000 per read, the backlog
+    // drops go backwards once (a reset) so that their delta must be unknown.
+    let reads = Arc::new(AtomicU64::new(0));
+    let peers = Arc::new(Mutex::new(Vec::new()));
+    let (r2, p2) = (reads.clone(), peers.clone());
+    let probe: KernelProbe = Arc::new(move |peer: SocketAddr| {
+        let k = r2.fetch_add(1, Ordering::SeqCst);
+        p2.lock().unwrap().push(peer);
+        FarKernel {
+            iface: Some("lo".into()),
+            iface_rx_packets: Some(5_000 + 1_000 * k),
+            backlog_drops: Some(if k == 0 { 9 } else { 3 }),
+            udp_rcvbuf_errors: Some(40 + 2 * k),
+            udp_in_errors: None,
+        }
+    });
+    let rx = UdpReceiver::spawn_with(
+        loopback(),
+        Some(4 << 20),
+        common::euid_is_root(),
+        Some(probe),
+    )
+    .unwrap();
+    let cfg = UdpConfig {
+        target: Some(rx.local_addr()),
+        rate: Some(Rate::PacketsPerSecond(50_000.0)),
+        count: Some(5_000),
+        flows: 2,
+        run_id: 78,
+        duration: Duration::from_secs(5),
+        ..UdpConfig::default()
+    };
+    let stop = AtomicBool::new(false);
+    let o = run_udp(&cfg, &stop, &mut |_| {}).unwrap();
+    let r = &o.results;
+    assert!(o.receiver_reported, "{:?}", r.notes);
+    assert_eq!(r.kernel.iface.as_deref(), Some("lo"));
+    let delta = r.kernel.iface_rx_packets.expect("an interface delta");
+    assert!(delta >= 1_000 && delta.is_multiple_of(1_000), "{delta}");
+    assert_eq!(r.rx_kernel_packets, Some(delta));
+    assert_eq!(
+        r.kernel.backlog_drops, None,
+        "a counter that went back has no delta"
+    );
+    assert_eq!(r.kernel.udp_rcvbuf_errors, Some(2 * delta / 1_000));
+    assert_eq!(r.kernel.udp_in_errors, None);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("kernel counters come from its FinReport")),
+        "{:?}",
+        r.notes
+    );
+    drop(rx);
+    // One baseline for the run (not one per flow), then one read per Fin answered.
+    let n = reads.load(Ordering::SeqCst);
+    assert!((3..=20).contains(&n), "{n} probe reads");
+    assert!(peers.lock().unwrap().iter().all(|p| p.ip().is_loopback()));
+}
+
+#[test]
+fn a_receiver_without_a_probe_says_what_is_not_checked() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rx = UdpReceiver::spawn(loopback(), Some(1 << 20), false).unwrap();
+    let cfg = UdpConfig {
+        target: Some(rx.local_addr()),
+        count: Some(100),
+        run_id: 79,
+        ..UdpConfig::default()
+    };
+    let stop = AtomicBool::new(false);
+    let o = run_udp(&cfg, &stop, &mut |_| {}).unwrap();
+    assert!(o.receiver_reported);
+    assert_eq!(o.results.kernel.iface, None);
+    assert!(o
+        .results
+        .notes
+        .iter()
+        .any(|n| n.contains("sent no kernel counters")));
 }
 
 #[test]
@@ -137,6 +221,7 @@ fn serve_udp_counts_and_stops_on_request() {
                 false,
                 &stop,
                 Some(Duration::from_secs(10)),
+                None,
                 &mut |_| ticks += 1,
             )
         });
@@ -178,6 +263,7 @@ fn serve_udp_reports_an_address_it_cannot_bind() {
         false,
         &stop,
         Some(Duration::from_millis(10)),
+        None,
         &mut |_| {},
     )
     .unwrap_err();

@@ -31,6 +31,7 @@ pub fn run(args: RecvArgs) -> Result<u8, Failure> {
         args.rcvbuf_force,
         &stop,
         duration,
+        Some(crate::kernel::far_end_probe()),
         &mut |p| {
             let dt = (p.elapsed_s - last.0).max(1e-9);
             if !args.json && p.rx_packets > last.1 {

@@ -5,6 +5,11 @@
 //! why the socket's own drop counter (SO_RXQ_OVFL, measured by the load engine) is what closes
 //! the UDP accounting, and the machine-wide figures are reported beside it.
 
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+
+use netceil_load::header::FarKernel;
+use netceil_load::udp::KernelProbe;
 use netceil_model::Results;
 use netceil_probe::parse::{net_dev, snmp, softnet};
 
@@ -64,6 +69,47 @@ impl Counters {
     }
 }
 
+/// The interface that holds the local address this machine uses to reach `peer`: the one the
+/// peer's datagrams arrive on when routing is symmetric. A connected UDP socket asks the
+/// routing table without sending anything.
+pub fn iface_facing(peer: SocketAddr) -> Option<String> {
+    let bind: SocketAddr = match peer {
+        SocketAddr::V4(_) => "0.0.0.0:0".parse().ok()?,
+        SocketAddr::V6(_) => "[::]:0".parse().ok()?,
+    };
+    let s = UdpSocket::bind(bind).ok()?;
+    s.connect(peer).ok()?;
+    let local: IpAddr = s.local_addr().ok()?.ip();
+    if local.is_loopback() {
+        return Some("lo".into());
+    }
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|a| {
+        let addr = a.address?;
+        let ip: Option<IpAddr> = if let Some(v4) = addr.as_sockaddr_in() {
+            Some(IpAddr::V4(v4.ip()))
+        } else {
+            addr.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+        };
+        (ip == Some(local)).then_some(a.interface_name)
+    })
+}
+
+/// What `netceil recv` reads for each run it serves: the interface facing the sender, and the
+/// backlog and UDP error counters of its network namespace.
+pub fn far_end_probe() -> KernelProbe {
+    Arc::new(|peer: SocketAddr| {
+        let c = Counters::read();
+        let iface = iface_facing(peer);
+        FarKernel {
+            iface_rx_packets: iface.as_deref().and_then(|i| c.iface_rx_packets(i)),
+            iface,
+            backlog_drops: c.backlog_drops(),
+            udp_rcvbuf_errors: c.counter(snmp::Counter::UdpRcvbufErrors),
+            udp_in_errors: c.counter(snmp::Counter::UdpInErrors),
+        }
+    })
+}
+
 fn delta(before: Option<u64>, after: Option<u64>) -> Option<u64> {
     // A counter that went backwards was reset: no honest delta exists.
     after?.checked_sub(before?)
@@ -77,26 +123,29 @@ fn delta(before: Option<u64>, after: Option<u64>) -> Option<u64> {
 pub fn attribute_udp(before: &Counters, after: &Counters, loopback: bool, r: &mut Results) {
     use snmp::Counter;
     let k = &mut r.kernel;
-    k.udp_rcvbuf_errors = delta(
-        before.counter(Counter::UdpRcvbufErrors),
-        after.counter(Counter::UdpRcvbufErrors),
-    );
-    k.udp_in_errors = delta(
-        before.counter(Counter::UdpInErrors),
-        after.counter(Counter::UdpInErrors),
-    );
+    // Send errors are the sender's: always from this machine.
     k.udp_sndbuf_errors = delta(
         before.counter(Counter::UdpSndbufErrors),
         after.counter(Counter::UdpSndbufErrors),
     );
-    k.backlog_drops = delta(before.backlog_drops(), after.backlog_drops());
     if loopback {
+        k.udp_rcvbuf_errors = delta(
+            before.counter(Counter::UdpRcvbufErrors),
+            after.counter(Counter::UdpRcvbufErrors),
+        );
+        k.udp_in_errors = delta(
+            before.counter(Counter::UdpInErrors),
+            after.counter(Counter::UdpInErrors),
+        );
+        k.backlog_drops = delta(before.backlog_drops(), after.backlog_drops());
         k.iface = Some("lo".into());
         k.iface_rx_packets = delta(before.iface_rx_packets("lo"), after.iface_rx_packets("lo"));
         r.rx_kernel_packets = k.iface_rx_packets;
-    } else {
+    } else if k.iface.is_none() && k.iface_rx_packets.is_none() {
+        // The receive-side counters belong to the far machine; this one's would describe
+        // other traffic. Without its report they stay unknown.
         r.notes.push(
-            "the receiver is remote: its interface counters are on the far machine; the drop figures come from its report"
+            "the receiver is remote and reported no kernel counters: its interface, backlog and UDP receive errors are not checked"
                 .into(),
         );
     }

@@ -165,7 +165,33 @@ fn a_tbf_shaper_between_two_namespaces_is_named_as_the_ceiling() {
     };
     assert_eq!(leftovers(&tag), "", "namespaces left behind");
 
+    // Both ends counted: the receiver's interface and counters came back in its FinReport.
+    let k = &run["results"]["kernel"];
+    assert_eq!(k["iface"], "nctest1", "{k:#}");
+    let iface_rx = k["iface_rx_packets"]
+        .as_u64()
+        .expect("far-end interface count");
+    let rx = run["results"]["rx_app_packets"].as_u64().unwrap();
+    // The baseline is read at the run's first datagram, so the first few may predate it; the
+    // interface also carries a little other traffic (ARP, IPv6 neighbour discovery).
+    assert!(
+        iface_rx + 64 >= rx && iface_rx <= rx + 200,
+        "interface {iface_rx} vs received {rx}"
+    );
+    assert_eq!(k["udp_rcvbuf_errors"], 0, "{k:#}");
     let top = &run["findings"][0];
+    let not_checked: Vec<&str> = top["not_checked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(
+        not_checked
+            .iter()
+            .any(|n| n.starts_with("the far end's CPU")),
+        "{not_checked:?}"
+    );
     assert_eq!(top["cause"], "shaper", "findings: {:#}", run["findings"]);
     let summary = top["summary"].as_str().unwrap();
     assert!(summary.contains("tbf qdisc"), "{summary}");

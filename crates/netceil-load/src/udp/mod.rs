@@ -30,9 +30,10 @@ use hdrhistogram::Histogram;
 use netceil_model::{udp_payload_to_frame, GeneratorStats, PacingMode, Rate, Results};
 
 use crate::clock::{now_ns, sleep_until_ns};
-use crate::header::{Fin, FinReport, Header, Kind, HEADER_LEN};
+use crate::header::{FarKernel, Fin, FinReport, Header, Kind, HEADER_LEN};
 use crate::threads;
 use crate::LoadError;
+pub use receiver::KernelProbe;
 use receiver::{
     slot_len_for, strategy_for_rcvbuf, Receiver, RxControl, RxLive, RxStrategy, RxTotals,
 };
@@ -517,6 +518,8 @@ struct RemoteTotals {
     reordered: u64,
     duplicates: u64,
     socket_drops: u64,
+    /// The receiving machine's kernel counter deltas, from the most complete report.
+    kernel: Option<FarKernel>,
     flows_answered: usize,
     flows_total: usize,
 }
@@ -591,9 +594,21 @@ fn exchange_fin(reports: &[SenderReport], run_id: u16) -> Option<RemoteTotals> {
         t.duplicates += r.duplicates;
         // One receive socket for all flows: each report carries the same socket-wide count.
         t.socket_drops = t.socket_drops.max(r.socket_drops);
+        // Every flow of a run shares the receiver's baseline; the report read last (the
+        // largest interface count) covers the most of the run.
+        if let Some(k) = &r.kernel {
+            let count = |k: &FarKernel| k.iface_rx_packets.unwrap_or(0);
+            if t.kernel.as_ref().is_none_or(|have| count(k) >= count(have)) {
+                t.kernel = Some(k.clone());
+            }
+        }
         t.flows_answered += 1;
     }
     (t.flows_answered > 0).then_some(t)
+}
+
+fn opt_count(v: Option<u64>) -> String {
+    v.map_or_else(|| "unread".to_string(), |v| v.to_string())
 }
 
 fn merged_gap_errors(reports: &[SenderReport]) -> Option<Histogram<u64>> {
@@ -708,6 +723,28 @@ fn build_outcome(
             results.reordered_packets = r.reordered;
             results.duplicate_packets = r.duplicates;
             results.kernel.socket_drops = Some(r.socket_drops);
+            match &r.kernel {
+                Some(k) => {
+                    results.kernel.iface = k.iface.clone();
+                    results.kernel.iface_rx_packets = k.iface_rx_packets;
+                    results.kernel.backlog_drops = k.backlog_drops;
+                    results.kernel.udp_rcvbuf_errors = k.udp_rcvbuf_errors;
+                    results.kernel.udp_in_errors = k.udp_in_errors;
+                    results.rx_kernel_packets = k.iface_rx_packets;
+                    notes.push(format!(
+                        "the receiving machine's kernel counters come from its FinReport, from the run's first datagram to its Fin: interface {} received {} packets (all its traffic, not only this run's); softnet backlog drops {}, Udp RcvbufErrors {}, InErrors {} (its network namespace)",
+                        k.iface.as_deref().unwrap_or("?"),
+                        opt_count(k.iface_rx_packets),
+                        opt_count(k.backlog_drops),
+                        opt_count(k.udp_rcvbuf_errors),
+                        opt_count(k.udp_in_errors),
+                    ));
+                }
+                None => notes.push(
+                    "the receiver sent no kernel counters (a netceil recv that predates them, or one that could not read /proc): its interface, backlog and UDP error counters are not checked"
+                        .into(),
+                ),
+            }
             notes.push(format!(
                 "receiver figures come from the remote receiver's FinReport ({} of {} flows answered); rx bytes = received × payload; in flight is 0 because each flow's Fin is read after its data",
                 r.flows_answered, r.flows_total
@@ -906,6 +943,17 @@ impl UdpReceiver {
         rcvbuf: Option<usize>,
         rcvbuf_force: bool,
     ) -> Result<UdpReceiver, LoadError> {
+        Self::spawn_with(listen, rcvbuf, rcvbuf_force, None)
+    }
+
+    /// As [`UdpReceiver::spawn`], with FinReports that carry the machine's kernel counters
+    /// read by `kernel_probe`.
+    pub fn spawn_with(
+        listen: SocketAddr,
+        rcvbuf: Option<usize>,
+        rcvbuf_force: bool,
+        kernel_probe: Option<KernelProbe>,
+    ) -> Result<UdpReceiver, LoadError> {
         let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
         let local_addr = socket
             .local_addr()
@@ -914,7 +962,7 @@ impl UdpReceiver {
         let ctl = Arc::new(RxControl::default());
         let (l, c) = (live.clone(), ctl.clone());
         let handle = threads::spawn("netceil-udp-serve".into(), move || {
-            Receiver::for_serve(&socket, &l, slot_len_for(None)).run(&c)
+            Receiver::for_serve(&socket, &l, slot_len_for(None), kernel_probe).run(&c)
         })
         .map_err(|e| LoadError::Other(format!("cannot start receiver thread: {e}")))?;
         Ok(UdpReceiver {
@@ -1034,9 +1082,10 @@ pub fn serve_udp(
     rcvbuf_force: bool,
     stop: &AtomicBool,
     duration: Option<Duration>,
+    kernel_probe: Option<KernelProbe>,
     on_progress: &mut dyn FnMut(&ServeProgress),
 ) -> Result<ServeReport, LoadError> {
-    let rx = UdpReceiver::spawn(listen, rcvbuf, rcvbuf_force)?;
+    let rx = UdpReceiver::spawn_with(listen, rcvbuf, rcvbuf_force, kernel_probe)?;
     let start = now_ns();
     let end = duration.map(|d| start + d.as_nanos().min(u128::from(u64::MAX / 2)) as u64);
     let mut next_progress = start + PROGRESS_EVERY_NS;

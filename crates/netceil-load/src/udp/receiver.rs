@@ -15,12 +15,13 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::mmsg::{self, RecvBatch, RecvWait, SendBatch, BATCH};
 use super::seq::{window_for_flows, Arrival, SeqTracker};
 use super::sockets::DropCounter;
 use crate::clock::{now_ns, sleep_until_ns};
-use crate::header::{Fin, FinReport, Header, Kind, HEADER_LEN};
+use crate::header::{FarKernel, Fin, FinReport, Header, Kind, HEADER_LEN};
 
 /// Live counters a receiver thread publishes after each batch, read by the progress loop.
 #[derive(Debug, Default)]
@@ -113,9 +114,16 @@ enum FlowTable {
         /// Socket drop total when each (source host, run id) was first seen: a standing
         /// receiver's drops before a run began are not that run's.
         run_drop_baseline: HashMap<(IpAddr, u16), u64>,
+        /// The machine's kernel counters when each (source host, run id) was first seen, for
+        /// the deltas its FinReports carry.
+        run_kernel_baseline: HashMap<(IpAddr, u16), FarKernel>,
         last: Option<((SocketAddr, u16, u16), usize)>,
     },
 }
+
+/// Reads the receiving machine's kernel counters, given the sender's address (to find the
+/// interface that faces it). Supplied by the program: the load engine reads no /proc file.
+pub type KernelProbe = Arc<dyn Fn(SocketAddr) -> FarKernel + Send + Sync>;
 
 /// Everything a receiver counted.
 #[derive(Debug, Clone, Default)]
@@ -149,6 +157,7 @@ pub struct Receiver<'a> {
     strategy: RxStrategy,
     live: &'a RxLive,
     totals: RxTotals,
+    kernel_probe: Option<KernelProbe>,
     unique_total: u64,
     bytes_total: u64,
     expected_total: u64,
@@ -194,14 +203,25 @@ impl<'a> Receiver<'a> {
 
     /// A receiver for any sender (`netceil recv`). Returns as soon as one datagram is there, so
     /// echoed requests are not held back for a batch to fill.
-    pub fn for_serve(socket: &'a UdpSocket, live: &'a RxLive, slot_len: usize) -> Receiver<'a> {
+    ///
+    /// With `kernel_probe`, each run's FinReports carry the machine's kernel counter deltas
+    /// from the run's first datagram to its Fin.
+    pub fn for_serve(
+        socket: &'a UdpSocket,
+        live: &'a RxLive,
+        slot_len: usize,
+        kernel_probe: Option<KernelProbe>,
+    ) -> Receiver<'a> {
         let table = FlowTable::Serve {
             index: HashMap::new(),
             flows: Vec::new(),
             run_drop_baseline: HashMap::new(),
+            run_kernel_baseline: HashMap::new(),
             last: None,
         };
-        Self::new(socket, live, slot_len, table, RxStrategy::WaitForOne)
+        let mut r = Self::new(socket, live, slot_len, table, RxStrategy::WaitForOne);
+        r.kernel_probe = kernel_probe;
+        r
     }
 
     fn new(
@@ -214,12 +234,13 @@ impl<'a> Receiver<'a> {
         Receiver {
             socket,
             batch: RecvBatch::new(slot_len),
-            replies: SendBatch::new(slot_len.max(HEADER_LEN + FinReport::LEN)),
+            replies: SendBatch::new(slot_len.max(HEADER_LEN + FinReport::FULL_LEN)),
             table,
             drops: DropCounter::default(),
             strategy,
             live,
             totals: RxTotals::default(),
+            kernel_probe: None,
             unique_total: 0,
             bytes_total: 0,
             expected_total: 0,
@@ -375,8 +396,8 @@ impl<'a> Receiver<'a> {
                             ..h
                         }
                         .write(out);
-                        body.write(&mut out[HEADER_LEN..]);
-                        self.replies.set_len(replies, HEADER_LEN + FinReport::LEN);
+                        let len = body.write(&mut out[HEADER_LEN..]);
+                        self.replies.set_len(replies, HEADER_LEN + len);
                         self.replies.set_dest(replies, src);
                         replies += 1;
                         self.totals.fin_reports_sent += 1;
@@ -428,6 +449,7 @@ impl<'a> Receiver<'a> {
                 index,
                 flows,
                 run_drop_baseline,
+                run_kernel_baseline,
                 last,
             } => {
                 let Some(src) = self.batch.source(i) else {
@@ -462,6 +484,13 @@ impl<'a> Receiver<'a> {
                         }
                         now.total()
                     });
+                if let Some(probe) = &self.kernel_probe {
+                    // Read once per run, at its first datagram: the datagrams of that first
+                    // batch may already be in the interface count.
+                    run_kernel_baseline
+                        .entry((src.ip(), h.run_id))
+                        .or_insert_with(|| probe(src));
+                }
                 *last = Some((key, idx));
                 Some(idx)
             }
@@ -514,14 +543,25 @@ impl<'a> Receiver<'a> {
         if let Ok(raw) = mmsg::socket_drops(self.socket.as_fd()) {
             drops_now.update(raw);
         }
-        let baseline = match &self.table {
+        let (baseline, kernel) = match &self.table {
             FlowTable::Serve {
-                run_drop_baseline, ..
-            } => run_drop_baseline
-                .get(&(src.ip(), h.run_id))
-                .copied()
-                .unwrap_or(0),
-            FlowTable::Run { .. } => 0,
+                run_drop_baseline,
+                run_kernel_baseline,
+                ..
+            } => (
+                run_drop_baseline
+                    .get(&(src.ip(), h.run_id))
+                    .copied()
+                    .unwrap_or(0),
+                match (
+                    &self.kernel_probe,
+                    run_kernel_baseline.get(&(src.ip(), h.run_id)),
+                ) {
+                    (Some(probe), Some(before)) => Some(probe(src).since(before)),
+                    _ => None,
+                },
+            ),
+            FlowTable::Run { .. } => (0, None),
         };
         let flow = &mut self.flows_mut()[idx];
         flow.sender_count = Some(fin.sent_packets);
@@ -534,6 +574,7 @@ impl<'a> Receiver<'a> {
                 reordered: c.reordered,
                 duplicates: c.duplicates,
                 socket_drops: drops_now.total().saturating_sub(baseline),
+                kernel,
             },
         ))
     }
