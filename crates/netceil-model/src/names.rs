@@ -35,6 +35,9 @@ pub const LABEL_QDISC: &str = "qdisc";
 pub const LABEL_HANDLE: &str = "handle";
 /// Label key: a process's nice value (`nice=19`).
 pub const LABEL_NICE: &str = "nice";
+/// Label key: how a process relates to the workload: `watched`, `child` (a descendant of a
+/// watched process) or `peer` (its socket faces one of the workload's); absent otherwise.
+pub const LABEL_ROLE: &str = "role";
 /// Label key: the kind of an inter-processor interrupt (`kind=reschedule`).
 pub const LABEL_KIND: &str = "kind";
 /// Label key: a named network namespace (`netns=lab-a`); absent for the recorder's own.

@@ -1424,6 +1424,10 @@ fn process_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, ticks
             .with(LABEL_COMM, s.comm.clone())
             .with(LABEL_CPU, s.processor.to_string())
             .with(LABEL_NICE, s.nice.to_string());
+        let id = match s.role.label() {
+            Some(role) => id.with(LABEL_ROLE, role),
+            None => id,
+        };
         b.value(Key::Built(id), Unit::Percent, pct);
     }
 }

@@ -27,6 +27,7 @@ use crate::parse::net_dev::{self, NetDev};
 use crate::parse::pressure::{self, Pressure};
 use crate::parse::proc_stat::{self, ProcStat};
 use crate::parse::snmp::{self, KnownCounters};
+use crate::parse::sockets::{self, SocketRow};
 use crate::parse::softirqs::{self, Softirqs};
 use crate::parse::softnet::{self, SoftnetStat};
 use crate::parse::{netstat, task_stat, task_status};
@@ -76,7 +77,45 @@ pub struct ProcessSample {
     /// Its nice value (-20..19): at 10 and above it gets a tenth of a default task's share
     /// when they compete, so it mostly takes idle time.
     pub nice: i64,
+    /// Its parent's pid.
+    pub ppid: u32,
+    /// Whether it is part of the workload, and how.
+    pub role: ProcessRole,
 }
+
+/// How a process relates to the workload the run watched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProcessRole {
+    /// Not known to be part of it (or the run watched nothing).
+    #[default]
+    Other,
+    /// A process the run watched (`--pid`, the command of `watch -- CMD`, netceil itself).
+    Watched,
+    /// A descendant of a watched process (the program a wrapper script started).
+    Child,
+    /// A process with a socket facing one of the workload's sockets: its other end (an
+    /// iperf3 server beside a watched client). Checked only for processes busy since the
+    /// previous scan.
+    Peer,
+}
+
+impl ProcessRole {
+    /// The value of the `role` label, or `None` for [`ProcessRole::Other`].
+    pub fn label(self) -> Option<&'static str> {
+        match self {
+            ProcessRole::Other => None,
+            ProcessRole::Watched => Some("watched"),
+            ProcessRole::Child => Some("child"),
+            ProcessRole::Peer => Some("peer"),
+        }
+    }
+}
+
+/// Busy unwatched processes checked for sockets facing the workload, at most, per scan.
+const PEER_CANDIDATES: usize = 8;
+/// A socket table larger than this is not read for the peer check (a server with tens of
+/// thousands of sockets): its processes stay unclassified rather than cost a core.
+const PEER_TABLE_MAX_BYTES: usize = 2 << 20;
 
 /// Every process's CPU time at one moment.
 #[derive(Debug, Clone, PartialEq)]
@@ -405,8 +444,11 @@ impl<S: Source> Sampler<S> {
                 ticks: st.utime.saturating_add(st.stime),
                 processor: st.processor,
                 nice: st.nice,
+                ppid: st.ppid,
+                role: ProcessRole::Other,
             });
         }
+        self.classify_processes(&mut processes);
         let seq = self.processes.as_ref().map_or(0, |p| p.seq + 1);
         let scan = Arc::new(ProcessScan {
             seq,
@@ -415,6 +457,130 @@ impl<S: Source> Sampler<S> {
         });
         self.processes = Some(Arc::clone(&scan));
         Some(scan)
+    }
+
+    /// Sets each process's role: watched, a descendant of a watched process, or (for the busy
+    /// others) a peer whose socket faces one of the workload's. Each network namespace's socket
+    /// tables are read once per scan.
+    fn classify_processes(&mut self, processes: &mut [ProcessSample]) {
+        if self.config.pids.is_empty() {
+            return;
+        }
+        let mut watched: BTreeSet<u32> = self
+            .config
+            .pids
+            .iter()
+            .filter_map(|p| u32::try_from(*p).ok())
+            .collect();
+        let parent: BTreeMap<u32, u32> = processes.iter().map(|s| (s.pid, s.ppid)).collect();
+        for s in processes.iter_mut() {
+            if watched.contains(&s.pid) {
+                s.role = ProcessRole::Watched;
+                continue;
+            }
+            // Up the parent chain (bounded: a chain this deep is not a workload's).
+            let mut p = s.ppid;
+            for _ in 0..32 {
+                if watched.contains(&p) {
+                    s.role = ProcessRole::Child;
+                    break;
+                }
+                match parent.get(&p) {
+                    Some(&pp) if pp != p && p > 1 => p = pp,
+                    _ => break,
+                }
+            }
+        }
+        watched.extend(
+            processes
+                .iter()
+                .filter(|s| s.role == ProcessRole::Child)
+                .map(|s| s.pid),
+        );
+        let before: BTreeMap<u32, u64> = self
+            .processes
+            .as_ref()
+            .map(|p| p.processes.iter().map(|s| (s.pid, s.ticks)).collect())
+            .unwrap_or_default();
+        let mut busy: Vec<(u64, usize)> = processes
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !watched.contains(&s.pid))
+            .filter_map(|(i, s)| {
+                let d = s.ticks.checked_sub(*before.get(&s.pid)?)?;
+                (d > 0).then_some((d, i))
+            })
+            .collect();
+        if busy.is_empty() {
+            return;
+        }
+        busy.sort_by_key(|b| std::cmp::Reverse(b.0));
+        busy.truncate(PEER_CANDIDATES);
+        let mut tables: BTreeMap<String, Vec<SocketRow>> = BTreeMap::new();
+        let workload: Vec<SocketRow> = watched
+            .iter()
+            .flat_map(|&pid| self.process_sockets(pid, &mut tables))
+            .collect();
+        if workload.is_empty() {
+            return;
+        }
+        for (_, i) in busy {
+            let mine = self.process_sockets(processes[i].pid, &mut tables);
+            if mine
+                .iter()
+                .any(|m| workload.iter().any(|w| sockets::facing(m, w)))
+            {
+                processes[i].role = ProcessRole::Peer;
+            }
+        }
+    }
+
+    /// A process's sockets: the `socket:[INODE]` links under its fd directory, looked up in
+    /// its network namespace's tables (read once per namespace and kept in `tables`).
+    fn process_sockets(
+        &mut self,
+        pid: u32,
+        tables: &mut BTreeMap<String, Vec<SocketRow>>,
+    ) -> Vec<SocketRow> {
+        let Ok(fds) = self.source.list_dir(&format!("/proc/{pid}/fd")) else {
+            return Vec::new();
+        };
+        let inodes: BTreeSet<u64> = fds
+            .iter()
+            .filter_map(|fd| self.source.read_link(&format!("/proc/{pid}/fd/{fd}")).ok())
+            .filter_map(|l| {
+                l.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .collect();
+        if inodes.is_empty() {
+            return Vec::new();
+        }
+        let netns = self
+            .source
+            .read_link(&format!("/proc/{pid}/ns/net"))
+            .unwrap_or_else(|_| format!("pid {pid}"));
+        if !tables.contains_key(&netns) {
+            let mut rows = Vec::new();
+            for t in ["tcp", "tcp6", "udp", "udp6"] {
+                let path = format!("/proc/{pid}/net/{t}");
+                if self.source.read_into(&path, &mut self.bufs.task).is_ok()
+                    && self.bufs.task.len() <= PEER_TABLE_MAX_BYTES
+                {
+                    if let Ok(r) = sockets::parse(&self.bufs.task) {
+                        rows.extend(r);
+                    }
+                }
+            }
+            tables.insert(netns.clone(), rows);
+        }
+        tables[&netns]
+            .iter()
+            .filter(|r| inodes.contains(&r.inode))
+            .copied()
+            .collect()
     }
 
     /// Re-reads interface facts when an interface appeared or vanished, or every

@@ -1082,3 +1082,64 @@ fn the_busiest_processes_are_named_every_scan() {
     let c = s.sample();
     assert_eq!(rates(&b, &c).get(&hog), None);
 }
+
+#[test]
+fn processes_are_labelled_by_their_part_in_the_workload() {
+    let stat = |pid: u32, comm: &str, ppid: u32, ticks: u64| {
+        format!(
+            "{pid} ({comm}) R {ppid} 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    // pid 100 is watched (config()): an iperf3 client connected to 127.0.0.1:5201.
+    let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+        0: 00000000:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 300 1 0 100 0 0 10 0\n   \
+        1: 0100007F:D2F0 0100007F:1451 01 00000000:00000000 00:00000000 00000000     0        0 100 1 0 20 4 30 10 -1\n   \
+        2: 0100007F:1451 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 200 1 0 20 4 30 10 -1\n";
+    for pid in [100, 301, 303] {
+        fake.set(&format!("/proc/{pid}/net/tcp"), tcp);
+        fake.set_link(&format!("/proc/{pid}/ns/net"), "net:[4026531840]");
+    }
+    fake.set_link("/proc/100/fd/3", "socket:[100]");
+    fake.set_link("/proc/100/fd/0", "/dev/pts/0");
+    // 301: the server, holding the accepted socket and the listener.
+    fake.set_link("/proc/301/fd/4", "socket:[300]");
+    fake.set_link("/proc/301/fd/5", "socket:[200]");
+    // 303: a hog with an unrelated socket; 302: a program the watched process started.
+    fake.set_link("/proc/303/fd/3", "socket:[999]");
+    let procs = [
+        (100, "sh", 1),
+        (301, "iperf3", 1),
+        (302, "sockperf", 100),
+        (303, "spinner", 1),
+    ];
+    for &(pid, comm, ppid) in &procs {
+        fake.set(&format!("/proc/{pid}/stat"), stat(pid, comm, ppid, 1_000));
+    }
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    fake.advance(Duration::from_secs(2));
+    for &(pid, comm, ppid) in &procs {
+        fake.set(&format!("/proc/{pid}/stat"), stat(pid, comm, ppid, 1_150));
+    }
+    let b = s.sample();
+    let row = rates(&a, &b);
+    let role_of = |pid: &str| -> Option<String> {
+        let m: Vec<&MetricId> = row
+            .by_name(PROC_CPU_PCT)
+            .map(|(id, _, _)| id)
+            .filter(|id| id.label(LABEL_PID) == Some(pid))
+            .collect();
+        assert_eq!(m.len(), 1, "pid {pid}: {m:?}");
+        m[0].label(LABEL_ROLE).map(str::to_string)
+    };
+    assert_eq!(role_of("100").as_deref(), Some("watched"));
+    assert_eq!(role_of("301").as_deref(), Some("peer"));
+    assert_eq!(role_of("302").as_deref(), Some("child"));
+    assert_eq!(
+        role_of("303"),
+        None,
+        "an unrelated socket is not the workload's"
+    );
+}

@@ -9,8 +9,11 @@
 //! What tells it apart from the workload being CPU-bound on its own: the process scan
 //! (`proc_cpu_pct`, the busiest processes every 2 s) names who used the CPU. Processes whose
 //! pid is one the run watched (netceil's own for `run`, the watched command and `--pid`s for
-//! `watch`: the `pid` labels of the thread metrics) are the workload; everything else is a
-//! stranger. Kernel threads working for the network (ksoftirqd, kworkers) are not strangers,
+//! `watch`: the `pid` labels of the thread metrics) are the workload, and so are those the
+//! process scan labelled `role=watched|child|peer`: descendants of a watched process (the
+//! program a wrapper script started) and peers, whose socket faces one of the workload's (the
+//! iperf3 server beside a watched `iperf3 -c`: it does the run's other half, so its CPU is the
+//! workload's cost, not contention). Everything else is a stranger. Kernel threads working for the network (ksoftirqd, kworkers) are not strangers,
 //! and neither are processes niced to 10 or more: the scheduler gives them at most a tenth of
 //! a default task's share when both want the CPU, so they took time nobody else wanted.
 //!
@@ -46,6 +49,8 @@ struct Proc {
     comm: String,
     cpu_pct: f64,
     last_cpu: Option<String>,
+    /// Labelled by the process scan as watched, a child of a watched process, or a peer.
+    in_workload: bool,
     /// Niced to 10 or more: it gets at most a tenth of a default task's share when they
     /// compete (CFS weight 110 against 1024), so what it used was mostly idle time.
     yields: bool,
@@ -77,6 +82,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
             cpu_pct: 0.0,
             last_cpu: None,
+            in_workload: false,
             yields: m
                 .id
                 .label(n::LABEL_NICE)
@@ -86,6 +92,8 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         if v > e.cpu_pct {
             e.last_cpu = m.id.label(n::LABEL_CPU).map(str::to_string);
         }
+        // A peer is found once its connection exists: any scan that says so counts.
+        e.in_workload |= m.id.label(n::LABEL_ROLE).is_some();
         e.cpu_pct = e.cpu_pct.max(v);
     }
     if procs.is_empty() {
@@ -99,7 +107,10 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     let mut strangers: Vec<&Proc> = procs
         .values()
         .filter(|p| {
-            !workload.contains(p.pid.as_str()) && !works_for_the_network(&p.comm) && !p.yields
+            !workload.contains(p.pid.as_str())
+                && !p.in_workload
+                && !works_for_the_network(&p.comm)
+                && !p.yields
         })
         .collect();
     strangers.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
@@ -284,5 +295,43 @@ mod tests {
             proc(s, r, "900", "builder", "0", 55.0);
         });
         assert!(on(&run, check).is_none());
+    }
+
+    #[test]
+    fn the_workloads_other_end_and_its_children_are_not_strangers() {
+        // A watched iperf3 client, its server (a peer: its socket faces the client's) and a
+        // program started by the watched wrapper script (a child): all the workload.
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(20.0, 70.0, 8.0), (15.0, 75.0, 9.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 90e3);
+            workload_thread(s, r, 95.0);
+            for (pid, comm, cpu, pct, role) in [
+                ("900", "iperf3", "1", 90.0, "peer"),
+                ("901", "sockperf", "0", 60.0, "child"),
+            ] {
+                put(
+                    s,
+                    r,
+                    n::PROC_CPU_PCT,
+                    &[
+                        (n::LABEL_PID, pid),
+                        (n::LABEL_COMM, comm),
+                        (n::LABEL_CPU, cpu),
+                        (n::LABEL_ROLE, role),
+                    ],
+                    pct,
+                );
+            }
+        });
+        assert!(on(&run, check).is_none());
+        // The same figures without the roles are contention: the labels decide.
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(20.0, 70.0, 8.0), (15.0, 75.0, 9.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 90e3);
+            workload_thread(s, r, 95.0);
+            proc(s, r, "900", "iperf3", "1", 90.0);
+            proc(s, r, "901", "sockperf", "0", 60.0);
+        });
+        assert!(on(&run, check).is_some());
     }
 }

@@ -15,6 +15,7 @@ pub mod netstat;
 pub mod pressure;
 pub mod proc_stat;
 pub mod snmp;
+pub mod sockets;
 pub mod softirqs;
 pub mod softnet;
 pub mod sys_net;
