@@ -267,6 +267,9 @@ pub struct Sampler<S: Source> {
     ifaces_read_at: Option<Duration>,
     slow: Option<Arc<SlowSnapshot>>,
     processes: Option<Arc<ProcessScan>>,
+    /// Descendants of the watched processes found by the last process scan: their threads are
+    /// sampled too (the program a wrapper script started is the workload).
+    children: BTreeSet<i32>,
 }
 
 fn read_parse<S: Source + ?Sized, T>(
@@ -292,6 +295,7 @@ impl<S: Source> Sampler<S> {
             ifaces_read_at: None,
             slow: None,
             processes: None,
+            children: BTreeSet::new(),
         }
     }
 
@@ -491,6 +495,11 @@ impl<S: Source> Sampler<S> {
                 }
             }
         }
+        self.children = processes
+            .iter()
+            .filter(|s| s.role == ProcessRole::Child)
+            .filter_map(|s| i32::try_from(s.pid).ok())
+            .collect();
         watched.extend(
             processes
                 .iter()
@@ -735,11 +744,14 @@ impl<S: Source> Sampler<S> {
     fn read_threads(&mut self) -> (Vec<ThreadSample>, Vec<(i32, SourceError)>) {
         let mut threads = Vec::new();
         let mut errors = Vec::new();
-        let pids: BTreeSet<i32> = self.config.pids.iter().copied().collect();
+        let watched: BTreeSet<i32> = self.config.pids.iter().copied().collect();
+        let pids: BTreeSet<i32> = watched.union(&self.children).copied().collect();
         for pid in pids {
             let task_dir = format!("/proc/{pid}/task");
             let tids = match self.source.list_dir(&task_dir) {
                 Ok(t) => t,
+                // A child that has exited since the last scan is simply gone.
+                Err(_) if !watched.contains(&pid) => continue,
                 Err(e) => {
                     errors.push((pid, SourceError::io(&task_dir, &e)));
                     continue;
