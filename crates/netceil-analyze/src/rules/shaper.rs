@@ -4,8 +4,10 @@
 //! Mechanism: a rate-limiting qdisc (tbf, htb, fq with `maxrate`) dequeues at most its rate; a
 //! packet that arrives when the token bucket is empty waits and the qdisc counts an
 //! *overlimit*. A policer (a `police` action under the ingress qdisc) drops instead, and the
-//! ingress qdisc counts the *drops*. Either way the bytes it passes per second are flat at the
-//! configured rate while the throttle counter rises every interval. Nothing outside the qdisc
+//! ingress qdisc counts the *drops*. The ingress qdisc counts its bytes and packets before the
+//! filters run, so they are what was *offered*; what passed is the offered rate less the
+//! dropped share of the packets (drops/s over packets/s, row by row). Either way the rate that
+//! passes is flat at the configured rate while the throttle counter rises every interval. Nothing outside the qdisc
 //! shows it: the CPU is idle, the sockets do not overflow (the sender blocks on its send
 //! buffer while its packets sit in the qdisc), and the interface carries exactly the shaped
 //! rate, so without these counters the run looks as if it "just stopped growing".
@@ -50,6 +52,8 @@ struct Shaped<'a> {
     throttle_per_s: f64,
     throttled_rows: f64,
     policer: bool,
+    /// For a policer: the rate offered to it (its own byte count); `bits_mean` is what passed.
+    offered_bits: Option<f64>,
     drops_per_s: Option<f64>,
     backlog_bytes: Option<f64>,
     configured_bits: Option<f64>,
@@ -81,7 +85,22 @@ fn candidate<'a>(ctx: &Ctx<'a>, bits: &'a Metric) -> Option<Shaped<'a>> {
         },
     )?;
     let throttles = ctx.values(throttle);
-    let rates = ctx.values(bits);
+    let (rates, offered_bits) = if policer {
+        // Row by row: offered × (1 − dropped packets / offered packets).
+        let pps = ctx.sibling(bits, n::QDISC_PPS)?;
+        let at = |m: &Metric, i: usize| m.values.get(i).copied().flatten();
+        let passed: Vec<f64> = ctx
+            .rows
+            .clone()
+            .filter_map(|i| {
+                let (b, p, d) = (at(bits, i)?, at(pps, i)?, at(throttle, i)?);
+                (p > 0.0).then(|| b * (1.0 - (d / p).min(1.0)))
+            })
+            .collect();
+        (passed, ctx.mean_of(bits))
+    } else {
+        (ctx.values(bits), None)
+    };
     if throttles.is_empty() || rates.len() < 2 {
         return None;
     }
@@ -95,6 +114,7 @@ fn candidate<'a>(ctx: &Ctx<'a>, bits: &'a Metric) -> Option<Shaped<'a>> {
         throttle_per_s: mean(&throttles).unwrap_or(0.0),
         throttled_rows,
         policer,
+        offered_bits,
         drops_per_s: ctx
             .sibling(bits, n::QDISC_DROPS_PER_S)
             .and_then(|m| ctx.mean_of(m)),
@@ -164,6 +184,10 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         ),
         _ => String::new(),
     };
+    let offered = best
+        .offered_bits
+        .map(|o| format!(" of {} offered", fmt::bits(o)))
+        .unwrap_or_default();
     let throttle_words = if best.policer {
         "packets dropped by the policer"
     } else {
@@ -172,7 +196,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     let mut f = finding(
         cause::SHAPER,
         format!(
-            "A {kind} set the ceiling: {what} passed {}{configured}, flat (±{}) while {}/s {throttle_words} {}; the run got no more than the {kind} let through.",
+            "A {kind} set the ceiling: {what} passed {}{offered}{configured}, flat (±{}) while {}/s {throttle_words} {}; the run got no more than the {kind} let through.",
             fmt::bits(best.bits_mean),
             fmt::pct(best.bits_cv * 100.0),
             fmt::si(best.throttle_per_s),
@@ -182,12 +206,20 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     );
     f.evidence.push(ctx.ev(
         best.bits.id.to_string(),
-        Some(best.bits_mean),
-        format!(
-            "{what} passed {} on average, coefficient of variation {}",
-            fmt::bits(best.bits_mean),
-            fmt::pct(best.bits_cv * 100.0)
-        ),
+        Some(best.offered_bits.unwrap_or(best.bits_mean)),
+        match best.offered_bits {
+            Some(o) => format!(
+                "{what} was offered {} and passed {} on average (offered less the dropped share of packets), coefficient of variation {}",
+                fmt::bits(o),
+                fmt::bits(best.bits_mean),
+                fmt::pct(best.bits_cv * 100.0)
+            ),
+            None => format!(
+                "{what} passed {} on average, coefficient of variation {}",
+                fmt::bits(best.bits_mean),
+                fmt::pct(best.bits_cv * 100.0)
+            ),
+        },
     ));
     f.evidence.push(ctx.ev(
         format!(
@@ -296,9 +328,15 @@ mod tests {
         configured: Option<f64>,
     }
 
+    /// Packets per second of 1400-byte packets at `bits`.
+    fn pps_of(bits: f64) -> f64 {
+        bits / 8.0 / 1400.0
+    }
+
     fn put_q(s: &mut Series, r: usize, q: &Q, wobble: f64) {
         let l = qlabels(q.kind, q.iface);
         put(s, r, n::QDISC_BITS_PER_S, &l, q.bits * (1.0 + wobble));
+        put(s, r, n::QDISC_PPS, &l, pps_of(q.bits * (1.0 + wobble)));
         put(s, r, n::QDISC_OVERLIMITS_PER_S, &l, q.overlimits);
         put(s, r, n::QDISC_DROPS_PER_S, &l, q.drops);
         put(s, r, n::QDISC_BACKLOG_BYTES, &l, 60_000.0);
@@ -374,20 +412,62 @@ mod tests {
 
     #[test]
     fn a_policer_counts_drops_on_the_ingress_qdisc() {
+        // 100 Mbit/s offered to the ingress qdisc, half its packets dropped by the police
+        // action: 50 Mbit/s passed, which is what the receiver got.
+        let offered = 100e6;
         let q = Q {
             kind: "ingress",
+            bits: offered,
             overlimits: 0.0,
-            drops: 2_000.0,
+            drops: pps_of(offered) / 2.0,
             configured: None,
             ..tbf()
         };
-        let f = on(&run_with(q, 48e6, 0.01), check).expect("policer");
+        let mut run = run_with(q, 48e6, 0.0);
+        if let Some(r) = run.results.as_mut() {
+            r.rx_app_bits_per_s = 49e6;
+        }
+        let f = on(&run, check).expect("policer");
         assert!(
             f.summary.starts_with("A policer set the ceiling"),
             "{}",
             f.summary
         );
+        assert!(
+            f.summary.contains("passed 50.0 Mbit/s of 100 Mbit/s offered"),
+            "{}",
+            f.summary
+        );
         assert!(f.advice[0].knob.contains("ingress"));
+        // Without the packet rate the passed share cannot be told: no claim.
+        let mut run = run_with(
+            Q {
+                kind: "ingress",
+                bits: offered,
+                overlimits: 0.0,
+                drops: pps_of(offered) / 2.0,
+                configured: None,
+                ..tbf()
+            },
+            48e6,
+            0.0,
+        );
+        run.series.metrics.retain(|m| m.id.name != n::QDISC_PPS);
+        assert!(on(&run, check).is_none());
+    }
+
+    #[test]
+    fn a_policer_that_drops_little_of_a_small_flow_is_not_the_ceiling() {
+        // The ingress qdisc carried 5 % of the run and dropped a trickle: not the limit.
+        let q = Q {
+            kind: "ingress",
+            bits: 5e6,
+            overlimits: 0.0,
+            drops: 3.0,
+            configured: None,
+            ..tbf()
+        };
+        assert!(on(&run_with(q, 100e6, 0.01), check).is_none());
     }
 
     #[test]
