@@ -187,8 +187,9 @@ fn tcp_stall_is_measured_from_the_intended_send_time() {
 
 #[test]
 fn udp_stall_is_measured_from_the_intended_send_time() {
-    // Shorter than the 100 ms loss timeout, so the delayed answers count as slow, not lost.
-    let (target, done) = udp_echo(50, Duration::from_millis(80), None);
+    // Half the 100 ms loss timeout, so the delayed answers count as slow, not lost, even when
+    // a shared machine adds tens of milliseconds of its own.
+    let (target, done) = udp_echo(50, Duration::from_millis(50), None);
     let cfg = RrConfig {
         proto: RrProto::Udp,
         rate_tps: Some(100.0),
@@ -199,7 +200,7 @@ fn udp_stall_is_measured_from_the_intended_send_time() {
     let r = run(&cfg);
     done.store(true, Ordering::Relaxed);
     assert_eq!(r.lost_packets, 0);
-    check_stall_is_measured(&r, 80.0);
+    check_stall_is_measured(&r, 50.0);
 }
 
 #[test]
@@ -215,8 +216,10 @@ fn udp_losses_are_counted_and_never_hang() {
     let started = Instant::now();
     let r = run(&cfg);
     done.store(true, Ordering::Relaxed);
+    // 1 s of schedule and a 100 ms loss timeout: "never hangs", with room for a slow
+    // scheduler (a hang would be the 1 s run waiting on every lost answer, or forever).
     assert!(
-        started.elapsed() < Duration::from_millis(1600),
+        started.elapsed() < Duration::from_secs(3),
         "{:?}",
         started.elapsed()
     );
@@ -240,7 +243,11 @@ fn closed_loop_udp_with_nobody_listening_ends_on_time() {
     };
     let started = Instant::now();
     let r = run(&cfg);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(r.rx_app_packets, 0);
     assert!(r.latency_us.is_none());
     assert_eq!(r.transactions_per_s, Some(0.0));

@@ -434,7 +434,8 @@ mod tests {
             f.summary
         );
         assert!(
-            f.summary.contains("passed 50.0 Mbit/s of 100 Mbit/s offered"),
+            f.summary
+                .contains("passed 50.0 Mbit/s of 100 Mbit/s offered"),
             "{}",
             f.summary
         );
