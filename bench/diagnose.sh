@@ -67,6 +67,7 @@ restore_now() { stop_started; cleanup; }
 # --- what the suite needs ------------------------------------------------------------------
 need=()
 command -v iperf3 >/dev/null || need+=(iperf3)
+command -v sockperf >/dev/null || need+=(sockperf)
 command -v cc >/dev/null || need+=(gcc libc6-dev)
 command -v ip >/dev/null || need+=(iproute2)
 command -v taskset >/dev/null || need+=(util-linux)
@@ -139,8 +140,17 @@ case_rcvbuf_sysctl() {
   "$nc" run udp --size 64 --rate 150k --duration 5 --json -q --no-store >"$1"
 }
 case_backlog_sysctl() {
+  # On loopback the sender's own CPU drains the backlog inline, so it never fills. Across a
+  # veth with RPS steering the receive work to the other CPU, packets queue in that CPU's
+  # backlog, which netdev_max_backlog 8 makes overflow.
   set_sysctl net.core.netdev_max_backlog 8
-  "$nc" run udp --size 64 --duration 5 --json -q --no-store >"$1"
+  ns_pair
+  ip netns exec $NSB sh -c 'echo 2 > /sys/class/net/ncdiag1/queues/rx-0/rps_cpus'
+  ip netns exec $NSB timeout 20 "$nc" recv --listen 198.18.0.2:$port >/dev/null 2>&1 &
+  started $!
+  sleep 0.3
+  ip netns exec $NSA taskset -c 0 "$nc" run udp --to 198.18.0.2:$port --size 64 --duration 5 \
+    --json -q --no-store >"$1"
 }
 case_cpu_contention() {
   for c in 0 1; do taskset -c $c "$bin/spin" 12 & started $!; done
@@ -171,6 +181,18 @@ case_busy_worker() {
   iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; wait_listen $port
   "$nc" watch --json -q --no-store -- iperf3 -c 127.0.0.1 -p $port -t 5 >"$1"
 }
+case_wrapped_iperf3_udp() {
+  # Someone's wrapper script: the watched process is a shell, the work is its child; the
+  # server, started apart, is the workload's other end, not a stranger.
+  iperf3 -s -1 -p $port >/dev/null 2>&1 & started $!; wait_listen $port
+  "$nc" watch --json -q --no-store -- sh -c "iperf3 -u -b 0 -l 64 -c 127.0.0.1 -p $port -t 5 >/dev/null" >"$1"
+}
+case_sockperf_throughput() {
+  # sockperf sends with sendto, which /proc/PID/io does not count.
+  sockperf sr -i 127.0.0.1 -p $port >/dev/null 2>&1 & started $!
+  sleep 0.3
+  "$nc" watch --json -q --no-store -- sockperf tp -i 127.0.0.1 -p $port -m 64 -t 5 >"$1"
+}
 case_timer_flood() {
   "$bin/timer_flood" 8 & started $!
   "$nc" run udp --size 64 --rate 20k --duration 5 --json -q --no-store >"$1"
@@ -190,13 +212,15 @@ closed_loop_rr|latency_bound|one request in flight: rate = 1 / round trip
 unpaced_udp|sender_saturated buffer_drops|the sender thread saturates (it also runs loopback's receive softirq); the default buffer overflows at its peaks
 unpaced_tcp|sender_saturated|the sending thread copies at 100 % of a core; the receiver has room
 rcvbuf_sysctl|buffer_drops|rmem_default 16 KiB: the receive socket overflows at 150 kpps
-backlog_sysctl|buffer_drops|netdev_max_backlog 8: loopback's per-CPU backlog overflows
+backlog_sysctl|buffer_drops|netdev_max_backlog 8 with RPS sending the receive work to the other CPU: its backlog overflows
 cpu_contention|cpu_contention generator_limited|two spinners take both cores; the paced sender falls short because of them
 starved_generator|generator_limited buffer_drops|5 Mpps asked of one sleep-paced sender: it falls far short, and running flat out it overflows the default receive buffer, so both are true
 shaper_tbf|shaper|tbf 50 Mbit/s on the sender's veth
 shaper_htb|shaper|htb class 30 Mbit/s on the sender's veth
 polling_loop|polling_thread|a watched program spins in user space with no I/O
 busy_worker|thread_saturated sender_saturated|iperf3's sending thread moves data at a full core
+wrapped_iperf3_udp|thread_saturated|iperf3 (a child of the watched shell) sends 64-byte datagrams at a full core; its server is its peer
+sockperf_throughput|thread_saturated|sockperf's sending thread moves 64-byte datagrams at a full core, in sendto calls /proc does not count
 timer_flood|no_ceiling|a 1 us nanosleep loop floods timer interrupts; the paced run still gets its rate
 ipi_flood|no_ceiling|a cross-CPU pipe ping-pong floods reschedule IPIs; the paced run still gets its rate
 "

@@ -140,6 +140,40 @@ pub fn put_mechanisms_first(findings: &mut [Finding]) {
     }
 }
 
+/// Below this share of dropped packets, a saturated sender is the run's ceiling and the drops
+/// are a loss on top of it: the receiving side kept up on average, and overflowed in bursts.
+pub const SMALL_LOSS: f64 = 0.10;
+
+/// Puts a saturated sending thread before buffer drops that lost only a small share of the
+/// packets. The rate was set by the thread (it could send no faster); the drops take a few per
+/// cent off what arrived. With a large share, the receiving side's ceiling is the lower one and
+/// the drops stay first.
+pub fn sender_before_small_loss(findings: &mut [Finding], drop_share: Option<f64>) {
+    let Some(share) = drop_share.filter(|s| *s < SMALL_LOSS) else {
+        return;
+    };
+    if findings
+        .first()
+        .is_none_or(|f| f.cause != cause::BUFFER_DROPS)
+    {
+        return;
+    }
+    let Some(i) = findings.iter().position(|f| {
+        f.confidence >= EXPLAIN_MIN
+            && (f.cause == cause::THREAD_SATURATED || f.cause == cause::SENDER_SATURATED)
+    }) else {
+        return;
+    };
+    let drops = format!(
+        "the buffer drops ({:.0} %, {:.1} % of the packets) are a loss on top of this ceiling, not a lower one: {}",
+        findings[0].confidence * 100.0,
+        share * 100.0,
+        findings[0].summary.trim_end_matches('.')
+    );
+    findings[..=i].rotate_right(1);
+    findings[0].alternatives.insert(0, drops);
+}
+
 /// Puts the most specific of the near-equal top findings first. `findings` must already be
 /// sorted by confidence, most confident first.
 pub fn settle_near_ties(findings: &mut [Finding]) {
@@ -355,6 +389,42 @@ mod tests {
         settle_near_ties(&mut b);
         assert_eq!(a[0].cause, b[0].cause);
         assert_eq!(a[0].cause, "sender_saturated");
+    }
+
+    #[test]
+    fn a_saturated_sender_goes_before_a_small_loss_but_not_a_large_one() {
+        let base = || {
+            vec![
+                f(cause::BUFFER_DROPS, 0.69),
+                f(cause::HOT_CPU, 0.68),
+                f(cause::THREAD_SATURATED, 0.57),
+            ]
+        };
+        let mut v = base();
+        sender_before_small_loss(&mut v, Some(0.044));
+        assert_eq!(
+            causes(&v),
+            [cause::THREAD_SATURATED, cause::BUFFER_DROPS, cause::HOT_CPU]
+        );
+        assert!(
+            v[0].alternatives[0].contains("4.4 % of the packets"),
+            "{:?}",
+            v[0].alternatives
+        );
+        // A third of the packets lost: the receiving side's ceiling is the lower one.
+        let mut v = base();
+        sender_before_small_loss(&mut v, Some(0.33));
+        assert_eq!(v[0].cause, cause::BUFFER_DROPS);
+        // Unknown share, or a sender too unsure of itself: nothing moves.
+        let mut v = base();
+        sender_before_small_loss(&mut v, None);
+        assert_eq!(v[0].cause, cause::BUFFER_DROPS);
+        let mut v = vec![
+            f(cause::BUFFER_DROPS, 0.69),
+            f(cause::THREAD_SATURATED, 0.40),
+        ];
+        sender_before_small_loss(&mut v, Some(0.01));
+        assert_eq!(v[0].cause, cause::BUFFER_DROPS);
     }
 
     #[test]

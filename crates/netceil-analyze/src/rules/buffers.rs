@@ -177,6 +177,12 @@ fn packets_per_s(ctx: &Ctx) -> Option<f64> {
 }
 
 /// The buffers-and-queues rule.
+/// The share of the packets dropped at the buffers, over the load phase, when both are known.
+pub fn drop_share(ctx: &Ctx) -> Option<f64> {
+    let drops: f64 = stages(ctx).iter().map(|s| s.per_s.max(0.0)).sum();
+    packets_per_s(ctx).filter(|p| *p > 0.0).map(|p| drops / p)
+}
+
 pub fn check(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() && ctx.run.results.is_none() {
         return None;

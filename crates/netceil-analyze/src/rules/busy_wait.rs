@@ -228,7 +228,7 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
     // On the CPU and never blocking is also what a busy worker looks like: what it got done
     // tells them apart.
     let load = crate::rules::threads::thread_load(ctx, m)?;
-    let (progressed, how) = crate::rules::threads::progress(&load);
+    let (progressed, how) = crate::rules::threads::progress_in(ctx, &load);
     if progressed == Some(true) {
         // A worker, not a poller: `threads::busy_worker` speaks for it.
         return None;
