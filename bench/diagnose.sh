@@ -212,7 +212,7 @@ closed_loop_rr|latency_bound|one request in flight: rate = 1 / round trip
 unpaced_udp|sender_saturated buffer_drops|the sender thread saturates (it also runs loopback's receive softirq); the default buffer overflows at its peaks
 unpaced_tcp|sender_saturated|the sending thread copies at 100 % of a core; the receiver has room
 rcvbuf_sysctl|buffer_drops|rmem_default 16 KiB: the receive socket overflows at 150 kpps
-backlog_sysctl|buffer_drops|netdev_max_backlog 8 with RPS sending the receive work to the other CPU: its backlog overflows
+backlog_sysctl|buffer_drops sender_saturated|netdev_max_backlog 8 with RPS sending the receive work to the other CPU: its backlog overflows (a few per cent: the sender pinned to its core still sets the rate, and the drops are a loss on top, so either is right)
 cpu_contention|cpu_contention generator_limited|two spinners take both cores; the paced sender falls short because of them
 starved_generator|generator_limited buffer_drops|5 Mpps asked of one sleep-paced sender: it falls far short, and running flat out it overflows the default receive buffer, so both are true
 shaper_tbf|shaper|tbf 50 Mbit/s on the sender's veth

@@ -357,6 +357,14 @@ impl<'a> Ctx<'a> {
         ratio >= 0.99 && !r.generator_limited && loss < 0.01
     }
 
+    /// A paced run whose sender achieved the requested rate (whatever was lost on the way): no
+    /// CPU capped its rate, since the rate was reached.
+    pub fn rate_met(&self) -> bool {
+        self.run.results.as_ref().is_some_and(|r| {
+            r.generator.achieved_ratio.is_some_and(|a| a >= 0.99) && !r.generator_limited
+        })
+    }
+
     /// The run as a closed request/response loop, when it was one and measured its round
     /// trips: `None` for paced (open-loop) runs, other workloads, and runs without latency.
     pub fn closed_loop(&self) -> Option<ClosedLoop> {
