@@ -43,6 +43,7 @@ mod economy;
 mod fmt;
 pub mod phases;
 mod rules;
+pub mod search;
 mod settle;
 mod stats;
 mod verdict;
