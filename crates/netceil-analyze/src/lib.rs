@@ -190,6 +190,7 @@ fn part_label(part: &Run, index: usize) -> String {
         WorkloadKind::Tcp => "tcp",
         WorkloadKind::Rr => "rr",
         WorkloadKind::Suite => "suite",
+        WorkloadKind::Search => "search",
         WorkloadKind::External => "external",
     });
     let labels: Vec<String> = part

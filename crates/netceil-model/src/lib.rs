@@ -17,7 +17,7 @@ pub use results::{
     FlowResult, GeneratorStats, KernelDelivery, LatencySummary, PacingMode, Results, TcpPacing,
 };
 pub use run::{
-    Annotations, HostInfo, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
+    Annotations, HostInfo, Knee, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
 };
 pub use series::{Metric, MetricId, MissingValue, Series};
 pub use units::{

@@ -16,6 +16,8 @@ pub enum WorkloadKind {
     Suite,
     /// Someone else's load, observed.
     External,
+    /// A loss-criterion search: trials at chosen rates, each a part (`netceil search`).
+    Search,
 }
 
 /// The workload: its kind plus the parameters it ran with, as given.
@@ -144,12 +146,49 @@ pub struct Run {
     pub parts: Vec<Run>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locks: Vec<LockStat>,
+    /// What a search found: per frame size and loss tolerance, the highest rate within it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knees: Vec<Knee>,
     /// Filled in by the analyzer only.
     #[serde(default)]
     pub findings: Vec<Finding>,
     /// Import warnings, skipped lines, tool output: things a reader should see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// One answer of a search: for a frame size and a loss tolerance, the highest rate whose loss
+/// stayed within it, at the point where loss was counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Knee {
+    /// Ethernet frame size as RFC 2544 counts it, bytes.
+    pub size_bytes: usize,
+    /// Where loss was counted: `"app"` (netceil's receiver read it) or `"kernel"` (it reached
+    /// a socket buffer).
+    pub point: String,
+    /// The loss ratio allowed, 0–1 (0 for the NDR).
+    pub loss_tolerance: f64,
+    /// The gap between packets at `rate_pps`, µs (a sweep's answer).
+    pub min_interval_us: Option<f64>,
+    /// The highest rate within the tolerance, packets/s as offered; `null` when none passed.
+    pub rate_pps: Option<f64>,
+    /// `rate_pps` × the frame size × 8: Ethernet frame bits per second.
+    pub bits_per_s: Option<f64>,
+    /// The worst loss ratio seen at `rate_pps` in full-length trials.
+    pub loss_ratio: Option<f64>,
+    /// Trials the search ran for this frame size (all tolerances share them).
+    pub trials: usize,
+    /// The generator could not offer more: `rate_pps` is a lower bound.
+    pub generator_limited: bool,
+    /// A final trial at `rate_pps` passed.
+    pub verified: bool,
+    /// The lowest rate that failed, packets/s.
+    pub upper_pps: Option<f64>,
+    /// What stopped it: the first failing full-length trial above `rate_pps` (its part id) and
+    /// the analyzer's top finding there.
+    pub stopped_by: Option<String>,
+    /// Why the answer is not exact to the precision asked, when it is not.
+    pub note: Option<String>,
 }
 
 impl Run {
@@ -163,6 +202,7 @@ impl Run {
             results: None,
             parts: Vec::new(),
             locks: Vec::new(),
+            knees: Vec::new(),
             findings: Vec::new(),
             notes: Vec::new(),
         }

@@ -30,6 +30,7 @@ pub fn kind(run: &Run) -> &'static str {
         Some(WorkloadKind::Rr) => "rr",
         Some(WorkloadKind::Suite) => "suite",
         Some(WorkloadKind::External) => "external",
+        Some(WorkloadKind::Search) => "search",
         None => fmt::MISSING,
     }
 }

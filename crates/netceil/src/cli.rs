@@ -42,6 +42,62 @@ pub enum Command {
     /// A standalone receiver for `netceil run … --to ADDR:PORT`: counts UDP trains, sinks TCP
     /// streams and echoes request/response traffic, on one port number (UDP and TCP).
     Recv(RecvArgs),
+    /// The highest rate within a loss tolerance, per frame size (RFC 2544 throughput, found as
+    /// FD.io CSIT's MLRsearch finds it), and what stopped it there.
+    Search(SearchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(subcommand)]
+    pub workload: SearchWorkload,
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SearchWorkload {
+    /// UDP trains: per frame size, the highest packet rate whose loss at netceil's receiver
+    /// stays within each --loss tolerance (NDR at 0, PDRs above).
+    Udp(SearchUdpArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SearchUdpArgs {
+    /// Ethernet frame sizes as RFC 2544 counts them (64 = 18 B of UDP payload over IPv4).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64,1518")]
+    pub sizes: Vec<usize>,
+    /// Loss tolerances, as percentages: 0 for the NDR, e.g. 0,0.5% for the NDR and a PDR.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub loss: Vec<String>,
+    /// Length of the trials that decide (the final phase and the verification).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub trial: Duration,
+    /// Length of the first, short trials; they double phase by phase up to --trial.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub initial_trial: Duration,
+    /// Relative width the final interval must reach: (upper − lower) / upper.
+    #[arg(long, default_value = "1%")]
+    pub precision: String,
+    /// Lowest rate worth trying, packets/s.
+    #[arg(long, default_value = "1k")]
+    pub min_rate: String,
+    /// Highest rate to try, packets/s. Default: what the generator sends flat out, measured
+    /// by a short unpaced trial per size.
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// Most trials per frame size, verifications included.
+    #[arg(long, default_value_t = 40)]
+    pub max_trials: usize,
+    /// How to wait between paced sends.
+    #[arg(long, value_enum, default_value_t = PacingArg::Sleep)]
+    pub pacing: PacingArg,
+    /// Receive buffer to request on the receiver's socket, bytes (default: the system's).
+    #[arg(long, value_parser = parse_size)]
+    pub rcvbuf: Option<usize>,
+    /// Force --rcvbuf past net.core.rmem_max (SO_RCVBUFFORCE).
+    #[arg(long, requires = "rcvbuf")]
+    pub rcvbuf_force: bool,
 }
 
 #[derive(Debug, Args)]

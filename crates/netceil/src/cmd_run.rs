@@ -142,13 +142,13 @@ pub(crate) fn new_run_id(started: f64) -> String {
 }
 
 /// A 16-bit id stamped into every datagram so packets of other runs are not counted as ours.
-fn wire_run_id(run_id: &str) -> u16 {
+pub(crate) fn wire_run_id(run_id: &str) -> u16 {
     run_id
         .bytes()
         .fold(0x811c_u16, |h, b| h.rotate_left(5) ^ u16::from(b))
 }
 
-fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+pub(crate) fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     match v {
         serde_json::Value::Object(m) => m,
         _ => serde_json::Map::new(),
@@ -320,7 +320,7 @@ fn rr_plan(a: &RrArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
     Ok(Plan::Rr(cfg, params))
 }
 
-fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure> {
+pub(crate) fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure> {
     let title = format!(
         "udp {} B payload ({} B frame)",
         cfg.payload_bytes,
@@ -467,8 +467,8 @@ fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
 }
 
 /// What runs beside every workload: the recording, and the live output of the current part.
-struct Harness<'s> {
-    rec: Recording<'s>,
+pub(crate) struct Harness<'s> {
+    pub(crate) rec: Recording<'s>,
     json: bool,
     quiet: bool,
     wide: bool,
@@ -476,7 +476,7 @@ struct Harness<'s> {
 }
 
 impl<'s> Harness<'s> {
-    fn start(
+    pub(crate) fn start(
         common: &CommonRunArgs,
         store: Option<&'s Store>,
         run: &Run,
@@ -539,11 +539,21 @@ pub(crate) fn emit(
     } else {
         write!(out, "{}", summary::render(run)).context("writing to stdout")?;
         write!(out, "{}", summary::verdict(run)).context("writing to stdout")?;
-        match (stored, store) {
-            (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
-            _ => writeln!(out, "not stored"),
-        }
-        .context("writing to stdout")?;
+        emit_plain(&mut out, stored, store)?;
     }
+    Ok(())
+}
+
+/// The last line of a human summary: where the run was stored, or that it was not.
+pub(crate) fn emit_plain(
+    out: &mut impl Write,
+    stored: Option<&str>,
+    store: Option<&Store>,
+) -> Result<(), Failure> {
+    match (stored, store) {
+        (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
+        _ => writeln!(out, "not stored"),
+    }
+    .context("writing to stdout")?;
     Ok(())
 }

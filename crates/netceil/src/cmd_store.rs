@@ -27,6 +27,7 @@ fn kind(s: &RunSummary) -> String {
             WorkloadKind::Tcp => "tcp",
             WorkloadKind::Rr => "rr",
             WorkloadKind::Suite => "suite",
+            WorkloadKind::Search => "search",
             WorkloadKind::External => "watch",
         }
         .to_string(),

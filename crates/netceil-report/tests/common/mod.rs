@@ -201,6 +201,7 @@ pub fn full_run() -> Run {
         p
     };
     Run {
+        knees: Vec::new(),
         run_id: "r-full".into(),
         source: RunSource::Watched {
             command: Some(vec!["iperf3".into(), "-s".into()]),

@@ -1,0 +1,443 @@
+//! `netceil search udp`: per frame size, the highest packet rate whose loss stays within each
+//! tolerance (NDR at 0 %, PDRs above), found by [`netceil_analyze::search`] over real trials,
+//! and what stopped it there: the analyzer's verdict on the first failing full-length trial.
+//!
+//! Each trial is one part of the run (its series window, its results, its findings). Loss is
+//! counted at the application: what netceil's receiver read, against what was sent.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use netceil_analyze::search::{self, Measurer, Purpose, SearchConfig, TrialRecord, TrialResult};
+use netceil_load::udp;
+use netceil_model::{
+    udp_payload_to_frame, Knee, PacingMode, Rate, Results, Run, RunSource,
+    Workload as WorkloadSpec, WorkloadKind,
+};
+use serde_json::json;
+
+use crate::cli::{PacingArg, SearchArgs, SearchWorkload};
+use crate::cmd_run::{emit_plain, measure_udp, new_run_id, now_unix_s, obj, wire_run_id, Harness};
+use crate::observe::open_store;
+use crate::{fmt, host, Failure};
+
+/// A loss tolerance from `0`, `0.5%` or `2 %`.
+fn parse_tolerance(text: &str) -> Result<f64, Failure> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),
+        None if t.parse::<f64>().ok() == Some(0.0) => Some(0.0),
+        None => {
+            return Err(Failure::usage(anyhow!(
+                "--loss {t}: write a tolerance as a percentage (0.5%), or 0 for no loss"
+            )))
+        }
+    };
+    match value {
+        Some(v) if (0.0..1.0).contains(&v) => Ok(v),
+        Some(v) => Err(Failure::usage(anyhow!(
+            "--loss {t}: a tolerance of {} % is not below 100 %",
+            v * 100.0
+        ))),
+        None => Err(Failure::usage(anyhow!(
+            "--loss {t}: not a percentage; expected e.g. 0.5%"
+        ))),
+    }
+}
+
+/// A rate in packets/s (`200k`, `1.5M`); bit rates are refused (the frame size varies).
+fn parse_pps(flag: &str, text: &str) -> Result<f64, Failure> {
+    match Rate::parse(text).map_err(|e| Failure::usage(anyhow!("{flag}: {e}")))? {
+        Rate::PacketsPerSecond(p) => Ok(p),
+        Rate::BitsPerSecond(_) => Err(Failure::usage(anyhow!(
+            "{flag} {text}: give packets/s (e.g. 500k): one bit rate means a different packet rate at each frame size"
+        ))),
+    }
+}
+
+/// Runs real UDP trials for the search, keeping each as a part of the run.
+struct UdpTrials<'h, 's> {
+    h: &'h mut Harness<'s>,
+    base: udp::UdpConfig,
+    frame: usize,
+    /// Each trial: its results and where its rows are in the run's series.
+    parts: Vec<(Results, f64, f64, usize, f64)>,
+    stopped: bool,
+    /// The load engine's own error, kept with its exit code (a usage error stays one).
+    failure: Option<Failure>,
+}
+
+impl Measurer for UdpTrials<'_, '_> {
+    fn measure(&mut self, rate_pps: f64, duration: Duration) -> Result<TrialResult, String> {
+        if crate::stop_flag().load(Ordering::SeqCst) {
+            self.stopped = true;
+            return Err("interrupted (Ctrl-C)".into());
+        }
+        let cfg = udp::UdpConfig {
+            rate: Some(Rate::PacketsPerSecond(rate_pps)),
+            duration,
+            ..self.base.clone()
+        };
+        let from = self.h.rec.elapsed_s();
+        let r = match measure_udp(&cfg, self.h) {
+            Ok(r) => r,
+            Err(e) => {
+                let text = e.error.to_string();
+                self.failure = Some(e);
+                return Err(text);
+            }
+        };
+        let to = self.h.rec.elapsed_s();
+        let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+        let loss = if sent > 0 {
+            sent.saturating_sub(r.rx_app_packets) as f64 / sent as f64
+        } else {
+            1.0
+        };
+        let trial = TrialResult {
+            requested_pps: rate_pps,
+            achieved_pps: r.tx_pps,
+            loss_ratio: loss,
+            duration_s: r.duration_s,
+        };
+        self.parts.push((r, from, to, self.frame, rate_pps));
+        Ok(trial)
+    }
+}
+
+fn trial_line(size: usize, rec: &TrialRecord, quiet: bool) {
+    if quiet {
+        return;
+    }
+    let purpose = match rec.purpose {
+        Purpose::Bound => "bound",
+        Purpose::Bisect => "bisect",
+        Purpose::Retry => "retry",
+        Purpose::Verify => "verify",
+    };
+    let r = &rec.result;
+    eprintln!(
+        "  {size:>5} B  trial {:>2}  {:>6}  {:>5.1} s  asked {:>11}  sent {:>11}  loss {:>9}{}",
+        rec.index + 1,
+        purpose,
+        r.duration_s,
+        fmt::pps(r.requested_pps),
+        fmt::pps(r.achieved_pps),
+        format!("{:.4} %", r.loss_ratio * 100.0),
+        if r.generator_limited() {
+            "  (generator short)"
+        } else {
+            ""
+        }
+    );
+}
+
+pub fn run(args: SearchArgs) -> Result<u8, Failure> {
+    let SearchWorkload::Udp(a) = &args.workload;
+    let common = args.common.clone();
+    let tolerances = {
+        let mut t = a
+            .loss
+            .iter()
+            .map(|x| parse_tolerance(x))
+            .collect::<Result<Vec<f64>, Failure>>()?;
+        t.sort_by(f64::total_cmp);
+        t.dedup();
+        t
+    };
+    let precision = {
+        let p = a.precision.trim();
+        let v = p
+            .strip_suffix('%')
+            .and_then(|x| x.trim().parse::<f64>().ok())
+            .ok_or_else(|| {
+                Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
+            })?;
+        v / 100.0
+    };
+    let min_pps = parse_pps("--min-rate", &a.min_rate)?;
+    let max_pps = a
+        .max_rate
+        .as_deref()
+        .map(|m| parse_pps("--max-rate", m))
+        .transpose()?;
+    if a.sizes.is_empty() {
+        return Err(Failure::usage(anyhow!("--sizes: at least one frame size")));
+    }
+    let overhead = udp_payload_to_frame(0, common.ipv6);
+    for &f in &a.sizes {
+        if f < overhead + netceil_load::header::HEADER_LEN {
+            return Err(Failure::usage(anyhow!(
+                "--sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {} at least",
+                netceil_load::header::HEADER_LEN,
+                overhead + netceil_load::header::HEADER_LEN
+            )));
+        }
+    }
+    // Checked once before any traffic: the same checks the search makes.
+    SearchConfig {
+        min_pps,
+        max_pps: max_pps.unwrap_or(min_pps * 2.0),
+        tolerances: tolerances.clone(),
+        final_duration: a.trial,
+        initial_duration: a.initial_trial,
+        precision,
+        max_trials: a.max_trials,
+    }
+    .validate()
+    .map_err(|e| Failure::usage(anyhow!(e)))?;
+
+    let started = now_unix_s();
+    let run_id = new_run_id(started);
+    let wire_id = wire_run_id(&run_id);
+    let mut top = Run::new(run_id, RunSource::Live);
+    top.meta.started_unix_s = started;
+    top.meta.host = host::host_info();
+    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    top.meta.labels = common.labels.iter().cloned().collect();
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Search,
+        params: obj(json!({
+            "workload": "udp", "sizes": a.sizes, "loss": tolerances,
+            "trial_s": a.trial.as_secs_f64(), "initial_trial_s": a.initial_trial.as_secs_f64(),
+            "precision": precision, "min_pps": min_pps, "max_pps": max_pps,
+            "max_trials": a.max_trials, "target": common.to.map(|t| t.to_string()),
+            "point": "app",
+        })),
+    });
+    let store = open_store(common.no_store);
+    let quiet_parts = crate::cli::CommonRunArgs {
+        quiet: true,
+        ..common.clone()
+    };
+    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let mut all_parts: Vec<(Results, f64, f64, usize, f64)> = Vec::new();
+    let mut knees: Vec<Knee> = Vec::new();
+    let mut interrupted = false;
+    for &frame in &a.sizes {
+        let base = udp::UdpConfig {
+            payload_bytes: frame - overhead,
+            pacing: match a.pacing {
+                PacingArg::Sleep => PacingMode::Sleep,
+                PacingArg::Spin => PacingMode::Spin,
+            },
+            ipv6: common.ipv6,
+            target: common.to,
+            rcvbuf: a.rcvbuf,
+            rcvbuf_force: a.rcvbuf_force,
+            run_id: wire_id,
+            ..udp::UdpConfig::default()
+        };
+        base.validate().map_err(crate::load_failure)?;
+        let first_part = all_parts.len();
+        let mut trials = UdpTrials {
+            h: &mut h,
+            base: base.clone(),
+            frame,
+            parts: Vec::new(),
+            stopped: false,
+            failure: None,
+        };
+        // The highest rate worth asking: what the generator sends flat out, unless given.
+        let max = match max_pps {
+            Some(m) => m,
+            None => {
+                if !common.quiet {
+                    eprintln!(
+                        "{frame} B frames: measuring the generator's own ceiling ({} s unpaced)",
+                        a.initial_trial.as_secs_f64()
+                    );
+                }
+                let cfg = udp::UdpConfig {
+                    duration: a.initial_trial,
+                    ..base.clone()
+                };
+                let from = trials.h.rec.elapsed_s();
+                let r = measure_udp(&cfg, trials.h)?;
+                let to = trials.h.rec.elapsed_s();
+                let m = r.tx_pps;
+                trials.parts.push((r, from, to, frame, 0.0));
+                m
+            }
+        };
+        let cfg = SearchConfig {
+            min_pps: min_pps.min(max * 0.5),
+            max_pps: max,
+            tolerances: tolerances.clone(),
+            final_duration: a.trial,
+            initial_duration: a.initial_trial,
+            precision,
+            max_trials: a.max_trials,
+        };
+        let quiet = common.quiet;
+        let outcome = search::search(&cfg, &mut trials, &mut |rec| trial_line(frame, rec, quiet));
+        let stopped = trials.stopped;
+        let failure = trials.failure.take();
+        let offset = first_part + usize::from(max_pps.is_none());
+        all_parts.append(&mut trials.parts);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(_) if stopped => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => {
+                return Err(
+                    failure.unwrap_or_else(|| Failure::from(anyhow!("search at {frame} B: {e}")))
+                )
+            }
+        };
+        for r in &outcome.results {
+            knees.push(Knee {
+                size_bytes: frame,
+                point: "app".into(),
+                loss_tolerance: r.tolerance,
+                min_interval_us: r.rate_pps.map(|p| 1e6 / p),
+                rate_pps: r.rate_pps,
+                bits_per_s: r.rate_pps.map(|p| p * frame as f64 * 8.0),
+                loss_ratio: r.loss_spread.map(|s| s.1),
+                trials: outcome.trials.len(),
+                generator_limited: r.generator_limited,
+                verified: r.verified,
+                upper_pps: r.upper_pps,
+                // Filled in once the trials are analyzed.
+                stopped_by: r.first_failing_trial.map(|i| format!("{}", offset + i + 1)),
+                note: r
+                    .incomplete
+                    .clone()
+                    .or_else(|| outcome.stopped_early.clone()),
+            });
+        }
+        if crate::stop_flag().load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+    }
+    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
+    let leftover = h.rec.stop(&mut top);
+    h.rec.store_rows(&leftover);
+    for (results, from, to, frame, asked) in all_parts {
+        let mut part = Run::new(
+            format!("{}.{}", top.run_id, top.parts.len() + 1),
+            RunSource::Live,
+        );
+        part.meta = top.meta.clone();
+        part.meta.host.nics.clear();
+        part.series = top.series.window(from, to + top.series.interval_s / 2.0);
+        part.workload = Some(WorkloadSpec {
+            kind: WorkloadKind::Udp,
+            params: obj(json!({
+                "frame_bytes": frame, "payload_bytes": frame - overhead,
+                "rate_pps": (asked > 0.0).then_some(asked), "duration_s": results.duration_s,
+                "target": common.to.map(|t| t.to_string()),
+            })),
+        });
+        part.results = Some(results);
+        part.meta.complete = true;
+        netceil_analyze::analyze_into(&mut part);
+        top.parts.push(part);
+    }
+    for k in &mut knees {
+        if let Some(n) = k.stopped_by.take() {
+            let idx: usize = n.parse().unwrap_or(0);
+            k.stopped_by = top.parts.get(idx.saturating_sub(1)).map(|p| {
+                let top_finding = p
+                    .findings
+                    .first()
+                    .map(|f| format!("{}: {}", f.cause, f.summary))
+                    .unwrap_or_else(|| "no finding".into());
+                format!("{} at {}: {top_finding}", p.run_id, rate_of(p))
+            });
+        }
+    }
+    top.knees = knees;
+    top.meta.complete = !interrupted;
+    if interrupted {
+        top.notes
+            .push("interrupted (Ctrl-C): the knees cover the sizes finished so far".into());
+    }
+    top.notes.push(format!(
+        "loss counted at the application (netceil's receiver), against what was sent; bits/s are Ethernet frame bits (frame size × 8 × rate), decimal units (1 Gbit/s = 10^9 bit/s); {} s trials decide, shorter ones narrow",
+        a.trial.as_secs_f64()
+    ));
+    let stored = h.rec.finish(&top);
+    if common.json {
+        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", knee_table(&top)).context("writing to stdout")?;
+        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+fn rate_of(p: &Run) -> String {
+    p.workload
+        .as_ref()
+        .and_then(|w| w.params.get("rate_pps"))
+        .and_then(serde_json::Value::as_f64)
+        .map_or_else(|| "unpaced".to_string(), fmt::pps)
+}
+
+/// The knee table: per frame size and tolerance, the rate, its throughput in both units,
+/// the loss seen there, and what stopped it.
+fn knee_table(run: &Run) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "frame B  loss ≤     rate          Gbit/s   Gibit/s  loss seen    trials  verified\n",
+    );
+    for k in &run.knees {
+        let rate = k.rate_pps.map_or_else(|| "none".into(), fmt::pps);
+        let gbit = k
+            .bits_per_s
+            .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9));
+        let gibit = k
+            .bits_per_s
+            .map_or_else(|| "-".into(), |b| format!("{:.3}", b / (1u64 << 30) as f64));
+        let seen = k
+            .loss_ratio
+            .map_or_else(|| "-".into(), |l| format!("{:.4} %", l * 100.0));
+        s.push_str(&format!(
+            "{:>7}  {:>6}  {:>13}{}  {:>8}  {:>8}  {:>9}  {:>6}  {}\n",
+            k.size_bytes,
+            format!("{} %", k.loss_tolerance * 100.0),
+            rate,
+            if k.generator_limited { "≥" } else { " " },
+            gbit,
+            gibit,
+            seen,
+            k.trials,
+            if k.verified { "yes" } else { "no" }
+        ));
+        if let Some(n) = &k.note {
+            s.push_str(&format!("         note: {n}\n"));
+        }
+        if let Some(b) = &k.stopped_by {
+            s.push_str(&format!("         above it: {b}\n"));
+        }
+    }
+    s.push_str("Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s, of Ethernet frames (RFC 2544 frame size × 8 × rate); ≥: the generator could not offer more, a lower bound\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances_are_percentages() {
+        assert_eq!(parse_tolerance("0").unwrap(), 0.0);
+        assert!((parse_tolerance("0.5%").unwrap() - 0.005).abs() < 1e-15);
+        assert!(parse_tolerance("0.5").is_err(), "a bare 0.5 is ambiguous");
+        assert!(parse_tolerance("100%").is_err());
+        assert!(parse_tolerance("x%").is_err());
+    }
+
+    #[test]
+    fn rates_are_packet_rates() {
+        assert_eq!(parse_pps("--max-rate", "500k").unwrap(), 500e3);
+        assert!(parse_pps("--max-rate", "1Gbit").is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! `netceil search udp`: bad input is refused before any traffic (exit 2, naming the option),
+//! and a small real search on loopback reports its knees in the JSON contract.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::Value;
+
+fn netceil() -> Command {
+    let mut c = Command::cargo_bin("netceil").expect("binary built");
+    c.timeout(std::time::Duration::from_secs(120));
+    c
+}
+
+#[test]
+fn bad_input_exits_2_and_names_the_option() {
+    for (args, says) in [
+        (vec!["--loss", "150%"], "not below 100 %"),
+        (vec!["--loss", "0.5"], "as a percentage"),
+        (vec!["--precision", "0%"], "--precision"),
+        (vec!["--precision", "abc"], "--precision"),
+        (vec!["--min-rate", "1M", "--max-rate", "10k"], "empty"),
+        (vec!["--max-rate", "1Gbit"], "give packets/s"),
+        (vec!["--sizes", "40"], "--sizes 40"),
+        (vec!["--trial", "100ms", "--initial-trial", "1s"], "--trial"),
+    ] {
+        netceil()
+            .args(["search", "udp", "--no-store", "-q"])
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(contains(says));
+    }
+}
+
+#[test]
+fn a_small_search_on_loopback_reports_its_knees() {
+    let out = netceil()
+        .args([
+            "search",
+            "udp",
+            "--sizes",
+            "1024",
+            "--loss",
+            "0,5%",
+            "--trial",
+            "400ms",
+            "--initial-trial",
+            "200ms",
+            "--precision",
+            "20%",
+            "--min-rate",
+            "1k",
+            "--max-rate",
+            "40k",
+            "--max-trials",
+            "14",
+            "--json",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["workload"]["kind"], "search");
+    let knees = run["knees"].as_array().expect("knees[]");
+    assert_eq!(knees.len(), 2, "one per tolerance");
+    for k in knees {
+        assert_eq!(k["size_bytes"], 1024);
+        assert_eq!(k["point"], "app");
+        let trials = k["trials"].as_u64().unwrap();
+        assert!((1..=14).contains(&trials), "{k:#}");
+        if let Some(rate) = k["rate_pps"].as_f64() {
+            assert!(rate > 0.0 && rate <= 40_000.0 * 1.01, "{k:#}");
+            let bits = k["bits_per_s"].as_f64().unwrap();
+            assert!((bits - rate * 1024.0 * 8.0).abs() < 1.0, "{k:#}");
+        }
+    }
+    // Each trial is a part with its own results and findings.
+    let parts = run["parts"].as_array().expect("parts");
+    assert!(!parts.is_empty() && parts.len() <= 14);
+    assert!(parts
+        .iter()
+        .all(|p| p["results"]["tx_packets"].as_u64().unwrap_or(0) > 0));
+    assert!(parts
+        .iter()
+        .all(|p| p["findings"].as_array().is_some_and(|f| !f.is_empty())));
+}
