@@ -45,6 +45,48 @@ pub enum Command {
     /// The highest rate within a loss tolerance, per frame size (RFC 2544 throughput, found as
     /// FD.io CSIT's MLRsearch finds it), and what stopped it there.
     Search(SearchArgs),
+    /// Size × interval trains (each cell one cycle of --count packets): per size, the first
+    /// interval at which every packet arrived, at the kernel and at the application.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub workload: SweepWorkload,
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepWorkload {
+    /// UDP trains of --count packets, --interval apart, for each payload size.
+    Udp(SweepUdpArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SweepUdpArgs {
+    /// UDP payload sizes (K = 1024).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "1K,1536,4K,8K,12K,16K")]
+    pub sizes: Vec<usize>,
+    /// Intervals between packets: START..END/STEP (0 = as fast as the sender can).
+    #[arg(long, default_value = "0us..12us/0.1us")]
+    pub interval: String,
+    /// Packets per cycle (one cell).
+    #[arg(long, default_value_t = 5000)]
+    pub count: u64,
+    /// Cycles per cell; a cell succeeds only if every cycle did.
+    #[arg(long, default_value_t = 1)]
+    pub cycles: u32,
+    /// How to wait between sends; microsecond gaps need spinning.
+    #[arg(long, value_enum, default_value_t = PacingArg::Spin)]
+    pub pacing: PacingArg,
+    /// Receive buffer to request on the receiver's socket, bytes (default: the system's).
+    #[arg(long, value_parser = parse_size)]
+    pub rcvbuf: Option<usize>,
+    /// Force --rcvbuf past net.core.rmem_max (SO_RCVBUFFORCE).
+    #[arg(long, requires = "rcvbuf")]
+    pub rcvbuf_force: bool,
 }
 
 #[derive(Debug, Args)]

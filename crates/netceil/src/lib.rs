@@ -8,6 +8,7 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_search;
 mod cmd_store;
+mod cmd_sweep;
 mod cmd_watch;
 mod fmt;
 mod host;
@@ -114,6 +115,7 @@ pub fn main() -> ExitCode {
         cli::Command::Run(args) => cmd_run::run(args),
         cli::Command::Recv(args) => cmd_recv::run(args),
         cli::Command::Search(args) => cmd_search::run(args),
+        cli::Command::Sweep(args) => cmd_sweep::run(args),
         cli::Command::Watch(args) => cmd_watch::run(args),
         cli::Command::Analyze(args) => cmd_analyze::run(args),
         cli::Command::Runs(args) => cmd_store::runs(args),

@@ -5,6 +5,9 @@ use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::Value;
 
+/// The live tests load the machine: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn netceil() -> Command {
     let mut c = Command::cargo_bin("netceil").expect("binary built");
     c.timeout(std::time::Duration::from_secs(120));
@@ -34,6 +37,7 @@ fn bad_input_exits_2_and_names_the_option() {
 
 #[test]
 fn a_small_search_on_loopback_reports_its_knees() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = netceil()
         .args([
             "search",
@@ -89,4 +93,61 @@ fn a_small_search_on_loopback_reports_its_knees() {
     assert!(parts
         .iter()
         .all(|p| p["findings"].as_array().is_some_and(|f| !f.is_empty())));
+}
+
+#[test]
+fn sweep_bad_ranges_exit_2() {
+    for (range, says) in [
+        ("5us..1us/1us", "empty"),
+        ("0us..1us/2us", "larger than the range"),
+        ("0us..1us", "START..END/STEP"),
+    ] {
+        netceil()
+            .args(["sweep", "udp", "--no-store", "-q", "--interval", range])
+            .assert()
+            .code(2)
+            .stderr(contains(says));
+    }
+}
+
+#[test]
+fn a_small_sweep_on_loopback_finds_a_knee_at_both_points() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = netceil()
+        .args([
+            "sweep",
+            "udp",
+            "--sizes",
+            "1K,8K",
+            "--interval",
+            "0us..100us/10us",
+            "--count",
+            "2000",
+            "--json",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let knees = run["knees"].as_array().expect("knees[]");
+    assert_eq!(knees.len(), 4, "two sizes × two points");
+    for k in knees {
+        let point = k["point"].as_str().unwrap();
+        assert!(point == "kernel" || point == "app", "{k:#}");
+        // 100 us between 8 KiB datagrams is 0.66 Gbit/s: loopback takes all of it.
+        let interval = k["min_interval_us"].as_f64().expect("a knee within 100 us");
+        assert!((0.0..=100.0).contains(&interval), "{k:#}");
+        let bits = k["bits_per_s"].as_f64().unwrap();
+        let size = k["size_bytes"].as_f64().unwrap();
+        if interval > 0.0 {
+            // Throughput is data per cycle over the cycle time: at most the asked gap's.
+            assert!(bits <= size * 8.0 / (interval * 1e-6) * 1.01, "{k:#}");
+        }
+    }
 }

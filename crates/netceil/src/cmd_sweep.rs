@@ -1,0 +1,423 @@
+//! `netceil sweep udp`: the size × interval experiment (SEEDS §5). Each cell is one cycle: a
+//! train of `--count` packets sent `interval` apart. Per cell, the share that arrived is
+//! counted at two points:
+//! - **kernel**: the packet reached the receiving socket (read, dropped at its full buffer, or
+//!   still queued), i.e. nothing before the socket dropped it;
+//! - **app**: netceil's receiver read it.
+//!
+//! Per size and point, the knee is the first interval at which every packet arrived, with the
+//! cycle time, the data moved and the throughput that implies. A cell whose generator could not
+//! hold the interval (its achieved gap was longer) is not a success of the receiver.
+//!
+//! Stepping is coarse to fine: every k-th interval first, then every step below the first
+//! coarse success, so the knee is exact to the step asked for (assuming no success below a
+//! coarse failure, which the fine pass checks between the two coarse cells around the knee).
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use netceil_load::udp;
+use netceil_model::{
+    Knee, PacingMode, Results, Run, RunSource, Workload as WorkloadSpec, WorkloadKind,
+};
+use serde_json::json;
+
+use crate::cli::{PacingArg, SweepArgs, SweepWorkload};
+use crate::cmd_run::{emit_plain, measure_udp, new_run_id, now_unix_s, obj, wire_run_id, Harness};
+use crate::observe::open_store;
+use crate::{host, Failure};
+
+/// `0us..12us/0.1us`: start, end and step, in ns.
+pub fn parse_interval_range(text: &str) -> Result<(f64, f64, f64), String> {
+    let t = text.trim();
+    let (range, step) = t
+        .split_once('/')
+        .ok_or_else(|| format!("--interval {t}: expected START..END/STEP, e.g. 0us..12us/0.1us"))?;
+    let (a, b) = range
+        .split_once("..")
+        .ok_or_else(|| format!("--interval {t}: expected START..END/STEP, e.g. 0us..12us/0.1us"))?;
+    let ns = |x: &str| -> Result<f64, String> {
+        let x = x.trim();
+        if x.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ') == "0" {
+            return Ok(0.0);
+        }
+        crate::parse::parse_duration(x)
+            .map(|d| d.as_nanos() as f64)
+            .map_err(|e| format!("--interval: {e}"))
+    };
+    let (start, end, step) = (ns(a)?, ns(b)?, ns(step)?);
+    if end < start {
+        return Err(format!(
+            "--interval {t}: the range is empty (it ends before it starts)"
+        ));
+    }
+    if step <= 0.0 {
+        return Err(format!(
+            "--interval {t}: the step must be greater than zero"
+        ));
+    }
+    if end > start && step > end - start {
+        return Err(format!("--interval {t}: the step is larger than the range"));
+    }
+    if (end - start) / step > 100_000.0 {
+        return Err(format!("--interval {t}: more than 100000 steps"));
+    }
+    Ok((start, end, step))
+}
+
+/// One cell's outcome.
+#[derive(Debug, Clone)]
+struct Cell {
+    interval_ns: f64,
+    sent: u64,
+    app_ratio: f64,
+    kernel_ratio: f64,
+    cycle_s: f64,
+    /// The generator's mean gap was more than 5 % (and 100 ns) longer than asked.
+    gap_short: bool,
+    achieved_gap_ns: f64,
+}
+
+impl Cell {
+    fn ok(&self, point: Point) -> bool {
+        !self.gap_short
+            && match point {
+                Point::Kernel => self.kernel_ratio >= 1.0,
+                Point::App => self.app_ratio >= 1.0,
+            }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Point {
+    Kernel,
+    App,
+}
+
+impl Point {
+    fn name(self) -> &'static str {
+        match self {
+            Point::Kernel => "kernel",
+            Point::App => "app",
+        }
+    }
+}
+
+fn cell_of(r: &Results, interval_ns: f64) -> Cell {
+    let sent = r.tx_packets;
+    let reached = r.rx_app_packets + r.kernel.socket_drops.unwrap_or(0) + r.in_flight_packets;
+    let ratio = |x: u64| {
+        if sent > 0 {
+            x.min(sent) as f64 / sent as f64
+        } else {
+            0.0
+        }
+    };
+    let achieved_gap_ns = if sent > 1 {
+        r.duration_s * 1e9 / (sent - 1) as f64
+    } else {
+        0.0
+    };
+    Cell {
+        interval_ns,
+        sent,
+        app_ratio: ratio(r.rx_app_packets + r.in_flight_packets),
+        kernel_ratio: ratio(reached),
+        cycle_s: r.duration_s,
+        gap_short: interval_ns > 0.0
+            && achieved_gap_ns > interval_ns * 1.05
+            && achieved_gap_ns > interval_ns + 100.0,
+        achieved_gap_ns,
+    }
+}
+
+pub fn run(args: SweepArgs) -> Result<u8, Failure> {
+    let SweepWorkload::Udp(a) = &args.workload;
+    let common = args.common.clone();
+    let (start, end, step) =
+        parse_interval_range(&a.interval).map_err(|e| Failure::usage(anyhow!(e)))?;
+    if a.sizes.is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "--sizes: at least one payload size"
+        )));
+    }
+    if a.count == 0 {
+        return Err(Failure::usage(anyhow!(
+            "--count: at least one packet per cycle"
+        )));
+    }
+    let steps = ((end - start) / step + 1e-9).floor() as usize + 1;
+    let intervals: Vec<f64> = (0..steps).map(|i| start + i as f64 * step).collect();
+
+    let started = now_unix_s();
+    let run_id = new_run_id(started);
+    let wire_id = wire_run_id(&run_id);
+    let mut top = Run::new(run_id, RunSource::Live);
+    top.meta.started_unix_s = started;
+    top.meta.host = host::host_info();
+    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    top.meta.labels = common.labels.iter().cloned().collect();
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Search,
+        params: obj(json!({
+            "workload": "udp sweep", "sizes": a.sizes, "interval": a.interval,
+            "count": a.count, "cycles": a.cycles, "target": common.to.map(|t| t.to_string()),
+        })),
+    });
+    let store = open_store(common.no_store);
+    let quiet_parts = crate::cli::CommonRunArgs {
+        quiet: true,
+        ..common.clone()
+    };
+    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let mut knees = Vec::new();
+    let mut interrupted = false;
+    'sizes: for &size in &a.sizes {
+        let base = udp::UdpConfig {
+            payload_bytes: size,
+            pacing: match a.pacing {
+                PacingArg::Sleep => PacingMode::Sleep,
+                PacingArg::Spin => PacingMode::Spin,
+            },
+            count: Some(a.count),
+            ipv6: common.ipv6,
+            target: common.to,
+            rcvbuf: a.rcvbuf,
+            rcvbuf_force: a.rcvbuf_force,
+            run_id: wire_id,
+            ..udp::UdpConfig::default()
+        };
+        base.validate().map_err(crate::load_failure)?;
+        let mut cells: Vec<Option<Cell>> = vec![None; intervals.len()];
+        let mut measured = 0usize;
+        // Measures interval index i (all cycles; a cell succeeds only if every cycle did).
+        let measure =
+            |i: usize, h: &mut Harness| -> Result<Cell, Failure> {
+                let interval = intervals[i];
+                let mut worst: Option<Cell> = None;
+                for _ in 0..a.cycles.max(1) {
+                    // Long enough for the whole train at the asked gap, with room.
+                    let train_s = a.count as f64 * interval / 1e9;
+                    let cfg = udp::UdpConfig {
+                        rate: None,
+                        interval_ns: (interval > 0.0).then_some(interval),
+                        duration: Duration::from_secs_f64(train_s * 4.0 + 5.0),
+                        ..base.clone()
+                    };
+                    let r = measure_udp(&cfg, h)?;
+                    let c = cell_of(&r, interval);
+                    if !common.quiet {
+                        eprintln!(
+                        "  {:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}",
+                        size,
+                        format!("{:.2} us", interval / 1e3),
+                        c.app_ratio * 100.0,
+                        c.kernel_ratio * 100.0,
+                        format!("{:.2} us", c.achieved_gap_ns / 1e3),
+                        if c.gap_short { "  (generator could not hold the interval)" } else { "" }
+                    );
+                    }
+                    worst = Some(match worst {
+                        Some(w)
+                            if w.app_ratio <= c.app_ratio
+                                && w.kernel_ratio <= c.kernel_ratio
+                                && !c.gap_short =>
+                        {
+                            w
+                        }
+                        _ => c,
+                    });
+                }
+                Ok(worst.unwrap_or_else(|| unreachable_cell(interval)))
+            };
+        let stride = (intervals.len() / 12).max(1);
+        for point in [Point::Kernel, Point::App] {
+            // Coarse pass.
+            let mut first_ok = None;
+            let mut i = 0;
+            while i < intervals.len() {
+                if crate::stop_flag().load(Ordering::SeqCst) {
+                    interrupted = true;
+                    break 'sizes;
+                }
+                if cells[i].is_none() {
+                    cells[i] = Some(measure(i, &mut h)?);
+                    measured += 1;
+                }
+                if cells[i].as_ref().is_some_and(|c| c.ok(point)) {
+                    first_ok = Some(i);
+                    break;
+                }
+                i += stride;
+            }
+            // Fine pass below the first coarse success.
+            if let Some(hi) = first_ok {
+                let lo = hi.saturating_sub(stride - 1);
+                for (j, slot) in cells.iter_mut().enumerate().take(hi).skip(lo) {
+                    if crate::stop_flag().load(Ordering::SeqCst) {
+                        interrupted = true;
+                        break 'sizes;
+                    }
+                    if slot.is_none() {
+                        *slot = Some(measure(j, &mut h)?);
+                        measured += 1;
+                    }
+                    if slot.as_ref().is_some_and(|c| c.ok(point)) {
+                        first_ok = Some(j);
+                        break;
+                    }
+                }
+            }
+            let knee_cell = first_ok.and_then(|k| cells[k].clone());
+            let short = cells.iter().flatten().any(|c| c.gap_short);
+            knees.push(Knee {
+                size_bytes: size,
+                point: point.name().into(),
+                loss_tolerance: 0.0,
+                min_interval_us: knee_cell.as_ref().map(|c| c.interval_ns / 1e3),
+                rate_pps: knee_cell
+                    .as_ref()
+                    .map(|c| if c.cycle_s > 0.0 { c.sent as f64 / c.cycle_s } else { 0.0 }),
+                bits_per_s: knee_cell.as_ref().map(|c| {
+                    c.sent as f64 * size as f64 * 8.0 / c.cycle_s.max(1e-9)
+                }),
+                loss_ratio: knee_cell.as_ref().map(|_| 0.0),
+                trials: measured,
+                generator_limited: knee_cell.is_none() && short,
+                verified: knee_cell.is_some(),
+                upper_pps: None,
+                stopped_by: None,
+                note: match (&knee_cell, short) {
+                    (None, true) => Some("no interval reached 100 %; at some the generator could not hold the interval asked, so those cells say nothing of the receiver".into()),
+                    (None, false) => Some(format!("no interval up to {:.2} us reached 100 %", end / 1e3)),
+                    (Some(_), _) => None,
+                },
+            });
+        }
+    }
+    let leftover = h.rec.stop(&mut top);
+    h.rec.store_rows(&leftover);
+    top.knees = knees;
+    top.meta.complete = !interrupted;
+    top.notes.push(format!(
+        "each cell is one cycle of {} packets; kernel = reached the receiving socket (read, dropped at its full buffer, or queued), app = read by netceil's receiver; throughput = data per cycle / cycle time, in Gbit/s (10^9) and Gibit/s (2^30)",
+        a.count
+    ));
+    let stored = h.rec.finish(&top);
+    if common.json {
+        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", knee_table(&top, a.count)).context("writing to stdout")?;
+        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+fn unreachable_cell(interval_ns: f64) -> Cell {
+    Cell {
+        interval_ns,
+        sent: 0,
+        app_ratio: 0.0,
+        kernel_ratio: 0.0,
+        cycle_s: 0.0,
+        gap_short: true,
+        achieved_gap_ns: 0.0,
+    }
+}
+
+/// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
+/// and the throughput in both units.
+fn knee_table(run: &Run, count: u64) -> String {
+    let mut s = String::from(
+        "size B   point   first 100 %   cycle       data         Gbit/s   Gibit/s   cells\n",
+    );
+    for k in &run.knees {
+        let cycle_us = match (k.rate_pps, k.min_interval_us) {
+            (Some(p), Some(_)) if p > 0.0 => format!("{:.0} us", count as f64 / p * 1e6),
+            _ => "-".into(),
+        };
+        let data = format!("{:.0} KiB", count as f64 * k.size_bytes as f64 / 1024.0);
+        s.push_str(&format!(
+            "{:>6}   {:<6}  {:>11}   {:>9}   {:>10}   {:>7}   {:>7}   {:>5}\n",
+            k.size_bytes,
+            k.point,
+            k.min_interval_us
+                .map_or_else(|| "none".into(), |v| format!("{v:.2} us")),
+            cycle_us,
+            data,
+            k.bits_per_s
+                .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9)),
+            k.bits_per_s
+                .map_or_else(|| "-".into(), |b| format!("{:.3}", b / (1u64 << 30) as f64)),
+            k.trials
+        ));
+        if let Some(n) = &k.note {
+            s.push_str(&format!("         note: {n}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "throughput = UDP payload per cycle / cycle time; a cell is one cycle of {count} packets; Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s\n"
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_ranges() {
+        assert_eq!(
+            parse_interval_range("0us..12us/0.1us").unwrap(),
+            (0.0, 12_000.0, 100.0)
+        );
+        assert_eq!(
+            parse_interval_range("1us..2us/500ns").unwrap(),
+            (1000.0, 2000.0, 500.0)
+        );
+        assert!(parse_interval_range("5us..1us/1us")
+            .unwrap_err()
+            .contains("empty"));
+        assert!(parse_interval_range("0us..1us/2us")
+            .unwrap_err()
+            .contains("larger than the range"));
+        assert!(parse_interval_range("0us..1us")
+            .unwrap_err()
+            .contains("START..END/STEP"));
+        assert!(parse_interval_range("0us..1us/0us").is_err());
+        assert!(parse_interval_range("0..1s/1ns")
+            .unwrap_err()
+            .contains("100000"));
+    }
+
+    #[test]
+    fn a_generator_that_fell_behind_is_no_success() {
+        let r = Results {
+            tx_packets: 5000,
+            rx_app_packets: 5000,
+            duration_s: 5000.0 * 3e-6,
+            ..Default::default()
+        };
+        let c = cell_of(&r, 1000.0);
+        assert!(c.gap_short && !c.ok(Point::App));
+        let c = cell_of(&r, 3000.0);
+        assert!(!c.gap_short && c.ok(Point::App) && c.ok(Point::Kernel));
+    }
+
+    #[test]
+    fn the_kernel_point_counts_what_reached_the_socket() {
+        let mut r = Results {
+            tx_packets: 100,
+            rx_app_packets: 90,
+            duration_s: 0.001,
+            ..Default::default()
+        };
+        r.kernel.socket_drops = Some(10);
+        let c = cell_of(&r, 0.0);
+        assert!(c.ok(Point::Kernel) && !c.ok(Point::App));
+        assert!((c.app_ratio - 0.9).abs() < 1e-12);
+    }
+}
