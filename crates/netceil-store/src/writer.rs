@@ -118,6 +118,24 @@ impl<'s> RunWriter<'s> {
         Ok(())
     }
 
+    /// Stores one finished part (a search's trial, a sweep's cell) at once, in its own
+    /// transaction, so that a `kill -9` later loses none of the parts stored before. A part
+    /// already stored at `index` is replaced. [`RunWriter::finish`] writes the run's parts
+    /// again from `run.parts`.
+    pub fn add_part(&mut self, index: usize, part: &Run) -> Result<()> {
+        let store = self.store;
+        store.check_run(part)?;
+        let op = format!("storing part {} of run '{}'", index + 1, self.run_id);
+        let tx = store.write_tx(&op)?;
+        tx.execute(
+            "DELETE FROM runs WHERE parent_key = ?1 AND part_idx = ?2",
+            rusqlite::params![self.key, i64::try_from(index).unwrap_or(i64::MAX)],
+        )
+        .map_err(|e| store.fail(&op, e))?;
+        store.insert_whole_run(&tx, part, Some((self.key, index)))?;
+        store.commit(tx, &op)
+    }
+
     /// Completes the run: any series rows of `run` not yet stored are appended, then meta,
     /// labels, results, locks, findings, notes and parts are written and the run is marked
     /// complete, all in one transaction. If `run.series` is shorter than what was appended,

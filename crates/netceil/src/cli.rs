@@ -131,6 +131,10 @@ pub struct SearchUdpArgs {
     /// Most trials per frame size, verifications included.
     #[arg(long, default_value_t = 40)]
     pub max_trials: usize,
+    /// Go on with an interrupted search (a run id, a unique prefix, or `last`): its settings,
+    /// and its stored trials replayed without traffic; only the rest is measured.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// How to wait between paced sends.
     #[arg(long, value_enum, default_value_t = PacingArg::Sleep)]
     pub pacing: PacingArg,

@@ -5,6 +5,7 @@
 //! Each trial is one part of the run (its series window, its results, its findings). Loss is
 //! counted at the application: what netceil's receiver read, against what was sent.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use netceil_model::{
 };
 use serde_json::json;
 
-use crate::cli::{PacingArg, SearchArgs, SearchWorkload};
+use crate::cli::{PacingArg, SearchArgs, SearchUdpArgs, SearchWorkload};
 use crate::cmd_run::{emit_plain, measure_udp, new_run_id, now_unix_s, obj, wire_run_id, Harness};
 use crate::observe::open_store;
 use crate::{fmt, host, Failure};
@@ -57,16 +58,135 @@ fn parse_pps(flag: &str, text: &str) -> Result<f64, Failure> {
     }
 }
 
-/// Runs real UDP trials for the search, keeping each as a part of the run.
+/// A trial as kept: measured now (its series window is cut from the run at the end) or
+/// replayed from the stored parts of an interrupted search (kept as stored).
+enum Kept {
+    Live {
+        results: Box<Results>,
+        from: f64,
+        to: f64,
+        trial: TrialSpec,
+    },
+    Stored(Box<Run>),
+}
+
+/// What a trial was asked: its frame size, rate (0 = unpaced) and length.
+#[derive(Debug, Clone, Copy)]
+struct TrialSpec {
+    frame: usize,
+    asked: f64,
+    trial_s: f64,
+}
+
+/// A part of the search run: one trial's workload and results.
+fn part_run(
+    run_id: &str,
+    index: usize,
+    overhead: usize,
+    t: TrialSpec,
+    results: &Results,
+    target: Option<String>,
+) -> Run {
+    let TrialSpec {
+        frame,
+        asked,
+        trial_s,
+    } = t;
+    let mut part = Run::new(format!("{run_id}.{}", index + 1), RunSource::Live);
+    part.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Udp,
+        params: obj(json!({
+            "frame_bytes": frame, "payload_bytes": frame - overhead,
+            "rate_pps": (asked > 0.0).then_some(asked), "trial_s": trial_s,
+            "duration_s": results.duration_s, "target": target,
+        })),
+    });
+    part.results = Some(results.clone());
+    part.meta.complete = true;
+    part
+}
+
+/// Runs real UDP trials for the search, keeping each as a part of the run and storing it at
+/// once; with the parts of an interrupted search, replays them first, in order, as long as
+/// the search asks for the same trials (it is deterministic given the results, so it does).
 struct UdpTrials<'h, 's> {
     h: &'h mut Harness<'s>,
     base: udp::UdpConfig,
     frame: usize,
-    /// Each trial: its results and where its rows are in the run's series.
-    parts: Vec<(Results, f64, f64, usize, f64)>,
+    overhead: usize,
+    run_id: String,
+    target: Option<String>,
+    parts: Vec<Kept>,
+    /// The index the next part gets in the run.
+    next_index: usize,
+    replay: VecDeque<Run>,
+    replayed: usize,
     stopped: bool,
     /// The load engine's own error, kept with its exit code (a usage error stays one).
     failure: Option<Failure>,
+}
+
+impl UdpTrials<'_, '_> {
+    /// The next stored trial, if it is this one.
+    fn take_replay(&mut self, asked: f64, trial_s: f64) -> Option<Results> {
+        let p = self.replay.front()?;
+        let params = &p.workload.as_ref()?.params;
+        let frame = params
+            .get("frame_bytes")
+            .and_then(serde_json::Value::as_u64);
+        let rate = params
+            .get("rate_pps")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0);
+        let length = params.get("trial_s").and_then(serde_json::Value::as_f64);
+        let same = frame == Some(self.frame as u64)
+            && (rate - asked).abs() <= 1e-9 * asked.max(1.0)
+            && length.is_some_and(|l| (l - trial_s).abs() <= 1e-9)
+            && p.results.is_some();
+        if !same {
+            // The search went another way: nothing further can be replayed.
+            self.replay.clear();
+            return None;
+        }
+        let p = self.replay.pop_front()?;
+        let r = p.results.clone()?;
+        self.parts.push(Kept::Stored(Box::new(p)));
+        self.next_index += 1;
+        self.replayed += 1;
+        Some(r)
+    }
+
+    fn trial(&mut self, cfg: &udp::UdpConfig, asked: f64) -> Result<Results, Failure> {
+        let trial_s = cfg.duration.as_secs_f64();
+        if let Some(r) = self.take_replay(asked, trial_s) {
+            return Ok(r);
+        }
+        let from = self.h.rec.elapsed_s();
+        let r = measure_udp(cfg, self.h)?;
+        let to = self.h.rec.elapsed_s();
+        let spec = TrialSpec {
+            frame: self.frame,
+            asked,
+            trial_s,
+        };
+        let part = part_run(
+            &self.run_id,
+            self.next_index,
+            self.overhead,
+            spec,
+            &r,
+            self.target.clone(),
+        );
+        self.h.rec.add_part(self.next_index, &part);
+        self.parts.push(Kept::Live {
+            results: Box::new(r.clone()),
+            from,
+            to,
+            trial: spec,
+        });
+        self.next_index += 1;
+        Ok(r)
+    }
 }
 
 impl Measurer for UdpTrials<'_, '_> {
@@ -80,8 +200,7 @@ impl Measurer for UdpTrials<'_, '_> {
             duration,
             ..self.base.clone()
         };
-        let from = self.h.rec.elapsed_s();
-        let r = match measure_udp(&cfg, self.h) {
+        let r = match self.trial(&cfg, rate_pps) {
             Ok(r) => r,
             Err(e) => {
                 let text = e.error.to_string();
@@ -89,21 +208,18 @@ impl Measurer for UdpTrials<'_, '_> {
                 return Err(text);
             }
         };
-        let to = self.h.rec.elapsed_s();
         let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
         let loss = if sent > 0 {
             sent.saturating_sub(r.rx_app_packets) as f64 / sent as f64
         } else {
             1.0
         };
-        let trial = TrialResult {
+        Ok(TrialResult {
             requested_pps: rate_pps,
             achieved_pps: r.tx_pps,
             loss_ratio: loss,
             duration_s: r.duration_s,
-        };
-        self.parts.push((r, from, to, self.frame, rate_pps));
-        Ok(trial)
+        })
     }
 }
 
@@ -134,65 +250,172 @@ fn trial_line(size: usize, rec: &TrialRecord, quiet: bool) {
     );
 }
 
-pub fn run(args: SearchArgs) -> Result<u8, Failure> {
-    let SearchWorkload::Udp(a) = &args.workload;
-    let common = args.common.clone();
-    let tolerances = {
-        let mut t = a
+/// What one search runs with: from the command line, or from the run it resumes.
+#[derive(Debug, Clone)]
+struct Settings {
+    sizes: Vec<usize>,
+    tolerances: Vec<f64>,
+    trial: Duration,
+    initial_trial: Duration,
+    precision: f64,
+    min_pps: f64,
+    max_pps: Option<f64>,
+    max_trials: usize,
+}
+
+impl Settings {
+    fn from_args(a: &SearchUdpArgs) -> Result<Settings, Failure> {
+        let mut tolerances = a
             .loss
             .iter()
             .map(|x| parse_tolerance(x))
             .collect::<Result<Vec<f64>, Failure>>()?;
-        t.sort_by(f64::total_cmp);
-        t.dedup();
-        t
-    };
-    let precision = {
+        tolerances.sort_by(f64::total_cmp);
+        tolerances.dedup();
         let p = a.precision.trim();
-        let v = p
+        let precision = p
             .strip_suffix('%')
             .and_then(|x| x.trim().parse::<f64>().ok())
             .ok_or_else(|| {
                 Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
-            })?;
-        v / 100.0
-    };
-    let min_pps = parse_pps("--min-rate", &a.min_rate)?;
-    let max_pps = a
-        .max_rate
-        .as_deref()
-        .map(|m| parse_pps("--max-rate", m))
-        .transpose()?;
-    if a.sizes.is_empty() {
-        return Err(Failure::usage(anyhow!("--sizes: at least one frame size")));
+            })?
+            / 100.0;
+        Ok(Settings {
+            sizes: a.sizes.clone(),
+            tolerances,
+            trial: a.trial,
+            initial_trial: a.initial_trial,
+            precision,
+            min_pps: parse_pps("--min-rate", &a.min_rate)?,
+            max_pps: a
+                .max_rate
+                .as_deref()
+                .map(|m| parse_pps("--max-rate", m))
+                .transpose()?,
+            max_trials: a.max_trials,
+        })
     }
-    let overhead = udp_payload_to_frame(0, common.ipv6);
-    for &f in &a.sizes {
-        if f < overhead + netceil_load::header::HEADER_LEN {
+
+    /// The settings a stored search ran with.
+    fn from_run(run: &Run) -> Result<Settings, Failure> {
+        let bad = |why: &str| {
+            Failure::usage(anyhow!(
+                "--resume {}: {why}; only an interrupted `netceil search udp` can be resumed",
+                run.run_id
+            ))
+        };
+        let w = run
+            .workload
+            .as_ref()
+            .ok_or_else(|| bad("it has no workload"))?;
+        let p = &w.params;
+        if w.kind != WorkloadKind::Search
+            || p.get("workload").and_then(|v| v.as_str()) != Some("udp")
+        {
+            return Err(bad("it is not a UDP search"));
+        }
+        let f = |k: &str| p.get(k).and_then(serde_json::Value::as_f64);
+        let need = |k: &str| f(k).ok_or_else(|| bad(&format!("its '{k}' is missing")));
+        let list = |k: &str| -> Result<Vec<f64>, Failure> {
+            p.get(k)
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+                .ok_or_else(|| bad(&format!("its '{k}' is missing")))
+        };
+        Ok(Settings {
+            sizes: list("sizes")?.into_iter().map(|x| x as usize).collect(),
+            tolerances: list("loss")?,
+            trial: Duration::from_secs_f64(need("trial_s")?),
+            initial_trial: Duration::from_secs_f64(need("initial_trial_s")?),
+            precision: need("precision")?,
+            min_pps: need("min_pps")?,
+            max_pps: f("max_pps"),
+            max_trials: need("max_trials")? as usize,
+        })
+    }
+
+    fn check(&self, overhead: usize) -> Result<(), Failure> {
+        if self.sizes.is_empty() {
+            return Err(Failure::usage(anyhow!("--sizes: at least one frame size")));
+        }
+        let least = overhead + netceil_load::header::HEADER_LEN;
+        if let Some(f) = self.sizes.iter().find(|f| **f < least) {
             return Err(Failure::usage(anyhow!(
-                "--sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {} at least",
-                netceil_load::header::HEADER_LEN,
-                overhead + netceil_load::header::HEADER_LEN
+                "--sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {least} at least",
+                netceil_load::header::HEADER_LEN
             )));
         }
+        // The same checks the search makes, before any traffic.
+        SearchConfig {
+            min_pps: self.min_pps,
+            max_pps: self.max_pps.unwrap_or(self.min_pps * 2.0),
+            tolerances: self.tolerances.clone(),
+            final_duration: self.trial,
+            initial_duration: self.initial_trial,
+            precision: self.precision,
+            max_trials: self.max_trials,
+        }
+        .validate()
+        .map_err(|e| Failure::usage(anyhow!(e)))
     }
-    // Checked once before any traffic: the same checks the search makes.
-    SearchConfig {
-        min_pps,
-        max_pps: max_pps.unwrap_or(min_pps * 2.0),
-        tolerances: tolerances.clone(),
-        final_duration: a.trial,
-        initial_duration: a.initial_trial,
+}
+
+pub fn run(args: SearchArgs) -> Result<u8, Failure> {
+    let SearchWorkload::Udp(a) = &args.workload;
+    let common = args.common.clone();
+    let overhead = udp_payload_to_frame(0, common.ipv6);
+    let store = open_store(common.no_store);
+    // --resume: the stored run's settings and its trials, replayed before any new traffic.
+    let (settings, replay, resumed_from) = match &a.resume {
+        Some(spec) => {
+            let Some(st) = store.as_ref() else {
+                return Err(Failure::usage(anyhow!(
+                    "--resume needs the store (not --no-store, and a readable $NETCEIL_DB)"
+                )));
+            };
+            let id = st.resolve(spec).map_err(Failure::usage)?;
+            let old = st.get_run(&id).map_err(Failure::from)?;
+            if old.meta.complete {
+                return Err(Failure::usage(anyhow!(
+                    "--resume {id}: that search finished; nothing to resume"
+                )));
+            }
+            let stored_target = old
+                .workload
+                .as_ref()
+                .and_then(|w| w.params.get("target"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            if stored_target != common.to.map(|t| t.to_string()) {
+                return Err(Failure::usage(anyhow!(
+                    "--resume {id}: it ran against {}; give the same --to",
+                    stored_target.as_deref().unwrap_or("loopback")
+                )));
+            }
+            (
+                Settings::from_run(&old)?,
+                VecDeque::from(old.parts),
+                Some(id),
+            )
+        }
+        None => (Settings::from_args(a)?, VecDeque::new(), None),
+    };
+    settings.check(overhead)?;
+    let Settings {
+        sizes,
+        tolerances,
+        trial,
+        initial_trial,
         precision,
-        max_trials: a.max_trials,
-    }
-    .validate()
-    .map_err(|e| Failure::usage(anyhow!(e)))?;
+        min_pps,
+        max_pps,
+        max_trials,
+    } = settings;
 
     let started = now_unix_s();
     let run_id = new_run_id(started);
     let wire_id = wire_run_id(&run_id);
-    let mut top = Run::new(run_id, RunSource::Live);
+    let mut top = Run::new(run_id.clone(), RunSource::Live);
     top.meta.started_unix_s = started;
     top.meta.host = host::host_info();
     top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
@@ -200,23 +423,24 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     top.workload = Some(WorkloadSpec {
         kind: WorkloadKind::Search,
         params: obj(json!({
-            "workload": "udp", "sizes": a.sizes, "loss": tolerances,
-            "trial_s": a.trial.as_secs_f64(), "initial_trial_s": a.initial_trial.as_secs_f64(),
+            "workload": "udp", "sizes": sizes, "loss": tolerances,
+            "trial_s": trial.as_secs_f64(), "initial_trial_s": initial_trial.as_secs_f64(),
             "precision": precision, "min_pps": min_pps, "max_pps": max_pps,
-            "max_trials": a.max_trials, "target": common.to.map(|t| t.to_string()),
-            "point": "app",
+            "max_trials": max_trials, "target": common.to.map(|t| t.to_string()),
+            "point": "app", "resumed_from": resumed_from,
         })),
     });
-    let store = open_store(common.no_store);
     let quiet_parts = crate::cli::CommonRunArgs {
         quiet: true,
         ..common.clone()
     };
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
-    let mut all_parts: Vec<(Results, f64, f64, usize, f64)> = Vec::new();
+    let mut all_parts: Vec<Kept> = Vec::new();
     let mut knees: Vec<Knee> = Vec::new();
     let mut interrupted = false;
-    for &frame in &a.sizes {
+    let mut replay = replay;
+    let mut replayed = 0usize;
+    for &frame in &sizes {
         let base = udp::UdpConfig {
             payload_bytes: frame - overhead,
             pacing: match a.pacing {
@@ -236,7 +460,13 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
             h: &mut h,
             base: base.clone(),
             frame,
+            overhead,
+            run_id: run_id.clone(),
+            target: common.to.map(|t| t.to_string()),
             parts: Vec::new(),
+            next_index: first_part,
+            replay: std::mem::take(&mut replay),
+            replayed: 0,
             stopped: false,
             failure: None,
         };
@@ -247,34 +477,31 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
                 if !common.quiet {
                     eprintln!(
                         "{frame} B frames: measuring the generator's own ceiling ({} s unpaced)",
-                        a.initial_trial.as_secs_f64()
+                        initial_trial.as_secs_f64()
                     );
                 }
                 let cfg = udp::UdpConfig {
-                    duration: a.initial_trial,
+                    duration: initial_trial,
                     ..base.clone()
                 };
-                let from = trials.h.rec.elapsed_s();
-                let r = measure_udp(&cfg, trials.h)?;
-                let to = trials.h.rec.elapsed_s();
-                let m = r.tx_pps;
-                trials.parts.push((r, from, to, frame, 0.0));
-                m
+                trials.trial(&cfg, 0.0)?.tx_pps
             }
         };
         let cfg = SearchConfig {
             min_pps: min_pps.min(max * 0.5),
             max_pps: max,
             tolerances: tolerances.clone(),
-            final_duration: a.trial,
-            initial_duration: a.initial_trial,
+            final_duration: trial,
+            initial_duration: initial_trial,
             precision,
-            max_trials: a.max_trials,
+            max_trials,
         };
         let quiet = common.quiet;
         let outcome = search::search(&cfg, &mut trials, &mut |rec| trial_line(frame, rec, quiet));
         let stopped = trials.stopped;
         let failure = trials.failure.take();
+        replayed += trials.replayed;
+        replay = std::mem::take(&mut trials.replay);
         let offset = first_part + usize::from(max_pps.is_none());
         all_parts.append(&mut trials.parts);
         let outcome = match outcome {
@@ -318,24 +545,35 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);
-    for (results, from, to, frame, asked) in all_parts {
-        let mut part = Run::new(
-            format!("{}.{}", top.run_id, top.parts.len() + 1),
-            RunSource::Live,
-        );
-        part.meta = top.meta.clone();
-        part.meta.host.nics.clear();
-        part.series = top.series.window(from, to + top.series.interval_s / 2.0);
-        part.workload = Some(WorkloadSpec {
-            kind: WorkloadKind::Udp,
-            params: obj(json!({
-                "frame_bytes": frame, "payload_bytes": frame - overhead,
-                "rate_pps": (asked > 0.0).then_some(asked), "duration_s": results.duration_s,
-                "target": common.to.map(|t| t.to_string()),
-            })),
-        });
-        part.results = Some(results);
-        part.meta.complete = true;
+    for kept in all_parts {
+        let index = top.parts.len();
+        let mut part = match kept {
+            Kept::Live {
+                results,
+                from,
+                to,
+                trial,
+            } => {
+                let mut part = part_run(
+                    &run_id,
+                    index,
+                    overhead,
+                    trial,
+                    &results,
+                    common.to.map(|t| t.to_string()),
+                );
+                part.meta = top.meta.clone();
+                part.meta.host.nics.clear();
+                part.meta.complete = true;
+                part.series = top.series.window(from, to + top.series.interval_s / 2.0);
+                part
+            }
+            Kept::Stored(old) => {
+                let mut part = *old;
+                part.run_id = format!("{run_id}.{}", index + 1);
+                part
+            }
+        };
         netceil_analyze::analyze_into(&mut part);
         top.parts.push(part);
     }
@@ -354,13 +592,19 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     }
     top.knees = knees;
     top.meta.complete = !interrupted;
+    if let Some(old) = &resumed_from {
+        top.notes.push(format!(
+            "resumed from {old}: {replayed} of its trials were replayed from the store (no traffic), the rest measured now; replayed trials keep the series they were stored with (none, if the search was killed)"
+        ));
+    }
     if interrupted {
-        top.notes
-            .push("interrupted (Ctrl-C): the knees cover the sizes finished so far".into());
+        top.notes.push(format!(
+            "interrupted (Ctrl-C): the knees cover the sizes finished so far; `netceil search udp --resume {run_id}` goes on from here"
+        ));
     }
     top.notes.push(format!(
         "loss counted at the application (netceil's receiver), against what was sent; bits/s are Ethernet frame bits (frame size × 8 × rate), decimal units (1 Gbit/s = 10^9 bit/s); {} s trials decide, shorter ones narrow",
-        a.trial.as_secs_f64()
+        trial.as_secs_f64()
     ));
     let stored = h.rec.finish(&top);
     if common.json {

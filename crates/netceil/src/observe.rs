@@ -262,6 +262,16 @@ impl<'s> Recording<'s> {
 
     /// Writes the finished run (results, findings, remaining rows) and marks it complete in the
     /// store. Returns where it went, for the summary.
+    /// Stores a finished part at once (a search's trial), so that a kill loses none of the
+    /// parts stored before; a failure is reported, not fatal (the run's end writes them all).
+    pub fn add_part(&mut self, index: usize, part: &Run) {
+        if let Some(w) = self.writer.as_mut() {
+            if let Err(e) = w.add_part(index, part) {
+                eprintln!("netceil: could not store part {} now: {e}", index + 1);
+            }
+        }
+    }
+
     pub fn finish(self, run: &Run) -> Option<String> {
         let w = self.writer?;
         match w.finish(run) {

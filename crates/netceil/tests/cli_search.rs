@@ -151,3 +151,113 @@ fn a_small_sweep_on_loopback_finds_a_knee_at_both_points() {
         }
     }
 }
+
+#[test]
+fn a_search_killed_mid_way_resumes_without_losing_a_stored_trial() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let search = [
+        "search",
+        "udp",
+        "--sizes",
+        "1024",
+        "--loss",
+        "0",
+        "--trial",
+        "1s",
+        "--initial-trial",
+        "250ms",
+        "--precision",
+        "5%",
+        "--max-rate",
+        "40k",
+        "--max-trials",
+        "20",
+        "-q",
+    ];
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("netceil"))
+        .env("NETCEIL_DB", &db)
+        .args(search)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("search starts");
+    let export = || -> Option<Value> {
+        let out = netceil()
+            .env("NETCEIL_DB", &db)
+            .args(["export", "last", "--format", "json"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).ok())
+            .flatten()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let n = export()
+            .and_then(|r| r["parts"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if n >= 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no trial stored in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // kill -9, by the PID we started.
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let stored = export().expect("the killed run is readable");
+    assert_eq!(stored["meta"]["complete"], false);
+    let kept: Vec<u64> = stored["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["results"]["tx_packets"].as_u64().unwrap())
+        .collect();
+    assert!(kept.len() >= 3);
+    let out = netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["search", "udp", "--resume", "last", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        run["workload"]["resumed_from"], stored["run_id"],
+        "{:#}",
+        run["workload"]
+    );
+    let parts = run["parts"].as_array().unwrap();
+    assert!(parts.len() >= kept.len());
+    for (i, tx) in kept.iter().enumerate() {
+        assert_eq!(
+            parts[i]["results"]["tx_packets"].as_u64(),
+            Some(*tx),
+            "stored trial {} was replayed as it was",
+            i + 1
+        );
+    }
+    assert!(run["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap_or("").contains("replayed")));
+    assert_eq!(run["knees"].as_array().map(Vec::len), Some(1));
+    assert_eq!(run["meta"]["complete"], true);
+    // A finished search cannot be resumed.
+    netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["search", "udp", "--resume", "last", "-q"])
+        .assert()
+        .code(2)
+        .stderr(contains("nothing to resume"));
+}
