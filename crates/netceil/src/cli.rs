@@ -250,6 +250,15 @@ pub struct UdpArgs {
     pub gso: bool,
 }
 
+impl From<PacingArg> for netceil_model::PacingMode {
+    fn from(p: PacingArg) -> Self {
+        match p {
+            PacingArg::Sleep => netceil_model::PacingMode::Sleep,
+            PacingArg::Spin => netceil_model::PacingMode::Spin,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TcpPacingArg {
     /// Kernel pacing (SO_MAX_PACING_RATE) if it holds the rate here, else application pacing.

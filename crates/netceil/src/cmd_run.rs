@@ -8,8 +8,8 @@ use anyhow::{anyhow, Context};
 use netceil_load::{rr, tcp, udp};
 use netceil_model::names as n;
 use netceil_model::{
-    frame_to_udp_payload, time, udp_payload_to_frame, MetricId, PacingMode, Rate, Results, Run,
-    RunSource, Unit, Workload as WorkloadSpec, WorkloadKind,
+    frame_to_udp_payload, time, udp_payload_to_frame, MetricId, Rate, Results, Run, RunSource,
+    Unit, Workload as WorkloadSpec, WorkloadKind,
 };
 use netceil_store::Store;
 use serde_json::json;
@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::cli::{
-    CommonRunArgs, PacingArg, ProtoArg, RrArgs, RunArgs, TcpArgs, TcpPacingArg, UdpArgs, Workload,
+    CommonRunArgs, ProtoArg, RrArgs, RunArgs, TcpArgs, TcpPacingArg, UdpArgs, Workload,
 };
 use crate::live::Live;
 use crate::observe::{open_store, terminal_width, LiveTable, Recording};
@@ -51,19 +51,12 @@ impl Plan {
 
 pub fn run(args: RunArgs) -> Result<u8, Failure> {
     let common = args.common;
-    let started = now_unix_s();
-    let run_id = new_run_id(started);
-    let wire_id = wire_run_id(&run_id);
+    let (mut top, wire_id) = new_live_run(&common);
     let suite = args.workload.is_none();
     let plans = match &args.workload {
         None => suite_plans(&common, wire_id)?,
         Some(w) => vec![plan(w, &common, wire_id)?],
     };
-    let mut top = Run::new(run_id, RunSource::Live);
-    top.meta.started_unix_s = started;
-    top.meta.host = host::host_info();
-    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
-    top.meta.labels = common.labels.iter().cloned().collect();
     top.workload = Some(if suite {
         WorkloadSpec {
             kind: WorkloadKind::Suite,
@@ -142,6 +135,20 @@ pub(crate) fn new_run_id(started: f64) -> String {
 }
 
 /// A 16-bit id stamped into every datagram so packets of other runs are not counted as ours.
+/// A new live run with its identity and meta filled in (start time, host, version, labels),
+/// and the 16-bit id its datagrams carry.
+pub(crate) fn new_live_run(common: &CommonRunArgs) -> (Run, u16) {
+    let started = now_unix_s();
+    let run_id = new_run_id(started);
+    let wire_id = wire_run_id(&run_id);
+    let mut top = Run::new(run_id, RunSource::Live);
+    top.meta.started_unix_s = started;
+    top.meta.host = host::host_info();
+    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
+    top.meta.labels = common.labels.iter().cloned().collect();
+    (top, wire_id)
+}
+
 pub(crate) fn wire_run_id(run_id: &str) -> u16 {
     run_id
         .bytes()
@@ -222,10 +229,7 @@ fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, F
         payload_bytes: udp_payload(a, common.ipv6, 64)?,
         rate,
         interval_ns: a.interval.map(|d| d.as_nanos() as f64),
-        pacing: match a.pacing {
-            PacingArg::Sleep => PacingMode::Sleep,
-            PacingArg::Spin => PacingMode::Spin,
-        },
+        pacing: a.pacing.into(),
         burst: a.burst,
         count: a.count,
         duration: a.duration,

@@ -14,15 +14,15 @@ use anyhow::{anyhow, Context};
 use netceil_analyze::search::{self, Measurer, Purpose, SearchConfig, TrialRecord, TrialResult};
 use netceil_load::udp;
 use netceil_model::{
-    udp_payload_to_frame, Knee, PacingMode, Rate, Results, Run, RunSource,
-    Workload as WorkloadSpec, WorkloadKind,
+    udp_payload_to_frame, Knee, Rate, Results, Run, RunSource, Workload as WorkloadSpec,
+    WorkloadKind,
 };
 use serde_json::json;
 
-use crate::cli::{PacingArg, SearchArgs, SearchUdpArgs, SearchWorkload};
-use crate::cmd_run::{emit_plain, measure_udp, new_run_id, now_unix_s, obj, wire_run_id, Harness};
+use crate::cli::{SearchArgs, SearchUdpArgs, SearchWorkload};
+use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, Harness};
 use crate::observe::open_store;
-use crate::{fmt, host, Failure};
+use crate::{fmt, Failure};
 
 /// A loss tolerance from `0`, `0.5%` or `2 %`.
 fn parse_tolerance(text: &str) -> Result<f64, Failure> {
@@ -412,14 +412,8 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         max_trials,
     } = settings;
 
-    let started = now_unix_s();
-    let run_id = new_run_id(started);
-    let wire_id = wire_run_id(&run_id);
-    let mut top = Run::new(run_id.clone(), RunSource::Live);
-    top.meta.started_unix_s = started;
-    top.meta.host = host::host_info();
-    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
-    top.meta.labels = common.labels.iter().cloned().collect();
+    let (mut top, wire_id) = new_live_run(&common);
+    let run_id = top.run_id.clone();
     top.workload = Some(WorkloadSpec {
         kind: WorkloadKind::Search,
         params: obj(json!({
@@ -443,10 +437,7 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     for &frame in &sizes {
         let base = udp::UdpConfig {
             payload_bytes: frame - overhead,
-            pacing: match a.pacing {
-                PacingArg::Sleep => PacingMode::Sleep,
-                PacingArg::Spin => PacingMode::Spin,
-            },
+            pacing: a.pacing.into(),
             ipv6: common.ipv6,
             target: common.to,
             rcvbuf: a.rcvbuf,

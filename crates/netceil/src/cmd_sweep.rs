@@ -19,15 +19,13 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use netceil_load::udp;
-use netceil_model::{
-    Knee, PacingMode, Results, Run, RunSource, Workload as WorkloadSpec, WorkloadKind,
-};
+use netceil_model::{Knee, Results, Run, Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
 
-use crate::cli::{PacingArg, SweepArgs, SweepWorkload};
-use crate::cmd_run::{emit_plain, measure_udp, new_run_id, now_unix_s, obj, wire_run_id, Harness};
+use crate::cli::{SweepArgs, SweepWorkload};
+use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, Harness};
 use crate::observe::open_store;
-use crate::{host, Failure};
+use crate::Failure;
 
 /// `0us..12us/0.1us`: start, end and step, in ns.
 pub fn parse_interval_range(text: &str) -> Result<(f64, f64, f64), String> {
@@ -151,14 +149,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     let steps = ((end - start) / step + 1e-9).floor() as usize + 1;
     let intervals: Vec<f64> = (0..steps).map(|i| start + i as f64 * step).collect();
 
-    let started = now_unix_s();
-    let run_id = new_run_id(started);
-    let wire_id = wire_run_id(&run_id);
-    let mut top = Run::new(run_id, RunSource::Live);
-    top.meta.started_unix_s = started;
-    top.meta.host = host::host_info();
-    top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
-    top.meta.labels = common.labels.iter().cloned().collect();
+    let (mut top, wire_id) = new_live_run(&common);
     top.workload = Some(WorkloadSpec {
         kind: WorkloadKind::Search,
         params: obj(json!({
@@ -177,10 +168,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     'sizes: for &size in &a.sizes {
         let base = udp::UdpConfig {
             payload_bytes: size,
-            pacing: match a.pacing {
-                PacingArg::Sleep => PacingMode::Sleep,
-                PacingArg::Spin => PacingMode::Spin,
-            },
+            pacing: a.pacing.into(),
             count: Some(a.count),
             ipv6: common.ipv6,
             target: common.to,
