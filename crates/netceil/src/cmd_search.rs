@@ -223,10 +223,7 @@ impl Measurer for UdpTrials<'_, '_> {
     }
 }
 
-fn trial_line(size: usize, rec: &TrialRecord, quiet: bool) {
-    if quiet {
-        return;
-    }
+fn trial_line(size: usize, rec: &TrialRecord) -> String {
     let purpose = match rec.purpose {
         Purpose::Bound => "bound",
         Purpose::Bisect => "bisect",
@@ -234,7 +231,7 @@ fn trial_line(size: usize, rec: &TrialRecord, quiet: bool) {
         Purpose::Verify => "verify",
     };
     let r = &rec.result;
-    eprintln!(
+    format!(
         "  {size:>5} B  trial {:>2}  {:>6}  {:>5.1} s  asked {:>11}  sent {:>11}  loss {:>9}{}",
         rec.index + 1,
         purpose,
@@ -247,7 +244,7 @@ fn trial_line(size: usize, rec: &TrialRecord, quiet: bool) {
         } else {
             ""
         }
-    );
+    )
 }
 
 /// What one search runs with: from the command line, or from the run it resumes.
@@ -434,6 +431,11 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     let mut interrupted = false;
     let mut replay = replay;
     let mut replayed = 0usize;
+    let steps = crate::live::Steps::new(
+        "search",
+        (sizes.len() * (max_trials + usize::from(max_pps.is_none()))) as u64,
+        common.quiet,
+    );
     for &frame in &sizes {
         let base = udp::UdpConfig {
             payload_bytes: frame - overhead,
@@ -465,17 +467,20 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         let max = match max_pps {
             Some(m) => m,
             None => {
-                if !common.quiet {
-                    eprintln!(
-                        "{frame} B frames: measuring the generator's own ceiling ({} s unpaced)",
-                        initial_trial.as_secs_f64()
-                    );
-                }
+                steps.say(&format!(
+                    "{frame} B frames: measuring the generator's own ceiling ({} s unpaced)",
+                    initial_trial.as_secs_f64()
+                ));
                 let cfg = udp::UdpConfig {
                     duration: initial_trial,
                     ..base.clone()
                 };
-                trials.trial(&cfg, 0.0)?.tx_pps
+                let m = trials.trial(&cfg, 0.0)?.tx_pps;
+                steps.step(&format!(
+                    "  {frame:>5} B  the generator sends {} flat out",
+                    fmt::pps(m)
+                ));
+                m
             }
         };
         let cfg = SearchConfig {
@@ -487,8 +492,9 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
             precision,
             max_trials,
         };
-        let quiet = common.quiet;
-        let outcome = search::search(&cfg, &mut trials, &mut |rec| trial_line(frame, rec, quiet));
+        let outcome = search::search(&cfg, &mut trials, &mut |rec| {
+            steps.step(&trial_line(frame, rec));
+        });
         let stopped = trials.stopped;
         let failure = trials.failure.take();
         replayed += trials.replayed;
@@ -533,6 +539,7 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
             break;
         }
     }
+    steps.finish();
     top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);

@@ -165,6 +165,11 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
     let mut knees = Vec::new();
     let mut interrupted = false;
+    let steps = crate::live::Steps::new(
+        "sweep",
+        (a.sizes.len() * intervals.len()) as u64,
+        common.quiet,
+    );
     'sizes: for &size in &a.sizes {
         let base = udp::UdpConfig {
             payload_bytes: size,
@@ -285,6 +290,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
             });
         }
     }
+    steps.finish();
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);
     top.knees = knees;

@@ -73,3 +73,60 @@ impl Live {
         }
     }
 }
+
+/// Progress over a bounded number of steps (a search's trials, a sweep's cells): a bar with the
+/// count and an ETA on a terminal, plain lines on stderr otherwise. The total is an upper
+/// bound (a search stops when it converges), so the ETA is one too, and the bar says so.
+pub struct Steps {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+}
+
+impl Steps {
+    pub fn new(what: &str, at_most: u64, quiet: bool) -> Steps {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::with_draw_target(Some(at_most), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos} of at most {len}, {elapsed} so far, at most {eta} left",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(what.to_string());
+            bar
+        });
+        Steps { bar, quiet }
+    }
+
+    /// One step done, with its line.
+    pub fn step(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                bar.inc(1);
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// A line that is not a step.
+    pub fn say(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
