@@ -748,6 +748,185 @@ fn write_environment(page: &mut String, run: &Run, hn: usize) {
     }
 }
 
+/// A part's workload parameter as a number.
+fn param(run: &Run, key: &str) -> Option<f64> {
+    run.workload.as_ref()?.params.get(key)?.as_f64()
+}
+
+/// The share of a cycle's packets that arrived (app) and that reached the socket (kernel), %.
+fn arrived_pct(run: &Run) -> Option<(f64, f64)> {
+    let r = run.results.as_ref()?;
+    let sent = r.tx_packets as f64;
+    if sent <= 0.0 {
+        return None;
+    }
+    let app = (r.rx_app_packets + r.in_flight_packets) as f64;
+    let kernel = app + r.kernel.socket_drops.unwrap_or(0) as f64;
+    Some((
+        100.0 * (app / sent).min(1.0),
+        100.0 * (kernel / sent).min(1.0),
+    ))
+}
+
+/// A search's or a sweep's answers: the knee table, then the curves (a sweep: arrival against
+/// interval, per size and point) or the convergence (a search: each trial's rate and loss).
+fn write_knees(page: &mut String, run: &Run, hn: usize) {
+    if run.knees.is_empty() {
+        return;
+    }
+    let _ = writeln!(page, "<h{hn}>Knees</h{hn}>");
+    let rows: Vec<Vec<String>> = run
+        .knees
+        .iter()
+        .map(|k| {
+            vec![
+                k.size_bytes.to_string(),
+                k.point.clone(),
+                format!("{} %", k.loss_tolerance * 100.0),
+                k.min_interval_us
+                    .map_or_else(|| "–".into(), |v| format!("{v:.2} µs")),
+                k.rate_pps.map_or_else(
+                    || "none".into(),
+                    |v| {
+                        format!(
+                            "{}{}",
+                            if k.generator_limited { "≥ " } else { "" },
+                            fmt::si(v)
+                        )
+                    },
+                ),
+                k.bits_per_s.map_or_else(
+                    || "–".into(),
+                    |b| format!("{:.3} / {:.3}", b / 1e9, b / f64::from(1u32 << 30)),
+                ),
+                k.trials.to_string(),
+                if k.verified { "yes" } else { "no" }.into(),
+                k.note
+                    .clone()
+                    .or_else(|| k.stopped_by.clone())
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    grid_table(
+        page,
+        &[
+            "size B",
+            "point",
+            "loss ≤",
+            "interval",
+            "rate pps",
+            "Gbit/s / Gibit/s",
+            "trials",
+            "verified",
+            "note, or what stopped it",
+        ],
+        &rows,
+    );
+    let sweep = run.parts.iter().any(|p| param(p, "interval_ns").is_some());
+    if sweep {
+        let mut sizes: Vec<f64> = run
+            .parts
+            .iter()
+            .filter_map(|p| param(p, "payload_bytes"))
+            .collect();
+        sizes.sort_by(f64::total_cmp);
+        sizes.dedup();
+        let mut lines = Vec::new();
+        for (si, size) in sizes.iter().enumerate() {
+            for (pi, point) in ["kernel", "app"].iter().enumerate() {
+                let mut pts: Vec<(f64, Option<f64>)> = run
+                    .parts
+                    .iter()
+                    .filter(|p| param(p, "payload_bytes") == Some(*size))
+                    .filter_map(|p| {
+                        let (app, kernel) = arrived_pct(p)?;
+                        Some((
+                            param(p, "interval_ns")? / 1e3,
+                            Some(if pi == 0 { kernel } else { app }),
+                        ))
+                    })
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                lines.push(Line {
+                    label: format!("{size} B {point}"),
+                    points: pts,
+                    dashed: pi == 0,
+                    color: charts::color(si),
+                });
+            }
+        }
+        let chart = TimeChart {
+            title: "Packets that arrived, against the interval between them".into(),
+            x_desc: "interval between packets [µs]".into(),
+            left: Axis {
+                desc: "arrived [%]".into(),
+                lines,
+                max: Some(100.0),
+            },
+        };
+        figure(
+            page,
+            charts::time_chart(&chart),
+            "Per size, the share of each cycle that reached the socket (kernel, dashed) and that the receiver read (app, solid); the knee is the first interval at 100 %.",
+        );
+    } else {
+        let mut frames: Vec<f64> = run
+            .parts
+            .iter()
+            .filter_map(|p| param(p, "frame_bytes"))
+            .collect();
+        frames.sort_by(f64::total_cmp);
+        frames.dedup();
+        let trial_lines = |pick: &dyn Fn(&Run) -> Option<f64>| -> Vec<Line> {
+            frames
+                .iter()
+                .enumerate()
+                .map(|(i, f)| Line {
+                    label: format!("{f} B"),
+                    points: run
+                        .parts
+                        .iter()
+                        .filter(|p| param(p, "frame_bytes") == Some(*f))
+                        .enumerate()
+                        .map(|(k, p)| ((k + 1) as f64, pick(p)))
+                        .collect(),
+                    dashed: false,
+                    color: charts::color(i),
+                })
+                .collect()
+        };
+        let rates = TimeChart {
+            title: "Trials: the rate each one offered, in order".into(),
+            x_desc: "trial".into(),
+            left: Axis {
+                desc: axis_desc("offered", Unit::PacketsPerSecond),
+                lines: trial_lines(&|p| p.results.as_ref().map(|r| r.tx_pps)),
+                max: None,
+            },
+        };
+        figure(
+            page,
+            charts::time_chart(&rates),
+            "The search converging: each trial's offered rate, per frame size.",
+        );
+        let losses = TimeChart {
+            title: "Trials: the loss each one saw".into(),
+            x_desc: "trial".into(),
+            left: Axis {
+                desc: "lost [%]".into(),
+                lines: trial_lines(&|p| arrived_pct(p).map(|(app, _)| 100.0 - app)),
+                max: None,
+            },
+        };
+        figure(
+            page,
+            charts::time_chart(&losses),
+            "Loss at the application in each trial.",
+        );
+    }
+}
+
 fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
     let hn = level.min(6);
     let sub = (level + 1).min(6);
@@ -786,6 +965,7 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
         page.push_str("</div></div>\n");
     }
 
+    write_knees(page, run, sub);
     write_series_charts(page, run, sub);
     write_delivery(page, run, sub);
     write_latency(page, run, sub);
@@ -803,7 +983,45 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
         page.push_str("</ul>\n");
     }
 
-    if !run.parts.is_empty() {
+    if !run.knees.is_empty() && !run.parts.is_empty() {
+        // A search's trials or a sweep's cycles: one line each, not a section each.
+        let _ = writeln!(page, "<h{sub}>Trials</h{sub}>");
+        let rows: Vec<Vec<String>> = run
+            .parts
+            .iter()
+            .map(|p| {
+                let r = p.results.as_ref();
+                vec![
+                    p.run_id.clone(),
+                    param(p, "frame_bytes")
+                        .or_else(|| param(p, "payload_bytes"))
+                        .map_or_else(String::new, |v| format!("{v}")),
+                    param(p, "rate_pps")
+                        .map(fmt::si)
+                        .or_else(|| param(p, "interval_ns").map(|i| format!("{:.2} µs", i / 1e3)))
+                        .unwrap_or_else(|| "unpaced".into()),
+                    r.map_or_else(String::new, |r| fmt::si(r.tx_pps)),
+                    arrived_pct(p)
+                        .map_or_else(String::new, |(app, _)| format!("{:.4} %", 100.0 - app)),
+                    p.findings
+                        .first()
+                        .map_or_else(String::new, |f| f.cause.clone()),
+                ]
+            })
+            .collect();
+        grid_table(
+            page,
+            &[
+                "trial",
+                "size B",
+                "asked",
+                "sent pps",
+                "lost",
+                "top finding",
+            ],
+            &rows,
+        );
+    } else if !run.parts.is_empty() {
         let _ = writeln!(
             page,
             "<h{sub}>Parts</h{sub}>\n<p class=\"muted\">This is a suite run: each part below \

@@ -77,6 +77,17 @@ impl Store {
             .iter()
             .map(|text| self.parse(id, "findings", text))
             .collect::<Result<_>>()?;
+        run.knees = self
+            .conn
+            .prepare_cached("SELECT knee FROM knees WHERE run_key = ?1 ORDER BY idx")
+            .and_then(|mut st| {
+                st.query_map([key], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.fail(op("knees"), e))?
+            .iter()
+            .map(|text| self.parse(id, "knees", text))
+            .collect::<Result<_>>()?;
         run.notes = self
             .conn
             .prepare_cached("SELECT text FROM notes WHERE run_key = ?1 ORDER BY idx")

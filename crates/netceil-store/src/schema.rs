@@ -28,6 +28,9 @@
 //!   the key's B-tree.
 //! - `missing`, `locks`, `findings`, `notes`: the Run's lists, each in its original order.
 //!
+//! # Version 2
+//! - `knees`: a search's or a sweep's answers (`Run::knees`), as JSON, in order.
+//!
 //! Every child row references `runs(key)` with `ON DELETE CASCADE`, so deleting a run deletes
 //! its parts, samples and everything else.
 
@@ -44,9 +47,10 @@ pub(crate) struct Migration {
 }
 
 /// Every schema step, oldest first. The schema version is the number of steps applied.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    description: "create runs, labels, metrics, samples, missing, locks, findings, notes",
-    sql: r"
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        description: "create runs, labels, metrics, samples, missing, locks, findings, notes",
+        sql: r"
 CREATE TABLE runs (
     key                 INTEGER PRIMARY KEY AUTOINCREMENT,
     id                  TEXT NOT NULL,
@@ -137,7 +141,19 @@ CREATE TABLE notes (
     PRIMARY KEY (run_key, idx)
 ) WITHOUT ROWID;
 ",
-}];
+    },
+    Migration {
+        description: "add knees (a search's or a sweep's answers)",
+        sql: r"
+CREATE TABLE knees (
+    run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+    idx     INTEGER NOT NULL,
+    knee    TEXT NOT NULL,
+    PRIMARY KEY (run_key, idx)
+) WITHOUT ROWID;
+",
+    },
+];
 
 /// The schema version this build writes.
 pub(crate) fn latest_version() -> i64 {
@@ -329,6 +345,7 @@ mod tests {
         assert_eq!(user_version(&conn).unwrap(), latest_version());
         let expected = [
             "findings",
+            "knees",
             "labels",
             "locks",
             "metrics",

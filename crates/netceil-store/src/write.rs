@@ -263,7 +263,7 @@ impl Store {
     ) -> Result<()> {
         let id = &run.run_id;
         let op = || format!("storing the results of run '{id}'");
-        for table in ["locks", "findings", "notes"] {
+        for table in ["locks", "findings", "notes", "knees"] {
             tx.execute(&format!("DELETE FROM {table} WHERE run_key = ?1"), [key])
                 .map_err(|e| self.fail(op(), e))?;
         }
@@ -277,6 +277,14 @@ impl Store {
             .map_err(|e| self.fail(op(), e))?;
         for (i, note) in run.notes.iter().enumerate() {
             st.execute(params![key, to_i64(i), note])
+                .map_err(|e| self.fail(op(), e))?;
+        }
+        let mut st = tx
+            .prepare_cached("INSERT INTO knees (run_key, idx, knee) VALUES (?1, ?2, ?3)")
+            .map_err(|e| self.fail(op(), e))?;
+        for (i, k) in run.knees.iter().enumerate() {
+            let text = self.json(id, "knee", k)?;
+            st.execute(params![key, to_i64(i), text])
                 .map_err(|e| self.fail(op(), e))?;
         }
         for (i, part) in run.parts.iter().enumerate() {

@@ -45,6 +45,7 @@ fn put_then_get_is_the_same_run() {
         assert_eq!(back.series.missing.len(), 2);
         assert_eq!(back.parts.len(), 2);
         assert_eq!(back.parts[1].series.len(), 0);
+        assert_eq!(back.knees.len(), 1, "a search's answers are stored");
         let cpu1 = back.series.metrics[2].values[0].unwrap();
         assert!(cpu1 == 0.0 && cpu1.is_sign_negative(), "-0.0 kept its sign");
     });

@@ -165,6 +165,8 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
     let mut knees = Vec::new();
     let mut interrupted = false;
+    // Every cycle measured: (payload size, interval ns, results), one part each.
+    let mut kept: Vec<(usize, f64, Results)> = Vec::new();
     let steps = crate::live::Steps::new(
         "sweep",
         (a.sizes.len() * intervals.len()) as u64,
@@ -186,45 +188,49 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
         let mut cells: Vec<Option<Cell>> = vec![None; intervals.len()];
         let mut measured = 0usize;
         // Measures interval index i (all cycles; a cell succeeds only if every cycle did).
-        let measure =
-            |i: usize, h: &mut Harness| -> Result<Cell, Failure> {
-                let interval = intervals[i];
-                let mut worst: Option<Cell> = None;
-                for _ in 0..a.cycles.max(1) {
-                    // Long enough for the whole train at the asked gap, with room.
-                    let train_s = a.count as f64 * interval / 1e9;
-                    let cfg = udp::UdpConfig {
-                        rate: None,
-                        interval_ns: (interval > 0.0).then_some(interval),
-                        duration: Duration::from_secs_f64(train_s * 4.0 + 5.0),
-                        ..base.clone()
-                    };
-                    let r = measure_udp(&cfg, h)?;
-                    let c = cell_of(&r, interval);
-                    if !common.quiet {
-                        eprintln!(
-                        "  {:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}",
-                        size,
-                        format!("{:.2} us", interval / 1e3),
-                        c.app_ratio * 100.0,
-                        c.kernel_ratio * 100.0,
-                        format!("{:.2} us", c.achieved_gap_ns / 1e3),
-                        if c.gap_short { "  (generator could not hold the interval)" } else { "" }
-                    );
+        let measure = |i: usize,
+                       h: &mut Harness,
+                       kept: &mut Vec<(usize, f64, Results)>|
+         -> Result<Cell, Failure> {
+            let interval = intervals[i];
+            let mut worst: Option<Cell> = None;
+            for _ in 0..a.cycles.max(1) {
+                // Long enough for the whole train at the asked gap, with room.
+                let train_s = a.count as f64 * interval / 1e9;
+                let cfg = udp::UdpConfig {
+                    rate: None,
+                    interval_ns: (interval > 0.0).then_some(interval),
+                    duration: Duration::from_secs_f64(train_s * 4.0 + 5.0),
+                    ..base.clone()
+                };
+                let r = measure_udp(&cfg, h)?;
+                let c = cell_of(&r, interval);
+                steps.step(&format!(
+                    "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}",
+                    format!("{:.2} us", interval / 1e3),
+                    c.app_ratio * 100.0,
+                    c.kernel_ratio * 100.0,
+                    format!("{:.2} us", c.achieved_gap_ns / 1e3),
+                    if c.gap_short {
+                        "  (generator could not hold the interval)"
+                    } else {
+                        ""
                     }
-                    worst = Some(match worst {
-                        Some(w)
-                            if w.app_ratio <= c.app_ratio
-                                && w.kernel_ratio <= c.kernel_ratio
-                                && !c.gap_short =>
-                        {
-                            w
-                        }
-                        _ => c,
-                    });
-                }
-                Ok(worst.unwrap_or_else(|| unreachable_cell(interval)))
-            };
+                ));
+                kept.push((size, interval, r));
+                worst = Some(match worst {
+                    Some(w)
+                        if w.app_ratio <= c.app_ratio
+                            && w.kernel_ratio <= c.kernel_ratio
+                            && !c.gap_short =>
+                    {
+                        w
+                    }
+                    _ => c,
+                });
+            }
+            Ok(worst.unwrap_or_else(|| unreachable_cell(interval)))
+        };
         let stride = (intervals.len() / 12).max(1);
         for point in [Point::Kernel, Point::App] {
             // Coarse pass.
@@ -236,7 +242,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
                     break 'sizes;
                 }
                 if cells[i].is_none() {
-                    cells[i] = Some(measure(i, &mut h)?);
+                    cells[i] = Some(measure(i, &mut h, &mut kept)?);
                     measured += 1;
                 }
                 if cells[i].as_ref().is_some_and(|c| c.ok(point)) {
@@ -254,7 +260,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
                         break 'sizes;
                     }
                     if slot.is_none() {
-                        *slot = Some(measure(j, &mut h)?);
+                        *slot = Some(measure(j, &mut h, &mut kept)?);
                         measured += 1;
                     }
                     if slot.as_ref().is_some_and(|c| c.ok(point)) {
@@ -293,6 +299,22 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     steps.finish();
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);
+    for (size, interval, results) in kept {
+        let mut part = Run::new(
+            format!("{}.{}", top.run_id, top.parts.len() + 1),
+            netceil_model::RunSource::Live,
+        );
+        part.workload = Some(WorkloadSpec {
+            kind: WorkloadKind::Udp,
+            params: obj(json!({
+                "payload_bytes": size, "interval_ns": interval, "count": a.count,
+                "target": common.to.map(|t| t.to_string()),
+            })),
+        });
+        part.results = Some(results);
+        part.meta.complete = true;
+        top.parts.push(part);
+    }
     top.knees = knees;
     top.meta.complete = !interrupted;
     top.notes.push(format!(

@@ -211,6 +211,21 @@ pub fn rich_run(run_id: &str) -> Run {
     ];
     run.findings = vec![finding("socket_buffer", 0.4), finding("hot_cpu", 0.9)];
     run.notes = vec!["imported 12 of 13 lines".into(), "line 7: skipped".into()];
+    run.knees.push(netceil_model::Knee {
+        size_bytes: 1070,
+        point: "app".into(),
+        loss_tolerance: 0.005,
+        min_interval_us: Some(12.5),
+        rate_pps: Some(80_000.0),
+        bits_per_s: Some(80_000.0 * 1070.0 * 8.0),
+        loss_ratio: Some(0.0012),
+        trials: 17,
+        generator_limited: false,
+        verified: true,
+        upper_pps: Some(81_000.0),
+        stopped_by: Some("r.12 at 81.0 kpps: buffer_drops: …".into()),
+        note: None,
+    });
     run
 }
 
