@@ -178,6 +178,55 @@ pub struct Figure {
     pub source_b: Option<String>,
 }
 
+/// One search or sweep answer in each run, matched by frame size, point and tolerance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KneePair {
+    pub size_bytes: usize,
+    pub point: String,
+    pub loss_tolerance: f64,
+    pub a: Option<netceil_model::Knee>,
+    pub b: Option<netceil_model::Knee>,
+    /// (b − a) / a × 100 of the rates.
+    pub change_pct: Option<f64>,
+}
+
+/// The knees of two searches or sweeps, side by side: those of A in order, then B's others.
+pub fn knee_pairs(a: &Run, b: &Run) -> Vec<KneePair> {
+    let key = |k: &netceil_model::Knee| (k.size_bytes, k.point.clone(), k.loss_tolerance.to_bits());
+    let mut out: Vec<KneePair> = a
+        .knees
+        .iter()
+        .map(|ka| {
+            let kb = b.knees.iter().find(|kb| key(kb) == key(ka)).cloned();
+            let change_pct = match (ka.rate_pps, kb.as_ref().and_then(|k| k.rate_pps)) {
+                (Some(x), Some(y)) if x > 0.0 => Some((y - x) / x * 100.0),
+                _ => None,
+            };
+            KneePair {
+                size_bytes: ka.size_bytes,
+                point: ka.point.clone(),
+                loss_tolerance: ka.loss_tolerance,
+                a: Some(ka.clone()),
+                b: kb,
+                change_pct,
+            }
+        })
+        .collect();
+    for kb in &b.knees {
+        if !a.knees.iter().any(|ka| key(ka) == key(kb)) {
+            out.push(KneePair {
+                size_bytes: kb.size_bytes,
+                point: kb.point.clone(),
+                loss_tolerance: kb.loss_tolerance,
+                a: None,
+                b: Some(kb.clone()),
+                change_pct: None,
+            });
+        }
+    }
+    out
+}
+
 /// Per-interval distribution of one metric over each load phase.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DistributionRow {
@@ -236,6 +285,8 @@ pub struct Comparison {
     pub summary: Vec<String>,
     pub findings: FindingsDiff,
     pub notes: Vec<String>,
+    /// Two searches or sweeps: their answers side by side (empty otherwise).
+    pub knees: Vec<KneePair>,
 }
 
 /// Compares two runs with the default [`load_phase`].
@@ -659,6 +710,7 @@ pub fn compare_with(a: &Run, b: &Run, phase: impl Fn(&Run) -> LoadPhase) -> Comp
         summary,
         findings,
         notes,
+        knees: knee_pairs(a, b),
     }
 }
 

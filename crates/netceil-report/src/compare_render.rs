@@ -194,8 +194,48 @@ fn findings_lines(c: &Comparison) -> Vec<String> {
 
 /// The comparison for a terminal: who is A and B, then tables of figures, distributions
 /// and differences, the method, the findings and notes.
+/// One row per matched knee: the rate (≥ for a lower bound, ? when not verified), the worst
+/// loss seen there, and the change of rate.
+fn knee_rows(c: &Comparison) -> Vec<[String; 6]> {
+    let side = |k: &Option<netceil_model::Knee>| match k {
+        None => "–".to_string(),
+        Some(k) => match (k.rate_pps, k.min_interval_us) {
+            (Some(r), _) => format!(
+                "{}{} pps{}{}",
+                if k.generator_limited { "≥ " } else { "" },
+                fmt::si(r),
+                k.loss_ratio
+                    .map(|l| format!(", worst loss seen {:.4} %", l * 100.0))
+                    .unwrap_or_default(),
+                if k.verified { "" } else { " (not verified)" }
+            ),
+            (None, _) => "none".into(),
+        },
+    };
+    c.knees
+        .iter()
+        .map(|p| {
+            [
+                p.size_bytes.to_string(),
+                p.point.clone(),
+                format!("{} %", p.loss_tolerance * 100.0),
+                side(&p.a),
+                side(&p.b),
+                p.change_pct
+                    .map_or_else(|| "–".into(), |v| format!("{v:+.1} %")),
+            ]
+        })
+        .collect()
+}
+
+const KNEE_HEADERS: [&str; 6] = ["size B", "point", "loss ≤", "A", "B", "B vs A"];
+
 pub fn compare_table(c: &Comparison) -> String {
     let mut out = String::new();
+    if !c.knees.is_empty() {
+        let _ = writeln!(out, "Knees (search or sweep answers)");
+        let _ = writeln!(out, "{}\n", terminal_table(KNEE_HEADERS, &knee_rows(c)));
+    }
     let _ = writeln!(out, "{}", side_line("A", &c.a));
     let _ = writeln!(out, "{}", side_line("B", &c.b));
     let _ = writeln!(out, "{}", phase_line("A", &c.a));
@@ -283,6 +323,10 @@ pub fn compare_markdown(c: &Comparison) -> String {
     }
     out.push('\n');
 
+    if !c.knees.is_empty() {
+        let _ = writeln!(out, "## Knees\n");
+        md_table(&mut out, KNEE_HEADERS, &knee_rows(c));
+    }
     let _ = writeln!(out, "## Headline\n");
     md_table(
         &mut out,

@@ -24,8 +24,8 @@ mod summary;
 mod view;
 
 pub use compare::{
-    compare, compare_with, load_phase, Comparison, Difference, DistributionRow, Figure,
-    FindingBrief, FindingsDiff, LoadPhase, PhaseSummary, Side, ALPHA, CONFIDENCE,
+    compare, compare_with, knee_pairs, load_phase, Comparison, Difference, DistributionRow, Figure,
+    FindingBrief, FindingsDiff, KneePair, LoadPhase, PhaseSummary, Side, ALPHA, CONFIDENCE,
     LOAD_PHASE_EDGE_TRIM, LOAD_PHASE_THRESHOLD, STEADIER_CV_RATIO,
 };
 pub use compare_render::{compare_markdown, compare_table};

@@ -314,3 +314,40 @@ fn load_phase_is_the_longest_stretch_with_ramps_trimmed() {
     // (50) and the trailing row 6 (60) are trimmed, the inner dip (70) stays.
     assert_eq!(load_phase(&run).rows, vec![2, 3, 4, 5]);
 }
+
+#[test]
+fn two_searches_compare_knee_against_knee() {
+    use netceil_model::Knee;
+    let knee = |size: usize, tol: f64, rate: Option<f64>| Knee {
+        size_bytes: size,
+        point: "app".into(),
+        loss_tolerance: tol,
+        min_interval_us: rate.map(|r| 1e6 / r),
+        rate_pps: rate,
+        bits_per_s: rate.map(|r| r * size as f64 * 8.0),
+        loss_ratio: Some(0.0),
+        trials: 12,
+        generator_limited: false,
+        verified: true,
+        upper_pps: None,
+        stopped_by: None,
+        note: None,
+    };
+    let mut a = Run::new("a", RunSource::Live);
+    a.knees = vec![knee(64, 0.0, Some(100e3)), knee(1518, 0.0, Some(40e3))];
+    let mut b = Run::new("b", RunSource::Live);
+    b.knees = vec![knee(64, 0.0, Some(125e3)), knee(1518, 0.005, Some(50e3))];
+    let pairs = netceil_report::knee_pairs(&a, &b);
+    assert_eq!(
+        pairs.len(),
+        3,
+        "matched by size, point and tolerance: {pairs:?}"
+    );
+    assert!((pairs[0].change_pct.unwrap() - 25.0).abs() < 1e-9);
+    assert!(pairs[1].b.is_none() && pairs[2].a.is_none());
+    let c = compare(&a, &b);
+    let table = compare_table(&c);
+    assert!(table.contains("+25.0 %"), "{table}");
+    let md = compare_markdown(&c);
+    assert!(md.contains("## Knees"), "{md}");
+}
