@@ -62,6 +62,28 @@ pub struct SweepArgs {
 pub enum SweepWorkload {
     /// UDP trains of --count packets, --interval apart, for each payload size.
     Udp(SweepUdpArgs),
+    /// TCP with more and more flows: throughput, CPU, cs/s and in/s per step, where adding
+    /// flows stops adding throughput, and the analyzer's verdict on that step.
+    Tcp(SweepTcpArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SweepTcpArgs {
+    /// Flow counts, one step each.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub flows: Vec<u32>,
+    /// Rate per flow in bit/s (1Mbit); default unpaced.
+    #[arg(long, allow_hyphen_values = true)]
+    pub rate_per_flow: Option<String>,
+    /// Length of each step.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub step_duration: Duration,
+    /// Bytes per write (K, M, G binary).
+    #[arg(long, value_parser = parse_size, default_value = "128K")]
+    pub msg_size: usize,
+    /// Threads that multiplex the flows (epoll).
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
 }
 
 #[derive(Debug, Args, Clone)]

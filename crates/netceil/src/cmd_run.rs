@@ -29,14 +29,14 @@ use crate::{host, kernel, load_failure, summary, Failure};
 const SUITE_PART: Duration = Duration::from_secs(6);
 
 /// A workload, validated and ready to run.
-enum Plan {
+pub(crate) enum Plan {
     Udp(udp::UdpConfig, serde_json::Map<String, serde_json::Value>),
     Tcp(tcp::TcpConfig, serde_json::Map<String, serde_json::Value>),
     Rr(rr::RrConfig, serde_json::Map<String, serde_json::Value>),
 }
 
 impl Plan {
-    fn spec(&self) -> WorkloadSpec {
+    pub(crate) fn spec(&self) -> WorkloadSpec {
         let (kind, params) = match self {
             Plan::Udp(_, p) => (WorkloadKind::Udp, p),
             Plan::Tcp(_, p) => (WorkloadKind::Tcp, p),
@@ -255,7 +255,7 @@ fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, F
     Ok(Plan::Udp(cfg, params))
 }
 
-fn tcp_plan(a: &TcpArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
+pub(crate) fn tcp_plan(a: &TcpArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
     let rate_per_flow_bps = a
         .rate_per_flow
         .as_deref()
@@ -388,7 +388,7 @@ pub(crate) fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Resul
     Ok(results)
 }
 
-fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
+pub(crate) fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
     let title = format!(
         "tcp {} flow{}",
         cfg.flows,

@@ -132,8 +132,11 @@ fn cell_of(r: &Results, interval_ns: f64) -> Cell {
 }
 
 pub fn run(args: SweepArgs) -> Result<u8, Failure> {
-    let SweepWorkload::Udp(a) = &args.workload;
     let common = args.common.clone();
+    let a = match &args.workload {
+        SweepWorkload::Udp(a) => a,
+        SweepWorkload::Tcp(t) => return run_tcp(t, &common),
+    };
     let (start, end, step) =
         parse_interval_range(&a.interval).map_err(|e| Failure::usage(anyhow!(e)))?;
     if a.sizes.is_empty() {
@@ -435,5 +438,217 @@ mod tests {
         let c = cell_of(&r, 0.0);
         assert!(c.ok(Point::Kernel) && !c.ok(Point::App));
         assert!((c.app_ratio - 0.9).abs() < 1e-12);
+    }
+}
+
+/// A step's figures, from its results and its series window.
+struct Step {
+    flows: u32,
+    bits_per_s: f64,
+    cpu_busy_pct: Option<f64>,
+    cs_per_s: Option<f64>,
+    intr_per_s: Option<f64>,
+}
+
+/// Adding flows stops adding throughput at the first step within 5 % of the best one.
+const FLOWS_KNEE_SHARE: f64 = 0.95;
+
+/// The step where adding flows stopped adding throughput: the fewest flows that reached
+/// [`FLOWS_KNEE_SHARE`] of the best throughput of the sweep.
+fn flows_knee(steps: &[Step]) -> Option<usize> {
+    let best = steps.iter().map(|s| s.bits_per_s).fold(0.0, f64::max);
+    (best > 0.0)
+        .then(|| {
+            steps
+                .iter()
+                .position(|s| s.bits_per_s >= FLOWS_KNEE_SHARE * best)
+        })
+        .flatten()
+}
+
+fn series_mean(run: &Run, name: &str) -> Option<f64> {
+    let m = run.series.total(name)?;
+    let v: Vec<f64> = m.values.iter().flatten().copied().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+pub fn run_tcp(
+    a: &crate::cli::SweepTcpArgs,
+    common: &crate::cli::CommonRunArgs,
+) -> Result<u8, Failure> {
+    use netceil_model::names as n;
+    if a.flows.is_empty() || a.flows.contains(&0) {
+        return Err(Failure::usage(anyhow!(
+            "--flows: one or more flow counts, each at least 1"
+        )));
+    }
+    // Every step's plan is checked before any traffic.
+    let plans = a
+        .flows
+        .iter()
+        .map(|&f| {
+            crate::cmd_run::tcp_plan(
+                &crate::cli::TcpArgs {
+                    flows: f,
+                    rate_per_flow: a.rate_per_flow.clone(),
+                    msg_size: a.msg_size,
+                    threads: a.threads,
+                    pacing: crate::cli::TcpPacingArg::Auto,
+                    duration: a.step_duration,
+                },
+                common,
+            )
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let (mut top, _) = new_live_run(common);
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Search,
+        params: obj(json!({
+            "workload": "tcp flows sweep", "flows": a.flows, "rate_per_flow": a.rate_per_flow,
+            "step_s": a.step_duration.as_secs_f64(), "msg_size": a.msg_size,
+            "target": common.to.map(|t| t.to_string()),
+        })),
+    });
+    let store = open_store(common.no_store);
+    let quiet_parts = crate::cli::CommonRunArgs {
+        quiet: true,
+        ..common.clone()
+    };
+    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let steps_bar = crate::live::Steps::new("sweep", a.flows.len() as u64, common.quiet);
+    let mut kept = Vec::new();
+    let mut interrupted = false;
+    for plan in &plans {
+        if crate::stop_flag().load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let crate::cmd_run::Plan::Tcp(cfg, _) = plan else {
+            continue;
+        };
+        let from = h.rec.elapsed_s();
+        let r = crate::cmd_run::measure_tcp(cfg, &mut h)?;
+        let to = h.rec.elapsed_s();
+        steps_bar.step(&format!(
+            "  {:>5} flows  {:>12}",
+            cfg.flows,
+            crate::fmt::bits_per_s(r.rx_app_bits_per_s.max(r.tx_bits_per_s))
+        ));
+        kept.push((plan.spec(), r, from, to));
+    }
+    steps_bar.finish();
+    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
+    let leftover = h.rec.stop(&mut top);
+    h.rec.store_rows(&leftover);
+    let mut steps = Vec::new();
+    for (spec, results, from, to) in kept {
+        let mut part = Run::new(
+            format!("{}.{}", top.run_id, top.parts.len() + 1),
+            netceil_model::RunSource::Live,
+        );
+        part.meta = top.meta.clone();
+        part.meta.host.nics.clear();
+        part.meta.complete = true;
+        part.series = top.series.window(from, to + top.series.interval_s / 2.0);
+        let flows = spec
+            .params
+            .get("flows")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as u32;
+        part.workload = Some(spec);
+        steps.push(Step {
+            flows,
+            bits_per_s: results.rx_app_bits_per_s.max(results.tx_bits_per_s),
+            cpu_busy_pct: series_mean(&part, n::CPU_BUSY_PCT),
+            cs_per_s: series_mean(&part, n::CS_PER_S),
+            intr_per_s: series_mean(&part, n::INTR_PER_S),
+        });
+        part.results = Some(results);
+        netceil_analyze::analyze_into(&mut part);
+        top.parts.push(part);
+    }
+    let knee = flows_knee(&steps);
+    if let Some(k) = knee {
+        let part = &top.parts[k];
+        top.findings = part.findings.clone();
+        top.notes.push(format!(
+            "adding flows stopped adding throughput at {} flows: the first step within {:.0} % of the best ({}); the verdict is the analyzer's on that step ({})",
+            steps[k].flows,
+            (1.0 - FLOWS_KNEE_SHARE) * 100.0,
+            crate::fmt::bits_per_s(steps.iter().map(|s| s.bits_per_s).fold(0.0, f64::max)),
+            part.run_id
+        ));
+    }
+    top.meta.complete = !interrupted;
+    let stored = h.rec.finish(&top);
+    if common.json {
+        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        let mut t =
+            String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
+        for (i, s) in steps.iter().enumerate() {
+            let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".into(), f);
+            t.push_str(&format!(
+                "{:>5}   {:>12}   {:>8}   {:>9}   {:>9}   {}{}\n",
+                s.flows,
+                crate::fmt::bits_per_s(s.bits_per_s),
+                opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
+                opt(s.cs_per_s, &|v| crate::fmt::count(v as u64)),
+                opt(s.intr_per_s, &|v| crate::fmt::count(v as u64)),
+                top.parts[i]
+                    .findings
+                    .first()
+                    .map_or("-", |f| f.cause.as_str()),
+                if knee == Some(i) {
+                    "   <- adding flows stops here"
+                } else {
+                    ""
+                }
+            ));
+        }
+        write!(out, "{t}").context("writing to stdout")?;
+        for n in &top.notes {
+            writeln!(out, "{n}").context("writing to stdout")?;
+        }
+        if let Some(f) = top.findings.first() {
+            writeln!(out, "verdict at the knee: {}", f.summary).context("writing to stdout")?;
+        }
+        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+#[cfg(test)]
+mod flows_tests {
+    use super::*;
+
+    fn step(flows: u32, gbit: f64) -> Step {
+        Step {
+            flows,
+            bits_per_s: gbit * 1e9,
+            cpu_busy_pct: None,
+            cs_per_s: None,
+            intr_per_s: None,
+        }
+    }
+
+    #[test]
+    fn the_knee_is_the_fewest_flows_near_the_best() {
+        let s = [
+            step(1, 10.0),
+            step(2, 18.0),
+            step(4, 23.0),
+            step(8, 24.0),
+            step(16, 23.5),
+        ];
+        assert_eq!(
+            flows_knee(&s),
+            Some(2),
+            "23 Gbit/s at 4 flows is within 5 % of 24"
+        );
+        assert_eq!(flows_knee(&[step(1, 0.0)]), None);
+        let rising = [step(1, 1.0), step(2, 2.0), step(4, 4.0)];
+        assert_eq!(flows_knee(&rising), Some(2), "still rising: the last step");
     }
 }

@@ -108,6 +108,16 @@ fn sweep_bad_ranges_exit_2() {
             .code(2)
             .stderr(contains(says));
     }
+    netceil()
+        .args(["sweep", "tcp", "--no-store", "-q", "--flows", "1,0"])
+        .assert()
+        .code(2)
+        .stderr(contains("--flows"));
+    netceil()
+        .args(["sweep", "tcp", "--no-store", "-q", "--rate-per-flow", "10k"])
+        .assert()
+        .code(2)
+        .stderr(contains("--rate-per-flow"));
 }
 
 #[test]
