@@ -161,7 +161,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         }
     }
     f.next = Some(
-        "the other findings say why; a rate sweep (several runs at rising --rate) finds the highest loss-free rate".into(),
+        "the other findings say why; `netceil search udp` finds the highest loss-free rate (and the cause above it)".into(),
     );
     Some(f)
 }
