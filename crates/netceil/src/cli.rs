@@ -65,6 +65,19 @@ pub enum SweepWorkload {
     /// TCP with more and more flows: throughput, CPU, cs/s and in/s per step, where adding
     /// flows stops adding throughput, and the analyzer's verdict on that step.
     Tcp(SweepTcpArgs),
+    /// Any `netceil run` flag over a list of values (several --param: every combination):
+    /// `sweep param --param size=64,1472 --param threads=1,2 -- udp --duration 5s`.
+    Param(SweepParamArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SweepParamArgs {
+    /// A `netceil run` flag and its values, `NAME=V1,V2,…` (without the leading --).
+    #[arg(long = "param", value_name = "NAME=V1,V2,…", required = true)]
+    pub params: Vec<String>,
+    /// The `netceil run` arguments every step shares, after `--`: the workload and its flags.
+    #[arg(last = true, required = true, value_name = "RUN ARGS")]
+    pub run: Vec<String>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -162,7 +162,7 @@ pub(crate) fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::V
     }
 }
 
-fn plan(w: &Workload, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, Failure> {
+pub(crate) fn plan(w: &Workload, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, Failure> {
     match w {
         Workload::Udp(a) => udp_plan(a, common, wire_id),
         Workload::Tcp(a) => tcp_plan(a, common),
@@ -427,7 +427,7 @@ pub(crate) fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Resul
     Ok(results)
 }
 
-fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
+pub(crate) fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
     let proto = match cfg.proto {
         rr::RrProto::Tcp => "tcp",
         rr::RrProto::Udp => "udp",

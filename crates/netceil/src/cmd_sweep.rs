@@ -136,6 +136,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     let a = match &args.workload {
         SweepWorkload::Udp(a) => a,
         SweepWorkload::Tcp(t) => return run_tcp(t, &common),
+        SweepWorkload::Param(p) => return run_param(p, &common),
     };
     let (start, end, step) =
         parse_interval_range(&a.interval).map_err(|e| Failure::usage(anyhow!(e)))?;
@@ -650,5 +651,226 @@ mod flows_tests {
         assert_eq!(flows_knee(&[step(1, 0.0)]), None);
         let rising = [step(1, 1.0), step(2, 2.0), step(4, 4.0)];
         assert_eq!(flows_knee(&rising), Some(2), "still rising: the last step");
+    }
+}
+
+/// `NAME=V1,V2,…` into the flag and its values.
+fn parse_param(text: &str) -> Result<(String, Vec<String>), Failure> {
+    let (name, values) = text.split_once('=').ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "--param {text}: expected NAME=V1,V2,… (e.g. size=64,1472)"
+        ))
+    })?;
+    let name = name.trim().trim_start_matches('-');
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(Failure::usage(anyhow!(
+            "--param {text}: '{name}' is not a flag name (letters, digits and -, as in rate-per-flow)"
+        )));
+    }
+    let values: Vec<String> = values
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect();
+    if values.is_empty() {
+        return Err(Failure::usage(anyhow!("--param {text}: no values")));
+    }
+    Ok((name.to_string(), values))
+}
+
+/// Every combination of the values, first parameter slowest.
+fn combinations(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
+    let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (name, values) in params {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut c = prefix.clone();
+                    c.push((name.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+pub fn run_param(
+    a: &crate::cli::SweepParamArgs,
+    common: &crate::cli::CommonRunArgs,
+) -> Result<u8, Failure> {
+    use clap::Parser as _;
+    let params = a
+        .params
+        .iter()
+        .map(|p| parse_param(p))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let combos = combinations(&params);
+    if combos.len() > 1000 {
+        return Err(Failure::usage(anyhow!(
+            "--param: {} combinations; at most 1000",
+            combos.len()
+        )));
+    }
+    let (mut top, wire_id) = new_live_run(common);
+    // Every step is parsed and checked before any traffic, by `netceil run`'s own parser.
+    let mut plans = Vec::new();
+    for combo in &combos {
+        let mut argv: Vec<String> = vec!["netceil".into(), "run".into()];
+        argv.extend(a.run.iter().cloned());
+        for (name, v) in combo {
+            argv.push(format!("--{name}"));
+            argv.push(v.clone());
+        }
+        let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
+            Failure::usage(anyhow!(
+                "the step {}: {}",
+                combo_words(combo),
+                e.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+            ))
+        })?;
+        let crate::cli::Command::Run(run) = cli.command else {
+            return Err(Failure::usage(anyhow!(
+                "the arguments after -- must be `netceil run` arguments"
+            )));
+        };
+        let Some(w) = run.workload else {
+            return Err(Failure::usage(anyhow!(
+                "the arguments after -- must name a workload (udp, tcp or rr), e.g. `-- udp --duration 5s`"
+            )));
+        };
+        plans.push((
+            combo.clone(),
+            crate::cmd_run::plan(&w, &run.common, wire_id)?,
+        ));
+    }
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Search,
+        params: obj(json!({
+            "workload": "param sweep", "params": a.params, "run": a.run,
+        })),
+    });
+    let store = open_store(common.no_store);
+    let quiet_parts = crate::cli::CommonRunArgs {
+        quiet: true,
+        ..common.clone()
+    };
+    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let bar = crate::live::Steps::new("sweep", plans.len() as u64, common.quiet);
+    let mut kept = Vec::new();
+    let mut interrupted = false;
+    for (combo, plan) in &plans {
+        if crate::stop_flag().load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let from = h.rec.elapsed_s();
+        let r = match plan {
+            crate::cmd_run::Plan::Udp(c, _) => measure_udp(c, &mut h)?,
+            crate::cmd_run::Plan::Tcp(c, _) => crate::cmd_run::measure_tcp(c, &mut h)?,
+            crate::cmd_run::Plan::Rr(c, _) => crate::cmd_run::measure_rr(c, &mut h)?,
+        };
+        let to = h.rec.elapsed_s();
+        bar.step(&format!("  {}  {}", combo_words(combo), headline(&r)));
+        kept.push((combo.clone(), plan.spec(), r, from, to));
+    }
+    bar.finish();
+    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
+    let leftover = h.rec.stop(&mut top);
+    h.rec.store_rows(&leftover);
+    let mut lines = Vec::new();
+    for (combo, spec, results, from, to) in kept {
+        let mut part = Run::new(
+            format!("{}.{}", top.run_id, top.parts.len() + 1),
+            netceil_model::RunSource::Live,
+        );
+        part.meta = top.meta.clone();
+        part.meta.host.nics.clear();
+        part.meta.complete = true;
+        for (name, v) in &combo {
+            part.meta.labels.insert(format!("param.{name}"), v.clone());
+        }
+        part.series = top.series.window(from, to + top.series.interval_s / 2.0);
+        part.workload = Some(spec);
+        lines.push(format!("{}  {}", combo_words(&combo), headline(&results)));
+        part.results = Some(results);
+        netceil_analyze::analyze_into(&mut part);
+        if let Some(f) = part.findings.first() {
+            if let Some(l) = lines.last_mut() {
+                l.push_str(&format!("  {}", f.cause));
+            }
+        }
+        top.parts.push(part);
+    }
+    top.meta.complete = !interrupted;
+    top.notes.push(
+        "each step is `netceil run` with the shared arguments and one combination of --param values; each part carries its values as labels (param.NAME)".into(),
+    );
+    let stored = h.rec.finish(&top);
+    if common.json {
+        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for l in &lines {
+            writeln!(out, "{l}").context("writing to stdout")?;
+        }
+        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+fn combo_words(combo: &[(String, String)]) -> String {
+    combo
+        .iter()
+        .map(|(n, v)| format!("--{n} {v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A step's headline: throughput, packet rate and loss, or transactions for rr.
+fn headline(r: &Results) -> String {
+    if let Some(tps) = r.transactions_per_s {
+        return format!("{} transactions/s", crate::fmt::count(tps as u64));
+    }
+    let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+    let loss = if sent > 0 {
+        format!(
+            ", lost {:.3} %",
+            100.0 * r.lost_packets as f64 / sent as f64
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{}  {}{loss}",
+        crate::fmt::bits_per_s(r.rx_app_bits_per_s.max(r.tx_bits_per_s)),
+        crate::fmt::pps(r.rx_app_pps.max(r.tx_pps))
+    )
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+
+    #[test]
+    fn params_and_their_combinations() {
+        let a = parse_param("size=64,1472").unwrap();
+        let b = parse_param("--threads=1, 2").unwrap();
+        assert_eq!(b, ("threads".into(), vec!["1".into(), "2".into()]));
+        let c = combinations(&[a, b]);
+        assert_eq!(c.len(), 4);
+        assert_eq!(
+            c[1],
+            vec![("size".into(), "64".into()), ("threads".into(), "2".into())]
+        );
+        assert!(parse_param("size").is_err());
+        assert!(parse_param("size=").is_err());
+        assert!(parse_param("si ze=1").is_err());
     }
 }

@@ -271,3 +271,69 @@ fn a_search_killed_mid_way_resumes_without_losing_a_stored_trial() {
         .code(2)
         .stderr(contains("nothing to resume"));
 }
+
+#[test]
+fn a_param_sweep_runs_every_combination_and_refuses_a_bad_flag_first() {
+    netceil()
+        .args([
+            "sweep",
+            "param",
+            "--param",
+            "bogus=1,2",
+            "--no-store",
+            "-q",
+            "--",
+            "udp",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("the step --bogus 1"));
+    netceil()
+        .args([
+            "sweep",
+            "param",
+            "--param",
+            "threads=2",
+            "--no-store",
+            "-q",
+            "--",
+            "udp",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("--threads 2 is more than --flows 1"));
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = netceil()
+        .args([
+            "sweep",
+            "param",
+            "--param",
+            "size=64,1024",
+            "--param",
+            "rate=5k,10k",
+            "--json",
+            "-q",
+            "--no-store",
+            "--",
+            "udp",
+            "--duration",
+            "500ms",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parts = run["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 4, "2 × 2 combinations");
+    assert_eq!(parts[1]["meta"]["labels"]["param.size"], "64");
+    assert_eq!(parts[1]["meta"]["labels"]["param.rate"], "10k");
+    assert_eq!(parts[3]["results"]["payload_bytes"], 1024);
+    for p in parts {
+        let pps = p["results"]["tx_pps"].as_f64().unwrap();
+        assert!(pps > 4_000.0 && pps < 10_500.0, "{pps}");
+    }
+}
