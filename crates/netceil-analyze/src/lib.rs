@@ -164,6 +164,7 @@ fn single(run: &Run, opts: &Options) -> Vec<Finding> {
     settle::settle_near_ties(&mut findings);
     settle::put_mechanisms_first(&mut findings);
     settle::sender_before_small_loss(&mut findings, rules::buffers::drop_share(&ctx));
+    settle::cpu_before_starved_reader(&mut findings, rules::threads::starved_reader(&ctx));
     // A single row (one since-boot snapshot) reads the same every time: no noise to warn of.
     settle::name_runner_up(&mut findings, ctx.series().len() > 1);
     if findings.is_empty() {

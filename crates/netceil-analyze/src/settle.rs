@@ -174,6 +174,33 @@ pub fn sender_before_small_loss(findings: &mut [Finding], drop_share: Option<f64
     findings[0].alternatives.insert(0, drops);
 }
 
+/// Puts the CPUs before buffer drops when every CPU was busy and the run's own reader got
+/// less than a core (`reader_share`, % of a core): the reader was starved, so the socket
+/// overflowed; more buffer would only delay the loss, more CPU (or fewer competing threads)
+/// removes it.
+pub fn cpu_before_starved_reader(findings: &mut [Finding], reader_share: Option<f64>) {
+    let Some(share) = reader_share else { return };
+    if findings
+        .first()
+        .is_none_or(|f| f.cause != cause::BUFFER_DROPS)
+    {
+        return;
+    }
+    let Some(i) = findings
+        .iter()
+        .position(|f| f.confidence >= EXPLAIN_MIN && f.cause == cause::CPU_BOUND)
+    else {
+        return;
+    };
+    let drops = format!(
+        "the buffer drops ({:.0} %) follow from it: the receiving thread got only {share:.0} % of a core while every CPU was busy, so it could not read in time: {}",
+        findings[0].confidence * 100.0,
+        findings[0].summary.trim_end_matches('.')
+    );
+    findings[..=i].rotate_right(1);
+    findings[0].alternatives.insert(0, drops);
+}
+
 /// Puts the most specific of the near-equal top findings first. `findings` must already be
 /// sorted by confidence, most confident first.
 pub fn settle_near_ties(findings: &mut [Finding]) {
@@ -424,6 +451,29 @@ mod tests {
             f(cause::THREAD_SATURATED, 0.40),
         ];
         sender_before_small_loss(&mut v, Some(0.01));
+        assert_eq!(v[0].cause, cause::BUFFER_DROPS);
+    }
+
+    #[test]
+    fn a_starved_reader_puts_the_cpus_first() {
+        let base = || {
+            vec![
+                f(cause::BUFFER_DROPS, 0.95),
+                f(cause::SATURATION, 0.77),
+                f(cause::CPU_BOUND, 0.58),
+            ]
+        };
+        let mut v = base();
+        cpu_before_starved_reader(&mut v, Some(46.0));
+        assert_eq!(v[0].cause, cause::CPU_BOUND);
+        assert!(
+            v[0].alternatives[0].contains("46 % of a core"),
+            "{:?}",
+            v[0].alternatives
+        );
+        // A reader that had its core: the drops stay first.
+        let mut v = base();
+        cpu_before_starved_reader(&mut v, None);
         assert_eq!(v[0].cause, cause::BUFFER_DROPS);
     }
 

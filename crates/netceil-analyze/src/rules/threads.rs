@@ -84,6 +84,23 @@ fn role(comm: &str) -> Role {
     }
 }
 
+/// A reader that did not get the CPU it needed: netceil's own receiving thread ran below
+/// [`SATURATED_PCT`] of a core while the CPUs were at least 95 % busy. Its socket then overflows because the
+/// reader was starved by the other work on the cores (here, the senders), not because a
+/// buffer was too small or the reader too slow: the CPUs are the ceiling. Its CPU share, if so.
+pub fn starved_reader(ctx: &Ctx) -> Option<f64> {
+    let (busy, _) = ctx.machine_busy_for_work()?;
+    if busy < 95.0 {
+        return None;
+    }
+    let rx = own_threads(ctx)
+        .into_iter()
+        .filter(|(r, _)| *r == Role::Receiver)
+        .map(|(_, t)| t.cpu_pct)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+    (rx < SATURATED_PCT).then_some(rx)
+}
+
 /// netceil's own load threads with their roles.
 fn own_threads(ctx: &Ctx) -> Vec<(Role, ThreadLoad)> {
     let own = &ctx.run.meta.own_thread_ids;
@@ -520,6 +537,33 @@ mod tests {
             ..Default::default()
         });
         run
+    }
+
+    #[test]
+    fn a_reader_starved_on_busy_cores_is_told_apart_from_one_with_room() {
+        let run_with = |cpus: &[(f64, f64, f64)], rx: f64| {
+            let mut run = live_run(8, |s, r| {
+                cpu_row(s, r, cpus);
+                put(s, r, n::LOAD_RX_PPS, &[], 170e3);
+                thread(s, r, "201", "netceil-udp-tx0", 80.0, 79.0, 0.0);
+                thread(s, r, "203", "netceil-udp-tx1", 80.0, 79.0, 0.0);
+                thread(s, r, "202", "netceil-udp-rx", rx, rx - 2.0, 40_000.0);
+            });
+            run.meta.own_thread_ids = vec![201, 202, 203];
+            run
+        };
+        let busy = [(5.0, 80.0, 15.0), (6.0, 84.0, 10.0)];
+        let opts = crate::Options::default();
+        let r = run_with(&busy, 46.0);
+        let ctx = Ctx::new(&r, &opts);
+        let share = starved_reader(&ctx).expect("starved");
+        assert!((share - 46.0).abs() < 1.0, "{share}");
+        // The same reader on cores with room was not starved.
+        let r = run_with(&[(5.0, 40.0, 5.0), (6.0, 44.0, 5.0)], 46.0);
+        assert_eq!(starved_reader(&Ctx::new(&r, &opts)), None);
+        // A reader with its full core is no starved reader either.
+        let r = run_with(&busy, 98.0);
+        assert_eq!(starved_reader(&Ctx::new(&r, &opts)), None);
     }
 
     #[test]
