@@ -135,9 +135,39 @@ pub fn put_mechanisms_first(findings: &mut [Finding]) {
             findings[0].confidence * 100.0,
             findings[0].summary.trim_end_matches('.')
         );
-        findings[..=i].rotate_right(1);
-        findings[0].alternatives.insert(0, symptom);
+        promote(findings, i, symptom);
     }
+}
+
+/// Moves finding `i` to the front, saying why the one it displaces comes after it.
+fn promote(findings: &mut [Finding], i: usize, why_the_former_top_follows: String) {
+    findings[..=i].rotate_right(1);
+    findings[0]
+        .alternatives
+        .insert(0, why_the_former_top_follows);
+}
+
+/// When the verdict is buffer drops and one of `over` was found sure enough, puts it first;
+/// `words` says, from the drops finding, why the drops come after it.
+fn over_buffer_drops(
+    findings: &mut [Finding],
+    over: &[&str],
+    words: impl FnOnce(&Finding) -> String,
+) {
+    if findings
+        .first()
+        .is_none_or(|f| f.cause != cause::BUFFER_DROPS)
+    {
+        return;
+    }
+    let Some(i) = findings
+        .iter()
+        .position(|f| f.confidence >= EXPLAIN_MIN && over.contains(&f.cause.as_str()))
+    else {
+        return;
+    };
+    let why = words(&findings[0]);
+    promote(findings, i, why);
 }
 
 /// Below this share of dropped packets, a saturated sender is the run's ceiling and the drops
@@ -152,26 +182,18 @@ pub fn sender_before_small_loss(findings: &mut [Finding], drop_share: Option<f64
     let Some(share) = drop_share.filter(|s| *s < SMALL_LOSS) else {
         return;
     };
-    if findings
-        .first()
-        .is_none_or(|f| f.cause != cause::BUFFER_DROPS)
-    {
-        return;
-    }
-    let Some(i) = findings.iter().position(|f| {
-        f.confidence >= EXPLAIN_MIN
-            && (f.cause == cause::THREAD_SATURATED || f.cause == cause::SENDER_SATURATED)
-    }) else {
-        return;
-    };
-    let drops = format!(
-        "the buffer drops ({:.0} %, {:.1} % of the packets) are a loss on top of this ceiling, not a lower one: {}",
-        findings[0].confidence * 100.0,
-        share * 100.0,
-        findings[0].summary.trim_end_matches('.')
+    over_buffer_drops(
+        findings,
+        &[cause::THREAD_SATURATED, cause::SENDER_SATURATED],
+        |drops| {
+            format!(
+                "the buffer drops ({:.0} %, {:.1} % of the packets) are a loss on top of this ceiling, not a lower one: {}",
+                drops.confidence * 100.0,
+                share * 100.0,
+                drops.summary.trim_end_matches('.')
+            )
+        },
     );
-    findings[..=i].rotate_right(1);
-    findings[0].alternatives.insert(0, drops);
 }
 
 /// Puts the CPUs before buffer drops when every CPU was busy and the run's own reader got
@@ -180,25 +202,13 @@ pub fn sender_before_small_loss(findings: &mut [Finding], drop_share: Option<f64
 /// removes it.
 pub fn cpu_before_starved_reader(findings: &mut [Finding], reader_share: Option<f64>) {
     let Some(share) = reader_share else { return };
-    if findings
-        .first()
-        .is_none_or(|f| f.cause != cause::BUFFER_DROPS)
-    {
-        return;
-    }
-    let Some(i) = findings
-        .iter()
-        .position(|f| f.confidence >= EXPLAIN_MIN && f.cause == cause::CPU_BOUND)
-    else {
-        return;
-    };
-    let drops = format!(
-        "the buffer drops ({:.0} %) follow from it: the receiving thread got only {share:.0} % of a core while every CPU was busy, so it could not read in time: {}",
-        findings[0].confidence * 100.0,
-        findings[0].summary.trim_end_matches('.')
-    );
-    findings[..=i].rotate_right(1);
-    findings[0].alternatives.insert(0, drops);
+    over_buffer_drops(findings, &[cause::CPU_BOUND], |drops| {
+        format!(
+            "the buffer drops ({:.0} %) follow from it: the receiving thread got only {share:.0} % of a core while every CPU was busy, so it could not read in time: {}",
+            drops.confidence * 100.0,
+            drops.summary.trim_end_matches('.')
+        )
+    });
 }
 
 /// Puts the most specific of the near-equal top findings first. `findings` must already be

@@ -93,16 +93,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     let interrupted = crate::stop_flag().load(Ordering::SeqCst);
     if suite {
         for (spec, results, from, to) in parts {
-            let mut part = Run::new(
-                format!("{}.{}", top.run_id, top.parts.len() + 1),
-                RunSource::Live,
-            );
-            part.meta = top.meta.clone();
-            part.meta.host.nics.clear();
-            part.series = top.series.window(from, to + top.series.interval_s / 2.0);
-            part.workload = Some(spec);
-            part.results = Some(results);
-            part.meta.complete = true;
+            let part = part_of(&top, spec, results, from, to);
             top.parts.push(part);
         }
         // The headline is the UDP part: the packet-rate ceiling.
@@ -135,6 +126,54 @@ pub(crate) fn new_run_id(started: f64) -> String {
 }
 
 /// A 16-bit id stamped into every datagram so packets of other runs are not counted as ours.
+/// A UDP train's configuration for a search or a sweep step: the payload, the pacing and the
+/// receiver's buffer, with the common flags (target, IPv6) and the run's wire id; checked.
+pub(crate) fn udp_train_config(
+    common: &CommonRunArgs,
+    payload_bytes: usize,
+    pacing: crate::cli::PacingArg,
+    rcvbuf: Option<usize>,
+    rcvbuf_force: bool,
+    wire_id: u16,
+) -> Result<udp::UdpConfig, Failure> {
+    let cfg = udp::UdpConfig {
+        payload_bytes,
+        pacing: pacing.into(),
+        ipv6: common.ipv6,
+        target: common.to,
+        rcvbuf,
+        rcvbuf_force,
+        run_id: wire_id,
+        ..udp::UdpConfig::default()
+    };
+    cfg.validate().map_err(load_failure)?;
+    Ok(cfg)
+}
+
+/// The next part of `top`: its meta (without the NIC list, which the parent holds), its slice
+/// of the parent's series from `from_s` to `to_s`, its workload and results, complete.
+pub(crate) fn part_of(
+    top: &Run,
+    spec: WorkloadSpec,
+    results: Results,
+    from_s: f64,
+    to_s: f64,
+) -> Run {
+    let mut part = Run::new(
+        format!("{}.{}", top.run_id, top.parts.len() + 1),
+        RunSource::Live,
+    );
+    part.meta = top.meta.clone();
+    part.meta.host.nics.clear();
+    part.meta.complete = true;
+    part.series = top
+        .series
+        .window(from_s, to_s + top.series.interval_s / 2.0);
+    part.workload = Some(spec);
+    part.results = Some(results);
+    part
+}
+
 /// A new live run with its identity and meta filled in (start time, host, version, labels),
 /// and the 16-bit id its datagrams carry.
 pub(crate) fn new_live_run(common: &CommonRunArgs) -> (Run, u16) {

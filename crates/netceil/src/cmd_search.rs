@@ -20,7 +20,7 @@ use netceil_model::{
 use serde_json::json;
 
 use crate::cli::{SearchArgs, SearchUdpArgs, SearchWorkload};
-use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, Harness};
+use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, part_of, Harness};
 use crate::observe::open_store;
 use crate::{fmt, Failure};
 
@@ -78,32 +78,21 @@ struct TrialSpec {
     trial_s: f64,
 }
 
-/// A part of the search run: one trial's workload and results.
-fn part_run(
-    run_id: &str,
-    index: usize,
+/// A trial's workload as its part records it (what `--resume` matches on).
+fn trial_workload(
     overhead: usize,
     t: TrialSpec,
-    results: &Results,
+    duration_s: f64,
     target: Option<String>,
-) -> Run {
-    let TrialSpec {
-        frame,
-        asked,
-        trial_s,
-    } = t;
-    let mut part = Run::new(format!("{run_id}.{}", index + 1), RunSource::Live);
-    part.workload = Some(WorkloadSpec {
+) -> WorkloadSpec {
+    WorkloadSpec {
         kind: WorkloadKind::Udp,
         params: obj(json!({
-            "frame_bytes": frame, "payload_bytes": frame - overhead,
-            "rate_pps": (asked > 0.0).then_some(asked), "trial_s": trial_s,
-            "duration_s": results.duration_s, "target": target,
+            "frame_bytes": t.frame, "payload_bytes": t.frame - overhead,
+            "rate_pps": (t.asked > 0.0).then_some(t.asked), "trial_s": t.trial_s,
+            "duration_s": duration_s, "target": target,
         })),
-    });
-    part.results = Some(results.clone());
-    part.meta.complete = true;
-    part
+    }
 }
 
 /// Runs real UDP trials for the search, keeping each as a part of the run and storing it at
@@ -169,14 +158,19 @@ impl UdpTrials<'_, '_> {
             asked,
             trial_s,
         };
-        let part = part_run(
-            &self.run_id,
-            self.next_index,
+        // Stored at once, without its series: the run's end writes the parts again with them.
+        let mut part = Run::new(
+            format!("{}.{}", self.run_id, self.next_index + 1),
+            RunSource::Live,
+        );
+        part.workload = Some(trial_workload(
             self.overhead,
             spec,
-            &r,
+            r.duration_s,
             self.target.clone(),
-        );
+        ));
+        part.results = Some(r.clone());
+        part.meta.complete = true;
         self.h.rec.add_part(self.next_index, &part);
         self.parts.push(Kept::Live {
             results: Box::new(r.clone()),
@@ -428,6 +422,8 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
     let mut all_parts: Vec<Kept> = Vec::new();
     let mut knees: Vec<Knee> = Vec::new();
+    // For each knee, the index of the part that stopped it (filled in once parts are analyzed).
+    let mut stopped_at: Vec<Option<usize>> = Vec::new();
     let mut interrupted = false;
     let mut replay = replay;
     let mut replayed = 0usize;
@@ -437,17 +433,14 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         common.quiet,
     );
     for &frame in &sizes {
-        let base = udp::UdpConfig {
-            payload_bytes: frame - overhead,
-            pacing: a.pacing.into(),
-            ipv6: common.ipv6,
-            target: common.to,
-            rcvbuf: a.rcvbuf,
-            rcvbuf_force: a.rcvbuf_force,
-            run_id: wire_id,
-            ..udp::UdpConfig::default()
-        };
-        base.validate().map_err(crate::load_failure)?;
+        let base = crate::cmd_run::udp_train_config(
+            &common,
+            frame - overhead,
+            a.pacing,
+            a.rcvbuf,
+            a.rcvbuf_force,
+            wire_id,
+        )?;
         let first_part = all_parts.len();
         let mut trials = UdpTrials {
             h: &mut h,
@@ -514,6 +507,7 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
             }
         };
         for r in &outcome.results {
+            stopped_at.push(r.first_failing_trial.map(|i| offset + i));
             knees.push(Knee {
                 size_bytes: frame,
                 point: "app".into(),
@@ -527,7 +521,7 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
                 verified: r.verified,
                 upper_pps: r.upper_pps,
                 // Filled in once the trials are analyzed.
-                stopped_by: r.first_failing_trial.map(|i| format!("{}", offset + i + 1)),
+                stopped_by: None,
                 note: r
                     .incomplete
                     .clone()
@@ -552,19 +546,13 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
                 to,
                 trial,
             } => {
-                let mut part = part_run(
-                    &run_id,
-                    index,
+                let spec = trial_workload(
                     overhead,
                     trial,
-                    &results,
+                    results.duration_s,
                     common.to.map(|t| t.to_string()),
                 );
-                part.meta = top.meta.clone();
-                part.meta.host.nics.clear();
-                part.meta.complete = true;
-                part.series = top.series.window(from, to + top.series.interval_s / 2.0);
-                part
+                part_of(&top, spec, *results, from, to)
             }
             Kept::Stored(old) => {
                 let mut part = *old;
@@ -575,18 +563,15 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         netceil_analyze::analyze_into(&mut part);
         top.parts.push(part);
     }
-    for k in &mut knees {
-        if let Some(n) = k.stopped_by.take() {
-            let idx: usize = n.parse().unwrap_or(0);
-            k.stopped_by = top.parts.get(idx.saturating_sub(1)).map(|p| {
-                let top_finding = p
-                    .findings
-                    .first()
-                    .map(|f| format!("{}: {}", f.cause, f.summary))
-                    .unwrap_or_else(|| "no finding".into());
-                format!("{} at {}: {top_finding}", p.run_id, rate_of(p))
-            });
-        }
+    for (k, at) in knees.iter_mut().zip(&stopped_at) {
+        k.stopped_by = at.and_then(|i| top.parts.get(i)).map(|p| {
+            let top_finding = p
+                .findings
+                .first()
+                .map(|f| format!("{}: {}", f.cause, f.summary))
+                .unwrap_or_else(|| "no finding".into());
+            format!("{} at {}: {top_finding}", p.run_id, rate_of(p))
+        });
     }
     top.knees = knees;
     top.meta.complete = !interrupted;

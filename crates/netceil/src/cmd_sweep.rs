@@ -23,7 +23,7 @@ use netceil_model::{Knee, Results, Run, Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
 
 use crate::cli::{SweepArgs, SweepWorkload};
-use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, Harness};
+use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, part_of, Harness};
 use crate::observe::open_store;
 use crate::Failure;
 
@@ -79,6 +79,25 @@ struct Cell {
 }
 
 impl Cell {
+    /// Two cycles of one cell as one: the lower arrival at each point, the slower cycle, and
+    /// short if either sender fell behind. A cell succeeds only if every cycle did.
+    fn worse(self, other: Cell) -> Cell {
+        let slower = if other.cycle_s > self.cycle_s {
+            &other
+        } else {
+            &self
+        };
+        Cell {
+            interval_ns: self.interval_ns,
+            sent: slower.sent,
+            cycle_s: slower.cycle_s,
+            app_ratio: self.app_ratio.min(other.app_ratio),
+            kernel_ratio: self.kernel_ratio.min(other.kernel_ratio),
+            gap_short: self.gap_short || other.gap_short,
+            achieved_gap_ns: self.achieved_gap_ns.max(other.achieved_gap_ns),
+        }
+    }
+
     fn ok(&self, point: Point) -> bool {
         !self.gap_short
             && match point {
@@ -178,17 +197,16 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     );
     'sizes: for &size in &a.sizes {
         let base = udp::UdpConfig {
-            payload_bytes: size,
-            pacing: a.pacing.into(),
             count: Some(a.count),
-            ipv6: common.ipv6,
-            target: common.to,
-            rcvbuf: a.rcvbuf,
-            rcvbuf_force: a.rcvbuf_force,
-            run_id: wire_id,
-            ..udp::UdpConfig::default()
+            ..crate::cmd_run::udp_train_config(
+                &common,
+                size,
+                a.pacing,
+                a.rcvbuf,
+                a.rcvbuf_force,
+                wire_id,
+            )?
         };
-        base.validate().map_err(crate::load_failure)?;
         let mut cells: Vec<Option<Cell>> = vec![None; intervals.len()];
         let mut measured = 0usize;
         // Measures interval index i (all cycles; a cell succeeds only if every cycle did).
@@ -197,8 +215,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
                        kept: &mut Vec<(usize, f64, Results)>|
          -> Result<Cell, Failure> {
             let interval = intervals[i];
-            let mut worst: Option<Cell> = None;
-            for _ in 0..a.cycles.max(1) {
+            let mut cycle = |h: &mut Harness| -> Result<Cell, Failure> {
                 // Long enough for the whole train at the asked gap, with room.
                 let train_s = a.count as f64 * interval / 1e9;
                 let cfg = udp::UdpConfig {
@@ -222,18 +239,13 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
                     }
                 ));
                 kept.push((size, interval, r));
-                worst = Some(match worst {
-                    Some(w)
-                        if w.app_ratio <= c.app_ratio
-                            && w.kernel_ratio <= c.kernel_ratio
-                            && !c.gap_short =>
-                    {
-                        w
-                    }
-                    _ => c,
-                });
+                Ok(c)
+            };
+            let mut worst = cycle(h)?;
+            for _ in 1..a.cycles {
+                worst = worst.worse(cycle(h)?);
             }
-            Ok(worst.unwrap_or_else(|| unreachable_cell(interval)))
+            Ok(worst)
         };
         let stride = (intervals.len() / 12).max(1);
         for point in [Point::Kernel, Point::App] {
@@ -336,18 +348,6 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     Ok(if interrupted { 130 } else { 0 })
 }
 
-fn unreachable_cell(interval_ns: f64) -> Cell {
-    Cell {
-        interval_ns,
-        sent: 0,
-        app_ratio: 0.0,
-        kernel_ratio: 0.0,
-        cycle_s: 0.0,
-        gap_short: true,
-        achieved_gap_ns: 0.0,
-    }
-}
-
 /// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
 /// and the throughput in both units.
 fn knee_table(run: &Run, count: u64) -> String {
@@ -425,6 +425,27 @@ mod tests {
         assert!(c.gap_short && !c.ok(Point::App));
         let c = cell_of(&r, 3000.0);
         assert!(!c.gap_short && c.ok(Point::App) && c.ok(Point::Kernel));
+    }
+
+    #[test]
+    fn a_cell_of_several_cycles_succeeds_only_if_every_cycle_did() {
+        let full = Results {
+            tx_packets: 100,
+            rx_app_packets: 100,
+            duration_s: 0.001,
+            ..Default::default()
+        };
+        let lossy = Results {
+            rx_app_packets: 97,
+            duration_s: 0.002,
+            ..full.clone()
+        };
+        let c = cell_of(&full, 0.0).worse(cell_of(&lossy, 0.0));
+        assert!(!c.ok(Point::App));
+        assert_eq!(c.cycle_s, 0.002, "the slower cycle");
+        assert!(cell_of(&full, 0.0)
+            .worse(cell_of(&full, 0.0))
+            .ok(Point::App));
     }
 
     #[test]
@@ -543,28 +564,20 @@ pub fn run_tcp(
     h.rec.store_rows(&leftover);
     let mut steps = Vec::new();
     for (spec, results, from, to) in kept {
-        let mut part = Run::new(
-            format!("{}.{}", top.run_id, top.parts.len() + 1),
-            netceil_model::RunSource::Live,
-        );
-        part.meta = top.meta.clone();
-        part.meta.host.nics.clear();
-        part.meta.complete = true;
-        part.series = top.series.window(from, to + top.series.interval_s / 2.0);
         let flows = spec
             .params
             .get("flows")
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(0) as u32;
-        part.workload = Some(spec);
+        let bits_per_s = results.rx_app_bits_per_s.max(results.tx_bits_per_s);
+        let mut part = part_of(&top, spec, results, from, to);
         steps.push(Step {
             flows,
-            bits_per_s: results.rx_app_bits_per_s.max(results.tx_bits_per_s),
+            bits_per_s,
             cpu_busy_pct: series_mean(&part, n::CPU_BUSY_PCT),
             cs_per_s: series_mean(&part, n::CS_PER_S),
             intr_per_s: series_mean(&part, n::INTR_PER_S),
         });
-        part.results = Some(results);
         netceil_analyze::analyze_into(&mut part);
         top.parts.push(part);
     }
@@ -786,20 +799,11 @@ pub fn run_param(
     h.rec.store_rows(&leftover);
     let mut lines = Vec::new();
     for (combo, spec, results, from, to) in kept {
-        let mut part = Run::new(
-            format!("{}.{}", top.run_id, top.parts.len() + 1),
-            netceil_model::RunSource::Live,
-        );
-        part.meta = top.meta.clone();
-        part.meta.host.nics.clear();
-        part.meta.complete = true;
+        lines.push(format!("{}  {}", combo_words(&combo), headline(&results)));
+        let mut part = part_of(&top, spec, results, from, to);
         for (name, v) in &combo {
             part.meta.labels.insert(format!("param.{name}"), v.clone());
         }
-        part.series = top.series.window(from, to + top.series.interval_s / 2.0);
-        part.workload = Some(spec);
-        lines.push(format!("{}  {}", combo_words(&combo), headline(&results)));
-        part.results = Some(results);
         netceil_analyze::analyze_into(&mut part);
         if let Some(f) = part.findings.first() {
             if let Some(l) = lines.last_mut() {
