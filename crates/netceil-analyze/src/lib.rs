@@ -192,6 +192,7 @@ fn part_label(part: &Run, index: usize) -> String {
         WorkloadKind::Rr => "rr",
         WorkloadKind::Suite => "suite",
         WorkloadKind::Search => "search",
+        WorkloadKind::Sweep => "sweep",
         WorkloadKind::External => "external",
     });
     let labels: Vec<String> = part

@@ -18,6 +18,8 @@ pub enum WorkloadKind {
     External,
     /// A loss-criterion search: trials at chosen rates, each a part (`netceil search`).
     Search,
+    /// A sweep: cells or steps over a grid of settings, each a part (`netceil sweep`).
+    Sweep,
 }
 
 /// The workload: its kind plus the parameters it ran with, as given.

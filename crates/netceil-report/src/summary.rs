@@ -31,6 +31,7 @@ pub fn kind(run: &Run) -> &'static str {
         Some(WorkloadKind::Suite) => "suite",
         Some(WorkloadKind::External) => "external",
         Some(WorkloadKind::Search) => "search",
+        Some(WorkloadKind::Sweep) => "sweep",
         None => fmt::MISSING,
     }
 }

@@ -113,6 +113,10 @@ pub struct SweepUdpArgs {
     /// Cycles per cell; a cell succeeds only if every cycle did.
     #[arg(long, default_value_t = 1)]
     pub cycles: u32,
+    /// Go on with an interrupted sweep (a run id, a unique prefix, or `last`): its settings,
+    /// and its stored cycles replayed without traffic; only the rest is measured.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// How to wait between sends; microsecond gaps need spinning.
     #[arg(long, value_enum, default_value_t = PacingArg::Spin)]
     pub pacing: PacingArg,

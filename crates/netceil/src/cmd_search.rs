@@ -359,30 +359,11 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     // --resume: the stored run's settings and its trials, replayed before any new traffic.
     let (settings, replay, resumed_from) = match &a.resume {
         Some(spec) => {
-            let Some(st) = store.as_ref() else {
-                return Err(Failure::usage(anyhow!(
-                    "--resume needs the store (not --no-store, and a readable $NETCEIL_DB)"
-                )));
-            };
-            let id = st.resolve(spec).map_err(Failure::usage)?;
-            let old = st.get_run(&id).map_err(Failure::from)?;
-            if old.meta.complete {
-                return Err(Failure::usage(anyhow!(
-                    "--resume {id}: that search finished; nothing to resume"
-                )));
-            }
-            let stored_target = old
-                .workload
-                .as_ref()
-                .and_then(|w| w.params.get("target"))
-                .and_then(|v| v.as_str())
-                .map(str::to_string);
-            if stored_target != common.to.map(|t| t.to_string()) {
-                return Err(Failure::usage(anyhow!(
-                    "--resume {id}: it ran against {}; give the same --to",
-                    stored_target.as_deref().unwrap_or("loopback")
-                )));
-            }
+            let (old, id) = crate::cmd_sweep::resumable(
+                store.as_ref(),
+                spec,
+                common.to.map(|t| t.to_string()),
+            )?;
             (
                 Settings::from_run(&old)?,
                 VecDeque::from(old.parts),
@@ -392,6 +373,9 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         None => (Settings::from_args(a)?, VecDeque::new(), None),
     };
     settings.check(overhead)?;
+    let pairs: Vec<(usize, usize)> = settings.sizes.iter().map(|&f| (f, f - overhead)).collect();
+    crate::kernel::check_path_mtu(common.to, "--sizes", &pairs)
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
     let Settings {
         sizes,
         tolerances,

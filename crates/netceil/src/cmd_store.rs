@@ -28,6 +28,7 @@ fn kind(s: &RunSummary) -> String {
             WorkloadKind::Rr => "rr",
             WorkloadKind::Suite => "suite",
             WorkloadKind::Search => "search",
+            WorkloadKind::Sweep => "sweep",
             WorkloadKind::External => "watch",
         }
         .to_string(),

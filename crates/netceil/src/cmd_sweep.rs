@@ -122,7 +122,7 @@ impl Point {
     }
 }
 
-fn cell_of(r: &Results, interval_ns: f64) -> Cell {
+fn cell_of(r: &Results, interval_ns: f64, count: u64) -> Cell {
     let sent = r.tx_packets;
     let reached = r.rx_app_packets + r.kernel.socket_drops.unwrap_or(0) + r.in_flight_packets;
     let ratio = |x: u64| {
@@ -143,11 +143,187 @@ fn cell_of(r: &Results, interval_ns: f64) -> Cell {
         app_ratio: ratio(r.rx_app_packets + r.in_flight_packets),
         kernel_ratio: ratio(reached),
         cycle_s: r.duration_s,
-        gap_short: interval_ns > 0.0
-            && achieved_gap_ns > interval_ns * 1.05
-            && achieved_gap_ns > interval_ns + 100.0,
+        // A train cut short by the time limit did not hold the interval either.
+        gap_short: sent < count
+            || (interval_ns > 0.0
+                && achieved_gap_ns > interval_ns * 1.05
+                && achieved_gap_ns > interval_ns + 100.0),
         achieved_gap_ns,
     }
+}
+
+/// What one UDP sweep runs with: from the command line, or from the run it resumes.
+#[derive(Debug, Clone, PartialEq)]
+struct UdpSettings {
+    sizes: Vec<usize>,
+    interval: String,
+    count: u64,
+    cycles: u32,
+    pacing: crate::cli::PacingArg,
+    rcvbuf: Option<usize>,
+    rcvbuf_force: bool,
+}
+
+impl UdpSettings {
+    fn from_args(a: &crate::cli::SweepUdpArgs) -> UdpSettings {
+        UdpSettings {
+            sizes: a.sizes.clone(),
+            interval: a.interval.clone(),
+            count: a.count,
+            cycles: a.cycles,
+            pacing: a.pacing,
+            rcvbuf: a.rcvbuf,
+            rcvbuf_force: a.rcvbuf_force,
+        }
+    }
+
+    fn params(&self, target: Option<String>, resumed_from: Option<&str>) -> serde_json::Value {
+        json!({
+            "workload": "udp", "sizes": self.sizes, "interval": self.interval,
+            "count": self.count, "cycles": self.cycles,
+            "pacing": match self.pacing { crate::cli::PacingArg::Spin => "spin", crate::cli::PacingArg::Sleep => "sleep" },
+            "rcvbuf": self.rcvbuf, "rcvbuf_force": self.rcvbuf_force,
+            "target": target, "resumed_from": resumed_from,
+        })
+    }
+
+    /// The settings a stored UDP sweep ran with.
+    fn from_run(run: &Run) -> Result<UdpSettings, Failure> {
+        let bad = |why: &str| {
+            Failure::usage(anyhow!(
+                "--resume {}: {why}; only an interrupted `netceil sweep udp` can be resumed",
+                run.run_id
+            ))
+        };
+        let w = run
+            .workload
+            .as_ref()
+            .ok_or_else(|| bad("it has no workload"))?;
+        let p = &w.params;
+        if w.kind != WorkloadKind::Sweep
+            || p.get("workload").and_then(|v| v.as_str()) != Some("udp")
+        {
+            return Err(bad("it is not a UDP sweep"));
+        }
+        let missing = |k: &str| bad(&format!("its '{k}' is missing"));
+        let u = |k: &str| {
+            p.get(k)
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| missing(k))
+        };
+        Ok(UdpSettings {
+            sizes: p
+                .get("sizes")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_u64().map(|x| x as usize))
+                        .collect()
+                })
+                .ok_or_else(|| missing("sizes"))?,
+            interval: p
+                .get("interval")
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| missing("interval"))?
+                .to_string(),
+            count: u("count")?,
+            cycles: u32::try_from(u("cycles")?).map_err(|_| missing("cycles"))?,
+            pacing: match p.get("pacing").and_then(|v| v.as_str()) {
+                Some("spin") => crate::cli::PacingArg::Spin,
+                Some("sleep") => crate::cli::PacingArg::Sleep,
+                _ => return Err(missing("pacing")),
+            },
+            rcvbuf: p
+                .get("rcvbuf")
+                .and_then(serde_json::Value::as_u64)
+                .map(|x| x as usize),
+            rcvbuf_force: p
+                .get("rcvbuf_force")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+}
+
+/// A cycle's identity in a sweep: what `--resume` matches stored parts on.
+fn cycle_key(size: usize, interval_ns: f64, cycle: u32) -> (usize, i64, u32) {
+    (size, interval_ns.round() as i64, cycle)
+}
+
+/// The stored cycles of an interrupted sweep, by their identity.
+fn stored_cycles(run: &Run) -> std::collections::HashMap<(usize, i64, u32), Run> {
+    run.parts
+        .iter()
+        .filter(|p| p.results.is_some())
+        .filter_map(|p| {
+            let w = &p.workload.as_ref()?.params;
+            let size = w.get("payload_bytes")?.as_u64()? as usize;
+            let interval = w.get("interval_ns")?.as_f64()?;
+            let cycle = w
+                .get("cycle")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0) as u32;
+            Some((cycle_key(size, interval, cycle), p.clone()))
+        })
+        .collect()
+}
+
+/// The part of one cycle, as it is stored.
+fn cycle_part(
+    run_id: &str,
+    index: usize,
+    (size, interval, cycle, count): (usize, f64, u32, u64),
+    results: Results,
+    target: Option<String>,
+) -> Run {
+    let mut part = Run::new(
+        format!("{run_id}.{}", index + 1),
+        netceil_model::RunSource::Live,
+    );
+    part.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Udp,
+        params: obj(json!({
+            "payload_bytes": size, "interval_ns": interval, "count": count, "cycle": cycle,
+            "target": target,
+        })),
+    });
+    part.results = Some(results);
+    part.meta.complete = true;
+    part
+}
+
+/// The stored run `--resume` names, checked: unfinished, and run against the same target
+/// (for `sweep udp` and `search udp` alike).
+pub(crate) fn resumable(
+    store: Option<&netceil_store::Store>,
+    spec: &str,
+    target: Option<String>,
+) -> Result<(Run, String), Failure> {
+    let Some(st) = store else {
+        return Err(Failure::usage(anyhow!(
+            "--resume needs the store (not --no-store, and a readable $NETCEIL_DB)"
+        )));
+    };
+    let id = st.resolve(spec).map_err(Failure::usage)?;
+    let old = st.get_run(&id).map_err(Failure::from)?;
+    if old.meta.complete {
+        return Err(Failure::usage(anyhow!(
+            "--resume {id}: that run finished; nothing to resume"
+        )));
+    }
+    let stored_target = old
+        .workload
+        .as_ref()
+        .and_then(|w| w.params.get("target"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    if stored_target != target {
+        return Err(Failure::usage(anyhow!(
+            "--resume {id}: it ran against {}; give the same --to",
+            stored_target.as_deref().unwrap_or("loopback")
+        )));
+    }
+    Ok((old, id))
 }
 
 pub fn run(args: SweepArgs) -> Result<u8, Failure> {
@@ -157,30 +333,43 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
         SweepWorkload::Tcp(t) => return run_tcp(t, &common),
         SweepWorkload::Param(p) => return run_param(p, &common),
     };
+    let target = common.to.map(|t| t.to_string());
+    let store = open_store(common.no_store);
+    let (settings, mut replay, resumed_from) = match &a.resume {
+        Some(spec) => {
+            let (old, id) = resumable(store.as_ref(), spec, target.clone())?;
+            (UdpSettings::from_run(&old)?, stored_cycles(&old), Some(id))
+        }
+        None => (UdpSettings::from_args(a), Default::default(), None),
+    };
     let (start, end, step) =
-        parse_interval_range(&a.interval).map_err(|e| Failure::usage(anyhow!(e)))?;
-    if a.sizes.is_empty() {
+        parse_interval_range(&settings.interval).map_err(|e| Failure::usage(anyhow!(e)))?;
+    if settings.sizes.is_empty() {
         return Err(Failure::usage(anyhow!(
             "--sizes: at least one payload size"
         )));
     }
-    if a.count == 0 {
+    if settings.count == 0 {
         return Err(Failure::usage(anyhow!(
             "--count: at least one packet per cycle"
         )));
     }
+    if settings.cycles == 0 {
+        return Err(Failure::usage(anyhow!("--cycles: at least one")));
+    }
+    let pairs: Vec<(usize, usize)> = settings.sizes.iter().map(|&s| (s, s)).collect();
+    crate::kernel::check_path_mtu(common.to, "--sizes", &pairs)
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    let count = settings.count;
     let steps = ((end - start) / step + 1e-9).floor() as usize + 1;
     let intervals: Vec<f64> = (0..steps).map(|i| start + i as f64 * step).collect();
 
     let (mut top, wire_id) = new_live_run(&common);
+    let run_id = top.run_id.clone();
     top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Search,
-        params: obj(json!({
-            "workload": "udp sweep", "sizes": a.sizes, "interval": a.interval,
-            "count": a.count, "cycles": a.cycles, "target": common.to.map(|t| t.to_string()),
-        })),
+        kind: WorkloadKind::Sweep,
+        params: obj(settings.params(target.clone(), resumed_from.as_deref())),
     });
-    let store = open_store(common.no_store);
     let quiet_parts = crate::cli::CommonRunArgs {
         quiet: true,
         ..common.clone()
@@ -188,46 +377,56 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
     let mut knees = Vec::new();
     let mut interrupted = false;
-    // Every cycle measured: (payload size, interval ns, results), one part each.
-    let mut kept: Vec<(usize, f64, Results)> = Vec::new();
+    // Every cycle measured or replayed, one part each, stored the moment it ends.
+    let mut kept: Vec<Run> = Vec::new();
+    let mut replayed = 0usize;
     let steps = crate::live::Steps::new(
         "sweep",
-        (a.sizes.len() * intervals.len()) as u64,
+        (settings.sizes.len() * intervals.len()) as u64,
         common.quiet,
     );
-    'sizes: for &size in &a.sizes {
+    'sizes: for &size in &settings.sizes {
         let base = udp::UdpConfig {
-            count: Some(a.count),
+            count: Some(count),
             ..crate::cmd_run::udp_train_config(
                 &common,
                 size,
-                a.pacing,
-                a.rcvbuf,
-                a.rcvbuf_force,
+                settings.pacing,
+                settings.rcvbuf,
+                settings.rcvbuf_force,
                 wire_id,
             )?
         };
         let mut cells: Vec<Option<Cell>> = vec![None; intervals.len()];
         let mut measured = 0usize;
         // Measures interval index i (all cycles; a cell succeeds only if every cycle did).
-        let measure = |i: usize,
-                       h: &mut Harness,
-                       kept: &mut Vec<(usize, f64, Results)>|
-         -> Result<Cell, Failure> {
-            let interval = intervals[i];
-            let mut cycle = |h: &mut Harness| -> Result<Cell, Failure> {
-                // Long enough for the whole train at the asked gap, with room.
-                let train_s = a.count as f64 * interval / 1e9;
-                let cfg = udp::UdpConfig {
-                    rate: None,
-                    interval_ns: (interval > 0.0).then_some(interval),
-                    duration: Duration::from_secs_f64(train_s * 4.0 + 5.0),
-                    ..base.clone()
-                };
-                let r = measure_udp(&cfg, h)?;
-                let c = cell_of(&r, interval);
-                steps.step(&format!(
-                    "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}",
+        let mut measure =
+            |i: usize, h: &mut Harness, kept: &mut Vec<Run>| -> Result<Cell, Failure> {
+                let interval = intervals[i];
+                let mut worst: Option<Cell> = None;
+                for cycle in 0..settings.cycles {
+                    let stored = replay.remove(&cycle_key(size, interval, cycle));
+                    let from_store = stored.is_some();
+                    let r = match stored.and_then(|p| p.results) {
+                        Some(r) => {
+                            replayed += 1;
+                            r
+                        }
+                        None => {
+                            // Long enough for the whole train at the asked gap, with room.
+                            let train_s = count as f64 * interval / 1e9;
+                            let cfg = udp::UdpConfig {
+                                rate: None,
+                                interval_ns: (interval > 0.0).then_some(interval),
+                                duration: Duration::from_secs_f64(train_s * 4.0 + 5.0),
+                                ..base.clone()
+                            };
+                            measure_udp(&cfg, h)?
+                        }
+                    };
+                    let c = cell_of(&r, interval, count);
+                    steps.step(&format!(
+                    "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}{}",
                     format!("{:.2} us", interval / 1e3),
                     c.app_ratio * 100.0,
                     c.kernel_ratio * 100.0,
@@ -236,17 +435,25 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
                         "  (generator could not hold the interval)"
                     } else {
                         ""
-                    }
+                    },
+                    if from_store { "  (from the store)" } else { "" }
                 ));
-                kept.push((size, interval, r));
-                Ok(c)
+                    let part = cycle_part(
+                        &run_id,
+                        kept.len(),
+                        (size, interval, cycle, count),
+                        r,
+                        target.clone(),
+                    );
+                    h.rec.add_part(kept.len(), &part);
+                    kept.push(part);
+                    worst = Some(match worst {
+                        None => c,
+                        Some(w) => w.worse(c),
+                    });
+                }
+                Ok(worst.expect("at least one cycle"))
             };
-            let mut worst = cycle(h)?;
-            for _ in 1..a.cycles {
-                worst = worst.worse(cycle(h)?);
-            }
-            Ok(worst)
-        };
         let stride = (intervals.len() / 12).max(1);
         for point in [Point::Kernel, Point::App] {
             // Coarse pass.
@@ -315,34 +522,28 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     steps.finish();
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);
-    for (size, interval, results) in kept {
-        let mut part = Run::new(
-            format!("{}.{}", top.run_id, top.parts.len() + 1),
-            netceil_model::RunSource::Live,
-        );
-        part.workload = Some(WorkloadSpec {
-            kind: WorkloadKind::Udp,
-            params: obj(json!({
-                "payload_bytes": size, "interval_ns": interval, "count": a.count,
-                "target": common.to.map(|t| t.to_string()),
-            })),
-        });
-        part.results = Some(results);
-        part.meta.complete = true;
-        top.parts.push(part);
-    }
+    top.parts = kept;
     top.knees = knees;
     top.meta.complete = !interrupted;
     top.notes.push(format!(
-        "each cell is one cycle of {} packets; kernel = reached the receiving socket (read, dropped at its full buffer, or queued), app = read by netceil's receiver; throughput = data per cycle / cycle time, in Gbit/s (10^9) and Gibit/s (2^30)",
-        a.count
+        "each cell is one cycle of {count} packets; kernel = reached the receiving socket (read, dropped at its full buffer, or queued), app = read by netceil's receiver; throughput = data per cycle / cycle time, in Gbit/s (10^9) and Gibit/s (2^30)"
     ));
+    if let Some(old) = &resumed_from {
+        top.notes.push(format!(
+            "resumed from {old}: {replayed} of its cycles were replayed from the store (no traffic), the rest measured now"
+        ));
+    }
+    if interrupted {
+        top.notes.push(format!(
+            "interrupted (Ctrl-C): the knees cover the sizes finished so far; `netceil sweep udp --resume {run_id}` goes on from here"
+        ));
+    }
     let stored = h.rec.finish(&top);
     if common.json {
         crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
     } else {
         let mut out = std::io::stdout().lock();
-        write!(out, "{}", knee_table(&top, a.count)).context("writing to stdout")?;
+        write!(out, "{}", knee_table(&top, count)).context("writing to stdout")?;
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
     Ok(if interrupted { 130 } else { 0 })
@@ -421,9 +622,14 @@ mod tests {
             duration_s: 5000.0 * 3e-6,
             ..Default::default()
         };
-        let c = cell_of(&r, 1000.0);
+        let c = cell_of(&r, 1000.0, 5000);
         assert!(c.gap_short && !c.ok(Point::App));
-        let c = cell_of(&r, 3000.0);
+        let c = cell_of(&r, 3000.0, 5000);
+        assert!(!c.gap_short && c.ok(Point::App) && c.ok(Point::Kernel));
+        // A train the time limit cut short is no success either.
+        let c = cell_of(&r, 3000.0, 6000);
+        assert!(c.gap_short && !c.ok(Point::App));
+        let c = cell_of(&r, 3000.0, 5000);
         assert!(!c.gap_short && c.ok(Point::App) && c.ok(Point::Kernel));
     }
 
@@ -440,11 +646,11 @@ mod tests {
             duration_s: 0.002,
             ..full.clone()
         };
-        let c = cell_of(&full, 0.0).worse(cell_of(&lossy, 0.0));
+        let c = cell_of(&full, 0.0, 100).worse(cell_of(&lossy, 0.0, 100));
         assert!(!c.ok(Point::App));
         assert_eq!(c.cycle_s, 0.002, "the slower cycle");
-        assert!(cell_of(&full, 0.0)
-            .worse(cell_of(&full, 0.0))
+        assert!(cell_of(&full, 0.0, 100)
+            .worse(cell_of(&full, 0.0, 100))
             .ok(Point::App));
     }
 
@@ -457,7 +663,7 @@ mod tests {
             ..Default::default()
         };
         r.kernel.socket_drops = Some(10);
-        let c = cell_of(&r, 0.0);
+        let c = cell_of(&r, 0.0, 100);
         assert!(c.ok(Point::Kernel) && !c.ok(Point::App));
         assert!((c.app_ratio - 0.9).abs() < 1e-12);
     }
@@ -524,9 +730,9 @@ pub fn run_tcp(
         .collect::<Result<Vec<_>, Failure>>()?;
     let (mut top, _) = new_live_run(common);
     top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Search,
+        kind: WorkloadKind::Sweep,
         params: obj(json!({
-            "workload": "tcp flows sweep", "flows": a.flows, "rate_per_flow": a.rate_per_flow,
+            "workload": "tcp flows", "flows": a.flows, "rate_per_flow": a.rate_per_flow,
             "step_s": a.step_duration.as_secs_f64(), "msg_size": a.msg_size,
             "target": common.to.map(|t| t.to_string()),
         })),
@@ -764,9 +970,9 @@ pub fn run_param(
         ));
     }
     top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Search,
+        kind: WorkloadKind::Sweep,
         params: obj(json!({
-            "workload": "param sweep", "params": a.params, "run": a.run,
+            "workload": "param", "params": a.params, "run": a.run,
         })),
     });
     let store = open_store(common.no_store);

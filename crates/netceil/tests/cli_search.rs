@@ -162,6 +162,124 @@ fn a_small_sweep_on_loopback_finds_a_knee_at_both_points() {
     }
 }
 
+/// The stored runs' `export last` as JSON, once the store has one.
+fn export_last(db: &std::path::Path) -> Option<Value> {
+    let out = netceil()
+        .env("NETCEIL_DB", db)
+        .args(["export", "last", "--format", "json"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())
+        .flatten()
+}
+
+/// Starts `netceil ARGS` against `db`, waits until its run has `parts` stored, and kills it
+/// with SIGKILL by the PID it was started with; returns the run as stored.
+fn kill_after_parts(db: &std::path::Path, args: &[&str], parts: usize) -> Value {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("netceil"))
+        .env("NETCEIL_DB", db)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("netceil starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let n = export_last(db)
+            .and_then(|r| r["parts"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if n >= parts {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than {parts} parts stored in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let stored = export_last(db).expect("the killed run is readable");
+    assert_eq!(stored["meta"]["complete"], false, "killed before it ended");
+    stored
+}
+
+#[test]
+fn a_sweep_killed_mid_way_resumes_without_losing_a_stored_cell() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    // 10 000 packets 50 us apart: half a second per cycle, 6 cycles at least.
+    let stored = kill_after_parts(
+        &db,
+        &[
+            "sweep",
+            "udp",
+            "--sizes",
+            "1K,2K,4K",
+            "--interval",
+            "50us..60us/10us",
+            "--count",
+            "10000",
+            "--cycles",
+            "2",
+            "-q",
+        ],
+        2,
+    );
+    let key = |p: &Value| {
+        let w = &p["workload"];
+        (
+            w["payload_bytes"].as_u64().unwrap(),
+            w["interval_ns"].as_f64().unwrap() as u64,
+            w["cycle"].as_u64().unwrap(),
+            p["results"]["tx_packets"].as_u64().unwrap(),
+            p["results"]["rx_app_packets"].as_u64().unwrap(),
+        )
+    };
+    let kept: Vec<_> = stored["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert!(kept.len() >= 2);
+    let out = netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["sweep", "udp", "--resume", "last", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["workload"]["kind"], "sweep");
+    assert_eq!(run["workload"]["resumed_from"], stored["run_id"]);
+    assert_eq!(run["workload"]["cycles"], 2, "the stored settings");
+    let now: Vec<_> = run["parts"].as_array().unwrap().iter().map(key).collect();
+    assert_eq!(
+        now[..kept.len()],
+        kept[..],
+        "every stored cycle comes back first, as it was"
+    );
+    assert!(run["notes"].as_array().unwrap().iter().any(|n| n
+        .as_str()
+        .unwrap_or("")
+        .contains(&format!("{} of its cycles were replayed", kept.len()))));
+    assert_eq!(run["knees"].as_array().map(Vec::len), Some(6));
+    assert_eq!(run["meta"]["complete"], true);
+    netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["sweep", "udp", "--resume", "last", "-q"])
+        .assert()
+        .code(2)
+        .stderr(contains("nothing to resume"));
+}
+
 #[test]
 fn a_search_killed_mid_way_resumes_without_losing_a_stored_trial() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -186,43 +304,7 @@ fn a_search_killed_mid_way_resumes_without_losing_a_stored_trial() {
         "20",
         "-q",
     ];
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("netceil"))
-        .env("NETCEIL_DB", &db)
-        .args(search)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("search starts");
-    let export = || -> Option<Value> {
-        let out = netceil()
-            .env("NETCEIL_DB", &db)
-            .args(["export", "last", "--format", "json"])
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| serde_json::from_slice(&out.stdout).ok())
-            .flatten()
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let n = export()
-            .and_then(|r| r["parts"].as_array().map(Vec::len))
-            .unwrap_or(0);
-        if n >= 3 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no trial stored in 60 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    // kill -9, by the PID we started.
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
-    let stored = export().expect("the killed run is readable");
-    assert_eq!(stored["meta"]["complete"], false);
+    let stored = kill_after_parts(&db, &search, 3);
     let kept: Vec<u64> = stored["parts"]
         .as_array()
         .unwrap()

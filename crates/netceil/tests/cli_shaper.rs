@@ -56,7 +56,11 @@ struct Pair {
 
 impl Pair {
     fn new() -> Pair {
-        let tag = format!("netceil-test-{}", std::process::id());
+        // Tests run in parallel threads of one process: each pair gets its own names. The
+        // veth ends live only inside the pair's namespaces, so their names never clash.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let tag = format!("netceil-test-{}-{n}", std::process::id());
         let pair = Pair {
             a: format!("{tag}-a"),
             b: format!("{tag}-b"),
@@ -120,9 +124,10 @@ fn a_tbf_shaper_between_two_namespaces_is_named_as_the_ceiling() {
         eprintln!("skipped: {why}");
         return;
     }
-    let tag = format!("netceil-test-{}", std::process::id());
+    let tag;
     let run: Value = {
         let mut pair = Pair::new();
+        tag = format!("{}-", pair.a.trim_end_matches("-a"));
         sh(&[
             "ip", "netns", "exec", &pair.a, "tc", "qdisc", "add", "dev", "nctest0", "root", "tbf",
             "rate", "40mbit", "burst", "32kb", "latency", "50ms",
@@ -211,4 +216,60 @@ fn a_tbf_shaper_between_two_namespaces_is_named_as_the_ceiling() {
         !causes.contains(&"link_headroom") && !causes.contains(&"link_limit"),
         "{causes:?}"
     );
+}
+
+#[test]
+fn sizes_above_the_path_mtu_are_refused_before_any_traffic() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let pair = Pair::new();
+    // veth's default MTU is 1500: 1472 bytes of UDP payload fit, 4 KiB does not.
+    let out = pair
+        .exec(&pair.a)
+        .args([
+            BIN,
+            "sweep",
+            "udp",
+            "--to",
+            "198.18.0.2:5201",
+            "--sizes",
+            "1K,4K",
+            "--interval",
+            "0us..10us/10us",
+            "--no-store",
+            "-q",
+        ])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--sizes 4096") && err.contains("path MTU") && err.contains("1472"),
+        "{err}"
+    );
+    assert!(err.contains("nctest0"), "names the interface: {err}");
+    // The search counts frames: 1518 B fits a 1500-byte MTU, 1519 B does not.
+    let out = pair
+        .exec(&pair.a)
+        .args([
+            BIN,
+            "search",
+            "udp",
+            "--to",
+            "198.18.0.2:5201",
+            "--sizes",
+            "64,1519",
+            "--no-store",
+            "-q",
+        ])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--sizes 1519"), "{err}");
+    let tag = format!("{}-", pair.a.trim_end_matches("-a"));
+    drop(pair);
+    assert_eq!(leftovers(&tag), "", "namespaces left behind");
 }
