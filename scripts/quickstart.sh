@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)   # the bundled SQLite is C
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+# `netceil lab` builds namespaces with ip and nft, and reads coalescing with ethtool.
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+command -v ethtool >/dev/null 2>&1 || need_apt+=(ethtool)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

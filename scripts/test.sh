@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs netceil's whole test suite. Installs the system tools some tests drive when they are
 # missing and we are root: gcc (the bundled SQLite), iproute2, util-linux's taskset (a test
-# pins netceil to one core) and chromium (the HTML report is loaded in a real browser).
+# pins netceil to one core), chromium (the HTML report is loaded in a real browser), and
+# nftables and ethtool (the lab's topologies and knobs).
 # Without root, tests that need a missing tool skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
+command -v ethtool >/dev/null 2>&1 || missing+=(ethtool)
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi

@@ -48,6 +48,122 @@ pub enum Command {
     /// Size × interval trains (each cell one cycle of --count packets): per size, the first
     /// interval at which every packet arrived, at the kernel and at the application.
     Sweep(SweepArgs),
+    /// Network-namespace topologies on this machine (direct, bridge, routed, bridge-nf,
+    /// conntrack, macvlan): workloads across them, A/B between them, and knob sweeps whose
+    /// changes are always restored (root).
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Build a topology and leave it up (until `lab down`).
+    Up(LabUpArgs),
+    /// Take a lab down, or with --all revert everything netceil's journal holds (after a
+    /// kill -9 too) and remove every netceil- namespace.
+    Down(LabDownArgs),
+    /// The labs that are up, and changes a killed netceil left.
+    List,
+    /// Run a workload (`run`, `sweep` or `search`) across a topology: the sender in one
+    /// namespace, `netceil recv` in the other.
+    Run(LabRunArgs),
+    /// The same workload over several topologies, alternating, with repeats: pps, Gbit/s,
+    /// loss, CPU ns per packet, the cost each extra hop adds, and the verdicts.
+    Compare(LabCompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    /// direct, bridge, routed, bridge-nf, conntrack or macvlan.
+    pub topology: String,
+    /// The lab's name (namespaces netceil-NAME-a, -b, -m); default: the topology's.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// MTU of every lab link.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct LabDownArgs {
+    /// The lab to take down.
+    #[arg(conflicts_with = "all")]
+    pub name: Option<String>,
+    /// Every lab, and every change the journal holds.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabRunArgs {
+    /// A topology to build for this run (and remove after it).
+    #[arg(conflicts_with = "name")]
+    pub topology: Option<String>,
+    /// A lab that is up (`lab up`), instead of a topology.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// MTU of every lab link (a topology built for the run).
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// KEY=V1,V2,…: for each value, set it, run the workload, record; the original is restored
+    /// afterwards (repeatable: every combination).
+    #[arg(long, value_name = "KEY=V1,V2")]
+    pub knob: Vec<String>,
+    /// Allow knobs outside the known-safe list.
+    #[arg(long)]
+    pub allow_any_knob: bool,
+    /// Runs per knob value (or of the workload).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// One JSON document: the runs per knob step.
+    #[arg(long)]
+    pub json: bool,
+    /// No live lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not keep the runs in the store.
+    #[arg(long)]
+    pub no_store: bool,
+    /// The workload: `run …`, `sweep …` or `search …`, as on netceil's own command line.
+    #[arg(last = true, required = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LabCompareArgs {
+    /// The topologies to compare.
+    #[arg(long, value_delimiter = ',', default_value = "direct,bridge,routed")]
+    pub topologies: Vec<String>,
+    /// Rounds; each round runs every topology once, the order alternating.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// MTU of every lab link.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// Skip the 3 s 64-byte probe per topology that gives the packet ceiling for the
+    /// arithmetic.
+    #[arg(long)]
+    pub no_packet_ceiling: bool,
+    /// Write an HTML report of each topology's median run.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// One JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// No live lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not keep the runs in the store.
+    #[arg(long)]
+    pub no_store: bool,
+    /// The workload: `run …`, as on netceil's own command line.
+    #[arg(last = true, required = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -244,7 +244,7 @@ fn suite_plans(common: &CommonRunArgs, wire_id: u16) -> Result<Vec<Plan>, Failur
 }
 
 /// Resolves --size / --frame-size into the UDP payload.
-fn udp_payload(a: &UdpArgs, ipv6: bool, default_frame: usize) -> Result<usize, Failure> {
+pub(crate) fn udp_payload(a: &UdpArgs, ipv6: bool, default_frame: usize) -> Result<usize, Failure> {
     match (a.size, a.frame_size) {
         (Some(s), _) => Ok(s),
         (None, Some(f)) => frame_to_udp_payload(f, ipv6).ok_or_else(|| {

@@ -94,35 +94,9 @@ pub fn iface_facing(peer: SocketAddr) -> Option<String> {
     })
 }
 
-/// The path MTU towards `peer` as this machine knows it, and the interface it leaves by.
-/// Over IPv4 the kernel's own estimate for the route (`IP_MTU` on a connected socket, which
-/// includes what path MTU discovery learned); over IPv6 the interface's MTU.
-pub fn path_mtu(peer: SocketAddr) -> Option<(u32, String)> {
-    let iface = iface_facing(peer)?;
-    let from_iface = || -> Option<u32> {
-        std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    let mtu = match peer {
-        SocketAddr::V4(_) => {
-            let s = UdpSocket::bind("0.0.0.0:0").ok()?;
-            s.connect(peer).ok()?;
-            nix::sys::socket::getsockopt(&s, nix::sys::socket::sockopt::IpMtu)
-                .ok()
-                .and_then(|m| u32::try_from(m).ok())
-                .or_else(from_iface)
-        }
-        SocketAddr::V6(_) => from_iface(),
-    }?;
-    Some((mtu, iface))
-}
-
-/// Refuses UDP payloads that would not cross the path to `--to` in one IP packet: each
-/// datagram would be fragmented, and a sweep or search would measure fragmentation and
-/// reassembly, not the packet path it was asked about. `sizes` pairs each size as the user
+/// Refuses UDP payloads that would not cross the path to `--to` in one IP packet, before any
+/// traffic: the load engine would refuse them at the first trial, and a sweep or search asked
+/// about the packet path must not measure fragmentation. `sizes` pairs each size as the user
 /// gave it with its UDP payload. Loopback (no `--to`) carries 64 KiB and needs no check.
 pub fn check_path_mtu(
     to: Option<SocketAddr>,
@@ -130,16 +104,15 @@ pub fn check_path_mtu(
     sizes: &[(usize, usize)],
 ) -> Result<(), String> {
     let Some(peer) = to else { return Ok(()) };
-    let Some((mtu, iface)) = path_mtu(peer) else {
+    let Ok((mtu, largest)) = netceil_load::udp::path_mtu_towards(peer) else {
         return Ok(());
     };
-    let headers = if peer.is_ipv4() { 28 } else { 48 };
-    let largest = (mtu as usize).saturating_sub(headers);
+    let iface = iface_facing(peer).unwrap_or_else(|| "its interface".into());
     match sizes.iter().find(|(_, payload)| *payload > largest) {
         None => Ok(()),
         Some((shown, payload)) => Err(format!(
             "{flag} {shown}: its {}-byte IP packets are larger than the path MTU towards {peer} ({mtu} bytes, leaving by {iface}); every datagram would be fragmented, so this would measure fragmentation and reassembly. Keep UDP payloads at or under {largest} bytes, or raise the MTU on both ends and every hop between (ip link set dev {iface} mtu 9000), or measure on loopback without --to (64 KiB MTU)",
-            payload + headers
+            payload + (mtu - largest)
         )),
     }
 }

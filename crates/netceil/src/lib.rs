@@ -3,6 +3,7 @@
 
 mod cli;
 mod cmd_analyze;
+mod cmd_lab;
 mod cmd_recv;
 mod cmd_report;
 mod cmd_run;
@@ -108,10 +109,40 @@ fn wake_all() {
     }
 }
 
+/// Set by `netceil lab` (to its own PID) on the netceil processes it starts: they stop, as on
+/// SIGTERM, when that process dies, even by `kill -9`, so nothing keeps running in a lab that
+/// `lab down --all` removed.
+pub(crate) const DIE_WITH_PARENT: &str = "NETCEIL_DIE_WITH_PARENT";
+
+fn die_with_parent() {
+    let Some(parent) = std::env::var(DIE_WITH_PARENT)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return;
+    };
+    let flag = stop_flag();
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
+    // The parent may have died before the signal was asked for.
+    if nix::unistd::getppid().as_raw() != parent {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    die_with_parent();
+    if !matches!(
+        &cli.command,
+        cli::Command::Lab(cli::LabArgs {
+            command: cli::LabCommand::Down(_) | cli::LabCommand::List
+        })
+    ) {
+        cmd_lab::warn_if_stale();
+    }
     let outcome = match cli.command {
+        cli::Command::Lab(args) => cmd_lab::run(args),
         cli::Command::Run(args) => cmd_run::run(args),
         cli::Command::Recv(args) => cmd_recv::run(args),
         cli::Command::Search(args) => cmd_search::run(args),

@@ -433,6 +433,20 @@ fn abort_all(abort: &AtomicBool, rx: &RxControl) {
     rx.halt.store(true, Ordering::Relaxed);
 }
 
+/// The path MTU this machine knows towards `target` (a connected UDP socket asks the route;
+/// nothing is sent), and the largest UDP payload that crosses it unfragmented.
+pub fn path_mtu_towards(target: SocketAddr) -> std::io::Result<(usize, usize)> {
+    let bind: SocketAddr = if target.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = UdpSocket::bind(bind)?;
+    s.connect(target)?;
+    let mtu = mmsg::path_mtu(s.as_fd(), target.is_ipv6())?;
+    Ok((mtu, sockets::max_payload_for_mtu(mtu, target.is_ipv6())))
+}
+
 fn check_path_mtu(
     socket: &UdpSocket,
     payload: usize,

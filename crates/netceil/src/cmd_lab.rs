@@ -1,0 +1,1195 @@
+//! `netceil lab`: network-namespace topologies on this machine, workloads across them, A/B
+//! between them, and knob sweeps that always restore.
+//!
+//! A workload runs as two netceil processes: `netceil recv` in the receiving namespace (b) and
+//! the sender (`run`, `sweep` or `search`, with `--to` the receiver's lab address) in the
+//! sending namespace (a). The sender's run is the record: it samples the host's CPU, softirq
+//! and context switches (not namespaced) and its own namespace, and gets the receiver's kernel
+//! counters back in its end-of-flow reports. This process adds every lab interface's packet
+//! counters (both ends and the middle), read by threads parked in each namespace, as
+//! `lab_*{netns,iface}` series, and the lab, its path and the knobs set as labels.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use netceil_lab::journal::{Change, Journal, Session};
+use netceil_lab::knob::{self, Knob};
+use netceil_lab::nsdev::NsReader;
+use netceil_lab::topo::{self, LabSpec, Topology};
+use netceil_model::{MetricId, Run, Unit};
+use serde_json::json;
+
+use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
+use crate::Failure;
+
+/// The port the receiver listens on inside the lab (the lab's namespaces hold nothing else).
+const PORT: u16 = 5201;
+
+/// How long the receiver may live: longer than any bounded workload; it is stopped by its PID
+/// as soon as the sender ends.
+const RECV_LIMIT: &str = "6h";
+
+fn lab_failure(e: netceil_lab::LabError) -> Failure {
+    if e.is_usage() {
+        Failure::usage(e)
+    } else {
+        Failure::from(e)
+    }
+}
+
+/// The journal beside the store.
+pub fn journal() -> Result<Journal, Failure> {
+    let store = netceil_store::default_path().map_err(Failure::from)?;
+    Ok(Journal::beside(&store))
+}
+
+/// Warns, at any netceil start, about changes a killed netceil left behind.
+pub fn warn_if_stale() {
+    let Ok(j) = journal() else { return };
+    if !j.path().exists() {
+        return;
+    }
+    match j.stale() {
+        Ok(stale) if !stale.is_empty() => {
+            eprintln!(
+                "netceil: warning: a netceil that was killed left {} change(s) in place ({}); `netceil lab down --all` reverts them",
+                stale.len(),
+                stale
+                    .iter()
+                    .map(|p| p.change.describe())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("netceil: warning: {e}"),
+    }
+}
+
+fn need_root() -> Result<(), Failure> {
+    if nix::unistd::geteuid().is_root() {
+        Ok(())
+    } else {
+        Err(Failure::from(anyhow!(
+            "the lab creates network namespaces, which needs root (or CAP_SYS_ADMIN and CAP_NET_ADMIN); run it with sudo"
+        )))
+    }
+}
+
+pub fn run(args: LabArgs) -> Result<u8, Failure> {
+    match args.command {
+        LabCommand::Up(a) => {
+            need_root()?;
+            let t = Topology::parse(&a.topology).map_err(lab_failure)?;
+            let name = a.name.unwrap_or_else(|| t.name().to_string());
+            let spec = LabSpec::new(&name, t, a.mtu).map_err(lab_failure)?;
+            let j = journal()?;
+            topo::up_persistent(&j, &spec).map_err(lab_failure)?;
+            println!(
+                "lab {name} is up: {} ({}), MTU {}",
+                t.name(),
+                t.path(),
+                spec.mtu
+            );
+            print_spec(&spec);
+            println!(
+                "run across it: netceil lab run --name {name} -- run udp --size 64 --duration 10\ntake it down: netceil lab down {name}"
+            );
+            Ok(0)
+        }
+        LabCommand::Down(a) => {
+            need_root()?;
+            let j = journal()?;
+            let r = if a.all {
+                let r = j.recover(|_| true).map_err(lab_failure)?;
+                let mut r = r;
+                for ns in topo::orphan_namespaces(&j).map_err(lab_failure)? {
+                    match netceil_lab::exec::run("ip", &["netns", "del", &ns]) {
+                        Ok(_) => r
+                            .reverted
+                            .push(format!("network namespace {ns} (not in the journal)")),
+                        Err(e) => r.failed.push(e.to_string()),
+                    }
+                }
+                r
+            } else {
+                let name = a.name.ok_or_else(|| {
+                    Failure::usage(anyhow!("lab down: give a lab's name, or --all"))
+                })?;
+                topo::down(&j, &name).map_err(lab_failure)?
+            };
+            for x in &r.reverted {
+                println!("reverted: {x}");
+            }
+            if r.reverted.is_empty() && r.failed.is_empty() {
+                println!("nothing to revert");
+            }
+            for x in &r.failed {
+                eprintln!("netceil: could not revert {x}");
+            }
+            Ok(if r.failed.is_empty() { 0 } else { 1 })
+        }
+        LabCommand::List => {
+            let j = journal()?;
+            let labs = topo::persistent_labs(&j).map_err(lab_failure)?;
+            if labs.is_empty() {
+                println!("no lab is up");
+            }
+            for l in &labs {
+                println!(
+                    "{}  {}  MTU {}  {}",
+                    l.name,
+                    l.topology.name(),
+                    l.mtu,
+                    if l.is_up() {
+                        "up"
+                    } else {
+                        "namespaces gone (netceil lab down to forget it)"
+                    }
+                );
+            }
+            let stale = j.stale().map_err(lab_failure)?;
+            if !stale.is_empty() {
+                println!(
+                    "left by a killed netceil: {}; `netceil lab down --all` reverts them",
+                    stale
+                        .iter()
+                        .map(|p| p.change.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
+            if nix::unistd::geteuid().is_root() {
+                let orphans = topo::orphan_namespaces(&j).map_err(lab_failure)?;
+                if !orphans.is_empty() {
+                    println!(
+                        "netceil namespaces no journal here accounts for: {}",
+                        orphans.join(", ")
+                    );
+                }
+            }
+            Ok(0)
+        }
+        LabCommand::Run(a) => lab_run(a),
+        LabCommand::Compare(a) => lab_compare(a),
+    }
+}
+
+fn print_spec(spec: &LabSpec) {
+    println!(
+        "  sender    {} {} {}\n  receiver  {} {} {}",
+        spec.ns_a, spec.iface_a, spec.addr_a, spec.ns_b, spec.iface_b, spec.addr_b
+    );
+    if let Some(m) = &spec.ns_m {
+        println!("  middle    {m} {}", spec.middle_ifaces.join(" "));
+    }
+}
+
+/// A workload for the lab, checked by netceil's own parser before anything is built.
+struct Workload {
+    args: Vec<String>,
+    sample_interval: Duration,
+    /// The far end's receive buffer, when the workload asks for one.
+    rcvbuf: Option<(usize, bool)>,
+    /// UDP frame size, for the packet-ceiling arithmetic.
+    frame_bytes: Option<usize>,
+}
+
+fn workload(args: &[String]) -> Result<Workload, Failure> {
+    if args.is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "give the workload after --, e.g. `-- run udp --size 64 --duration 10`"
+        )));
+    }
+    for owned in ["--to", "--json", "--no-store", "--ipv6"] {
+        if args
+            .iter()
+            .any(|a| a == owned || a.starts_with(&format!("{owned}=")))
+        {
+            return Err(Failure::usage(anyhow!(
+                "{owned} in the workload: the lab sets the target and the output itself (give --json and --no-store to `lab` instead; IPv6 is off inside the lab)"
+            )));
+        }
+    }
+    let argv = std::iter::once("netceil".to_string()).chain(args.iter().cloned());
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv).map_err(|e| {
+        Failure::usage(anyhow!(
+            "the workload `{}`: {}",
+            args.join(" "),
+            e.to_string().trim()
+        ))
+    })?;
+    use crate::cli::Command as C;
+    let (common, rcvbuf, frame) = match &cli.command {
+        C::Run(r) => {
+            let (rcvbuf, frame) = match &r.workload {
+                Some(crate::cli::Workload::Udp(u)) => (
+                    u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
+                    crate::cmd_run::udp_payload(u, false, 64)
+                        .ok()
+                        .map(|p| netceil_model::udp_payload_to_frame(p, false)),
+                ),
+                _ => (None, None),
+            };
+            (r.common.clone(), rcvbuf, frame)
+        }
+        C::Sweep(s) => (
+            s.common.clone(),
+            match &s.workload {
+                crate::cli::SweepWorkload::Udp(u) => u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
+                _ => None,
+            },
+            None,
+        ),
+        C::Search(s) => {
+            let crate::cli::SearchWorkload::Udp(u) = &s.workload;
+            (
+                s.common.clone(),
+                u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
+                None,
+            )
+        }
+        _ => {
+            return Err(Failure::usage(anyhow!(
+                "the workload must be `run …`, `sweep …` or `search …`"
+            )))
+        }
+    };
+    Ok(Workload {
+        args: args.to_vec(),
+        sample_interval: common.sample_interval,
+        rcvbuf,
+        frame_bytes: frame,
+    })
+}
+
+/// Every lab interface's counters over time, read from this process.
+struct NsSampler {
+    readers: Vec<NsReader>,
+    /// (unix time, netns, iface, counters)
+    samples: Vec<(f64, String, netceil_lab::nsdev::NetDevRow)>,
+}
+
+impl NsSampler {
+    fn start(spec: &LabSpec) -> Result<NsSampler, Failure> {
+        let readers = spec
+            .namespaces()
+            .iter()
+            .map(|ns| NsReader::start(ns))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(lab_failure)?;
+        Ok(NsSampler {
+            readers,
+            samples: Vec::new(),
+        })
+    }
+
+    fn sample(&mut self, spec: &LabSpec) {
+        let now = crate::cmd_run::now_unix_s();
+        for r in &self.readers {
+            let Ok(nd) = r.read() else { continue };
+            for row in nd.ifaces {
+                let ours = spec
+                    .interfaces()
+                    .iter()
+                    .any(|(ns, i)| *ns == r.netns && *i == row.iface);
+                if ours {
+                    self.samples.push((now, r.netns.clone(), row));
+                }
+            }
+        }
+    }
+
+    /// Rates per interface into the run's rows (by time), and totals per interface.
+    fn merge_into(&self, run: &mut Run) -> Vec<serde_json::Value> {
+        let start = run.meta.started_unix_s;
+        let mut keys: Vec<(String, String)> = self
+            .samples
+            .iter()
+            .map(|(_, ns, r)| (ns.clone(), r.iface.clone()))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut totals = Vec::new();
+        for (ns, iface) in keys {
+            let rows: Vec<_> = self
+                .samples
+                .iter()
+                .filter(|(_, n, r)| *n == ns && r.iface == iface)
+                .collect();
+            for w in rows.windows(2) {
+                let (t0, _, a) = w[0];
+                let (t1, _, b) = w[1];
+                let dt = t1 - t0;
+                if dt <= 0.0 {
+                    continue;
+                }
+                let t = t1 - start;
+                let Some(row) = nearest_row(&run.series.t_s, t, run.series.interval_s) else {
+                    continue;
+                };
+                let id = |name: &str| {
+                    MetricId::new(name)
+                        .with("netns", ns.as_str())
+                        .with("iface", iface.as_str())
+                };
+                let rate = |x: u64, y: u64| y.saturating_sub(x) as f64 / dt;
+                run.series.set_at(
+                    row,
+                    &id("lab_rx_packets_per_s"),
+                    Unit::PacketsPerSecond,
+                    rate(a.rx_packets, b.rx_packets),
+                );
+                run.series.set_at(
+                    row,
+                    &id("lab_tx_packets_per_s"),
+                    Unit::PacketsPerSecond,
+                    rate(a.tx_packets, b.tx_packets),
+                );
+                run.series.set_at(
+                    row,
+                    &id("lab_rx_bits_per_s"),
+                    Unit::BitsPerSecond,
+                    rate(a.rx_bytes, b.rx_bytes) * 8.0,
+                );
+                run.series.set_at(
+                    row,
+                    &id("lab_drops_per_s"),
+                    Unit::PerSecond,
+                    rate(a.rx_dropped + a.tx_dropped, b.rx_dropped + b.tx_dropped),
+                );
+            }
+            if let (Some((_, _, first)), Some((_, _, last))) = (rows.first(), rows.last()) {
+                totals.push(json!({
+                    "netns": ns, "iface": iface,
+                    "rx_packets": last.rx_packets.saturating_sub(first.rx_packets),
+                    "tx_packets": last.tx_packets.saturating_sub(first.tx_packets),
+                    "rx_bytes": last.rx_bytes.saturating_sub(first.rx_bytes),
+                    "rx_dropped": last.rx_dropped.saturating_sub(first.rx_dropped),
+                    "tx_dropped": last.tx_dropped.saturating_sub(first.tx_dropped),
+                }));
+            }
+        }
+        totals
+    }
+}
+
+fn nearest_row(t_s: &[f64], t: f64, interval: f64) -> Option<usize> {
+    let (i, d) = t_s
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (i, (x - t).abs()))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (d <= interval.max(0.01)).then_some(i)
+}
+
+fn self_exe() -> Result<String, Failure> {
+    Ok(std::env::current_exe()
+        .context("finding netceil's own executable")?
+        .display()
+        .to_string())
+}
+
+/// Stops a child we started, by its PID: SIGTERM, then SIGKILL after 3 s.
+fn stop_child(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A child that is stopped (by its PID) however the scope is left.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        stop_child(&mut self.0);
+    }
+}
+
+/// One workload across a lab: the receiver in b, the sender in a; the sender's run, with the
+/// lab's interface series and labels added.
+fn run_once(
+    spec: &LabSpec,
+    w: &Workload,
+    labels: &[(String, String)],
+    quiet: bool,
+) -> Result<Run, Failure> {
+    let exe = self_exe()?;
+    let target = format!("{}:{PORT}", spec.addr_b);
+    let mut recv_args = vec![
+        "netns".to_string(),
+        "exec".into(),
+        spec.ns_b.clone(),
+        exe.clone(),
+        "recv".into(),
+        "--listen".into(),
+        target.clone(),
+        "--duration".into(),
+        RECV_LIMIT.into(),
+    ];
+    if let Some((bytes, force)) = w.rcvbuf {
+        recv_args.extend(["--rcvbuf".into(), bytes.to_string()]);
+        if force {
+            recv_args.push("--rcvbuf-force".into());
+        }
+    }
+    // `ip netns exec` execs the command: the PID we hold is the receiver's own.
+    let mut recv = Reaped(
+        Command::new("ip")
+            .args(&recv_args)
+            .env(crate::DIE_WITH_PARENT, std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting netceil recv in the lab")?,
+    );
+    // Ready when it says it listens (its first line).
+    let mut first = String::new();
+    if let Some(out) = recv.0.stdout.take() {
+        let mut r = BufReader::new(out);
+        r.read_line(&mut first)
+            .context("reading the receiver's first line")?;
+        // Keep draining its lines so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in r.lines() {});
+    }
+    if !first.contains("listening") {
+        let mut err = String::new();
+        if let Some(mut e) = recv.0.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        return Err(Failure::from(anyhow!(
+            "netceil recv did not start in {}: {}",
+            spec.ns_b,
+            err.trim()
+        )));
+    }
+    let mut sampler = NsSampler::start(spec)?;
+    let mut sender_args = vec!["netns".to_string(), "exec".into(), spec.ns_a.clone(), exe];
+    sender_args.extend(w.args.iter().cloned());
+    sender_args.extend(["--to".into(), target, "--json".into()]);
+    for (k, v) in labels {
+        sender_args.extend(["--label".into(), format!("{k}={v}")]);
+    }
+    if quiet {
+        sender_args.push("-q".into());
+    }
+    let mut sender = Reaped(
+        Command::new("ip")
+            .args(&sender_args)
+            .env(crate::DIE_WITH_PARENT, std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(if quiet {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
+            .spawn()
+            .context("starting the sender in the lab")?,
+    );
+    let out = sender.0.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut o) = out {
+            let _ = std::io::Read::read_to_end(&mut o, &mut text);
+        }
+        text
+    });
+    let err = sender.0.stderr.take();
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut e) = err {
+            let _ = std::io::Read::read_to_string(&mut e, &mut text);
+        }
+        text
+    });
+    sampler.sample(spec);
+    let mut forwarded = false;
+    let status = loop {
+        if let Some(s) = sender.0.try_wait().context("waiting for the sender")? {
+            break s;
+        }
+        // Ctrl-C on a terminal reaches the sender too (same process group); a SIGINT or
+        // SIGTERM sent to this process alone is passed on, by the sender's PID. Either way it
+        // stops by itself and prints what it measured.
+        if crate::stop_flag().load(Ordering::SeqCst) && !forwarded {
+            forwarded = true;
+            if let Ok(pid) = i32::try_from(sender.0.id()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::SIGINT,
+                );
+            }
+        }
+        let step = w.sample_interval.min(Duration::from_millis(200));
+        let next = Instant::now() + w.sample_interval;
+        while Instant::now() < next {
+            if let Ok(Some(_)) = sender.0.try_wait() {
+                break;
+            }
+            std::thread::sleep(step);
+        }
+        sampler.sample(spec);
+    };
+    sampler.sample(spec);
+    drop(recv);
+    let stdout = reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    if stdout.is_empty() {
+        return Err(Failure {
+            code: u8::try_from(status.code().unwrap_or(1)).unwrap_or(1),
+            error: anyhow!(
+                "the workload failed in {} ({status}): {}",
+                spec.ns_a,
+                stderr.trim()
+            ),
+        });
+    }
+    let mut run: Run = serde_json::from_slice(&stdout).context("reading the sender's JSON run")?;
+    let totals = sampler.merge_into(&mut run);
+    let lab = json!({
+        "name": spec.name, "topology": spec.topology.name(), "path": spec.topology.path(),
+        "mtu": spec.mtu, "sender_netns": spec.ns_a, "receiver_netns": spec.ns_b,
+        "middle_netns": spec.ns_m, "interfaces": totals,
+        "knobs": labels.iter().filter_map(|(k, v)| k.strip_prefix("knob.").map(|k| (k.to_string(), json!(v)))).collect::<serde_json::Map<_, _>>(),
+    });
+    if let Some(w) = run.workload.as_mut() {
+        w.params.insert("lab".into(), lab);
+    }
+    run.notes.push(format!(
+        "lab {} ({}: {}): the sender ran in {}, netceil recv in {}; lab_*{{netns,iface}} series are every lab interface's counters",
+        spec.name,
+        spec.topology.name(),
+        spec.topology.path(),
+        spec.ns_a,
+        spec.ns_b
+    ));
+    Ok(run)
+}
+
+/// Replaces the sender's stored run with the one carrying the lab's series.
+fn restore_run(run: &Run, no_store: bool) -> Option<String> {
+    if no_store {
+        return None;
+    }
+    let store = crate::observe::open_store(false)?;
+    let _ = store.delete(&run.run_id);
+    match store.put_run(run) {
+        Ok(()) => Some(run.run_id.clone()),
+        Err(e) => {
+            eprintln!("netceil: storing the lab run: {e}");
+            None
+        }
+    }
+}
+
+/// One knob combination: (knob index, value) per knob.
+type KnobStep = Vec<(usize, String)>;
+
+/// The knobs' value combinations, in order (the first knob varies slowest).
+fn knob_steps(knobs: &[Knob]) -> Vec<KnobStep> {
+    let mut steps: Vec<KnobStep> = vec![vec![]];
+    for (i, k) in knobs.iter().enumerate() {
+        steps = steps
+            .into_iter()
+            .flat_map(|s| {
+                k.values.iter().map(move |v| {
+                    let mut s = s.clone();
+                    s.push((i, v.clone()));
+                    s
+                })
+            })
+            .collect();
+    }
+    steps
+}
+
+/// A lab for one command: an existing one by name, or a new one torn down with the session.
+fn lab_for(
+    session: &mut Session,
+    topology: Option<&str>,
+    name: Option<&str>,
+    mtu: u32,
+    temp_name: &str,
+) -> Result<LabSpec, Failure> {
+    match (topology, name) {
+        (None, Some(n)) => {
+            let j = session.journal().clone();
+            topo::persistent_labs(&j)
+                .map_err(lab_failure)?
+                .into_iter()
+                .find(|l| l.name == n && l.is_up())
+                .ok_or_else(|| {
+                    Failure::usage(anyhow!(
+                        "no lab '{n}' is up (`netceil lab up TOPO --name {n}` makes one)"
+                    ))
+                })
+        }
+        (Some(t), name) => {
+            let t = Topology::parse(t).map_err(lab_failure)?;
+            let spec = LabSpec::new(name.unwrap_or(temp_name), t, mtu).map_err(lab_failure)?;
+            topo::up(session, &spec).map_err(lab_failure)?;
+            Ok(spec)
+        }
+        (None, None) => Err(Failure::usage(anyhow!(
+            "give a topology ({}) or --name of a lab that is up",
+            Topology::ALL.map(Topology::name).join(", ")
+        ))),
+    }
+}
+
+/// The figures a knob step or a topology is judged by.
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    pps: f64,
+    bits_per_s: f64,
+    loss: f64,
+    cs_per_s: Option<f64>,
+    intr_per_s: Option<f64>,
+    cpu_ns_per_packet: Option<f64>,
+    rx_packets: u64,
+}
+
+fn series_mean(run: &Run, name: &str) -> Option<f64> {
+    let m = run.series.total(name)?;
+    let v: Vec<f64> = m.values.iter().flatten().copied().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn figures(run: &Run) -> Figures {
+    let r = run
+        .results
+        .as_ref()
+        .or_else(|| run.parts.iter().find_map(|p| p.results.as_ref()));
+    let mut f = Figures::default();
+    if let Some(r) = r {
+        f.pps = r.rx_app_pps;
+        f.bits_per_s = r.rx_app_bits_per_s;
+        let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+        f.loss = if sent > 0 {
+            r.lost_packets as f64 / sent as f64
+        } else {
+            0.0
+        };
+        f.rx_packets = r.rx_app_packets;
+    }
+    f.cs_per_s = series_mean(run, "cs_per_s");
+    f.intr_per_s = series_mean(run, "intr_per_s");
+    // Packets the receiving interface took in, from the lab's own counters.
+    let lab = run.workload.as_ref().and_then(|w| w.params.get("lab"));
+    let rx_iface = lab.and_then(|l| {
+        let ns = l.get("receiver_netns")?.as_str()?;
+        l.get("interfaces")?.as_array()?.iter().find_map(|i| {
+            (i.get("netns")?.as_str()? == ns).then(|| i.get("rx_packets")?.as_u64())?
+        })
+    });
+    let busy = series_mean(run, "cpu_busy_pct");
+    let cpus = run.meta.host.cpus.map(f64::from);
+    let duration = run.series.t_s.last().copied();
+    if let (Some(p), Some(b), Some(c), Some(d)) = (rx_iface, busy, cpus, duration) {
+        if p > 0 {
+            f.cpu_ns_per_packet = Some(b / 100.0 * c * d * 1e9 / p as f64);
+        }
+    }
+    if f.pps == 0.0 {
+        if let (Some(p), Some(d)) = (rx_iface, duration) {
+            f.pps = p as f64 / d.max(1e-9);
+        }
+    }
+    f
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn verdict_of(run: &Run) -> String {
+    run.findings
+        .first()
+        .map(|f| format!("{}: {}", f.cause, f.summary))
+        .unwrap_or_else(|| "no finding".into())
+}
+
+fn lab_run(a: LabRunArgs) -> Result<u8, Failure> {
+    need_root()?;
+    let w = workload(&a.workload)?;
+    let knobs = a
+        .knob
+        .iter()
+        .map(|k| knob::parse(k, a.allow_any_knob))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(lab_failure)?;
+    if a.repeat == 0 {
+        return Err(Failure::usage(anyhow!("--repeat: at least 1")));
+    }
+    let j = journal()?;
+    let mut session = Session::new(j);
+    let temp = format!("r{}", std::process::id());
+    let spec = lab_for(
+        &mut session,
+        a.topology.as_deref(),
+        a.name.as_deref(),
+        a.mtu,
+        &temp,
+    )?;
+    if !a.quiet {
+        eprintln!(
+            "lab {}: {} ({}), MTU {}",
+            spec.name,
+            spec.topology.name(),
+            spec.topology.path(),
+            spec.mtu
+        );
+    }
+    let steps = knob_steps(&knobs);
+    let mut results: Vec<(KnobStep, Vec<Run>)> = Vec::new();
+    let mut interrupted = false;
+    let outcome = (|| -> Result<(), Failure> {
+        for step in &steps {
+            // Back to the original values, then this step's.
+            session.revert(|c| matches!(c, Change::File { .. } | Change::Coalesce { .. }));
+            let mut labels = vec![
+                ("lab.topology".to_string(), spec.topology.name().to_string()),
+                ("lab.name".to_string(), spec.name.clone()),
+            ];
+            for (i, v) in step {
+                let done = knob::apply(&mut session, &spec, &knobs[*i], v).map_err(lab_failure)?;
+                if !a.quiet {
+                    for d in done {
+                        eprintln!("  knob: {d}");
+                    }
+                }
+                labels.push((format!("knob.{}", knobs[*i].key), v.clone()));
+            }
+            let mut runs = Vec::new();
+            for _ in 0..a.repeat {
+                if crate::stop_flag().load(Ordering::SeqCst) {
+                    interrupted = true;
+                    break;
+                }
+                let mut run = run_once(&spec, &w, &labels, a.quiet)?;
+                restore_run(&run, a.no_store);
+                interrupted |= crate::stop_flag().load(Ordering::SeqCst);
+                run.meta.labels.extend(labels.iter().cloned());
+                runs.push(run);
+            }
+            results.push((step.clone(), runs));
+            if interrupted {
+                break;
+            }
+        }
+        Ok(())
+    })();
+    // Every knob back and the lab down (unless it was an existing one), before any output.
+    let problems = session.close();
+    for p in &problems {
+        eprintln!("netceil: {p}");
+    }
+    outcome?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let doc = json!({
+            "lab": { "name": spec.name, "topology": spec.topology.name(), "mtu": spec.mtu },
+            "steps": results.iter().map(|(step, runs)| json!({
+                "knobs": step.iter().map(|(i, v)| (knobs[*i].key.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                "runs": runs,
+            })).collect::<Vec<_>>(),
+            "restored": problems.is_empty(),
+        });
+        serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+    } else if knobs.is_empty() {
+        for (_, runs) in &results {
+            for run in runs {
+                write!(out, "{}", crate::summary::render(run)).context("writing to stdout")?;
+                write!(out, "{}", crate::summary::verdict(run)).context("writing to stdout")?;
+                writeln!(out, "stored as {}", run.run_id).context("writing to stdout")?;
+            }
+        }
+    } else {
+        write!(out, "{}", knob_table(&knobs, &results)).context("writing to stdout")?;
+    }
+    if !problems.is_empty() {
+        return Ok(1);
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+/// How throughput, cs/s and in/s moved with each knob value, and which value won.
+fn knob_table(knobs: &[Knob], results: &[(KnobStep, Vec<Run>)]) -> String {
+    let mut s = String::new();
+    let keys: Vec<&str> = knobs.iter().map(|k| k.key.as_str()).collect();
+    s.push_str(&format!(
+        "{:<32} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}  verdict\n",
+        keys.join(" "),
+        "pkt/s",
+        "Gbit/s",
+        "loss %",
+        "cs/s",
+        "in/s",
+        "CPU ns/pkt"
+    ));
+    let mut by_step: Vec<(String, Vec<f64>)> = Vec::new();
+    for (step, runs) in results {
+        let name = step
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let fs: Vec<Figures> = runs.iter().map(figures).collect();
+        let med = |f: &dyn Fn(&Figures) -> Option<f64>| median(fs.iter().filter_map(f).collect());
+        let show = |x: Option<f64>, scale: f64, prec: usize| {
+            x.map_or_else(|| "-".into(), |v| format!("{:.*}", prec, v / scale))
+        };
+        s.push_str(&format!(
+            "{:<32} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}  {}\n",
+            name,
+            show(med(&|f| Some(f.pps)), 1.0, 0),
+            show(med(&|f| Some(f.bits_per_s)), 1e9, 3),
+            show(med(&|f| Some(f.loss * 100.0)), 1.0, 3),
+            show(med(&|f| f.cs_per_s), 1.0, 0),
+            show(med(&|f| f.intr_per_s), 1.0, 0),
+            show(med(&|f| f.cpu_ns_per_packet), 1.0, 0),
+            runs.first()
+                .and_then(|r| r.findings.first())
+                .map_or("-", |f| f.cause.as_str())
+        ));
+        by_step.push((name, fs.iter().map(|f| f.pps).collect()));
+    }
+    // The winner by median packet rate, against the runner-up with Welch's test.
+    let mut ranked: Vec<&(String, Vec<f64>)> = by_step.iter().collect();
+    ranked.sort_by(|a, b| {
+        median(b.1.clone())
+            .unwrap_or(0.0)
+            .total_cmp(&median(a.1.clone()).unwrap_or(0.0))
+    });
+    if let [best, next, ..] = ranked.as_slice() {
+        let conf = match netceil_report::welch_t_test(&next.1, &best.1, 0.95) {
+            Ok(t) => format!(
+                "{:+.1} % over {} (p = {:.3}{})",
+                t.difference / t.mean_a.max(1e-9) * 100.0,
+                next.0,
+                t.p_value,
+                if t.p_value < 0.05 {
+                    ", significant"
+                } else {
+                    ", not significant: repeat with more --repeat"
+                }
+            ),
+            Err(e) => format!("no confidence: {e}; give --repeat 3 or more"),
+        };
+        s.push_str(&format!("best packet rate: {} ({conf})\n", best.0));
+    }
+    s.push_str("each value was set, measured, and the original restored afterwards\n");
+    s
+}
+
+/// One topology's figures over the repeats.
+struct TopoResult {
+    spec: LabSpec,
+    runs: Vec<Run>,
+    ceiling_pps: Option<f64>,
+}
+
+fn lab_compare(a: LabCompareArgs) -> Result<u8, Failure> {
+    need_root()?;
+    let w = workload(&a.workload)?;
+    let topologies = a
+        .topologies
+        .iter()
+        .map(|t| Topology::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(lab_failure)?;
+    if topologies.len() < 2 {
+        return Err(Failure::usage(anyhow!(
+            "--topologies: at least two to compare, e.g. direct,bridge,routed"
+        )));
+    }
+    if a.repeat == 0 {
+        return Err(Failure::usage(anyhow!("--repeat: at least 1")));
+    }
+    let j = journal()?;
+    let mut session = Session::new(j);
+    let pid = std::process::id();
+    let mut labs = Vec::new();
+    for (i, t) in topologies.iter().enumerate() {
+        labs.push(lab_for(
+            &mut session,
+            Some(t.name()),
+            Some(&format!("c{pid}-{i}")),
+            a.mtu,
+            "",
+        )?);
+    }
+    let mut results: Vec<TopoResult> = labs
+        .into_iter()
+        .map(|spec| TopoResult {
+            spec,
+            runs: Vec::new(),
+            ceiling_pps: None,
+        })
+        .collect();
+    let mut interrupted = false;
+    let outcome = (|| -> Result<(), Failure> {
+        for r in 0..a.repeat {
+            // Alternate the order round by round, so that drift falls on every topology alike.
+            let order: Vec<usize> = if r % 2 == 0 {
+                (0..results.len()).collect()
+            } else {
+                (0..results.len()).rev().collect()
+            };
+            for i in order {
+                if crate::stop_flag().load(Ordering::SeqCst) {
+                    interrupted = true;
+                    return Ok(());
+                }
+                let t = &mut results[i];
+                if !a.quiet {
+                    eprintln!(
+                        "round {} of {}: {}",
+                        r + 1,
+                        a.repeat,
+                        t.spec.topology.name()
+                    );
+                }
+                let labels = vec![
+                    (
+                        "lab.topology".to_string(),
+                        t.spec.topology.name().to_string(),
+                    ),
+                    ("lab.compare".to_string(), format!("c{pid}")),
+                ];
+                let run = run_once(&t.spec, &w, &labels, true)?;
+                restore_run(&run, a.no_store);
+                t.runs.push(run);
+                if crate::stop_flag().load(Ordering::SeqCst) {
+                    interrupted = true;
+                    return Ok(());
+                }
+            }
+        }
+        // The packet ceiling of each path: 64-byte frames flat out, unless the workload is that.
+        if !a.no_packet_ceiling {
+            let small = Workload {
+                args: [
+                    "run",
+                    "udp",
+                    "--frame-size",
+                    "64",
+                    "--duration",
+                    "3",
+                    "--flows",
+                    "2",
+                ]
+                .map(String::from)
+                .to_vec(),
+                sample_interval: Duration::from_secs(1),
+                rcvbuf: None,
+                frame_bytes: Some(64),
+            };
+            for t in results.iter_mut() {
+                if crate::stop_flag().load(Ordering::SeqCst) {
+                    interrupted = true;
+                    return Ok(());
+                }
+                if w.frame_bytes == Some(64) {
+                    t.ceiling_pps = median(t.runs.iter().map(|r| figures(r).pps).collect());
+                    continue;
+                }
+                let labels = vec![(
+                    "lab.topology".to_string(),
+                    t.spec.topology.name().to_string(),
+                )];
+                let run = run_once(&t.spec, &small, &labels, true)?;
+                t.ceiling_pps = Some(figures(&run).pps);
+            }
+        }
+        Ok(())
+    })();
+    let problems = session.close();
+    for p in &problems {
+        eprintln!("netceil: {p}");
+    }
+    outcome?;
+    let report = compare_report(&results, w.frame_bytes, a.mtu);
+    if let Some(path) = &a.html {
+        let runs: Vec<Run> = results
+            .iter()
+            .filter_map(|t| median_run(&t.runs).cloned())
+            .collect();
+        std::fs::write(path, netceil_report::html_report(&runs))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &report.json).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+    } else {
+        write!(out, "{}", report.text).context("writing to stdout")?;
+        if let Some(path) = &a.html {
+            writeln!(out, "report: {}", path.display()).context("writing to stdout")?;
+        }
+    }
+    if !problems.is_empty() {
+        return Ok(1);
+    }
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+/// The run whose packet rate is the median of its topology's repeats.
+fn median_run(runs: &[Run]) -> Option<&Run> {
+    let mut v: Vec<(f64, &Run)> = runs.iter().map(|r| (figures(r).pps, r)).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v.get(v.len().saturating_sub(1) / 2).map(|x| x.1)
+}
+
+struct CompareReport {
+    text: String,
+    json: serde_json::Value,
+}
+
+fn compare_report(results: &[TopoResult], udp_frame: Option<usize>, mtu: u32) -> CompareReport {
+    let frame = udp_frame.unwrap_or(mtu as usize + 18);
+    let base = results
+        .iter()
+        .position(|t| t.spec.topology == Topology::Direct)
+        .unwrap_or(0);
+    let base_name = results[base].spec.topology.name();
+    let mut text = format!(
+        "{:<10} {:>12} {:>12} {:>8} {:>11} {:>26}  verdict (median run)\n",
+        "topology",
+        "pkt/s",
+        "payload Gb/s",
+        "loss %",
+        "CPU ns/pkt",
+        format!("added vs {base_name} ns/pkt"),
+    );
+    let mut rows = Vec::new();
+    for t in results {
+        let fs: Vec<Figures> = t.runs.iter().map(figures).collect();
+        let pps = median(fs.iter().map(|f| f.pps).collect());
+        let gbit = median(fs.iter().map(|f| f.bits_per_s / 1e9).collect());
+        let loss = median(fs.iter().map(|f| f.loss * 100.0).collect());
+        let cost = median(fs.iter().filter_map(|f| f.cpu_ns_per_packet).collect());
+        // The extra cost per packet, paired by round: each round's run against the base's.
+        let deltas: Vec<f64> = t
+            .runs
+            .iter()
+            .zip(&results[base].runs)
+            .filter_map(|(x, b)| {
+                Some(figures(x).cpu_ns_per_packet? - figures(b).cpu_ns_per_packet?)
+            })
+            .collect();
+        let added = median(deltas.clone());
+        let spread = (
+            deltas.iter().copied().fold(f64::INFINITY, f64::min),
+            deltas.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        let verdict = median_run(&t.runs).map(verdict_of).unwrap_or_default();
+        let show =
+            |x: Option<f64>, prec: usize| x.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"));
+        let added_text = match added {
+            _ if std::ptr::eq(t, &results[base]) => "-".to_string(),
+            Some(d) if deltas.len() > 1 => format!("{d:+.0} ({:+.0}..{:+.0})", spread.0, spread.1),
+            Some(d) => format!("{d:+.0}"),
+            None => "-".into(),
+        };
+        text.push_str(&format!(
+            "{:<10} {:>12} {:>12} {:>8} {:>11} {:>26}  {}\n",
+            t.spec.topology.name(),
+            show(pps, 0),
+            show(gbit, 3),
+            show(loss, 3),
+            show(cost, 0),
+            added_text,
+            verdict
+        ));
+        rows.push(json!({
+            "topology": t.spec.topology.name(), "path": t.spec.topology.path(),
+            "repeats": t.runs.len(), "pps": pps, "bits_per_s": gbit.map(|g| g * 1e9),
+            "loss_pct": loss, "cpu_ns_per_packet": cost,
+            "added_ns_per_packet": if std::ptr::eq(t, &results[base]) { None } else { added },
+            "added_spread": (deltas.len() > 1).then_some([spread.0, spread.1]),
+            "packet_ceiling_pps": t.ceiling_pps, "verdict": verdict,
+            "runs": t.runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(),
+        }));
+    }
+    text.push_str(&format!(
+        "medians over {} repeat(s), topologies alternated round by round; CPU ns/pkt = host CPU busy time / packets the receiving interface took in; the added cost is paired by round against {base_name}, with its range\n",
+        results.first().map_or(0, |t| t.runs.len())
+    ));
+    // The §2 arithmetic: the packet ceiling times the frame size against the bit rate reached.
+    let mut arithmetic = Vec::new();
+    for t in results {
+        let Some(ceiling) = t.ceiling_pps else {
+            continue;
+        };
+        // On the wire's terms: frames for UDP (packets × frame size), the payload rate for a
+        // stream (whose segments the stack sizes itself).
+        let reached = median(
+            t.runs
+                .iter()
+                .map(|r| {
+                    let f = figures(r);
+                    if udp_frame.is_some() {
+                        f.pps * frame as f64 * 8.0
+                    } else {
+                        f.bits_per_s
+                    }
+                })
+                .collect(),
+        )
+        .unwrap_or(0.0);
+        let allowed = ceiling * frame as f64 * 8.0;
+        let binds = if reached > allowed * 1.05 {
+            "more than the packet ceiling allows at this frame size: the stack carried aggregated packets (GSO/GRO), so the per-packet ceiling does not bind"
+        } else if reached >= allowed * 0.8 {
+            "the packet rate binds"
+        } else {
+            "something other than the packet rate binds first (per-byte work, the receiver, a lock)"
+        };
+        let line = format!(
+            "{}: packet ceiling {:.0} pkt/s × {frame} B = {:.3} Gbit/s; reached {:.3} Gbit/s: {binds}",
+            t.spec.topology.name(),
+            ceiling,
+            allowed / 1e9,
+            reached / 1e9
+        );
+        text.push_str(&line);
+        text.push('\n');
+        arithmetic.push(json!({
+            "topology": t.spec.topology.name(), "packet_ceiling_pps": ceiling, "frame_bytes": frame,
+            "allowed_bits_per_s": allowed, "reached_bits_per_s": reached, "binds": binds,
+        }));
+    }
+    CompareReport {
+        text,
+        json: json!({ "topologies": rows, "arithmetic": arithmetic, "base": base_name }),
+    }
+}
