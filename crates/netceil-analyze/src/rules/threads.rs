@@ -269,7 +269,11 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
                 fmt::pct(l * 100.0)
             )
         }
-        (Role::Sender, Some(l)) if l < LOSS_MATTERS => ", with nothing lost".into(),
+        (Role::Sender, Some(l)) if l <= 0.0 => ", with nothing lost".into(),
+        (Role::Sender, Some(l)) if l < LOSS_MATTERS => format!(
+            ", with {} of the packets lost (too few to be the ceiling)",
+            fmt::pct(l * 100.0)
+        ),
         (Role::Sender, Some(l)) => format!(
             ", with {} of the packets lost at the receiving side's buffers (a loss on top of this ceiling: the receiver was not saturated)",
             fmt::pct(l * 100.0)
