@@ -2,7 +2,8 @@
 # Runs netceil's whole test suite. Installs the system tools some tests drive when they are
 # missing and we are root: gcc (the bundled SQLite), iproute2, util-linux's taskset (a test
 # pins netceil to one core), chromium (the HTML report is loaded in a real browser), and
-# nftables and ethtool (the lab's topologies and knobs).
+# nftables and ethtool (the lab's topologies and knobs), and bpftool (the probe tests check
+# that no program or map of netceil's is left loaded).
 # Without root, tests that need a missing tool skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 command -v ethtool >/dev/null 2>&1 || missing+=(ethtool)
+command -v bpftool >/dev/null 2>&1 || missing+=(bpftool)
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi

@@ -101,8 +101,11 @@ pub mod cause {
     pub const THREAD_SATURATED: &str = "thread_saturated";
     /// Processes outside the workload took the CPU the network work needed.
     pub const CPU_CONTENTION: &str = "cpu_contention";
-    /// Since boot, the receive softirq often ran out of budget with work left (time_squeeze).
+    /// The receive softirq ran out of budget with work left: since boot (time_squeeze), or live
+    /// (NAPI polls that used their whole budget, from the napi probe).
     pub const NAPI_BUDGET: &str = "napi_budget";
+    /// A CPU was full of network softirq work, timed exactly by the softirq probe.
+    pub const SOFTIRQ_BOUND: &str = "softirq_bound";
     /// Since boot, receive work ran nearly all on one CPU.
     pub const RX_SKEW: &str = "rx_skew";
     /// A shaper or policer (a rate-limiting qdisc) held the traffic at its rate.

@@ -38,6 +38,7 @@ pub const PRECEDENCE: &[&str] = &[
     cause::GENERATOR_LIMITED,
     cause::BUFFER_DROPS,
     cause::NAPI_BUDGET,
+    cause::SOFTIRQ_BOUND,
     cause::RECEIVER_SATURATED,
     cause::SENDER_SATURATED,
     cause::THREAD_SATURATED,
@@ -106,6 +107,11 @@ pub const EXPLAINS: &[(&str, &[&str])] = &[
         ],
     ),
     (cause::BUFFER_DROPS, &[cause::SATURATION]),
+    (
+        cause::SOFTIRQ_BOUND,
+        &[cause::HOT_CPU, cause::CPU_BOUND, cause::SATURATION],
+    ),
+    (cause::NAPI_BUDGET, &[cause::HOT_CPU, cause::SATURATION]),
 ];
 
 /// A mechanism must be at least this sure of itself to be put before what it explains.

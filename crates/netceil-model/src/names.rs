@@ -42,6 +42,8 @@ pub const LABEL_ROLE: &str = "role";
 pub const LABEL_KIND: &str = "kind";
 /// Label key: a named network namespace (`netns=lab-a`); absent for the recorder's own.
 pub const LABEL_NETNS: &str = "netns";
+/// Label key: a softirq vector (`vec=net_rx`), as /proc/softirqs names them, lower case.
+pub const LABEL_VEC: &str = "vec";
 
 macro_rules! metric_names {
     ($( $(#[doc = $doc:expr])* $ident:ident = $name:literal, $unit:ident; )*) => {
@@ -237,6 +239,37 @@ metric_names! {
     THREAD_SYSCALLS_PER_S = "thread_syscalls_per_s", PerSecond;
     /// Bytes per second through those calls (rchar + wchar), sockets included. Labels: `pid`, `tid`, `comm`.
     THREAD_IO_BYTES_PER_S = "thread_io_bytes_per_s", BytesPerSecond;
+
+    // eBPF probes (`--probe`): exact kernel times from tracepoints, not tick samples.
+    /// Time in softirq handlers, measured from softirq_entry to softirq_exit, % of the CPU.
+    /// Labels: none (mean over CPUs), `cpu`, or `cpu` and `vec`.
+    SOFTIRQ_EXACT_PCT = "softirq_exact_pct", Percent;
+    /// Softirq handler runs per second. Labels: `cpu`, `vec`.
+    SOFTIRQ_RUNS_PER_S = "softirq_runs_per_s", PerSecond;
+    /// NAPI polls per second. Label: `iface` (`backlog`: the per-CPU backlog of netif_rx).
+    NAPI_POLLS_PER_S = "napi_polls_per_s", PerSecond;
+    /// Packets NAPI polls handed up per second. Label: `iface`.
+    NAPI_PPS = "napi_pps", PacketsPerSecond;
+    /// NAPI polls per second that used their whole budget (work == budget): the device had
+    /// more waiting. Label: `iface`.
+    NAPI_BUDGET_EXHAUSTED_PER_S = "napi_budget_exhausted_per_s", PerSecond;
+    /// The per-poll budget (weight) the last poll had. Label: `iface`.
+    NAPI_BUDGET = "napi_budget", Count;
+    /// Time threads spent waiting for contended kernel locks, % of wall time × CPUs.
+    LOCK_WAIT_PCT = "lock_wait_pct", Percent;
+    /// Contended kernel lock acquisitions per second.
+    LOCK_CONTENTIONS_PER_S = "lock_contentions_per_s", PerSecond;
+    /// A followed thread's time on a CPU, % of wall time (sched_switch). Labels: `pid`, `tid`, `comm`.
+    SCHED_ON_CPU_PCT = "sched_on_cpu_pct", Percent;
+    /// A followed thread's time runnable but waiting for a CPU, %. Labels: `pid`, `tid`, `comm`.
+    SCHED_RUNNABLE_WAIT_PCT = "sched_runnable_wait_pct", Percent;
+    /// A followed thread's time blocked (sleeping until woken), %. Labels: `pid`, `tid`, `comm`.
+    SCHED_BLOCKED_PCT = "sched_blocked_pct", Percent;
+    /// A followed thread's switches away because it blocked, per second. Labels: `pid`, `tid`, `comm`.
+    SCHED_VOLUNTARY_CS_PER_S = "sched_voluntary_cs_per_s", PerSecond;
+    /// A followed thread's switches away while still runnable (preempted or yielding), per
+    /// second. Labels: `pid`, `tid`, `comm`.
+    SCHED_INVOLUNTARY_CS_PER_S = "sched_involuntary_cs_per_s", PerSecond;
 
     // Who else is on the CPU: every process's CPU time, read every 2 s (as top does); only
     // the busiest few are recorded.

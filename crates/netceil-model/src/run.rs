@@ -132,6 +132,12 @@ pub struct LockStat {
     pub wait_max_s: Option<f64>,
     pub hold_total_s: Option<f64>,
     pub hold_max_s: Option<f64>,
+    /// The lock's type when known (`spinlock`, `mutex`, `rwsem:R`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A kernel stack seen at this call site, innermost frame first (eBPF probes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
 }
 
 /// Everything netceil knows about one measurement.

@@ -378,6 +378,38 @@ fn sys_softirq_chart(run: &Run, cpus: &[u32]) -> TimeChart {
     }
 }
 
+/// Softirq time per core as the softirq probe timed it (entry to exit), with /proc/stat's
+/// tick-sampled figure of the same core dashed beside it. `None` without the probe.
+fn exact_softirq_chart(run: &Run, cpus: &[u32]) -> Option<TimeChart> {
+    let s = &run.series;
+    let exact: Vec<(u32, &Metric)> = view::per_cpu(s, n::SOFTIRQ_EXACT_PCT)
+        .into_iter()
+        .filter(|(c, m)| m.id.labels.len() == 1 && cpus.contains(c))
+        .collect();
+    if exact.is_empty() {
+        return None;
+    }
+    let ticked = view::per_cpu(s, n::CPU_SOFTIRQ_PCT);
+    let mut lines = Vec::new();
+    for (i, (c, m)) in exact.iter().enumerate() {
+        lines.push(metric_line(s, m, format!("cpu{c} softirq (exact)"), i));
+        if let Some((_, t)) = ticked.iter().find(|(tc, _)| tc == c) {
+            let mut l = metric_line(s, t, format!("cpu{c} softirq (/proc/stat, ticks)"), i);
+            l.dashed = true;
+            lines.push(l);
+        }
+    }
+    Some(TimeChart {
+        title: "Softirq time per core, timed by the softirq probe".into(),
+        x_desc: TIME_DESC.into(),
+        left: Axis {
+            desc: axis_desc("softirq", Unit::Percent),
+            lines,
+            max: Some(100.0),
+        },
+    })
+}
+
 /// Drop and error counters worth a look; only those that were ever non-zero are drawn.
 const TROUBLE: [&str; 11] = [
     n::LOAD_LOST_PER_S,
@@ -472,6 +504,17 @@ fn write_series_charts(page: &mut String, run: &Run, hn: usize) {
         charts::time_chart(&sys_softirq_chart(run, &cpus)),
         &format!("Kernel time outside interrupts plus softirq time, per core.{omitted}"),
     );
+    if let Some(chart) = exact_softirq_chart(run, &cpus) {
+        figure(
+            page,
+            charts::time_chart(&chart),
+            &format!(
+                "Solid: every softirq handler timed from entry to exit (eBPF, irq:softirq_entry/exit). \
+                 Dashed: /proc/stat's softirq column, which on kernels without IRQ time \
+                 accounting is sampled at each timer tick.{omitted}"
+            ),
+        );
+    }
     let (trouble, watched) = trouble_chart(run);
     match charts::time_chart(&trouble) {
         Some(svg) => figure(
@@ -604,6 +647,7 @@ fn write_locks(page: &mut String, run: &Run, hn: usize) {
         .map(|l| {
             vec![
                 l.lock.name.clone(),
+                l.lock.kind.clone().unwrap_or_else(|| fmt::MISSING.into()),
                 l.lock.caller.clone().unwrap_or_else(|| fmt::MISSING.into()),
                 fmt::count(l.lock.count),
                 fmt::opt_count(l.lock.contended),
@@ -621,6 +665,7 @@ fn write_locks(page: &mut String, run: &Run, hn: usize) {
         page,
         &[
             "lock",
+            "type",
             "caller",
             "acquisitions",
             "contended",
@@ -639,6 +684,16 @@ fn write_locks(page: &mut String, run: &Run, hn: usize) {
         "<p class=\"muted\">Mean waiters = total wait ÷ run duration; share of all CPU time = \
          total wait ÷ (duration × CPUs).</p>"
     );
+    for l in locks.iter().filter(|l| !l.lock.stack.is_empty()).take(8) {
+        let _ = writeln!(
+            page,
+            "<details><summary>stack: {} from {}</summary><pre>{}</pre></details>",
+            escape(&l.lock.name),
+            escape(l.lock.caller.as_deref().unwrap_or("?")),
+            escape(&l.lock.stack.join("\n"))
+        );
+    }
+    let _ = write!(page, "");
 }
 
 fn write_finding(page: &mut String, f: &Finding) {

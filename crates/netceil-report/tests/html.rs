@@ -206,3 +206,46 @@ fn a_sweep_draws_its_curves_and_lists_its_cycles() {
     assert_eq!(count(&html, "class=\"run part\""), 0);
     assert_balanced(&html);
 }
+
+/// A run with the eBPF probes' data: the lock table carries a type and a stack, and exact
+/// softirq time per CPU gets its own chart beside /proc/stat's ticks.
+#[test]
+fn probe_data_draws_lock_stacks_and_exact_softirq() {
+    use netceil_model::{names as n, LockStat, MetricId, Unit};
+    let mut run = common::full_run();
+    run.locks.insert(
+        0,
+        LockStat {
+            name: "UDP receive queue lock (sk_receive_queue.lock) spinlock 0xffff888000001000"
+                .into(),
+            caller: Some("__udp_enqueue_schedule_skb+0x16e".into()),
+            count: 5000,
+            contended: Some(5000),
+            wait_total_s: 20.0,
+            wait_max_s: Some(0.001),
+            kind: Some("spinlock".into()),
+            stack: vec![
+                "_raw_spin_lock+0x3b".into(),
+                "__udp_enqueue_schedule_skb+0x16e".into(),
+                "udp_queue_rcv_one_skb+0x2ed".into(),
+            ],
+            ..Default::default()
+        },
+    );
+    let rows = run.series.len();
+    for cpu in ["0", "1"] {
+        let id = MetricId::new(n::SOFTIRQ_EXACT_PCT).with(n::LABEL_CPU, cpu);
+        for r in 0..rows {
+            run.series.set_at(r, &id, Unit::Percent, 40.0 + r as f64);
+        }
+    }
+    let html = html_report(&[run]);
+    assert!(html.contains("Softirq time per core, timed by the softirq probe"));
+    assert!(html.contains("cpu0 softirq (exact)"));
+    assert!(html.contains("<summary>stack: UDP receive queue lock"));
+    assert!(html.contains("udp_queue_rcv_one_skb+0x2ed"));
+    assert!(html.contains(">spinlock</td>"), "the lock's type column");
+    assert_balanced(&html);
+    // Without the probe, no such chart.
+    assert!(!html_report(&[common::full_run()]).contains("timed by the softirq probe"));
+}

@@ -220,12 +220,14 @@ impl Store {
             Option<f64>,
             Option<f64>,
             Option<f64>,
+            Option<String>,
+            Option<String>,
         );
         let rows: Vec<LockRow> = self
             .conn
             .prepare_cached(
                 "SELECT name, caller, count, contended, wait_total_s, wait_max_s, hold_total_s,
-                    hold_max_s FROM locks WHERE run_key = ?1 ORDER BY idx",
+                    hold_max_s, kind, stack FROM locks WHERE run_key = ?1 ORDER BY idx",
             )
             .and_then(|mut st| {
                 st.query_map([key], |r| {
@@ -238,6 +240,8 @@ impl Store {
                         r.get(5)?,
                         r.get(6)?,
                         r.get(7)?,
+                        r.get(8)?,
+                        r.get(9)?,
                     ))
                 })?
                 .collect()
@@ -254,6 +258,8 @@ impl Store {
                     wait_max_s,
                     hold_total_s,
                     hold_max_s,
+                    kind,
+                    stack,
                 )| {
                     let count_of = |v: i64| {
                         u64::try_from(v).map_err(|_| {
@@ -273,6 +279,10 @@ impl Store {
                         wait_max_s,
                         hold_total_s,
                         hold_max_s,
+                        kind,
+                        stack: stack
+                            .map(|s: String| s.lines().map(str::to_string).collect())
+                            .unwrap_or_default(),
                     })
                 },
             )

@@ -153,6 +153,13 @@ CREATE TABLE knees (
 ) WITHOUT ROWID;
 ",
     },
+    Migration {
+        description: "add a lock's type and a kernel stack to the lock table (eBPF probes)",
+        sql: r"
+ALTER TABLE locks ADD COLUMN kind TEXT;
+ALTER TABLE locks ADD COLUMN stack TEXT;
+",
+    },
 ];
 
 /// The schema version this build writes.

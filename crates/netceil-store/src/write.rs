@@ -223,7 +223,7 @@ impl Store {
         if !staged.rows.is_empty() {
             let mut st = tx
                 .prepare_cached(
-                    "INSERT INTO samples (run_key, row, t_s, vals) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT OR REPLACE INTO samples (run_key, row, t_s, vals) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(|e| self.fail(format!("appending rows to run '{run_id}'"), e))?;
             for (row, t_s, blob) in &staged.rows {
@@ -304,8 +304,8 @@ impl Store {
         let mut st = tx
             .prepare_cached(
                 "INSERT INTO locks (run_key, idx, name, caller, count, contended, wait_total_s,
-                    wait_max_s, hold_total_s, hold_max_s)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    wait_max_s, hold_total_s, hold_max_s, kind, stack)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .map_err(|e| self.fail(op(), e))?;
         for (i, l) in locks.iter().enumerate() {
@@ -334,7 +334,9 @@ impl Store {
                 l.wait_total_s,
                 l.wait_max_s,
                 l.hold_total_s,
-                l.hold_max_s
+                l.hold_max_s,
+                l.kind,
+                (!l.stack.is_empty()).then(|| l.stack.join("\n"))
             ])
             .map_err(|e| self.fail(op(), e))?;
         }

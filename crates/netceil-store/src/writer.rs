@@ -149,9 +149,18 @@ impl<'s> RunWriter<'s> {
             ));
         }
         store.check_run(run)?;
+        // Metrics that were never streamed (added to earlier rows after the fact, as the eBPF
+        // probes' are) mean the stored rows must be written again, whole.
+        let added_late = self.state.rows > 0
+            && run
+                .series
+                .metrics
+                .iter()
+                .any(|m| !self.state.metrics.contains_key(&m.id));
         let staged = if run.series.len() >= self.state.rows {
+            let from = if added_late { 0 } else { self.state.rows };
             self.state
-                .stage(&run.series, self.state.rows)
+                .stage_from(&run.series, from)
                 .map_err(|detail| store.invalid(&self.run_id, detail))?
         } else {
             Staged::default()
@@ -213,6 +222,18 @@ impl SeriesState {
     /// metrics not yet stored and its notes not yet stored.
     pub(crate) fn stage(&self, series: &Series, from_row: usize) -> Result<Staged, String> {
         if from_row != self.rows {
+            return Err(format!(
+                "{} rows are stored, but row {from_row} was given next",
+                self.rows
+            ));
+        }
+        self.stage_from(series, from_row)
+    }
+
+    /// As [`SeriesState::stage`], but `from_row` may also go back over stored rows, which are
+    /// then written again (replaced) with every metric of `series`.
+    pub(crate) fn stage_from(&self, series: &Series, from_row: usize) -> Result<Staged, String> {
+        if from_row > self.rows {
             return Err(format!(
                 "{} rows are stored, but row {from_row} was given next",
                 self.rows

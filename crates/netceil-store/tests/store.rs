@@ -681,3 +681,37 @@ fn json_fields_keep_every_bit_of_their_floats() {
     store.put_run(&run).unwrap();
     assert_eq!(store.get_run("floats").unwrap(), run);
 }
+
+/// Probes add their series to rows already streamed; finishing writes those rows again, whole.
+#[test]
+fn metrics_added_to_streamed_rows_are_kept_at_finish() {
+    both_stores(|store| {
+        let mut writer = store.begin_run(&started_run("late", &[])).unwrap();
+        for r in 0..3 {
+            writer.append_row((r + 1) as f64, &row_values(r)).unwrap();
+        }
+        drop(writer);
+        let mut run = store.get_run("late").unwrap();
+        let mut writer = store.begin_run(&started_run("late2", &[])).unwrap();
+        for r in 0..3 {
+            writer.append_row((r + 1) as f64, &row_values(r)).unwrap();
+        }
+        run.run_id = "late2".into();
+        let late = MetricId::new("lock_wait_pct");
+        for row in 0..3 {
+            run.series
+                .set_at(row, &late, Unit::Percent, row as f64 * 10.0);
+        }
+        run.meta.complete = true;
+        writer.finish(&run).unwrap();
+        let back = store.get_run("late2").unwrap();
+        let m = back
+            .series
+            .metrics
+            .iter()
+            .find(|m| m.id == late)
+            .expect("the late metric is stored");
+        assert_eq!(m.values, vec![Some(0.0), Some(10.0), Some(20.0)]);
+        assert_eq!(back.series, run.series);
+    });
+}

@@ -336,6 +336,15 @@ pub struct CommonRunArgs {
     /// Do not keep this run in the store ($NETCEIL_DB, else ~/.local/share/netceil/runs.db).
     #[arg(long, global = true)]
     pub no_store: bool,
+    /// eBPF probes to attach (root only): locks, softirq, napi, offcpu, comma-separated, or
+    /// all. They fill the lock table, exact softirq time per CPU, NAPI polls and budget
+    /// exhaustion, and per-thread on/off-CPU time.
+    #[arg(long = "probe", global = true, value_name = "LIST", value_parser = crate::probes::parse_probe_list)]
+    pub probes: Option<crate::probes::ProbeList>,
+    /// With --probe locks: take a kernel stack for one contention in N (per CPU), to name the
+    /// callers; 0 takes none (lowest cost, callers unknown).
+    #[arg(long, global = true, value_name = "N", default_value_t = 16)]
+    pub lock_stacks: u32,
 }
 
 #[derive(Debug, Subcommand)]
@@ -516,6 +525,15 @@ pub struct WatchArgs {
     /// Do not keep this run in the store.
     #[arg(long)]
     pub no_store: bool,
+    /// eBPF probes to attach (root only): locks, softirq, napi, offcpu, comma-separated, or
+    /// all. They fill the lock table, exact softirq time per CPU, NAPI polls and budget
+    /// exhaustion, and per-thread on/off-CPU time.
+    #[arg(long = "probe", value_name = "LIST", value_parser = crate::probes::parse_probe_list)]
+    pub probes: Option<crate::probes::ProbeList>,
+    /// With --probe locks: take a kernel stack for one contention in N (per CPU), to name the
+    /// callers; 0 takes none (lowest cost, callers unknown).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub lock_stacks: u32,
     /// The command to launch and observe.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -892,7 +892,7 @@ fn knob_table(knobs: &[Knob], results: &[(KnobStep, Vec<Run>)]) -> String {
     if let [best, next, ..] = ranked.as_slice() {
         let conf = match netceil_report::welch_t_test(&next.1, &best.1, 0.95) {
             Ok(t) => format!(
-                "{:+.1} % over {} (p = {:.3}{})",
+                "mean {:+.1} % over {} (Welch p = {:.3}{})",
                 t.difference / t.mean_a.max(1e-9) * 100.0,
                 next.0,
                 t.p_value,

@@ -524,13 +524,31 @@ impl<'s> Harness<'s> {
         store: Option<&'s Store>,
         run: &Run,
     ) -> Result<Harness<'s>, Failure> {
-        let rec = Recording::start(
+        // Probes first: a refusal (not root) stops the run before anything is stored.
+        let probes = match &common.probes {
+            Some(p) => {
+                let s = crate::probes::ProbeSession::start(
+                    &p.0,
+                    common.lock_stacks,
+                    &[std::process::id()],
+                    common.sample_interval,
+                )
+                .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+                eprintln!("netceil: {}", s.status);
+                Some(s)
+            }
+            None => None,
+        };
+        let mut rec = Recording::start(
             common.sample_interval,
             Vec::new(),
             vec![std::process::id() as i32],
             store,
             run,
         )?;
+        if let Some(p) = probes {
+            rec.set_probes(p);
+        }
         Ok(Harness {
             rec,
             json: common.json,

@@ -82,6 +82,30 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     run.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
     run.meta.labels = args.labels.iter().cloned().collect();
 
+    // Probes go on before the command starts; the offcpu probe follows netceil itself until
+    // the command is forked (so the command and everything it forks is followed from its
+    // first instruction), then only the command.
+    let me = std::process::id();
+    let probes = match &args.probes {
+        Some(list) => {
+            let follow: Vec<u32> = args
+                .pids
+                .iter()
+                .map(|p| *p as u32)
+                .chain((!args.command.is_empty()).then_some(me))
+                .collect();
+            let s = crate::probes::ProbeSession::start(
+                &list.0,
+                args.lock_stacks,
+                &follow,
+                args.interval,
+            )
+            .map_err(|e| Failure::usage(anyhow!(e)))?;
+            eprintln!("netceil: {}", s.status);
+            Some(s)
+        }
+        None => None,
+    };
     let mut child = match args.command.split_first() {
         Some((prog, rest)) => Some(
             Command::new(prog)
@@ -97,6 +121,9 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     let mut pids = args.pids.clone();
     if let Some(c) = &child {
         pids.push(c.id() as i32);
+    }
+    if let (Some(p), Some(_)) = (&probes, &child) {
+        p.follow(me, false);
     }
     let echo = !args.quiet;
     let readers = child.as_mut().map(|c| {
@@ -114,6 +141,9 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         store.as_ref(),
         &run,
     )?;
+    if let Some(p) = probes {
+        rec.set_probes(p);
+    }
     let mut table = LiveTable::new(
         args.ifaces.clone(),
         &[],

@@ -17,6 +17,7 @@ mod kernel;
 mod live;
 mod observe;
 mod parse;
+mod probes;
 mod summary;
 mod table;
 

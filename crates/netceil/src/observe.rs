@@ -92,6 +92,8 @@ pub struct Recording<'s> {
     writer: Option<RunWriter<'s>>,
     /// Workload values attached to sampler rows, by the row's `t_s`, re-applied to the final series.
     attached: Vec<(f64, LoadValues)>,
+    /// eBPF probes beside the sampler (`--probe`), merged into the run at [`Recording::stop`].
+    probes: Option<crate::probes::ProbeSession>,
 }
 
 impl<'s> Recording<'s> {
@@ -130,7 +132,14 @@ impl<'s> Recording<'s> {
             started: Instant::now(),
             writer,
             attached: Vec::new(),
+            probes: None,
         })
+    }
+
+    /// Hands over probes attached before the recording started (a watched command's probes
+    /// go on before the command starts, so its first events and its children are seen).
+    pub fn set_probes(&mut self, session: crate::probes::ProbeSession) {
+        self.probes = Some(session);
     }
 
     /// Seconds since sampling started: the time base of the series.
@@ -256,6 +265,9 @@ impl<'s> Recording<'s> {
                     run.series.set_at(row, id, *unit, *v);
                 }
             }
+        }
+        if let Some(p) = self.probes.take() {
+            p.finish(run);
         }
         rest
     }

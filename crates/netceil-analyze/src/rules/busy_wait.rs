@@ -199,10 +199,58 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
         }
     }
     let own_tids = &ctx.run.meta.own_thread_ids;
-    let mut best: Option<(f64, f64, &Metric)> = None;
+    let own = |m: &Metric| {
+        m.id.label(n::LABEL_TID)
+            .and_then(|t| t.parse::<u32>().ok())
+            .is_some_and(|t| own_tids.contains(&t))
+    };
+    // (CPU wanted: on it or waiting for it, on-CPU, voluntary switches/s, the thread's metric,
+    // the scheduler's split when the offcpu probe followed it: (runnable-waiting, blocked)).
+    type Candidate<'m> = (f64, f64, f64, &'m Metric, Option<(f64, f64)>);
+    let mut candidates: Vec<Candidate> = Vec::new();
+    // The offcpu probe (sched_switch): exact on-CPU, runnable-waiting and blocked time, for any
+    // followed process. A spinner that shares its core with other work is on the CPU only
+    // part of the time, but it never waits for anything but the CPU.
+    let mut seen_tids = Vec::new();
+    for m in s.by_name(n::SCHED_ON_CPU_PCT) {
+        if own(m) {
+            continue;
+        }
+        let (Some(on), Some(runnable), Some(blocked), Some(vol)) = (
+            ctx.mean_of(m),
+            ctx.sibling(m, n::SCHED_RUNNABLE_WAIT_PCT)
+                .and_then(|v| ctx.mean_of(v)),
+            ctx.sibling(m, n::SCHED_BLOCKED_PCT)
+                .and_then(|v| ctx.mean_of(v)),
+            ctx.sibling(m, n::SCHED_VOLUNTARY_CS_PER_S)
+                .and_then(|v| ctx.mean_of(v)),
+        ) else {
+            continue;
+        };
+        if let Some(t) = m.id.label(n::LABEL_TID) {
+            seen_tids.push(t.to_string());
+        }
+        let wanted = on + runnable;
+        if wanted >= 90.0 && on >= 20.0 && blocked < 5.0 && vol < 10.0 {
+            // The /proc figures of the same thread carry its I/O, for progress.
+            let proc_metric = s
+                .by_name(n::THREAD_CPU_PCT)
+                .find(|p| p.id.label(n::LABEL_TID) == m.id.label(n::LABEL_TID));
+            candidates.push((
+                wanted,
+                on,
+                vol,
+                proc_metric.unwrap_or(m),
+                Some((runnable, blocked)),
+            ));
+        }
+    }
     for m in s.by_name(n::THREAD_CPU_PCT) {
-        let tid = m.id.label(n::LABEL_TID).and_then(|t| t.parse::<u32>().ok());
-        if tid.is_some_and(|t| own_tids.contains(&t)) {
+        if own(m)
+            || m.id
+                .label(n::LABEL_TID)
+                .is_some_and(|t| seen_tids.iter().any(|x| x == t))
+        {
             continue;
         }
         let Some(cpu) = ctx.mean_of(m).filter(|c| *c >= 90.0) else {
@@ -217,11 +265,9 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
         if vol >= 10.0 {
             continue;
         }
-        if best.is_none_or(|(c, _, _)| cpu > c) {
-            best = Some((cpu, vol, m));
-        }
+        candidates.push((cpu, cpu, vol, m, None));
     }
-    let (cpu, vol, m) = best?;
+    let (wanted, cpu, vol, m, split) = candidates.into_iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
     let tid = m.id.label(n::LABEL_TID).unwrap_or("?").to_string();
     let comm = m.id.label(n::LABEL_COMM).unwrap_or("?").to_string();
     let pid = m.id.label(n::LABEL_PID).unwrap_or("PID").to_string();
@@ -233,7 +279,7 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
         // A worker, not a poller: `threads::busy_worker` speaks for it.
         return None;
     }
-    let strength = (ramp(cpu, 90.0, 99.0) + ramp(vol, 10.0, 0.0)) / 2.0;
+    let strength = (ramp(wanted, 90.0, 99.0) + ramp(vol, 10.0, 0.0)) / 2.0;
     // Without the thread's own I/O, a worker cannot be ruled out: say so, and claim less.
     let measured = if progressed.is_some() { 1.0 } else { 0.7 };
     let confidence = (0.4 + 0.3 * strength) * ctx.data_factor() * ctx.net_factor() * measured;
@@ -253,11 +299,22 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
     } else {
         ""
     };
+    let sched_words = split
+        .map(|(runnable, blocked)| {
+            format!(
+                " (the scheduler's own account: on a CPU {}, runnable and waiting for one {}, blocked {})",
+                fmt::pct(cpu),
+                fmt::pct(runnable),
+                fmt::pct(blocked)
+            )
+        })
+        .unwrap_or_default();
     let mut f = finding(
         cause::POLLING_THREAD,
         format!(
-            "Thread {comm} ({tid}){own} ran at {} of a core with {} voluntary context switches/s{flat}, and {how}: it never blocks, the signature of a polling loop.",
-            fmt::pct(cpu),
+            "Thread {comm} ({tid}){own} {} {} of a core{sched_words} with {} voluntary context switches/s{flat}, and {how}: it never blocks, the signature of a polling loop.",
+            if split.is_some() { "wanted" } else { "ran at" },
+            fmt::pct(wanted),
             fmt::sig2(vol)
         ),
         confidence,
@@ -267,8 +324,26 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
         Some(cpu),
         format!("{comm} at {} of a core", fmt::pct(cpu)),
     ));
+    if let Some((runnable, blocked)) = split {
+        f.evidence.push(ctx.ev(
+            format!("{}{{tid={tid}}}", n::SCHED_BLOCKED_PCT),
+            Some(blocked),
+            format!(
+                "blocked {} of the time, runnable but waiting for a CPU {} (sched_switch)",
+                fmt::pct(blocked),
+                fmt::pct(runnable)
+            ),
+        ));
+    }
     f.evidence.push(ctx.ev(
-        format!("{}{{tid={tid}}}", n::THREAD_VOLUNTARY_CS_PER_S),
+        format!(
+            "{}{{tid={tid}}}",
+            if split.is_some() {
+                n::SCHED_VOLUNTARY_CS_PER_S
+            } else {
+                n::THREAD_VOLUNTARY_CS_PER_S
+            }
+        ),
         Some(vol),
         format!("{} voluntary context switches/s", fmt::sig2(vol)),
     ));
@@ -369,6 +444,49 @@ mod tests {
             put(s, r, n::THREAD_CPU_PCT, &l, cpu);
             put(s, r, n::THREAD_VOLUNTARY_CS_PER_S, &l, vol);
         })
+    }
+
+    /// A followed thread as the offcpu probe records it: on-CPU, runnable-waiting, blocked %,
+    /// voluntary switches/s; its /proc CPU share says only `proc_cpu`.
+    fn with_sched(
+        on: f64,
+        runnable: f64,
+        blocked: f64,
+        vol: f64,
+        proc_cpu: f64,
+    ) -> netceil_model::Run {
+        live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_BITS_PER_S, &[], 1e8 + noise(r, 1e6));
+            let l = [
+                (n::LABEL_PID, "42"),
+                (n::LABEL_TID, "43"),
+                (n::LABEL_COMM, "spinner"),
+            ];
+            put(s, r, n::THREAD_CPU_PCT, &l, proc_cpu);
+            put(s, r, n::THREAD_VOLUNTARY_CS_PER_S, &l, vol);
+            put(s, r, n::SCHED_ON_CPU_PCT, &l, on);
+            put(s, r, n::SCHED_RUNNABLE_WAIT_PCT, &l, runnable);
+            put(s, r, n::SCHED_BLOCKED_PCT, &l, blocked);
+            put(s, r, n::SCHED_VOLUNTARY_CS_PER_S, &l, vol);
+        })
+    }
+
+    #[test]
+    fn a_spinner_sharing_its_core_is_seen_by_the_scheduler_account() {
+        // On the CPU half the time, waiting for it the other half, never blocked: /proc says
+        // 50 % and the /proc rule stays silent; the offcpu account says it wanted the core.
+        let f = on(&with_sched(50.0, 49.0, 0.5, 0.3, 50.0), polling_thread).expect("polling");
+        assert!(f.summary.contains("wanted 99 % of a core"), "{}", f.summary);
+        assert!(f.summary.contains("blocked 0.50 %"), "{}", f.summary);
+        assert!(on(&with_thread(50.0, 0.3, 1e6), polling_thread).is_none());
+    }
+
+    #[test]
+    fn a_thread_that_sleeps_between_work_is_not_a_spinner_by_the_scheduler_account() {
+        // Busy 60 %, blocked 35 %: it waits for something, so it is no poller.
+        assert!(on(&with_sched(60.0, 5.0, 35.0, 2.0, 60.0), polling_thread).is_none());
+        // Blocks rarely but often enough to count as waiting (many voluntary switches).
+        assert!(on(&with_sched(95.0, 4.0, 1.0, 500.0, 95.0), polling_thread).is_none());
     }
 
     #[test]

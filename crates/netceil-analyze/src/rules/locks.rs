@@ -34,6 +34,8 @@ pub struct LockTotal {
     pub wait_s: f64,
     pub hold_s: Option<f64>,
     pub count: u64,
+    /// Every row counted only contended acquisitions (eBPF, perf lock contention).
+    pub contended_only: bool,
     /// Call sites, heaviest wait first.
     pub sites: Vec<(String, f64)>,
 }
@@ -63,10 +65,12 @@ pub fn aggregate(locks: &[LockStat]) -> Vec<LockTotal> {
             wait_s: 0.0,
             hold_s: None,
             count: 0,
+            contended_only: true,
             sites: Vec::new(),
         });
         e.wait_s += l.wait_total_s;
         e.count += l.count;
+        e.contended_only &= l.contended == Some(l.count);
         if let Some(h) = l.hold_total_s {
             e.hold_s = Some(e.hold_s.unwrap_or(0.0) + h);
         }
@@ -179,10 +183,17 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         ),
         _ => String::new(),
     };
+    let from = match top.sites.first() {
+        Some((site, w)) if top.sites.len() > 1 || *site != top.name => format!(
+            ", most of it ({}) from {site}",
+            fmt::pct(w / top.wait_s.max(1e-12) * 100.0)
+        ),
+        _ => String::new(),
+    };
     let mut f = finding(
         cause::LOCK_CONTENTION,
         format!(
-            "Lock contention on {}: threads waited {} for it{sites}{arithmetic}{next_words}.",
+            "Lock contention on {}: threads waited {} for it{sites}{from}{arithmetic}{next_words}.",
             top.name,
             fmt::secs(top.wait_s)
         ),
@@ -202,10 +213,15 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             format!("locks[{}].wait_total_s", l.name),
             Some(l.wait_s),
             format!(
-                "{}: waited {}{hold}, {} acquisitions ({})",
+                "{}: waited {}{hold}, {} {} ({})",
                 l.name,
                 fmt::secs(l.wait_s),
                 fmt::si(l.count as f64),
+                if l.contended_only {
+                    "contended acquisitions"
+                } else {
+                    "acquisitions"
+                },
                 sites.join("; ")
             ),
         ));

@@ -19,6 +19,7 @@ pub mod contention;
 pub mod cpu;
 pub mod generator;
 pub mod interrupts;
+pub mod kernel_probes;
 pub mod knee;
 pub mod latency;
 pub mod link;
@@ -31,7 +32,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 21] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 23] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -53,6 +54,8 @@ pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
         link::check,
         generator::limited,
         generator::own_busy_wait,
+        kernel_probes::softirq_core,
+        kernel_probes::napi_budget,
     ];
     rules.iter().filter_map(|rule| rule(ctx)).collect()
 }

@@ -351,6 +351,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             wait_max_s: v(wm).map(|x| x * us),
             hold_total_s: ht.and_then(v).map(|x| x * us),
             hold_max_s: hm.and_then(v).map(|x| x * us),
+            kind: None,
+            stack: Vec::new(),
         });
     }
     run.notes.push(format!(

@@ -384,6 +384,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             wait_max_s: row.get(Col::WaitMax).map(|v| v * us),
             hold_total_s: row.get(Col::Total).map(|v| v * us),
             hold_max_s: row.get(Col::Max).map(|v| v * us),
+            kind: None,
+            stack: Vec::new(),
         });
     }
     notes(&mut run, &rows, &cols, opts);

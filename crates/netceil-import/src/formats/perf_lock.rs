@@ -382,6 +382,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             wait_max_s: row.max_s,
             hold_total_s: None,
             hold_max_s: None,
+            kind: None,
+            stack: Vec::new(),
         });
     }
     if no_total > 0 {

@@ -257,6 +257,8 @@ pub fn full_run() -> Run {
                 wait_max_s: Some(0.003),
                 hold_total_s: Some(3.0),
                 hold_max_s: Some(0.001),
+                kind: None,
+                stack: Vec::new(),
             },
             LockStat {
                 name: "bge0 <driver lock>".into(),
@@ -267,6 +269,8 @@ pub fn full_run() -> Run {
                 wait_max_s: None,
                 hold_total_s: None,
                 hold_max_s: None,
+                kind: None,
+                stack: Vec::new(),
             },
         ],
         findings: vec![finding()],

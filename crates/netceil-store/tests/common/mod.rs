@@ -203,6 +203,8 @@ pub fn rich_run(run_id: &str) -> Run {
             wait_max_s: Some(0.002),
             hold_total_s: None,
             hold_max_s: Some(1e-6),
+            kind: None,
+            stack: Vec::new(),
         },
         LockStat {
             name: "&rq->__lock".into(),

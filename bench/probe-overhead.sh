@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# What the eBPF probes cost the workload they watch (issue 13). Over loopback only:
+#  workloads: netceil's own UDP sender (64-byte payload, unpaced, pkt/s), iperf3 TCP (one
+#  stream, Gbit/s: the peer), and a lock-heavy one (4 dd writers on one pipe, MB/s);
+#  probe sets: none, locks without stacks, locks with 1-in-16 stacks, softirq+napi, offcpu,
+#  all. The probes are attached by a background `netceil watch --probe SET` (stopped by its
+#  PID), so each workload runs exactly as it would without them. Every round runs each set
+#  once per workload, in alternating order; the script prints median throughput ratios
+#  against "none". Then kernel.bpf_stats_enabled is set for one pass with all probes (and
+#  restored) to read each program's in-kernel cost per event.
+#
+# usage: bench/probe-overhead.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 4 s per run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+secs=${2:-4}
+out=bench/out/probes
+mkdir -p "$out"
+[ "$(id -u)" -eq 0 ] || { echo "bench/probe-overhead.sh needs root (eBPF)" >&2; exit 1; }
+need=()
+command -v iperf3 >/dev/null || need+=(iperf3)
+command -v bpftool >/dev/null || need+=(bpftool)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+cargo build --release -q -p netceil
+nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+export NETCEIL_DB=$(mktemp -d)/runs.db
+port=$((20000 + RANDOM % 20000))
+stats_orig=$(cat /proc/sys/kernel/bpf_stats_enabled)
+watcher=""
+server=""
+cleanup() {
+  [ -z "$watcher" ] || kill -INT "$watcher" 2>/dev/null || true
+  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  wait 2>/dev/null || true
+  echo "$stats_orig" >/proc/sys/kernel/bpf_stats_enabled
+}
+trap cleanup EXIT INT TERM
+
+# Probes on: a watch in the background, until told to stop (by PID).
+probes_on() { # SET
+  watcher=""
+  [ "$1" = none ] && return
+  local set=$1 stacks=16
+  case $1 in locks-nostack) set=locks; stacks=0 ;; locks-stack16) set=locks ;; esac
+  "$nc" watch --probe "$set" --lock-stacks "$stacks" --duration 600 -q --no-store \
+    >/dev/null 2>"$out/watch.err" &
+  watcher=$!
+  # Attached when it says so.
+  for _ in $(seq 50); do grep -q "probes attached" "$out/watch.err" 2>/dev/null && return; sleep 0.1; done
+  echo "the probes did not attach: $(cat "$out/watch.err")" >&2; exit 1
+}
+probes_off() {
+  [ -z "$watcher" ] && return
+  kill -INT "$watcher"; wait "$watcher" 2>/dev/null || true; watcher=""
+}
+
+udp() { "$nc" run udp --size 64 --duration "$secs" --json -q --no-store | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"]["rx_app_pps"])'; }
+tcp() {
+  iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
+}
+pipe() {
+  local n=60000 t0 t1
+  t0=$(date +%s%N)
+  sh -c "for i in 1 2 3 4; do dd if=/dev/zero bs=4096 count=$n status=none & done | dd of=/dev/null bs=4096 status=none"
+  t1=$(date +%s%N)
+  python3 -c "print(4*$n*4096/(($t1-$t0)/1e9))"
+}
+
+iperf3 -s -p "$port" -B 127.0.0.1 >/dev/null 2>&1 &
+server=$!
+sleep 0.5
+sets=(none locks-nostack locks-stack16 softirq,napi offcpu all)
+: >"$out/raw.tsv"
+for r in $(seq 1 "$rounds"); do
+  # Alternate the order round by round so drift hits every set alike.
+  order=("${sets[@]}")
+  if [ $((r % 2)) -eq 0 ]; then order=($(printf '%s\n' "${sets[@]}" | tac)); fi
+  for s in "${order[@]}"; do
+    probes_on "$s"
+    for w in udp tcp pipe; do
+      v=$($w)
+      printf '%s\t%s\t%s\t%s\n' "$r" "$s" "$w" "$v" >>"$out/raw.tsv"
+    done
+    probes_off
+  done
+  echo "round $r of $rounds done" >&2
+done
+
+echo "== in-kernel cost per event (kernel.bpf_stats_enabled=1 for one pass with all probes)"
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+probes_on all
+udp >/dev/null
+pipe >/dev/null
+bpftool prog show --json >"$out/progs.json"
+probes_off
+echo "$stats_orig" >/proc/sys/kernel/bpf_stats_enabled
+
+python3 - "$out/raw.tsv" "$out/progs.json" <<'PY'
+import json, sys, statistics as st
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+data = {}
+for r, s, w, v in rows:
+    data.setdefault((w, s), {})[int(r)] = float(v)
+sets = ["none", "locks-nostack", "locks-stack16", "softirq,napi", "offcpu", "all"]
+units = {"udp": "pkt/s (netceil UDP 64 B)", "tcp": "bit/s (iperf3 TCP)", "pipe": "B/s (4 dd writers, one pipe)"}
+print(f"{'workload':<6} {'probes':<15} {'median':>14} {'ratio vs none (median of rounds)':>34} {'range':>16}")
+for w in ["udp", "tcp", "pipe"]:
+    base = data[(w, "none")]
+    for s in sets:
+        d = data[(w, s)]
+        ratios = [d[r] / base[r] for r in d if r in base and base[r] > 0]
+        med = st.median(d.values())
+        if s == "none":
+            print(f"{w:<6} {s:<15} {med:>14.4g} {'1.000':>34} {'':>16}   {units[w]}")
+        else:
+            print(f"{w:<6} {s:<15} {med:>14.4g} {st.median(ratios):>34.3f} {min(ratios):>7.3f}..{max(ratios):<7.3f}")
+ours = {"lock_begin", "lock_end", "softirq_entry", "softirq_exit", "napi_poll", "sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_fork"}
+print()
+print(f"{'program':<18} {'events':>12} {'ns per event':>13}")
+for p in json.load(open(sys.argv[2])):
+    if p.get("name") in ours and p.get("run_cnt"):
+        print(f"{p['name']:<18} {p['run_cnt']:>12} {p['run_time_ns']/p['run_cnt']:>13.0f}")
+PY

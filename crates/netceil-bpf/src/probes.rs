@@ -1,0 +1,441 @@
+//! Loading, attaching and reading the probes (aya; the object is built ahead of time).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+
+use crate::merge::{LockRow, NapiDev, Snapshot, SoftirqCpu, ThreadTimes};
+
+/// The compiled probes (`bpf/probes.bpf.o`, built by `bpf/build.sh` from `probes.bpf.c`).
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/probes.bpf.o");
+
+/// One kind of probe, as `--probe` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Probe {
+    Locks,
+    Softirq,
+    Napi,
+    Offcpu,
+}
+
+impl Probe {
+    pub const ALL: [Probe; 4] = [Probe::Locks, Probe::Softirq, Probe::Napi, Probe::Offcpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::Locks => "locks",
+            Probe::Softirq => "softirq",
+            Probe::Napi => "napi",
+            Probe::Offcpu => "offcpu",
+        }
+    }
+
+    /// (program in the object, tracepoint it attaches to).
+    fn programs(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Probe::Locks => &[
+                ("lock_begin", "contention_begin"),
+                ("lock_end", "contention_end"),
+            ],
+            Probe::Softirq => &[
+                ("softirq_entry", "softirq_entry"),
+                ("softirq_exit", "softirq_exit"),
+            ],
+            Probe::Napi => &[("napi_poll", "napi_poll")],
+            Probe::Offcpu => &[
+                ("sched_switch", "sched_switch"),
+                ("sched_wakeup", "sched_wakeup"),
+                ("sched_wakeup_new", "sched_wakeup_new"),
+                ("sched_fork", "sched_process_fork"),
+            ],
+        }
+    }
+}
+
+impl fmt::Display for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parses `--probe`: a comma-separated list of probe names, or `all`.
+pub fn parse_probes(text: &str) -> Result<Vec<Probe>, String> {
+    let mut out = Vec::new();
+    for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        if word == "all" {
+            out.extend(Probe::ALL);
+            continue;
+        }
+        let p = Probe::ALL
+            .into_iter()
+            .find(|p| p.name() == word)
+            .ok_or_else(|| {
+                format!("unknown probe '{word}': expected locks, softirq, napi, offcpu or all")
+            })?;
+        out.push(p);
+    }
+    if out.is_empty() {
+        return Err("no probe named: expected locks, softirq, napi, offcpu or all".into());
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// What went wrong before any probe could run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(
+        "eBPF probes need root (CAP_BPF and CAP_PERFMON); run as root or leave --probe off ({0})"
+    )]
+    NotPermitted(String),
+    #[error("the kernel's BTF (/sys/kernel/btf/vmlinux) could not be read: {0}; probes need a kernel built with CONFIG_DEBUG_INFO_BTF")]
+    NoBtf(String),
+    #[error("the probe object could not be loaded: {0}")]
+    Load(String),
+    #[error("no probe could be attached: {0}")]
+    NoneAttached(String),
+}
+
+fn is_permission(text: &str) -> bool {
+    text.contains("Operation not permitted") || text.contains("Permission denied")
+}
+
+/// The whole error chain of an aya error in one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
+}
+
+/// What to attach and how.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub probes: Vec<Probe>,
+    /// Take a kernel stack for one lock contention in this many (per CPU); 0: never.
+    pub lock_stack_every: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            probes: Probe::ALL.to_vec(),
+            lock_stack_every: 16,
+        }
+    }
+}
+
+/// The attached probes. Dropping it detaches every program and frees every map: nothing is
+/// pinned, so a killed process leaves nothing behind either (the kernel frees them with the
+/// last file descriptor).
+pub struct Probes {
+    bpf: Ebpf,
+    attached: Vec<Probe>,
+    refused: Vec<(Probe, String)>,
+    config: Config,
+}
+
+impl fmt::Debug for Probes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Probes")
+            .field("attached", &self.attached)
+            .field("refused", &self.refused)
+            .finish()
+    }
+}
+
+/// The kernel's monotonic clock, which `bpf_ktime_get_ns` reads.
+fn mono_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+impl Probes {
+    /// Loads the object and attaches each probe asked for. A probe the kernel refuses is
+    /// reported in [`Probes::refused`] while the others run; an error means none could.
+    pub fn attach(config: Config) -> Result<Probes, ProbeError> {
+        let btf = Btf::from_sys_fs().map_err(|e| {
+            let t = chain(&e);
+            if is_permission(&t) {
+                ProbeError::NotPermitted(t)
+            } else {
+                ProbeError::NoBtf(t)
+            }
+        })?;
+        let bpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .override_global("lock_stack_every", &config.lock_stack_every, true)
+            .load(OBJECT)
+            .map_err(|e| {
+                let t = chain(&e);
+                if is_permission(&t) {
+                    ProbeError::NotPermitted(t)
+                } else {
+                    ProbeError::Load(t)
+                }
+            })?;
+        let mut me = Probes {
+            bpf,
+            attached: Vec::new(),
+            refused: Vec::new(),
+            config: config.clone(),
+        };
+        for probe in &config.probes {
+            match me.attach_one(*probe, &btf) {
+                Ok(()) => me.attached.push(*probe),
+                Err(why) => me.refused.push((*probe, why)),
+            }
+        }
+        if me.attached.is_empty() {
+            let why: Vec<String> = me
+                .refused
+                .iter()
+                .map(|(p, w)| format!("{p}: {w}"))
+                .collect();
+            let text = why.join("; ");
+            return Err(if is_permission(&text) {
+                ProbeError::NotPermitted(text)
+            } else {
+                ProbeError::NoneAttached(text)
+            });
+        }
+        Ok(me)
+    }
+
+    fn attach_one(&mut self, probe: Probe, btf: &Btf) -> Result<(), String> {
+        for (prog, tp) in probe.programs() {
+            let p: &mut BtfTracePoint = self
+                .bpf
+                .program_mut(prog)
+                .ok_or_else(|| format!("program {prog} is missing from the object"))?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+            p.load(tp, btf)
+                .map_err(|e| format!("tracepoint {tp}: {}", chain(&e)))?;
+            p.attach()
+                .map_err(|e| format!("tracepoint {tp}: {}", chain(&e)))?;
+        }
+        Ok(())
+    }
+
+    pub fn attached(&self) -> &[Probe] {
+        &self.attached
+    }
+
+    /// Probes asked for that the kernel refused, with its reason.
+    pub fn refused(&self) -> &[(Probe, String)] {
+        &self.refused
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn has(&self, p: Probe) -> bool {
+        self.attached.contains(&p)
+    }
+
+    /// Follows a process's threads (and its children's, as they fork) for the offcpu probe.
+    pub fn follow(&mut self, tgid: u32) -> Result<(), String> {
+        let map = self
+            .bpf
+            .map_mut("targets")
+            .ok_or("map targets is missing")?;
+        let mut targets: BpfHashMap<&mut MapData, u32, u8> =
+            BpfHashMap::try_from(map).map_err(|e| chain(&e))?;
+        targets.insert(tgid, 1, 0).map_err(|e| chain(&e))
+    }
+
+    /// Stops following a process (its threads already counted stay in the map).
+    pub fn unfollow(&mut self, tgid: u32) -> Result<(), String> {
+        let map = self
+            .bpf
+            .map_mut("targets")
+            .ok_or("map targets is missing")?;
+        let mut targets: BpfHashMap<&mut MapData, u32, u8> =
+            BpfHashMap::try_from(map).map_err(|e| chain(&e))?;
+        targets.remove(&tgid).map_err(|e| chain(&e))
+    }
+
+    /// Reads every attached probe's counters now.
+    pub fn snapshot(&self) -> Snapshot {
+        let unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let mono = mono_ns();
+        Snapshot {
+            unix_s,
+            mono_ns: mono,
+            softirq: self.has(Probe::Softirq).then(|| self.softirq()).flatten(),
+            napi: self.has(Probe::Napi).then(|| self.napi()).flatten(),
+            threads: self
+                .has(Probe::Offcpu)
+                .then(|| self.threads(mono))
+                .flatten(),
+            lock_totals: self.has(Probe::Locks).then(|| self.lock_totals()).flatten(),
+            overflow: self.overflow(),
+        }
+    }
+
+    fn overflow(&self) -> [u64; 8] {
+        let mut out = [0u64; 8];
+        let Some(map) = self.bpf.map("overflow") else {
+            return out;
+        };
+        let Ok(arr) = PerCpuArray::<&MapData, u64>::try_from(map) else {
+            return out;
+        };
+        for (i, slot) in out.iter_mut().enumerate() {
+            if let Ok(v) = arr.get(&(i as u32), 0) {
+                *slot = v.iter().sum();
+            }
+        }
+        out
+    }
+
+    fn softirq(&self) -> Option<Vec<SoftirqCpu>> {
+        // struct sirq_cpu: start_ns, vec, ns[10], count[10].
+        let arr =
+            PerCpuArray::<&MapData, [u64; 22]>::try_from(self.bpf.map("softirq_time")?).ok()?;
+        let per_cpu = arr.get(&0, 0).ok()?;
+        Some(
+            per_cpu
+                .iter()
+                .map(|v| {
+                    let mut c = SoftirqCpu::default();
+                    c.ns.copy_from_slice(&v[2..12]);
+                    c.runs.copy_from_slice(&v[12..22]);
+                    c
+                })
+                .collect(),
+        )
+    }
+
+    fn napi(&self) -> Option<Vec<NapiDev>> {
+        // struct napi_val: polls, packets, exhausted, budget, dev[16] (two u64 words).
+        let map =
+            PerCpuHashMap::<&MapData, u64, [u64; 6]>::try_from(self.bpf.map("napi_stat")?).ok()?;
+        let mut by_dev: std::collections::BTreeMap<String, NapiDev> = Default::default();
+        for (_, vals) in map.iter().flatten() {
+            // One NAPI instance; its name is in the slot of the CPU that first saw it (the
+            // other CPUs' slots start zeroed). No name anywhere: the per-CPU backlog.
+            let dev = vals
+                .iter()
+                .map(|v| {
+                    let mut name = [0u8; 16];
+                    name[..8].copy_from_slice(&v[4].to_le_bytes());
+                    name[8..].copy_from_slice(&v[5].to_le_bytes());
+                    let end = name.iter().position(|&b| b == 0).unwrap_or(16);
+                    String::from_utf8_lossy(&name[..end]).into_owned()
+                })
+                .find(|n| !n.is_empty())
+                .unwrap_or_default();
+            let d = by_dev.entry(dev.clone()).or_insert_with(|| NapiDev {
+                dev,
+                ..Default::default()
+            });
+            for v in vals.iter() {
+                d.polls += v[0];
+                d.packets += v[1];
+                d.exhausted += v[2];
+                d.budget = d.budget.max(v[3]);
+            }
+        }
+        Some(by_dev.into_values().collect())
+    }
+
+    fn threads(&self, now: u64) -> Option<Vec<ThreadTimes>> {
+        let stat =
+            BpfHashMap::<&MapData, u32, [u64; 6]>::try_from(self.bpf.map("thread_stat")?).ok()?;
+        let states =
+            BpfHashMap::<&MapData, u32, [u64; 2]>::try_from(self.bpf.map("thread_states")?).ok()?;
+        let mut out = Vec::new();
+        for (tid, v) in stat.iter().flatten() {
+            let mut t = ThreadTimes {
+                tid,
+                tgid: v[5] as u32,
+                on_ns: v[0],
+                blocked_ns: v[1],
+                runnable_ns: v[2],
+                voluntary: v[3],
+                involuntary: v[4],
+            };
+            // The state it is in now counts up to now.
+            if let Ok(s) = states.get(&tid, 0) {
+                let since = s[0];
+                let state = s[1] & 0xffff_ffff;
+                let d = now.saturating_sub(since);
+                match state {
+                    1 => t.on_ns += d,
+                    2 => t.blocked_ns += d,
+                    3 => t.runnable_ns += d,
+                    _ => {}
+                }
+            }
+            out.push(t);
+        }
+        out.sort_by_key(|t| t.tid);
+        Some(out)
+    }
+
+    fn lock_totals(&self) -> Option<(u64, u64)> {
+        let map = BpfHashMap::<&MapData, [u64; 2], [u64; 4]>::try_from(self.bpf.map("lock_stat")?)
+            .ok()?;
+        let (mut c, mut w) = (0u64, 0u64);
+        for (_, v) in map.iter().flatten() {
+            c += v[0];
+            w += v[1];
+        }
+        Some((c, w))
+    }
+
+    /// The lock map's rows and the stacks they point at.
+    pub fn locks(&self) -> (Vec<LockRow>, HashMap<i64, Vec<u64>>) {
+        let mut rows = Vec::new();
+        let mut stacks = HashMap::new();
+        if !self.has(Probe::Locks) {
+            return (rows, stacks);
+        }
+        if let Some(Ok(map)) = self
+            .bpf
+            .map("lock_stat")
+            .map(BpfHashMap::<&MapData, [u64; 2], [u64; 4]>::try_from)
+        {
+            for (k, v) in map.iter().flatten() {
+                rows.push(LockRow {
+                    lock: k[0],
+                    stack_id: k[1] as i64,
+                    count: v[0],
+                    total_ns: v[1],
+                    max_ns: v[2],
+                    flags: v[3],
+                });
+            }
+        }
+        if let Some(Ok(map)) = self
+            .bpf
+            .map("lock_stacks")
+            .map(StackTraceMap::<&MapData>::try_from)
+        {
+            for r in &rows {
+                if r.stack_id < 0 || stacks.contains_key(&r.stack_id) {
+                    continue;
+                }
+                if let Ok(st) = map.get(&(r.stack_id as u32), 0) {
+                    let frames: Vec<u64> = st.frames().iter().map(|f| f.ip).collect();
+                    stacks.insert(r.stack_id, frames);
+                }
+            }
+        }
+        (rows, stacks)
+    }
+}
