@@ -101,16 +101,6 @@ pub struct Snapshot {
     pub overflow: [u64; 8],
 }
 
-/// Nearest row of `t_s` to `t` (seconds since the run's start), within one interval.
-pub fn nearest_row(t_s: &[f64], t: f64, interval: f64) -> Option<usize> {
-    let (i, d) = t_s
-        .iter()
-        .enumerate()
-        .map(|(i, x)| (i, (x - t).abs()))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    (d <= interval.max(0.01)).then_some(i)
-}
-
 /// The lock type from the contention flags (`LCB_F_*` in include/trace/events/lock.h).
 pub fn lock_kind(flags: u64) -> &'static str {
     const SPIN: u64 = 1;
@@ -234,7 +224,7 @@ fn intervals<'a>(
             if dt <= 0.0 {
                 return None;
             }
-            let row = nearest_row(&run.series.t_s, w[1].unix_s - start, run.series.interval_s)?;
+            let row = run.series.row_near(w[1].unix_s - start)?;
             Some((row, dt, &w[0], &w[1]))
         })
         .collect()

@@ -100,6 +100,18 @@ impl Series {
         self.t_s.len()
     }
 
+    /// The row whose end is nearest `t` (seconds since the run's start), if it is within one
+    /// sampling interval of it: where a reading taken apart from the sampler belongs.
+    pub fn row_near(&self, t: f64) -> Option<usize> {
+        let (i, d) = self
+            .t_s
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (i, (x - t).abs()))
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        (d <= self.interval_s.max(0.01)).then_some(i)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.t_s.is_empty()
     }

@@ -328,7 +328,7 @@ impl NsSampler {
                     continue;
                 }
                 let t = t1 - start;
-                let Some(row) = nearest_row(&run.series.t_s, t, run.series.interval_s) else {
+                let Some(row) = run.series.row_near(t) else {
                     continue;
                 };
                 let id = |name: &str| {
@@ -375,15 +375,6 @@ impl NsSampler {
         }
         totals
     }
-}
-
-fn nearest_row(t_s: &[f64], t: f64, interval: f64) -> Option<usize> {
-    let (i, d) = t_s
-        .iter()
-        .enumerate()
-        .map(|(i, x)| (i, (x - t).abs()))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    (d <= interval.max(0.01)).then_some(i)
 }
 
 fn self_exe() -> Result<String, Failure> {
