@@ -83,6 +83,8 @@ mkdir -p "$out"
 bin=$(mktemp -d)
 for c in spin timer_flood pipe_pingpong; do cc -O2 -o "$bin/$c" "bench/diagnose/$c.c"; done
 export NETCEIL_DB="$bin/runs.db"
+# The receiver in a namespace is not on loopback: both ends share a key.
+head -c 32 /dev/urandom | base64 > "$bin/key"
 port=$((20000 + RANDOM % 20000))
 
 # Machine state before, to check it is the same after.
@@ -105,10 +107,10 @@ ns_pair() {
 }
 # Runs UDP from A to a netceil receiver in B; JSON to $1.
 across_pair() {
-  ip netns exec $NSB timeout 20 "$nc" recv --listen 198.18.0.2:$port >/dev/null 2>&1 &
+  ip netns exec $NSB timeout 20 "$nc" serve --listen 198.18.0.2:$port --key-file "$bin/key" >/dev/null 2>&1 &
   started $!
   sleep 0.3
-  ip netns exec $NSA "$nc" run udp --to 198.18.0.2:$port --size 1400 --duration 5 \
+  ip netns exec $NSA "$nc" run udp --to 198.18.0.2:$port --key-file "$bin/key" --size 1400 --duration 5 \
     --json -q --no-store >"$1"
 }
 
@@ -146,10 +148,10 @@ case_backlog_sysctl() {
   set_sysctl net.core.netdev_max_backlog 8
   ns_pair
   ip netns exec $NSB sh -c 'echo 2 > /sys/class/net/ncdiag1/queues/rx-0/rps_cpus'
-  ip netns exec $NSB timeout 20 "$nc" recv --listen 198.18.0.2:$port >/dev/null 2>&1 &
+  ip netns exec $NSB timeout 20 "$nc" serve --listen 198.18.0.2:$port --key-file "$bin/key" >/dev/null 2>&1 &
   started $!
   sleep 0.3
-  ip netns exec $NSA taskset -c 0 "$nc" run udp --to 198.18.0.2:$port --size 64 --duration 5 \
+  ip netns exec $NSA taskset -c 0 "$nc" run udp --to 198.18.0.2:$port --key-file "$bin/key" --size 64 --duration 5 \
     --json -q --no-store >"$1"
 }
 case_cpu_contention() {

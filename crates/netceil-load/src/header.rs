@@ -214,6 +214,9 @@ impl FarKernel {
 
 impl Fin {
     pub const LEN: usize = 8;
+    /// A whole Fin datagram as senders send it: padded to the length of the longest
+    /// `FinReport` datagram, so that answering it never sends more bytes than arrived.
+    pub const PADDED_LEN: usize = HEADER_LEN + FinReport::FULL_LEN;
     pub fn write(&self, body: &mut [u8]) {
         body[..8].copy_from_slice(&self.sent_packets.to_le_bytes());
     }

@@ -14,7 +14,8 @@ mod units;
 
 pub use finding::{Advice, Evidence, Finding};
 pub use results::{
-    FlowResult, GeneratorStats, KernelDelivery, LatencySummary, PacingMode, Results, TcpPacing,
+    FarApp, FarCpu, FarEnd, FarKernelDeltas, FlowResult, GeneratorStats, KernelDelivery,
+    LatencySummary, PacingMode, Results, TcpPacing,
 };
 pub use run::{
     Annotations, HostInfo, Knee, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,

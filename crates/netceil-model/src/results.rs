@@ -152,4 +152,94 @@ pub struct Results {
     /// Anything the reader should know about how these figures were obtained.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The far end of `--to` (a `netceil serve`), as it counted itself: its application
+    /// counts, kernel counter deltas, CPU per core and sampled series over the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far: Option<Box<FarEnd>>,
+}
+
+/// What a `netceil serve` reports about a test at its end, over the control connection: the
+/// receiving side of the run, measured there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FarEnd {
+    /// The control address the client connected to.
+    pub address: String,
+    /// The far end's netceil version.
+    pub netceil_version: String,
+    /// The far end's host name.
+    pub host: String,
+    /// Its online CPUs.
+    pub cpus: u32,
+    /// Seconds from the grant to the end of the test.
+    pub duration_s: f64,
+    /// What ended the test there: `client done`, or the limit or timeout that cut it.
+    pub ended_by: String,
+    pub app: FarApp,
+    pub kernel: FarKernelDeltas,
+    /// CPU time shares per core over the test, from /proc/stat.
+    pub cpu: Vec<FarCpu>,
+    /// The far end's own sampled series (vmstat/mpstat/sar figures), its `t_s` from the grant.
+    pub series: crate::Series,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The far end's application counts for one test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FarApp {
+    /// UDP datagrams of the test received (distinct), and their payload bytes.
+    pub udp_packets: u64,
+    pub udp_bytes: u64,
+    pub udp_lost: u64,
+    pub udp_reordered: u64,
+    pub udp_duplicates: u64,
+    /// The data socket's drop counter (SO_RXQ_OVFL); `None` if the kernel would not say.
+    pub udp_socket_drops: Option<u64>,
+    /// Requests echoed (request/response over UDP).
+    pub udp_requests_echoed: u64,
+    /// Datagrams on the test's socket not from the granted peer or not of its run: counted,
+    /// never answered.
+    pub stray_packets: u64,
+    pub tcp_connections: u64,
+    /// TCP connections from anyone but the granted peer, closed at once.
+    pub tcp_refused: u64,
+    pub tcp_stream_bytes: u64,
+    pub tcp_echoed_bytes: u64,
+    /// CPU seconds of the far end's receive threads.
+    pub cpu_s: Option<f64>,
+}
+
+/// Kernel counter deltas over the test on the far end; `None` where a file could not be read or
+/// a counter went backwards.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FarKernelDeltas {
+    /// The interface that holds the address the test's data arrived on.
+    pub iface: Option<String>,
+    pub iface_rx_packets: Option<u64>,
+    pub iface_rx_bytes: Option<u64>,
+    pub iface_rx_dropped: Option<u64>,
+    pub iface_tx_packets: Option<u64>,
+    /// softnet_stat, summed over CPUs.
+    pub softnet_processed: Option<u64>,
+    pub softnet_dropped: Option<u64>,
+    pub softnet_time_squeeze: Option<u64>,
+    /// /proc/net/snmp Udp, for the far end's network namespace.
+    pub udp_in_datagrams: Option<u64>,
+    pub udp_rcvbuf_errors: Option<u64>,
+    pub udp_in_errors: Option<u64>,
+    pub udp_no_ports: Option<u64>,
+    pub tcp_retrans_segs: Option<u64>,
+}
+
+/// One core's time shares on the far end over the test, percent of that core's time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FarCpu {
+    pub cpu: u32,
+    pub user_pct: f64,
+    pub system_pct: f64,
+    pub irq_pct: f64,
+    pub softirq_pct: f64,
+    pub idle_pct: f64,
+    /// 100 − idle − iowait.
+    pub busy_pct: f64,
 }

@@ -4,7 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::parse::{parse_duration, parse_label, parse_link, parse_size, parse_throughput};
+use crate::parse::{
+    parse_count, parse_duration, parse_label, parse_link, parse_size, parse_throughput,
+};
 
 /// Find the ceiling of this machine's network I/O and name what sets it.
 #[derive(Debug, Parser)]
@@ -39,9 +41,12 @@ pub enum Command {
     /// Two stored runs side by side: headline and normalized figures, distributions, and
     /// whether the difference is significant.
     Compare(CompareArgs),
-    /// A standalone receiver for `netceil run … --to ADDR:PORT`: counts UDP trains, sinks TCP
-    /// streams and echoes request/response traffic, on one port number (UDP and TCP).
-    Recv(RecvArgs),
+    /// The far end for `netceil run … --to HOST:PORT`, safe to leave running: grants tests over
+    /// an authenticated control connection (--key-file; loopback only without one), within
+    /// limits, answers no one else, and reports its own counters, CPU and series to the client.
+    Serve(ServeArgs),
+    /// Deprecated name of `serve` (same flags); it will be removed.
+    Recv(ServeArgs),
     /// The highest rate within a loss tolerance, per frame size (RFC 2544 throughput, found as
     /// FD.io CSIT's MLRsearch finds it), and what stopped it there.
     Search(SearchArgs),
@@ -315,9 +320,13 @@ pub struct CommonRunArgs {
     /// Print one JSON document on stdout (the contract is in the README); live lines go to stderr.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Send to a `netceil recv` at this address instead of an in-process receiver on loopback.
+    /// Run the test against a `netceil serve` at this control address instead of an
+    /// in-process receiver on loopback; the far end's counters come back into the run.
     #[arg(long, global = true, value_name = "ADDR:PORT")]
     pub to: Option<SocketAddr>,
+    /// The shared secret for --to (the server's --key-file), proved with an HMAC, never sent.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub key_file: Option<std::path::PathBuf>,
     /// Use IPv6 loopback (::1) for the in-process receiver.
     #[arg(long, global = true)]
     pub ipv6: bool,
@@ -476,20 +485,50 @@ pub struct RrArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RecvArgs {
-    /// Address and port to listen on, for UDP and TCP alike.
-    #[arg(long, value_name = "ADDR:PORT")]
+pub struct ServeArgs {
+    /// Control address (TCP). The same port's UDP side counts stray datagrams and answers none;
+    /// each test's data goes to a port of its own, given in the grant.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:5301")]
     pub listen: SocketAddr,
+    /// A file holding the shared secret (16 bytes or more) that clients prove with an HMAC.
+    /// Without one, serve listens on loopback only.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<std::path::PathBuf>,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Receive buffer to request, bytes (default: the system's net.core.rmem_default).
+    /// Flows (sockets or connections) one test may use.
+    #[arg(long, default_value_t = 64)]
+    pub max_flows: u32,
+    /// Tests running at once.
+    #[arg(long, default_value_t = 2)]
+    pub max_tests: u32,
+    /// Packets per second one test may send (declared, and measured per second).
+    #[arg(long, value_parser = parse_count, default_value = "5M")]
+    pub max_rate: u64,
+    /// Payload bit rate one test may send (declared, and measured per second).
+    #[arg(long, value_parser = parse_throughput, default_value = "40Gbit")]
+    pub max_bits: f64,
+    /// Length of one test.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub max_duration: Duration,
+    /// Payload bytes one test may send in all.
+    #[arg(long, value_parser = parse_size, default_value = "64G")]
+    pub max_bytes: usize,
+    /// Control connections open at once.
+    #[arg(long, default_value_t = 1024)]
+    pub max_clients: u32,
+    /// How long a client may take over each handshake step before it is dropped.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub step_timeout: Duration,
+    /// Receive buffer to request on tests' UDP sockets, bytes (default: the system's
+    /// net.core.rmem_default).
     #[arg(long, value_parser = parse_size)]
     pub rcvbuf: Option<usize>,
     /// Force --rcvbuf past net.core.rmem_max (SO_RCVBUFFORCE, root or CAP_NET_ADMIN).
     #[arg(long, requires = "rcvbuf")]
     pub rcvbuf_force: bool,
-    /// Print one JSON document at the end.
+    /// Print one JSON document with the server's totals at the end; event lines go to stderr.
     #[arg(long)]
     pub json: bool,
 }

@@ -1,7 +1,7 @@
 //! `netceil lab`: network-namespace topologies on this machine, workloads across them, A/B
 //! between them, and knob sweeps that always restore.
 //!
-//! A workload runs as two netceil processes: `netceil recv` in the receiving namespace (b) and
+//! A workload runs as two netceil processes: `netceil serve` in the receiving namespace (b) and
 //! the sender (`run`, `sweep` or `search`, with `--to` the receiver's lab address) in the
 //! sending namespace (a). The sender's run is the record: it samples the host's CPU, softirq
 //! and context switches (not namespaced) and its own namespace, and gets the receiver's kernel
@@ -412,6 +412,42 @@ impl Drop for Reaped {
     }
 }
 
+/// A random secret in a file only root can read, removed when dropped.
+struct LabKey(std::path::PathBuf);
+
+impl LabKey {
+    fn new() -> Result<LabKey, Failure> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let nonce = netceil_ctl::fresh_nonce().map_err(Failure::from)?;
+        let path = std::env::temp_dir().join(format!(
+            "netceil-lab-key-{}-{}",
+            std::process::id(),
+            netceil_ctl::hex(&nonce[..4])
+        ));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        let secret = [netceil_ctl::fresh_nonce().map_err(Failure::from)?, nonce].concat();
+        f.write_all(netceil_ctl::hex(&secret).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(LabKey(path))
+    }
+
+    fn path_str(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for LabKey {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// One workload across a lab: the receiver in b, the sender in a; the sender's run, with the
 /// lab's interface series and labels added.
 fn run_once(
@@ -422,16 +458,31 @@ fn run_once(
 ) -> Result<Run, Failure> {
     let exe = self_exe()?;
     let target = format!("{}:{PORT}", spec.addr_b);
+    // The lab's addresses are not loopback, so the two ends share a fresh secret.
+    let key = LabKey::new()?;
     let mut recv_args = vec![
         "netns".to_string(),
         "exec".into(),
         spec.ns_b.clone(),
         exe.clone(),
-        "recv".into(),
+        "serve".into(),
         "--listen".into(),
         target.clone(),
+        "--key-file".into(),
+        key.path_str(),
         "--duration".into(),
         RECV_LIMIT.into(),
+        // The lab's workloads are the user's own: the server's limits must not cut them.
+        "--max-duration".into(),
+        RECV_LIMIT.into(),
+        "--max-flows".into(),
+        "100000".into(),
+        "--max-rate".into(),
+        "1G".into(),
+        "--max-bits".into(),
+        "10000Gbit".into(),
+        "--max-bytes".into(),
+        "1000000G".into(),
     ];
     if let Some((bytes, force)) = w.rcvbuf {
         recv_args.extend(["--rcvbuf".into(), bytes.to_string()]);
@@ -448,7 +499,7 @@ fn run_once(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .context("starting netceil recv in the lab")?,
+            .context("starting netceil serve in the lab")?,
     );
     // Ready when it says it listens (its first line).
     let mut first = String::new();
@@ -465,7 +516,7 @@ fn run_once(
             let _ = std::io::Read::read_to_string(&mut e, &mut err);
         }
         return Err(Failure::from(anyhow!(
-            "netceil recv did not start in {}: {}",
+            "netceil serve did not start in {}: {}",
             spec.ns_b,
             err.trim()
         )));
@@ -473,7 +524,13 @@ fn run_once(
     let mut sampler = NsSampler::start(spec)?;
     let mut sender_args = vec!["netns".to_string(), "exec".into(), spec.ns_a.clone(), exe];
     sender_args.extend(w.args.iter().cloned());
-    sender_args.extend(["--to".into(), target, "--json".into()]);
+    sender_args.extend([
+        "--to".into(),
+        target,
+        "--key-file".into(),
+        key.path_str(),
+        "--json".into(),
+    ]);
     for (k, v) in labels {
         sender_args.extend(["--label".into(), format!("{k}={v}")]);
     }
@@ -564,7 +621,7 @@ fn run_once(
         w.params.insert("lab".into(), lab);
     }
     run.notes.push(format!(
-        "lab {} ({}: {}): the sender ran in {}, netceil recv in {}; lab_*{{netns,iface}} series are every lab interface's counters",
+        "lab {} ({}: {}): the sender ran in {}, netceil serve in {}; lab_*{{netns,iface}} series are every lab interface's counters",
         spec.name,
         spec.topology.name(),
         spec.topology.path(),

@@ -23,7 +23,7 @@ use crate::cli::{
 use crate::live::Live;
 use crate::observe::{open_store, terminal_width, LiveTable, Recording};
 use crate::table::{LoadFigures, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
-use crate::{host, kernel, load_failure, summary, Failure};
+use crate::{host, kernel, load_failure, remote, summary, Failure};
 
 /// The default run's parts: short enough that the whole suite takes about 20 s.
 const SUITE_PART: Duration = Duration::from_secs(6);
@@ -353,6 +353,7 @@ fn rr_plan(a: &RrArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
         duration: a.duration,
         ipv6: common.ipv6,
         target: common.to,
+        run_id: None,
     };
     cfg.validate().map_err(load_failure)?;
     let params = obj(json!({
@@ -363,7 +364,73 @@ fn rr_plan(a: &RrArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
     Ok(Plan::Rr(cfg, params))
 }
 
+/// Runs `measure` here, or, with a target, as a test granted by the `netceil serve` there:
+/// the load goes to the granted data port and the far end's report joins the results.
+fn via_serve<C: Clone>(
+    cfg: &C,
+    target: Option<std::net::SocketAddr>,
+    spec: impl FnOnce(&C) -> netceil_ctl::TestSpec,
+    retarget: impl FnOnce(&mut C, std::net::SocketAddr),
+    h: &mut Harness,
+    measure: impl FnOnce(&C, &mut Harness) -> Result<Results, Failure>,
+) -> Result<Results, Failure> {
+    let Some(control) = target else {
+        return measure(cfg, h);
+    };
+    let session = remote::Session::open(control, h.key.as_ref(), spec(cfg))?;
+    let mut cfg = cfg.clone();
+    retarget(&mut cfg, session.data_addr());
+    // On an error the session is dropped: the server sees the control connection close and
+    // ends the test.
+    let mut results = measure(&cfg, h)?;
+    remote::attach(&mut results, session.finish());
+    Ok(results)
+}
+
 pub(crate) fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure> {
+    let interval = h.interval;
+    via_serve(
+        cfg,
+        cfg.target,
+        |c| remote::udp_spec(c, interval),
+        |c, a| c.target = Some(a),
+        h,
+        measure_udp_here,
+    )
+}
+
+pub(crate) fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
+    let interval = h.interval;
+    via_serve(
+        cfg,
+        cfg.target,
+        |c| remote::tcp_spec(c, interval),
+        |c, a| c.target = Some(a),
+        h,
+        measure_tcp_here,
+    )
+}
+
+pub(crate) fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
+    let interval = h.interval;
+    let mut cfg = cfg.clone();
+    if cfg.target.is_some() && cfg.run_id.is_none() {
+        // The server answers only the run id it granted.
+        let n = netceil_ctl::fresh_nonce().map_err(Failure::from)?;
+        cfg.run_id = Some(u16::from_le_bytes([n[0], n[1]]));
+    }
+    let run_id = cfg.run_id.unwrap_or(0);
+    via_serve(
+        &cfg,
+        cfg.target,
+        |c| remote::rr_spec(c, run_id, interval),
+        |c, a| c.target = Some(a),
+        h,
+        measure_rr_here,
+    )
+}
+
+fn measure_udp_here(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Results, Failure> {
     let title = format!(
         "udp {} B payload ({} B frame)",
         cfg.payload_bytes,
@@ -427,7 +494,7 @@ pub(crate) fn measure_udp(cfg: &udp::UdpConfig, h: &mut Harness) -> Result<Resul
     Ok(results)
 }
 
-pub(crate) fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
+fn measure_tcp_here(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Results, Failure> {
     let title = format!(
         "tcp {} flow{}",
         cfg.flows,
@@ -466,7 +533,7 @@ pub(crate) fn measure_tcp(cfg: &tcp::TcpConfig, h: &mut Harness) -> Result<Resul
     Ok(results)
 }
 
-pub(crate) fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
+fn measure_rr_here(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results, Failure> {
     let proto = match cfg.proto {
         rr::RrProto::Tcp => "tcp",
         rr::RrProto::Udp => "udp",
@@ -512,6 +579,10 @@ pub(crate) fn measure_rr(cfg: &rr::RrConfig, h: &mut Harness) -> Result<Results,
 /// What runs beside every workload: the recording, and the live output of the current part.
 pub(crate) struct Harness<'s> {
     pub(crate) rec: Recording<'s>,
+    /// The shared secret for a `netceil serve` at --to.
+    key: Option<netceil_ctl::Key>,
+    /// The sampling interval, which a far end is asked to use too.
+    interval: Duration,
     json: bool,
     quiet: bool,
     wide: bool,
@@ -524,6 +595,10 @@ impl<'s> Harness<'s> {
         store: Option<&'s Store>,
         run: &Run,
     ) -> Result<Harness<'s>, Failure> {
+        let key = match &common.key_file {
+            Some(p) => Some(netceil_ctl::Key::from_file(p).map_err(Failure::usage)?),
+            None => None,
+        };
         // Probes first: a refusal (not root) stops the run before anything is stored.
         let probes = match &common.probes {
             Some(p) => {
@@ -551,6 +626,8 @@ impl<'s> Harness<'s> {
         }
         Ok(Harness {
             rec,
+            key,
+            interval: common.sample_interval,
             json: common.json,
             quiet: common.quiet,
             wide: common.wide,

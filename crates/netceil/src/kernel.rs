@@ -56,6 +56,11 @@ impl Counters {
         }
     }
 
+    /// Files that could not be read or parsed, with why.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
     fn counter(&self, c: snmp::Counter) -> Option<u64> {
         self.snmp.as_ref()?.counter(c)
     }
@@ -205,4 +210,72 @@ pub fn attribute_tcp(before: &Counters, after: &Counters, r: &mut Results) {
     for p in before.problems.iter().chain(&after.problems) {
         r.notes.push(format!("kernel counter unavailable: {p}"));
     }
+}
+
+/// The far end's kernel counter deltas over a `netceil serve` test, for the interface that
+/// holds the address its data arrived on.
+pub fn far_deltas(
+    before: &Counters,
+    after: &Counters,
+    iface: Option<&str>,
+) -> netceil_model::FarKernelDeltas {
+    let dev = |c: &Counters, f: fn(&net_dev::NetDevRow) -> u64| -> Option<u64> {
+        Some(f(c.net_dev.as_ref()?.iface(iface?)?))
+    };
+    let d = |f: fn(&net_dev::NetDevRow) -> u64| delta(dev(before, f), dev(after, f));
+    let soft = |c: &Counters, f: fn(&softnet::SoftnetRow) -> u64| -> Option<u64> {
+        Some(c.softnet.as_ref()?.rows.iter().map(f).sum())
+    };
+    let s = |f: fn(&softnet::SoftnetRow) -> u64| delta(soft(before, f), soft(after, f));
+    let k = |c: snmp::Counter| delta(before.counter(c), after.counter(c));
+    netceil_model::FarKernelDeltas {
+        iface: iface.map(str::to_string),
+        iface_rx_packets: d(|r| r.rx_packets),
+        iface_rx_bytes: d(|r| r.rx_bytes),
+        iface_rx_dropped: d(|r| r.rx_dropped),
+        iface_tx_packets: d(|r| r.tx_packets),
+        softnet_processed: s(|r| r.processed),
+        softnet_dropped: s(|r| r.dropped),
+        softnet_time_squeeze: s(|r| r.time_squeeze),
+        udp_in_datagrams: k(snmp::Counter::UdpInDatagrams),
+        udp_rcvbuf_errors: k(snmp::Counter::UdpRcvbufErrors),
+        udp_in_errors: k(snmp::Counter::UdpInErrors),
+        udp_no_ports: k(snmp::Counter::UdpNoPorts),
+        tcp_retrans_segs: k(snmp::Counter::TcpRetransSegs),
+    }
+}
+
+/// Per-core CPU times from /proc/stat; `None` if it could not be read.
+pub fn cpu_times() -> Option<netceil_probe::parse::proc_stat::ProcStat> {
+    netceil_probe::parse::proc_stat::parse(&std::fs::read_to_string("/proc/stat").ok()?).ok()
+}
+
+/// Each core's time shares between two /proc/stat readings, percent.
+pub fn cpu_shares(
+    before: &netceil_probe::parse::proc_stat::ProcStat,
+    after: &netceil_probe::parse::proc_stat::ProcStat,
+) -> Vec<netceil_model::FarCpu> {
+    let mut out = Vec::new();
+    for line in &after.cpus {
+        let Some(b) = before.cpus.iter().find(|b| b.cpu == line.cpu) else {
+            continue;
+        };
+        let (a, b) = (&line.times, &b.times);
+        let Some(total) = a.total().checked_sub(b.total()).filter(|t| *t > 0) else {
+            continue;
+        };
+        let pct = |x: u64, y: u64| 100.0 * x.saturating_sub(y) as f64 / total as f64;
+        let opt = |x: Option<u64>, y: Option<u64>| pct(x.unwrap_or(0), y.unwrap_or(0));
+        let idle = pct(a.idle, b.idle);
+        out.push(netceil_model::FarCpu {
+            cpu: line.cpu,
+            user_pct: pct(a.user + a.nice, b.user + b.nice),
+            system_pct: pct(a.system, b.system),
+            irq_pct: opt(a.irq, b.irq),
+            softirq_pct: opt(a.softirq, b.softirq),
+            idle_pct: idle,
+            busy_pct: (100.0 - idle - opt(a.iowait, b.iowait)).max(0.0),
+        });
+    }
+    out
 }

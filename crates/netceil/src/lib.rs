@@ -4,10 +4,10 @@
 mod cli;
 mod cmd_analyze;
 mod cmd_lab;
-mod cmd_recv;
 mod cmd_report;
 mod cmd_run;
 mod cmd_search;
+mod cmd_serve;
 mod cmd_store;
 mod cmd_sweep;
 mod cmd_watch;
@@ -18,6 +18,8 @@ mod live;
 mod observe;
 mod parse;
 mod probes;
+mod remote;
+mod serve;
 mod summary;
 mod table;
 
@@ -145,7 +147,8 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         cli::Command::Lab(args) => cmd_lab::run(args),
         cli::Command::Run(args) => cmd_run::run(args),
-        cli::Command::Recv(args) => cmd_recv::run(args),
+        cli::Command::Serve(args) => cmd_serve::run(args, false),
+        cli::Command::Recv(args) => cmd_serve::run(args, true),
         cli::Command::Search(args) => cmd_search::run(args),
         cli::Command::Sweep(args) => cmd_sweep::run(args),
         cli::Command::Watch(args) => cmd_watch::run(args),

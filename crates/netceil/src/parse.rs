@@ -47,6 +47,25 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{text}' is too large"))
 }
 
+/// A count per second, decimal: `1000`, `200k`, `5M`.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'M')) => (&t[..i], 1e6),
+        Some((i, 'G')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a count; expected e.g. 1000, 200k or 5M"))?;
+    if !(v.is_finite() && v > 0.0) || v * mult > u64::MAX as f64 {
+        return Err(format!("'{text}' must be a positive count"));
+    }
+    Ok((v * mult).round() as u64)
+}
+
 /// `key=value`.
 pub fn parse_label(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -110,6 +129,17 @@ pub fn parse_link(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("5M"), Ok(5_000_000));
+        assert_eq!(parse_count("200k"), Ok(200_000));
+        assert_eq!(parse_count(" 1000 "), Ok(1000));
+        assert_eq!(parse_count("1.5k"), Ok(1500));
+        for bad in ["", "0", "-3", "x", "5Q", "1e400"] {
+            assert!(parse_count(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

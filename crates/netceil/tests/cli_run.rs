@@ -128,7 +128,11 @@ fn bad_input_exits_2_with_a_message() {
         (&["run", "udp", "--flows", "0"], "--flows"),
         (&["run", "tcp", "--rate-per-flow", "0"], "--rate-per-flow"),
         (&["run", "udp", "--to", "not-an-address"], "--to"),
-        (&["recv", "--listen", "192.0.2.1:9"], "bind"),
+        (&["serve", "--listen", "192.0.2.1:9"], "--key-file"),
+        (
+            &["serve", "--key-file", "/nonexistent/key"],
+            "/nonexistent/key",
+        ),
         (&["run", "udp", "--duration", "0"], "--duration"),
     ];
     for (args, needle) in cases {
@@ -142,17 +146,19 @@ fn bad_input_exits_2_with_a_message() {
 }
 
 #[test]
-fn sender_to_a_standalone_receiver_learns_the_far_side() {
-    // A free port: bind, read it, release (the receiver binds it again at once).
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+fn sender_to_serve_learns_the_far_side() {
+    // A free port: bind, read it, release (the server binds it again at once).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let recv = std::process::Command::new(assert_cmd::cargo::cargo_bin("netceil"))
+    // The old name still works, with a deprecation note.
+    let serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("netceil"))
         .args(["recv", "--listen", &addr, "--duration", "6", "--json"])
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -175,13 +181,23 @@ fn sender_to_a_standalone_receiver_learns_the_far_side() {
         tx,
         "{r}"
     );
-    let out = recv.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let served: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        served["udp"]["rx_packets"].as_u64().unwrap(),
-        r["rx_app_packets"].as_u64().unwrap()
+    // And the far end's report over the control connection: the same count, its CPU per
+    // core, its kernel deltas and its series.
+    let far = &r["far"];
+    assert_eq!(far["app"]["udp_packets"], r["rx_app_packets"], "{far:#}");
+    assert_eq!(far["ended_by"], "client done");
+    assert!(!far["cpu"].as_array().unwrap().is_empty());
+    assert!(
+        far["kernel"]["udp_in_datagrams"].as_u64().unwrap()
+            >= tx - r["lost_packets"].as_u64().unwrap()
     );
+    assert!(!far["series"]["t_s"].as_array().unwrap().is_empty());
+    let out = serve.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deprecated"));
+    let served: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(served["tests_completed"], 1, "{served:#}");
+    assert_eq!(served["test_strays"], 0);
 }
 
 #[test]

@@ -17,6 +17,7 @@ pub mod buffers;
 pub mod busy_wait;
 pub mod contention;
 pub mod cpu;
+pub mod far_end;
 pub mod generator;
 pub mod interrupts;
 pub mod kernel_probes;
@@ -32,7 +33,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order (findings are sorted by confidence later).
 pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 23] = [
+    let rules: [fn(&Ctx) -> Option<Finding>; 24] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -56,6 +57,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
         generator::own_busy_wait,
         kernel_probes::softirq_core,
         kernel_probes::napi_budget,
+        far_end::check,
     ];
     rules.iter().filter_map(|rule| rule(ctx)).collect()
 }

@@ -57,8 +57,11 @@ pub struct RrConfig {
     pub rate_tps: Option<f64>,
     pub duration: Duration,
     pub ipv6: bool,
-    /// A remote `netceil recv`; `None` = in-process echo on loopback.
+    /// A remote `netceil serve` test's data port; `None` = in-process echo on loopback.
     pub target: Option<SocketAddr>,
+    /// The run id in UDP request headers; `None` draws one. A `netceil serve` test answers
+    /// only the run id it granted.
+    pub run_id: Option<u16>,
 }
 
 impl Default for RrConfig {
@@ -71,6 +74,7 @@ impl Default for RrConfig {
             duration: Duration::from_secs(10),
             ipv6: false,
             target: None,
+            run_id: None,
         }
     }
 }
@@ -228,7 +232,7 @@ pub fn run_rr(
         size: cfg.size,
         rate_tps: cfg.rate_tps,
         max_outstanding: client::MAX_OUTSTANDING,
-        run_id: run_id(),
+        run_id: cfg.run_id.unwrap_or_else(run_id),
         start_ns,
         deadline_ns,
         stop: inner_stop.clone(),

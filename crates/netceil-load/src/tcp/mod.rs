@@ -40,7 +40,7 @@ use netceil_model::{FlowResult, GeneratorStats, PacingMode, Results, TcpPacing};
 
 pub(crate) use evloop::EventLoop;
 pub(crate) use server::Server;
-pub use server::{serve_tcp, TcpServeReport};
+pub use server::{serve_tcp, TcpServeReport, TcpTestServer};
 
 use crate::clock::now_ns;
 use crate::tcpinfo::{set_max_pacing_rate, tcp_info};

@@ -7,7 +7,7 @@
 //! balance, unlike SO_REUSEPORT hashing or EPOLLEXCLUSIVE wake-ups.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -44,6 +44,9 @@ pub struct TcpServeReport {
     pub echo_connections: u64,
     /// Connections closed because their first bytes were not a netceil hello.
     pub rejected_connections: u64,
+    /// Connections from a host other than the admitted one (`netceil serve`), closed at once
+    /// without a byte read or sent.
+    pub refused_connections: u64,
     /// accept() failures other than "nothing to accept" (out of descriptors, memory).
     pub accept_errors: u64,
     /// Payload bytes the sink read (hellos excluded).
@@ -80,6 +83,15 @@ pub(crate) struct Server {
 impl Server {
     /// Binds `listen` and starts `threads` workers.
     pub(crate) fn start(listen: SocketAddr, threads: usize) -> Result<Server, LoadError> {
+        Self::start_admitting(listen, threads, None)
+    }
+
+    /// As [`Server::start`], closing at once every connection not from `admit`.
+    pub(crate) fn start_admitting(
+        listen: SocketAddr,
+        threads: usize,
+        admit: Option<IpAddr>,
+    ) -> Result<Server, LoadError> {
         let bind_err = |source| LoadError::Bind {
             addr: listen,
             source,
@@ -118,6 +130,7 @@ impl Server {
             let worker = Worker {
                 index,
                 listener: listener.take(),
+                admit,
                 inboxes: inboxes.clone(),
                 stop: stop.clone(),
                 live: live.clone(),
@@ -162,6 +175,7 @@ impl Server {
                     total.stream_connections += r.stream_connections;
                     total.echo_connections += r.echo_connections;
                     total.rejected_connections += r.rejected_connections;
+                    total.refused_connections += r.refused_connections;
                     total.accept_errors += r.accept_errors;
                     total.stream_bytes += r.stream_bytes;
                     total.echoed_bytes += r.echoed_bytes;
@@ -186,6 +200,31 @@ impl Drop for Server {
     /// A server abandoned on an error path still stops its threads (within one tick).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A TCP sink/echo for one `netceil serve` test: only `admit`'s connections are served.
+pub struct TcpTestServer(Server);
+
+impl TcpTestServer {
+    /// Binds `listen` (port 0 for any) with as many workers as cores (at most 8).
+    pub fn start(listen: SocketAddr, admit: IpAddr) -> Result<TcpTestServer, LoadError> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        Server::start_admitting(listen, threads, Some(admit)).map(TcpTestServer)
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.0.local_addr()
+    }
+
+    /// Payload bytes sunk plus bytes echoed so far.
+    pub fn bytes_so_far(&self) -> u64 {
+        let l = self.0.live();
+        l.stream_bytes.load(Ordering::Relaxed) + l.echoed_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn stop(self) -> Result<TcpServeReport, LoadError> {
+        self.0.stop()
     }
 }
 
@@ -234,6 +273,7 @@ enum Next {
 struct Worker {
     index: usize,
     listener: Option<TcpListener>,
+    admit: Option<IpAddr>,
     inboxes: Arc<Vec<Inbox>>,
     stop: Arc<AtomicBool>,
     live: Arc<LiveCounters>,
@@ -302,7 +342,12 @@ impl Worker {
                 None => return Ok(()),
             };
             match accepted {
-                Ok((s, _peer)) => {
+                Ok((s, peer)) => {
+                    if self.admit.is_some_and(|a| a != peer.ip()) {
+                        self.report.refused_connections += 1;
+                        drop(s);
+                        continue;
+                    }
                     self.report.connections += 1;
                     let target = self.next_target % self.inboxes.len();
                     self.next_target += 1;

@@ -33,10 +33,10 @@ use crate::clock::{now_ns, sleep_until_ns};
 use crate::header::{FarKernel, Fin, FinReport, Header, Kind, HEADER_LEN};
 use crate::threads;
 use crate::LoadError;
-pub use receiver::KernelProbe;
 use receiver::{
     slot_len_for, strategy_for_rcvbuf, Receiver, RxControl, RxLive, RxStrategy, RxTotals,
 };
+pub use receiver::{Admit, KernelProbe};
 use sender::{run_sender, FlowSocket, SenderPlan, SenderReport, StopReason, TxLive};
 
 /// Largest UDP payload over IPv4 (65535 − 20 IP − 8 UDP).
@@ -563,7 +563,9 @@ fn exchange_fin(reports: &[SenderReport], run_id: u16) -> Option<RemoteTotals> {
             next_resend += 1;
             for (f, a) in flows.iter().zip(&answers) {
                 if a.is_none() {
-                    let mut msg = [0u8; HEADER_LEN + Fin::LEN];
+                    // Padded to the longest report: a receiver that answers only what is
+                    // at least as long as its answer (`netceil serve`) answers this one.
+                    let mut msg = [0u8; Fin::PADDED_LEN];
                     Header {
                         kind: Kind::Fin,
                         run_id,
@@ -929,6 +931,9 @@ pub struct ServeReport {
     pub foreign_packets: u64,
     pub requests_echoed: u64,
     pub fin_reports_sent: u64,
+    /// With an [`Admit`]: datagrams from other hosts or runs, and unpadded Fins; never answered.
+    pub stray_packets: u64,
+    pub stray_bytes: u64,
     /// Datagrams of flows beyond the first 16384 (the receiver's tracking limit): not counted.
     pub untracked_packets: u64,
     /// The socket's drop total (SO_MEMINFO / SO_RXQ_OVFL); `None` if the kernel would not say.
@@ -968,6 +973,18 @@ impl UdpReceiver {
         rcvbuf_force: bool,
         kernel_probe: Option<KernelProbe>,
     ) -> Result<UdpReceiver, LoadError> {
+        Self::spawn_admitting(listen, rcvbuf, rcvbuf_force, kernel_probe, None)
+    }
+
+    /// As [`UdpReceiver::spawn_with`], counting and answering only `admit`'s host and run
+    /// (`netceil serve`): every other datagram is a stray, counted and never answered.
+    pub fn spawn_admitting(
+        listen: SocketAddr,
+        rcvbuf: Option<usize>,
+        rcvbuf_force: bool,
+        kernel_probe: Option<KernelProbe>,
+        admit: Option<Admit>,
+    ) -> Result<UdpReceiver, LoadError> {
         let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
         let local_addr = socket
             .local_addr()
@@ -976,7 +993,9 @@ impl UdpReceiver {
         let ctl = Arc::new(RxControl::default());
         let (l, c) = (live.clone(), ctl.clone());
         let handle = threads::spawn("netceil-udp-serve".into(), move || {
-            Receiver::for_serve(&socket, &l, slot_len_for(None), kernel_probe).run(&c)
+            Receiver::for_serve(&socket, &l, slot_len_for(None), kernel_probe)
+                .admitting(admit)
+                .run(&c)
         })
         .map_err(|e| LoadError::Other(format!("cannot start receiver thread: {e}")))?;
         Ok(UdpReceiver {
@@ -1072,6 +1091,8 @@ impl UdpReceiver {
             foreign_packets: t.foreign + t.truncated,
             requests_echoed: t.requests_echoed,
             fin_reports_sent: t.fin_reports_sent,
+            stray_packets: t.stray,
+            stray_bytes: t.stray_bytes,
             untracked_packets: t.untracked,
             socket_drops: t.socket_drops,
             notes,

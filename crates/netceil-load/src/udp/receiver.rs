@@ -125,9 +125,21 @@ enum FlowTable {
 /// interface that faces it). Supplied by the program: the load engine reads no /proc file.
 pub type KernelProbe = Arc<dyn Fn(SocketAddr) -> FarKernel + Send + Sync>;
 
+/// Who a `netceil serve` test's receiver answers: one peer host, one run. Anything else is a
+/// stray: counted, never answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admit {
+    pub peer: IpAddr,
+    pub run_id: u16,
+}
+
 /// Everything a receiver counted.
 #[derive(Debug, Clone, Default)]
 pub struct RxTotals {
+    /// With an [`Admit`]: datagrams from another host or of another run, and Fins shorter than
+    /// their answer would be. Counted here only, never answered.
+    pub stray: u64,
+    pub stray_bytes: u64,
     pub flows: Vec<FlowState>,
     /// Datagrams that are not ours: bad magic or version, unknown kind, another run id, an
     /// unknown flow, or too short.
@@ -158,6 +170,7 @@ pub struct Receiver<'a> {
     live: &'a RxLive,
     totals: RxTotals,
     kernel_probe: Option<KernelProbe>,
+    admit: Option<Admit>,
     unique_total: u64,
     bytes_total: u64,
     expected_total: u64,
@@ -224,6 +237,28 @@ impl<'a> Receiver<'a> {
         r
     }
 
+    /// Only `admit`'s host and run are counted and answered; the rest are strays.
+    pub fn admitting(mut self, admit: Option<Admit>) -> Self {
+        self.admit = admit;
+        self
+    }
+
+    /// Under an [`Admit`], whether datagram `i` is from the admitted host and run; counts it as
+    /// a stray when not.
+    #[inline]
+    fn admitted(&mut self, i: usize, h: Option<&Header>) -> bool {
+        let Some(a) = self.admit else {
+            return true;
+        };
+        let ok = h.is_some_and(|h| h.run_id == a.run_id)
+            && self.batch.source(i).is_some_and(|s| s.ip() == a.peer);
+        if !ok {
+            self.totals.stray += 1;
+            self.totals.stray_bytes += self.batch.len(i) as u64;
+        }
+        ok
+    }
+
     fn new(
         socket: &'a UdpSocket,
         live: &'a RxLive,
@@ -241,6 +276,7 @@ impl<'a> Receiver<'a> {
             live,
             totals: RxTotals::default(),
             kernel_probe: None,
+            admit: None,
             unique_total: 0,
             bytes_total: 0,
             expected_total: 0,
@@ -359,11 +395,15 @@ impl<'a> Receiver<'a> {
     fn process(&mut self, n: usize) {
         let mut replies = 0usize;
         for i in 0..n {
+            let header = Header::read(self.batch.datagram(i));
+            if !self.admitted(i, header.as_ref()) {
+                continue;
+            }
             if self.batch.truncated(i) {
                 self.totals.truncated += 1;
                 continue;
             }
-            let Some(h) = Header::read(self.batch.datagram(i)) else {
+            let Some(h) = header else {
                 self.totals.foreign += 1;
                 continue;
             };
@@ -387,8 +427,17 @@ impl<'a> Receiver<'a> {
                     }
                 }
                 Kind::Fin => {
+                    let fin_len = self.batch.len(i);
                     if let Some(report) = self.fin(i, &h) {
                         let (src, body) = report;
+                        let mut probe = [0u8; FinReport::FULL_LEN];
+                        if self.admit.is_some() && HEADER_LEN + body.write(&mut probe) > fin_len {
+                            // Answering would send more than arrived: a serving receiver
+                            // never amplifies, so an unpadded Fin goes unanswered.
+                            self.totals.stray += 1;
+                            self.totals.stray_bytes += fin_len as u64;
+                            continue;
+                        }
                         let out = self.replies.buf_mut(replies);
                         Header {
                             kind: Kind::FinReport,

@@ -159,6 +159,7 @@ fn full_results() -> Results {
         }],
         tcp_pacing: Some(TcpPacing::Kernel),
         notes: vec!["receive buffer: 8 MiB granted".into()],
+        far: None,
     }
 }
 

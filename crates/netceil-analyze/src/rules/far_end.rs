@@ -1,0 +1,318 @@
+//! The far end of `--to`: a `netceil serve` that counted itself, so the verdict can name the
+//! receiving machine.
+//!
+//! Mechanism. A ceiling on the receiving side shows there, not here: datagrams the far end's
+//! kernel dropped (socket buffer, backlog, interface) and a far core that was full while the
+//! sender still had time on every core. Which far resource it was follows from where the
+//! packets died and how the full core spent its time:
+//! - a far core full of softirq: the receive packet path on that core (`softirq_bound`);
+//! - a far core full of user and system time with the loss at the socket: the receiving
+//!   application could not drain its socket (`receiver_saturated`);
+//! - socket-buffer or backlog drops with every far core below saturation: bursts overran a
+//!   queue that was too short, not a CPU (`buffer_drops`).
+//!
+//! What looks the same: a sender that itself was saturated (then the run was generator-limited
+//! and the far end's full core may be the consequence of a ceiling here too). The rule needs
+//! the sender's busiest core below 90 % to call the far end alone the ceiling, and says so
+//! when both ends were full.
+//!
+//! Strengths: the far core's share (70 → 95 %), the loss ratio at the far end (0.01 % → 1 %),
+//! and the sender's headroom (90 → 50 % busiest core).
+
+use netceil_model::{FarEnd, Finding, Results};
+
+use crate::cause;
+use crate::ctx::{advice, finding, Ctx};
+use crate::fmt;
+use crate::stats::ramp;
+
+/// Where the far end's packets died, and how many.
+struct FarLoss {
+    socket: u64,
+    backlog: u64,
+    iface: u64,
+    total_lost: u64,
+    sent: u64,
+}
+
+fn far_loss(r: &Results, far: &FarEnd) -> FarLoss {
+    FarLoss {
+        socket: far
+            .app
+            .udp_socket_drops
+            .unwrap_or(0)
+            .max(far.kernel.udp_rcvbuf_errors.unwrap_or(0)),
+        backlog: far.kernel.softnet_dropped.unwrap_or(0),
+        iface: far.kernel.iface_rx_dropped.unwrap_or(0),
+        total_lost: far.app.udp_lost,
+        sent: r.tx_packets,
+    }
+}
+
+pub fn check(ctx: &Ctx) -> Option<Finding> {
+    let r = ctx.run.results.as_ref()?;
+    let far = r.far.as_deref()?;
+    let loss = far_loss(r, far);
+    let is_udp = far.app.udp_packets > 0 || far.app.udp_requests_echoed > 0;
+    let loss_ratio = if loss.sent > 0 {
+        loss.total_lost as f64 / loss.sent as f64
+    } else {
+        0.0
+    };
+    let here = ctx
+        .per_cpu_busy()
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let here_busiest = here.map_or(0.0, |(_, v)| v);
+    let headroom = ramp(90.0 - here_busiest, 0.0, 40.0);
+    let soft = far
+        .cpu
+        .iter()
+        .max_by(|a, b| a.softirq_pct.total_cmp(&b.softirq_pct))?;
+    let busy = far
+        .cpu
+        .iter()
+        .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct))?;
+    let sender = match here {
+        Some((c, v)) => format!("the sender's busiest core (CPU {c}) was at {}", fmt::pct(v)),
+        None => "the sender's cores were not sampled".into(),
+    };
+    // UDP must show loss at the far end to call it the ceiling; TCP has no loss (flow control
+    // slows the sender instead), so a full far core with an idle sender is the evidence.
+    let lossy = loss_ratio >= 1e-4 || loss.socket + loss.backlog + loss.iface > 0;
+    if is_udp && !lossy {
+        return None;
+    }
+    let both_full = here_busiest >= 90.0;
+    let base = |strength: f64| {
+        let s = if is_udp {
+            (strength + ramp(loss_ratio, 1e-4, 1e-2) + headroom) / 3.0
+        } else {
+            (strength + headroom) / 2.0
+        };
+        let band = if both_full { 0.35 } else { 0.5 };
+        (band + 0.4 * s) * ctx.data_factor()
+    };
+    let host = if far.host.is_empty() {
+        far.address.clone()
+    } else {
+        format!("{} ({})", far.host, far.address)
+    };
+    let both = if both_full {
+        " Both ends were near full, so the sender may be as much the limit."
+    } else {
+        ""
+    };
+    let dropped = format!(
+        "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface)",
+        fmt::si(loss.total_lost as f64),
+        fmt::si(loss.sent as f64),
+        fmt::si(loss.socket as f64),
+        fmt::si(loss.backlog as f64),
+        fmt::si(loss.iface as f64)
+    );
+    let mut f = if soft.softirq_pct >= 70.0 {
+        let mut f = finding(
+            cause::SOFTIRQ_BOUND,
+            format!(
+                "The receiver {host} spent {} of CPU {} in softirq while {sender}: receive processing on that core of the far end is the ceiling.{both}",
+                fmt::pct(soft.softirq_pct),
+                soft.cpu
+            ),
+            base(ramp(soft.softirq_pct, 70.0, 95.0)),
+        );
+        f.advice.push(advice(
+            "on the receiver: spread receive processing (RPS via /sys/class/net/IF/queues/rx-N/rps_cpus, more RSS queues with ethtool -L, or threaded NAPI), or more flows so RSS can use more cores",
+            "the far end's softirq spread over several cores and a higher delivered rate",
+            Some("one flow hashes to one queue and one core"),
+        ));
+        f
+    } else if busy.busy_pct >= 90.0 && (lossy || !is_udp) {
+        let mut f = finding(
+            cause::RECEIVER_SATURATED,
+            format!(
+                "The receiver {host} kept CPU {} {} busy ({} user, {} system, {} softirq) while {sender}: the receiving application on the far end could not keep up.{both}",
+                busy.cpu,
+                fmt::pct(busy.busy_pct),
+                fmt::pct(busy.user_pct),
+                fmt::pct(busy.system_pct),
+                fmt::pct(busy.softirq_pct)
+            ),
+            base(ramp(busy.busy_pct, 90.0, 99.0)),
+        );
+        f.advice.push(advice(
+            "on the receiver: more receiving threads or sockets (SO_REUSEPORT), batch reads (recvmmsg, GRO), or a faster core for the reader",
+            "the far end's busiest core below 90 % and less loss",
+            None,
+        ));
+        f
+    } else if loss.socket + loss.backlog > 0 {
+        let (queue, knob) = if loss.socket >= loss.backlog {
+            (
+                "socket receive buffer",
+                "on the receiver: a larger receive buffer (sysctl net.core.rmem_max and SO_RCVBUF, or netceil serve --rcvbuf)",
+            )
+        } else {
+            (
+                "per-CPU backlog",
+                "on the receiver: sysctl net.core.netdev_max_backlog higher",
+            )
+        };
+        let mut f = finding(
+            cause::BUFFER_DROPS,
+            format!(
+                "The receiver {host} dropped datagrams in its {queue} while its busiest core was at {} and {sender}: bursts overran a short queue there, not a full CPU.",
+                fmt::pct(busy.busy_pct)
+            ),
+            base(ramp((loss.socket + loss.backlog) as f64, 0.0, 100.0)),
+        );
+        f.advice.push(advice(
+            knob,
+            "no drops at the far end at the same rate",
+            None,
+        ));
+        f
+    } else {
+        return None;
+    };
+    f.evidence.push(ctx.ev(
+        format!("far.cpu_softirq_pct{{cpu={}}}", soft.cpu),
+        Some(soft.softirq_pct),
+        format!(
+            "far end CPU {}: softirq {}",
+            soft.cpu,
+            fmt::pct(soft.softirq_pct)
+        ),
+    ));
+    f.evidence.push(ctx.ev(
+        format!("far.cpu_busy_pct{{cpu={}}}", busy.cpu),
+        Some(busy.busy_pct),
+        format!("far end CPU {}: busy {}", busy.cpu, fmt::pct(busy.busy_pct)),
+    ));
+    if is_udp {
+        f.evidence
+            .push(ctx.ev("far.udp_lost", Some(loss.total_lost as f64), dropped));
+    }
+    f.evidence.push(ctx.ev(
+        "cpu_busy_pct (sender, busiest core)",
+        Some(here_busiest),
+        sender,
+    ));
+    f.alternatives.push(
+        "a ceiling on the sender: ruled out when its busiest core had headroom (see the evidence)"
+            .into(),
+    );
+    f.next = Some(
+        "run again with the same rate after the change on the far end, and compare results.far (its cpu and kernel deltas) between the runs".into(),
+    );
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use netceil_model::{names as n, FarCpu};
+
+    /// A UDP run to a far end: the sender's cores at `here` % busy; the far end's two cores as
+    /// (softirq %, busy %, user %); `lost` of 1 M datagrams lost there, `socket` of them at
+    /// its socket.
+    fn run(
+        here: f64,
+        far_cpus: [(f64, f64, f64); 2],
+        lost: u64,
+        socket: u64,
+    ) -> netceil_model::Run {
+        let mut run = live_run(10, |s, r| {
+            put(s, r, n::LOAD_TX_PPS, &[], 100_000.0 + noise(r, 100.0));
+            cpu_row(s, r, &[(here * 0.2, here * 0.8, 0.0), (5.0, 5.0, 0.0)]);
+        });
+        let mut far = FarEnd {
+            address: "198.18.0.2:5301".into(),
+            host: "far".into(),
+            ..FarEnd::default()
+        };
+        far.app.udp_packets = 1_000_000 - lost;
+        far.app.udp_lost = lost;
+        far.app.udp_socket_drops = Some(socket);
+        for (i, (soft, busy, user)) in far_cpus.into_iter().enumerate() {
+            far.cpu.push(FarCpu {
+                cpu: i as u32,
+                softirq_pct: soft,
+                busy_pct: busy,
+                user_pct: user,
+                system_pct: (busy - soft - user).max(0.0),
+                idle_pct: 100.0 - busy,
+                irq_pct: 0.0,
+            });
+        }
+        run.results = Some(Results {
+            tx_packets: 1_000_000,
+            far: Some(Box::new(far)),
+            ..Results::default()
+        });
+        run
+    }
+
+    #[test]
+    fn a_far_core_full_of_softirq_with_an_idle_sender_is_named() {
+        let f = on(
+            &run(40.0, [(98.0, 100.0, 1.0), (3.0, 10.0, 2.0)], 50_000, 50_000),
+            check,
+        )
+        .expect("fires");
+        assert_eq!(f.cause, cause::SOFTIRQ_BOUND);
+        assert!(
+            f.summary.contains("CPU 0") && f.summary.contains("far"),
+            "{}",
+            f.summary
+        );
+        assert!(f.confidence > 0.6, "{}", f.confidence);
+    }
+
+    #[test]
+    fn the_far_application_or_its_buffer_are_told_apart_by_how_the_core_spent_its_time() {
+        let app = on(
+            &run(40.0, [(10.0, 99.0, 70.0), (3.0, 10.0, 2.0)], 20_000, 20_000),
+            check,
+        )
+        .expect("fires");
+        assert_eq!(app.cause, cause::RECEIVER_SATURATED);
+        let buf = on(
+            &run(40.0, [(20.0, 45.0, 10.0), (3.0, 10.0, 2.0)], 2_000, 2_000),
+            check,
+        )
+        .expect("fires");
+        assert_eq!(buf.cause, cause::BUFFER_DROPS);
+        assert!(
+            buf.summary.contains("socket receive buffer"),
+            "{}",
+            buf.summary
+        );
+    }
+
+    #[test]
+    fn no_loss_at_the_far_end_is_no_far_ceiling_and_a_full_sender_lowers_the_claim() {
+        assert!(on(
+            &run(40.0, [(98.0, 100.0, 1.0), (3.0, 10.0, 2.0)], 0, 0),
+            check
+        )
+        .is_none());
+        let idle = on(
+            &run(40.0, [(98.0, 100.0, 1.0), (3.0, 10.0, 2.0)], 50_000, 50_000),
+            check,
+        )
+        .unwrap();
+        let full = on(
+            &run(99.0, [(98.0, 100.0, 1.0), (3.0, 10.0, 2.0)], 50_000, 50_000),
+            check,
+        )
+        .unwrap();
+        assert!(full.confidence < idle.confidence - 0.1);
+        assert!(full.summary.contains("Both ends"), "{}", full.summary);
+        // Without a far end, nothing.
+        let mut plain = run(40.0, [(98.0, 100.0, 1.0), (3.0, 10.0, 2.0)], 50_000, 50_000);
+        plain.results.as_mut().unwrap().far = None;
+        assert!(on(&plain, check).is_none());
+    }
+}

@@ -1,0 +1,103 @@
+//! `netceil serve` (and its old name, `recv`): the far end for `netceil run … --to`.
+
+use anyhow::Context;
+use netceil_ctl::{Key, Limits};
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::cli::ServeArgs;
+use crate::serve::{serve, ServeConfig, ServeTotals};
+use crate::Failure;
+
+pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
+    if deprecated_name {
+        eprintln!(
+            "netceil: `recv` is deprecated and will be removed; it now runs `netceil serve` (the same flags)"
+        );
+    }
+    let key = match &args.key_file {
+        Some(p) => Some(Key::from_file(p).map_err(Failure::usage)?),
+        None => None,
+    };
+    if key.is_none() && !args.listen.ip().is_loopback() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--listen {}: without --key-file, netceil serve listens on loopback only, since anyone who can reach it could ask for tests; give --key-file FILE (16 bytes or more, e.g. head -c 32 /dev/urandom | base64 > FILE) on both ends to serve other hosts",
+            args.listen
+        )));
+    }
+    let limits = Limits {
+        max_flows: args.max_flows,
+        max_tests: args.max_tests,
+        max_pps: args.max_rate,
+        max_bits_per_s: args.max_bits as u64,
+        max_duration_ms: args.max_duration.as_millis().min(u128::from(u64::MAX)) as u64,
+        max_bytes: args.max_bytes as u64,
+        max_clients: args.max_clients,
+        step_timeout_ms: args.step_timeout.as_millis().clamp(1, u128::from(u64::MAX)) as u64,
+    };
+    if limits.max_flows == 0 || limits.max_tests == 0 || limits.max_clients == 0 {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--max-flows, --max-tests and --max-clients must be at least 1"
+        )));
+    }
+    let json = args.json;
+    let say: crate::serve::Say = Arc::new(move |line: String| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    });
+    let totals = Arc::new(ServeTotals::default());
+    let cfg = ServeConfig {
+        listen: args.listen,
+        key: key.clone(),
+        limits,
+        duration: args.duration,
+        rcvbuf: args.rcvbuf,
+        rcvbuf_force: args.rcvbuf_force,
+    };
+    let stop = crate::stop_flag();
+    let ready = {
+        let say = say.clone();
+        let keyed = key.is_some();
+        move |addr: std::net::SocketAddr| {
+            say(format!(
+                "listening on {addr} (control: TCP; UDP datagrams to this port are counted, never answered); {}",
+                if keyed {
+                    "clients must prove the key (HMAC-SHA256)"
+                } else {
+                    "no --key-file: loopback clients only"
+                }
+            ))
+        }
+    };
+    serve(cfg, stop, totals.clone(), say, ready).map_err(|e| {
+        let bind = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrNotAvailable)
+        });
+        if bind {
+            Failure::usage(e)
+        } else {
+            Failure::from(e)
+        }
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &totals.json()).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+    } else {
+        let t = totals.json();
+        writeln!(
+            out,
+            "served: {} test(s) granted, {} completed; {} refused, {} failed authentication, {} timed out, {} malformed, {} turned away; strays: {} datagram(s) on the control port, {} on test ports (none answered)",
+            t["tests_granted"], t["tests_completed"], t["refused"], t["auth_failures"],
+            t["timed_out"], t["malformed"], t["turned_away"], t["port_strays"], t["test_strays"]
+        )
+        .context("writing to stdout")?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,255 @@
+//! The client side of `--to`: asks a `netceil serve` for a test over its control connection,
+//! points the load at the granted data port, and brings the far end's report into the run.
+
+use anyhow::anyhow;
+use netceil_ctl::{
+    fresh_nonce, hex, read_frame, unhex, write_frame, ClientMsg, FrameError, Grant, Key, ServerMsg,
+    TestKind, TestSpec, MAX_SERVER_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+};
+use netceil_load::{rr, tcp, udp};
+use netceil_model::{FarEnd, Results};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::serve::{MAC_GRANT, MAC_REQUEST};
+use crate::Failure;
+
+/// How long connecting and each handshake step may take.
+const STEP: Duration = Duration::from_secs(5);
+/// How long the far end may take to stop its receiver, sampler and send the report.
+const REPORT_WAIT: Duration = Duration::from_secs(15);
+
+/// A granted test on a `netceil serve`.
+pub struct Session {
+    stream: TcpStream,
+    control: SocketAddr,
+    grant: Grant,
+}
+
+impl Session {
+    /// Connects, proves the key if the server asks, and asks for `spec`. Refusals, version
+    /// skew and a wrong key are usage errors (exit 2) with the server's reason.
+    pub fn open(
+        control: SocketAddr,
+        key: Option<&Key>,
+        spec: TestSpec,
+    ) -> Result<Session, Failure> {
+        let mut stream = TcpStream::connect_timeout(&control, STEP).map_err(|e| {
+            Failure::from(anyhow!(
+                "--to {control}: cannot reach a netceil serve there ({e}); start one with `netceil serve --listen {control}`"
+            ))
+        })?;
+        let _ = stream.set_nodelay(true);
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .map_err(Failure::from)?;
+        stream
+            .set_write_timeout(Some(STEP))
+            .map_err(Failure::from)?;
+        let cn = fresh_nonce().map_err(Failure::from)?;
+        let hello = |pad: usize| ClientMsg::Hello {
+            proto: PROTO,
+            netceil: env!("CARGO_PKG_VERSION").into(),
+            nonce: hex(&cn),
+            pad: "-".repeat(pad),
+        };
+        // Pad the hello to the size the server answers (it never answers with more).
+        let bare = netceil_ctl::encode(&hello(0)).map_err(Failure::from)?.len();
+        let msg = hello(MIN_HELLO_FRAME.saturating_sub(bare));
+        let ctx = |what: &str, e: FrameError| Failure::from(anyhow!("--to {control}: {what}: {e}"));
+        write_frame(&mut stream, &msg).map_err(|e| ctx("sending the hello", e))?;
+        let (sn, key_required) = match read_server(&mut stream, control, "the challenge")? {
+            ServerMsg::Challenge {
+                proto,
+                netceil,
+                nonce,
+                key_required,
+            } => {
+                if proto != PROTO {
+                    return Err(Failure::usage(anyhow!(
+                        "--to {control}: version skew: the server (netceil {netceil}) speaks control protocol {proto}, this client (netceil {}) speaks {PROTO}; run the same netceil release on both ends",
+                        env!("CARGO_PKG_VERSION")
+                    )));
+                }
+                let sn = unhex(&nonce)
+                    .and_then(|v| <[u8; NONCE_LEN]>::try_from(v).ok())
+                    .ok_or_else(|| anyhow!("--to {control}: a malformed challenge"))?;
+                (sn, key_required)
+            }
+            other => return Err(unexpected(control, "a challenge", other)),
+        };
+        let mac = match (key_required, key) {
+            (true, None) => {
+                return Err(Failure::usage(anyhow!(
+                "--to {control}: the server requires a key; give --key-file FILE with its secret"
+            )))
+            }
+            (true, Some(k)) => {
+                let body = serde_json::to_vec(&spec).map_err(Failure::from)?;
+                Some(hex(&k.mac(MAC_REQUEST, &[&cn, &sn, &body])))
+            }
+            (false, _) => None,
+        };
+        write_frame(&mut stream, &ClientMsg::Request { test: spec, mac })
+            .map_err(|e| ctx("sending the request", e))?;
+        let grant = match read_server(&mut stream, control, "the grant")? {
+            ServerMsg::Grant(g) => g,
+            other => return Err(unexpected(control, "a grant", other)),
+        };
+        if let Some(k) = key.filter(|_| key_required) {
+            let ok = grant.mac.as_deref().is_some_and(|m| {
+                k.verify(
+                    MAC_GRANT,
+                    &[
+                        &cn,
+                        &sn,
+                        &grant.test_id.to_be_bytes(),
+                        &grant.data_port.to_be_bytes(),
+                    ],
+                    m,
+                )
+            });
+            if !ok {
+                return Err(Failure::from(anyhow!(
+                    "--to {control}: the server's grant does not prove the key: not the server you meant, or another key"
+                )));
+            }
+        }
+        Ok(Session {
+            stream,
+            control,
+            grant,
+        })
+    }
+
+    /// Where the test's data goes.
+    pub fn data_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.control.ip(), self.grant.data_port)
+    }
+
+    /// Says the load is over and reads the far end's report.
+    pub fn finish(mut self) -> anyhow::Result<FarEnd> {
+        write_frame(&mut self.stream, &ClientMsg::Done {})
+            .map_err(|e| anyhow!("--to {}: sending done: {e}", self.control))?;
+        let (msg, _) = read_frame::<ServerMsg>(
+            &mut self.stream,
+            MAX_SERVER_FRAME,
+            Instant::now() + REPORT_WAIT,
+        )
+        .map_err(|e| anyhow!("--to {}: reading the far end's report: {e}", self.control))?;
+        match msg {
+            ServerMsg::Report(far) => Ok(*far),
+            ServerMsg::Refused { reason, .. } => Err(anyhow!("--to {}: {reason}", self.control)),
+            _ => Err(anyhow!(
+                "--to {}: a message out of order instead of the report",
+                self.control
+            )),
+        }
+    }
+}
+
+fn read_server(
+    stream: &mut TcpStream,
+    control: SocketAddr,
+    what: &str,
+) -> Result<ServerMsg, Failure> {
+    let (msg, _) = read_frame::<ServerMsg>(stream, MAX_SERVER_FRAME, Instant::now() + STEP)
+        .map_err(|e| {
+            Failure::from(anyhow!(
+                "--to {control}: waiting for {what}: {e}; is a netceil serve listening there?"
+            ))
+        })?;
+    if let ServerMsg::Refused { reason, .. } = &msg {
+        return Err(Failure::usage(anyhow!(
+            "--to {control}: the server said: {reason}"
+        )));
+    }
+    Ok(msg)
+}
+
+fn unexpected(control: SocketAddr, wanted: &str, got: ServerMsg) -> Failure {
+    let name = match got {
+        ServerMsg::Challenge { .. } => "a challenge",
+        ServerMsg::Refused { .. } => "a refusal",
+        ServerMsg::Grant(_) => "a grant",
+        ServerMsg::Report(_) => "a report",
+    };
+    Failure::from(anyhow!(
+        "--to {control}: {name} came where {wanted} was due"
+    ))
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().clamp(1, u128::from(u64::MAX)) as u64
+}
+
+fn sample_ms(interval: Duration) -> u32 {
+    interval.as_millis().clamp(100, 60_000) as u32
+}
+
+/// The test a UDP train asks for.
+pub fn udp_spec(cfg: &udp::UdpConfig, interval: Duration) -> TestSpec {
+    TestSpec {
+        kind: TestKind::Udp,
+        flows: cfg.flows,
+        duration_ms: millis(cfg.duration),
+        payload_bytes: cfg.payload_bytes.min(u32::MAX as usize) as u32,
+        rate_pps: cfg.requested_pps().map(|p| p.ceil() as u64),
+        rate_bits_per_s: None,
+        run_id: cfg.run_id,
+        sample_ms: sample_ms(interval),
+    }
+}
+
+/// The test TCP streams ask for.
+pub fn tcp_spec(cfg: &tcp::TcpConfig, interval: Duration) -> TestSpec {
+    TestSpec {
+        kind: TestKind::Tcp,
+        flows: cfg.flows,
+        duration_ms: millis(cfg.duration),
+        payload_bytes: cfg.msg_size.min(u32::MAX as usize) as u32,
+        rate_pps: None,
+        rate_bits_per_s: cfg
+            .rate_per_flow_bps
+            .map(|b| (b * f64::from(cfg.flows)).ceil() as u64),
+        run_id: 0,
+        sample_ms: sample_ms(interval),
+    }
+}
+
+/// The test a request/response workload asks for.
+pub fn rr_spec(cfg: &rr::RrConfig, run_id: u16, interval: Duration) -> TestSpec {
+    TestSpec {
+        kind: match cfg.proto {
+            rr::RrProto::Udp => TestKind::RrUdp,
+            rr::RrProto::Tcp => TestKind::RrTcp,
+        },
+        flows: cfg.flows,
+        duration_ms: millis(cfg.duration),
+        payload_bytes: cfg.size.min(u32::MAX as usize) as u32,
+        rate_pps: cfg.rate_tps.map(|r| r.ceil() as u64),
+        rate_bits_per_s: None,
+        run_id,
+        sample_ms: sample_ms(interval),
+    }
+}
+
+/// Keeps the far end's report in the results, with a note on what it says.
+pub fn attach(results: &mut Results, far: anyhow::Result<FarEnd>) {
+    match far {
+        Ok(far) => {
+            results.notes.push(format!(
+                "the far end ({}, {} at {}) reported its own counts, kernel counter deltas, CPU per core and a {}-row series; the test there was ended by {}",
+                far.host,
+                far.netceil_version,
+                far.address,
+                far.series.t_s.len(),
+                far.ended_by
+            ));
+            results.far = Some(Box::new(far));
+        }
+        Err(e) => results
+            .notes
+            .push(format!("the far end's report did not arrive: {e:#}")),
+    }
+}

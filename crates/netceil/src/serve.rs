@@ -1,0 +1,787 @@
+//! The far end that is safe to leave running: `netceil serve`.
+//!
+//! One thread runs every control connection's handshake on a mio event loop, so a thousand
+//! idle or slow clients cost a buffer each, not a thread each; each step has a deadline, and a
+//! client silent past it is dropped. A granted test gets its own thread, which opens the data
+//! socket (UDP receiver or TCP sink/echo, on an ephemeral port of the address the client
+//! reached), samples the machine, enforces the limits, and at the client's `done` sends the
+//! report and closes everything.
+//!
+//! Nothing is ever sent to anyone who has not authenticated: a UDP socket on the control port
+//! counts whatever arrives there and never answers (a closed port would make the kernel answer
+//! with ICMP), a test's data socket counts datagrams from other hosts or runs as strays and
+//! answers only its peer, never with more bytes than arrived; and before authentication the
+//! control connection's answers are no longer than what the client sent.
+
+use anyhow::Context;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use netceil_ctl::{
+    decode, fit_reply, fresh_nonce, hex, unhex, write_frame, ClientMsg, Decoded, FrameError, Grant,
+    Key, Limits, ServerMsg, TestSpec, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+};
+use netceil_model::{FarApp, FarEnd};
+use netceil_probe::{spawn_sampler, ProcFs, SamplerConfig};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::kernel;
+
+const LISTENER: Token = Token(usize::MAX);
+/// How long the loop sleeps at most: how late it sees the stop flag.
+const TICK: Duration = Duration::from_millis(100);
+/// Time a test may run past its asked duration before it is cut (the client's drain and Fin
+/// exchange, and a slow `done`).
+const GRACE: Duration = Duration::from_secs(5);
+/// Longest a report write may block on a client that stopped reading.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Labels of the two MACs, so neither can stand for the other.
+pub const MAC_REQUEST: &str = "netceil request";
+pub const MAC_GRANT: &str = "netceil grant";
+
+/// How `netceil serve` runs.
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub key: Option<Key>,
+    pub limits: Limits,
+    /// Stop serving after this long (tests, scripts).
+    pub duration: Option<Duration>,
+    /// Receive buffer for tests' UDP sockets.
+    pub rcvbuf: Option<usize>,
+    pub rcvbuf_force: bool,
+}
+
+/// Everything the server counted over its life. Atomic so test threads add to it.
+#[derive(Debug, Default)]
+pub struct ServeTotals {
+    pub control_connections: AtomicU64,
+    /// Connections closed at accept because `max_clients` were open.
+    pub turned_away: AtomicU64,
+    /// Connections dropped for silence past a step's deadline.
+    pub timed_out: AtomicU64,
+    /// Connections dropped for a malformed, oversized or out-of-order message.
+    pub malformed: AtomicU64,
+    pub refused: AtomicU64,
+    pub auth_failures: AtomicU64,
+    pub tests_granted: AtomicU64,
+    pub tests_completed: AtomicU64,
+    /// Bytes read and written on control connections before authentication: their ratio is
+    /// the control port's amplification factor.
+    pub preauth_bytes_in: AtomicU64,
+    pub preauth_bytes_out: AtomicU64,
+    /// Datagrams on the control port (never answered), and their bytes.
+    pub port_strays: AtomicU64,
+    pub port_stray_bytes: AtomicU64,
+    /// Datagrams on tests' data sockets from other hosts or runs (never answered).
+    pub test_strays: AtomicU64,
+    pub test_stray_bytes: AtomicU64,
+    /// Datagrams and bytes the data sockets sent (echoes, Fin reports): all to granted peers.
+    pub tests_refused_connections: AtomicU64,
+}
+
+impl ServeTotals {
+    pub fn json(&self) -> serde_json::Value {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        serde_json::json!({
+            "control_connections": g(&self.control_connections),
+            "turned_away": g(&self.turned_away),
+            "timed_out": g(&self.timed_out),
+            "malformed": g(&self.malformed),
+            "refused": g(&self.refused),
+            "auth_failures": g(&self.auth_failures),
+            "tests_granted": g(&self.tests_granted),
+            "tests_completed": g(&self.tests_completed),
+            "preauth_bytes_in": g(&self.preauth_bytes_in),
+            "preauth_bytes_out": g(&self.preauth_bytes_out),
+            "port_strays": g(&self.port_strays),
+            "port_stray_bytes": g(&self.port_stray_bytes),
+            "test_strays": g(&self.test_strays),
+            "test_stray_bytes": g(&self.test_stray_bytes),
+            "test_refused_connections": g(&self.tests_refused_connections),
+        })
+    }
+}
+
+/// A line about what happened, for the terminal (one per event).
+pub type Say = Arc<dyn Fn(String) + Send + Sync>;
+
+enum Step {
+    Hello,
+    Request {
+        client: [u8; NONCE_LEN],
+        server: [u8; NONCE_LEN],
+    },
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+    buf: Vec<u8>,
+    step: Step,
+    deadline: Instant,
+    /// Bytes this client sent so far: the budget for what we may answer before it proves the
+    /// key.
+    bytes_in: usize,
+    bytes_out: usize,
+}
+
+/// Runs the server until `stop` or `cfg.duration`. Errors only for what stops it from
+/// starting (the bind); everything after is counted in the totals.
+pub fn serve(
+    cfg: ServeConfig,
+    stop: Arc<AtomicBool>,
+    totals: Arc<ServeTotals>,
+    say: Say,
+    ready: impl FnOnce(SocketAddr),
+) -> anyhow::Result<()> {
+    let std_listener = std::net::TcpListener::bind(cfg.listen)
+        .with_context(|| format!("binding the control port {} (TCP)", cfg.listen))?;
+    let local = std_listener.local_addr().context("getsockname")?;
+    std_listener.set_nonblocking(true).context("O_NONBLOCK")?;
+    let mut listener = TcpListener::from_std(std_listener);
+    let sink = UdpSocket::bind(local)
+        .with_context(|| format!("binding the control port {local} (UDP, to count strays)"))?;
+    sink.set_read_timeout(Some(TICK)).context("SO_RCVTIMEO")?;
+    let sink_thread = {
+        let (stop, totals) = (stop.clone(), totals.clone());
+        std::thread::Builder::new()
+            .name("netceil-serve-sink".into())
+            .spawn(move || count_strays(&sink, &stop, &totals))
+            .context("starting the stray counter")?
+    };
+    let mut poll = Poll::new().context("epoll_create")?;
+    ready(local);
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .context("epoll_ctl")?;
+    let tests_running = Arc::new(AtomicUsize::new(0));
+    let next_test = AtomicU64::new(1);
+    let mut conns: Vec<Option<Conn>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut open = 0usize;
+    let mut events = Events::with_capacity(256);
+    let end = cfg.duration.map(|d| Instant::now() + d);
+    let step = Duration::from_millis(cfg.limits.step_timeout_ms);
+    let mut test_threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
+    while !stop.load(Ordering::Relaxed) && end.is_none_or(|e| Instant::now() < e) {
+        let now = Instant::now();
+        let wait = conns
+            .iter()
+            .flatten()
+            .map(|c| c.deadline.saturating_duration_since(now))
+            .min()
+            .unwrap_or(TICK)
+            .min(TICK);
+        match poll.poll(&mut events, Some(wait)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("epoll_wait"),
+        }
+        for ev in &events {
+            if ev.token() == LISTENER {
+                loop {
+                    match listener.accept() {
+                        Ok((mut stream, peer)) => {
+                            totals.control_connections.fetch_add(1, Ordering::Relaxed);
+                            if open >= cfg.limits.max_clients as usize
+                                || (cfg.key.is_none() && !peer.ip().is_loopback())
+                            {
+                                totals.turned_away.fetch_add(1, Ordering::Relaxed);
+                                continue;
+                            }
+                            let slot = free.pop().unwrap_or_else(|| {
+                                conns.push(None);
+                                conns.len() - 1
+                            });
+                            if poll
+                                .registry()
+                                .register(&mut stream, Token(slot), Interest::READABLE)
+                                .is_err()
+                            {
+                                free.push(slot);
+                                continue;
+                            }
+                            let local = stream.local_addr().unwrap_or(local);
+                            conns[slot] = Some(Conn {
+                                stream,
+                                peer,
+                                local,
+                                buf: Vec::new(),
+                                step: Step::Hello,
+                                deadline: Instant::now() + step,
+                                bytes_in: 0,
+                                bytes_out: 0,
+                            });
+                            open += 1;
+                        }
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        // Out of descriptors or the like: the next tick tries again.
+                        Err(_) => break,
+                    }
+                }
+                continue;
+            }
+            let slot = ev.token().0;
+            let Some(conn) = conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            let outcome = advance(conn, &cfg, &totals, &tests_running, &next_test, step);
+            match outcome {
+                Advance::Wait => continue,
+                Advance::Close => {}
+                Advance::Granted(test) => {
+                    let mut c = conns[slot].take().expect("present");
+                    let _ = poll.registry().deregister(&mut c.stream);
+                    free.push(slot);
+                    open -= 1;
+                    account_preauth(&totals, &c);
+                    let ctx = TestCtx {
+                        peer: c.peer,
+                        local: c.local,
+                        key: cfg.key.clone(),
+                        limits: cfg.limits.clone(),
+                        rcvbuf: (cfg.rcvbuf, cfg.rcvbuf_force),
+                        stop: stop.clone(),
+                        totals: totals.clone(),
+                        running: tests_running.clone(),
+                        say: say.clone(),
+                    };
+                    // The handshake is over: the test thread talks to the client with
+                    // blocking reads and timeouts.
+                    let std_stream = std::net::TcpStream::from(c.stream);
+                    if std_stream.set_nonblocking(false).is_err() {
+                        tests_running.fetch_sub(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    match std::thread::Builder::new()
+                        .name(format!("netceil-test{}", test.0))
+                        .spawn(move || run_test(std_stream, *test.1, test.0, test.2, ctx))
+                    {
+                        Ok(h) => test_threads.push(h),
+                        Err(e) => {
+                            tests_running.fetch_sub(1, Ordering::SeqCst);
+                            say(format!("cannot start a test thread: {e}"));
+                        }
+                    }
+                    continue;
+                }
+            }
+            if let Some(mut c) = conns[slot].take() {
+                let _ = poll.registry().deregister(&mut c.stream);
+                account_preauth(&totals, &c);
+                free.push(slot);
+                open -= 1;
+            }
+        }
+        // Deadlines: a client silent past its step is dropped.
+        let now = Instant::now();
+        for (slot, c) in conns.iter_mut().enumerate() {
+            if c.as_ref().is_some_and(|c| c.deadline <= now) {
+                let mut c = c.take().expect("checked");
+                let _ = poll.registry().deregister(&mut c.stream);
+                account_preauth(&totals, &c);
+                totals.timed_out.fetch_add(1, Ordering::Relaxed);
+                free.push(slot);
+                open -= 1;
+            }
+        }
+        test_threads.retain(|h| !h.is_finished());
+    }
+    stop.store(true, Ordering::SeqCst);
+    for h in test_threads {
+        let _ = h.join();
+    }
+    let _ = sink_thread.join();
+    Ok(())
+}
+
+fn account_preauth(totals: &ServeTotals, c: &Conn) {
+    totals
+        .preauth_bytes_in
+        .fetch_add(c.bytes_in as u64, Ordering::Relaxed);
+    totals
+        .preauth_bytes_out
+        .fetch_add(c.bytes_out as u64, Ordering::Relaxed);
+}
+
+/// Counts what arrives on the control port's UDP side; answers nothing.
+fn count_strays(sink: &UdpSocket, stop: &AtomicBool, totals: &ServeTotals) {
+    let mut buf = vec![0u8; 65536];
+    while !stop.load(Ordering::Relaxed) {
+        match sink.recv_from(&mut buf) {
+            Ok((n, _)) => {
+                totals.port_strays.fetch_add(1, Ordering::Relaxed);
+                totals
+                    .port_stray_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => std::thread::sleep(TICK),
+        }
+    }
+}
+
+enum Advance {
+    Wait,
+    Close,
+    /// Test id, the test, and the client's nonces (for the grant's MAC).
+    Granted((u64, Box<TestSpec>, [[u8; NONCE_LEN]; 2])),
+}
+
+/// Reads what the client sent and moves its handshake on.
+fn advance(
+    c: &mut Conn,
+    cfg: &ServeConfig,
+    totals: &ServeTotals,
+    running: &AtomicUsize,
+    next_test: &AtomicU64,
+    step: Duration,
+) -> Advance {
+    let mut chunk = [0u8; 1024];
+    loop {
+        match c.stream.read(&mut chunk) {
+            Ok(0) => return Advance::Close,
+            Ok(n) => {
+                c.bytes_in += n;
+                c.buf.extend_from_slice(&chunk[..n]);
+                if c.buf.len() > MAX_CLIENT_FRAME + 4 {
+                    totals.malformed.fetch_add(1, Ordering::Relaxed);
+                    return Advance::Close;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Advance::Close,
+        }
+    }
+    let (msg, consumed) = match decode::<ClientMsg>(&c.buf, MAX_CLIENT_FRAME) {
+        Ok(Decoded::NeedMore { .. }) => return Advance::Wait,
+        Ok(Decoded::Frame { msg, consumed }) => (msg, consumed),
+        Err(e) => {
+            totals.malformed.fetch_add(1, Ordering::Relaxed);
+            // A client of another protocol gets one short line, within what it sent.
+            refuse(c, format!("unreadable control message: {e}"));
+            return Advance::Close;
+        }
+    };
+    c.buf.drain(..consumed);
+    match (&c.step, msg) {
+        (
+            Step::Hello,
+            ClientMsg::Hello {
+                proto,
+                netceil,
+                nonce,
+                ..
+            },
+        ) => {
+            if proto != PROTO {
+                totals.refused.fetch_add(1, Ordering::Relaxed);
+                refuse(
+                    c,
+                    format!(
+                        "version skew: the client (netceil {}) speaks control protocol {proto}, this server (netceil {}) speaks {PROTO}; run the same netceil release on both ends",
+                        clip(&netceil, 40),
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                );
+                return Advance::Close;
+            }
+            let client = match unhex(&nonce).and_then(|v| <[u8; NONCE_LEN]>::try_from(v).ok()) {
+                Some(n) => n,
+                None => {
+                    totals.malformed.fetch_add(1, Ordering::Relaxed);
+                    return Advance::Close;
+                }
+            };
+            if consumed < MIN_HELLO_FRAME {
+                // An unpadded hello could be a reflection probe: no answer.
+                totals.malformed.fetch_add(1, Ordering::Relaxed);
+                return Advance::Close;
+            }
+            let Ok(server) = fresh_nonce() else {
+                return Advance::Close;
+            };
+            let ch = ServerMsg::Challenge {
+                proto: PROTO,
+                netceil: env!("CARGO_PKG_VERSION").into(),
+                nonce: hex(&server),
+                key_required: cfg.key.is_some(),
+            };
+            if !send_within_budget(c, ch) {
+                return Advance::Close;
+            }
+            c.step = Step::Request { client, server };
+            c.deadline = Instant::now() + step;
+            Advance::Wait
+        }
+        (Step::Request { client, server }, ClientMsg::Request { test, mac }) => {
+            let (client, server) = (*client, *server);
+            if let Some(key) = &cfg.key {
+                let body = serde_json::to_vec(&test).unwrap_or_default();
+                let ok = mac
+                    .as_deref()
+                    .is_some_and(|m| key.verify(MAC_REQUEST, &[&client, &server, &body], m));
+                if !ok {
+                    totals.auth_failures.fetch_add(1, Ordering::Relaxed);
+                    refuse(
+                        c,
+                        "authentication failed: the request's HMAC does not match this server's key (--key-file on both ends must hold the same secret)".into(),
+                    );
+                    return Advance::Close;
+                }
+            }
+            // From here the client is authenticated (or on loopback without a key).
+            if let Err(r) = cfg.limits.check(&test) {
+                totals.refused.fetch_add(1, Ordering::Relaxed);
+                refuse(c, format!("refused: {r}"));
+                return Advance::Close;
+            }
+            let max = cfg.limits.max_tests as usize;
+            if running
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_err()
+            {
+                totals.refused.fetch_add(1, Ordering::Relaxed);
+                refuse(
+                    c,
+                    format!(
+                        "busy: {max} test(s) already running, this server's limit (serve --max-tests); try again when they end"
+                    ),
+                );
+                return Advance::Close;
+            }
+            let id = next_test.fetch_add(1, Ordering::Relaxed);
+            totals.tests_granted.fetch_add(1, Ordering::Relaxed);
+            Advance::Granted((id, Box::new(test), [client, server]))
+        }
+        _ => {
+            totals.malformed.fetch_add(1, Ordering::Relaxed);
+            refuse(c, "a control message out of order".into());
+            Advance::Close
+        }
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// Sends a refusal, cut to what the client sent so far (it may not have authenticated).
+fn refuse(c: &mut Conn, reason: String) {
+    let _ = send_within_budget(
+        c,
+        ServerMsg::Refused {
+            proto: PROTO,
+            reason,
+        },
+    );
+}
+
+/// Writes `msg` if it fits in the bytes the client has sent minus what we answered already;
+/// false if it did not fit or could not be written at once.
+fn send_within_budget(c: &mut Conn, msg: ServerMsg) -> bool {
+    let budget = c.bytes_in.saturating_sub(c.bytes_out);
+    let Some(bytes) = fit_reply(msg, budget) else {
+        return false;
+    };
+    match c.stream.write(&bytes) {
+        Ok(n) => {
+            c.bytes_out += n;
+            n == bytes.len()
+        }
+        Err(_) => false,
+    }
+}
+
+struct TestCtx {
+    peer: SocketAddr,
+    local: SocketAddr,
+    key: Option<Key>,
+    limits: Limits,
+    rcvbuf: (Option<usize>, bool),
+    stop: Arc<AtomicBool>,
+    totals: Arc<ServeTotals>,
+    running: Arc<AtomicUsize>,
+    say: Say,
+}
+
+/// The test's data side.
+enum Data {
+    Udp(netceil_load::udp::UdpReceiver),
+    Tcp(netceil_load::tcp::TcpTestServer),
+}
+
+impl Data {
+    /// (packets, bytes) so far; packets are 0 for TCP.
+    fn so_far(&self) -> (u64, u64) {
+        match self {
+            Data::Udp(r) => {
+                let p = r.progress();
+                (p.rx_packets, p.rx_bytes)
+            }
+            Data::Tcp(t) => (0, t.bytes_so_far()),
+        }
+    }
+}
+
+fn run_test(
+    mut stream: std::net::TcpStream,
+    spec: TestSpec,
+    id: u64,
+    nonces: [[u8; NONCE_LEN]; 2],
+    ctx: TestCtx,
+) {
+    let peer = ctx.peer;
+    let kind = spec.kind;
+    let outcome = test_body(&mut stream, &spec, id, nonces, &ctx);
+    match outcome {
+        Ok(ended_by) => {
+            ctx.totals.tests_completed.fetch_add(1, Ordering::Relaxed);
+            (ctx.say)(format!(
+                "test {id} ({}, {} flow(s)) from {peer}: ended by {ended_by}",
+                kind.name(),
+                spec.flows
+            ));
+        }
+        Err(e) => (ctx.say)(format!("test {id} from {peer}: {e:#}")),
+    }
+    ctx.running.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn test_body(
+    stream: &mut std::net::TcpStream,
+    spec: &TestSpec,
+    id: u64,
+    nonces: [[u8; NONCE_LEN]; 2],
+    ctx: &TestCtx,
+) -> anyhow::Result<String> {
+    let bind = SocketAddr::new(ctx.local.ip(), 0);
+    let admit_ip = ctx.peer.ip();
+    let data = if spec.kind.is_udp() {
+        Data::Udp(
+            netceil_load::udp::UdpReceiver::spawn_admitting(
+                bind,
+                ctx.rcvbuf.0,
+                ctx.rcvbuf.1,
+                Some(kernel::far_end_probe()),
+                Some(netceil_load::udp::Admit {
+                    peer: admit_ip,
+                    run_id: spec.run_id,
+                }),
+            )
+            .context("opening the test's UDP socket")?,
+        )
+    } else {
+        Data::Tcp(
+            netceil_load::tcp::TcpTestServer::start(bind, admit_ip)
+                .context("opening the test's TCP listener")?,
+        )
+    };
+    let data_port = match &data {
+        Data::Udp(r) => r.local_addr().port(),
+        Data::Tcp(t) => t.local_addr().port(),
+    };
+    let iface = kernel::iface_facing(SocketAddr::new(admit_ip, 9));
+    let counters_before = kernel::Counters::read();
+    let cpu_before = kernel::cpu_times();
+    let (row_tx, _rows) = std::sync::mpsc::channel();
+    let sampler = spawn_sampler(
+        ProcFs::new(),
+        SamplerConfig {
+            interval: Duration::from_millis(u64::from(spec.sample_ms)),
+            ..SamplerConfig::default()
+        },
+        Arc::new(AtomicBool::new(false)),
+        row_tx,
+    )
+    .context("starting the sampler")?;
+    let started = Instant::now();
+    let mac = ctx.key.as_ref().map(|k| {
+        hex(&k.mac(
+            MAC_GRANT,
+            &[
+                &nonces[0],
+                &nonces[1],
+                &id.to_be_bytes(),
+                &data_port.to_be_bytes(),
+            ],
+        ))
+    });
+    write_frame(
+        stream,
+        &ServerMsg::Grant(Grant {
+            test_id: id,
+            data_port,
+            limits: ctx.limits.clone(),
+            mac,
+        }),
+    )
+    .context("sending the grant")?;
+    (ctx.say)(format!(
+        "test {id} granted to {}: {} × {} flow(s), {:.1} s, data port {data_port}",
+        ctx.peer,
+        spec.kind.name(),
+        spec.flows,
+        spec.duration_ms as f64 / 1e3
+    ));
+    stream.set_read_timeout(Some(TICK)).context("SO_RCVTIMEO")?;
+    stream
+        .set_write_timeout(Some(WRITE_TIMEOUT))
+        .context("SO_SNDTIMEO")?;
+    let ended_by = watch_test(stream, spec, &data, ctx, started);
+    let app = match data {
+        Data::Udp(r) => {
+            let rep = r.stop().context("stopping the UDP receiver")?;
+            ctx.totals
+                .test_strays
+                .fetch_add(rep.stray_packets, Ordering::Relaxed);
+            ctx.totals
+                .test_stray_bytes
+                .fetch_add(rep.stray_bytes, Ordering::Relaxed);
+            FarApp {
+                udp_packets: rep.rx_packets,
+                udp_bytes: rep.rx_bytes,
+                udp_lost: rep.lost,
+                udp_reordered: rep.reordered,
+                udp_duplicates: rep.duplicates,
+                udp_socket_drops: rep.socket_drops,
+                udp_requests_echoed: rep.requests_echoed,
+                stray_packets: rep.stray_packets,
+                ..FarApp::default()
+            }
+        }
+        Data::Tcp(t) => {
+            let rep = t.stop().context("stopping the TCP server")?;
+            ctx.totals
+                .tests_refused_connections
+                .fetch_add(rep.refused_connections, Ordering::Relaxed);
+            FarApp {
+                tcp_connections: rep.connections,
+                tcp_refused: rep.refused_connections,
+                tcp_stream_bytes: rep.stream_bytes,
+                tcp_echoed_bytes: rep.echoed_bytes,
+                cpu_s: Some(rep.cpu_s),
+                ..FarApp::default()
+            }
+        }
+    };
+    let duration_s = started.elapsed().as_secs_f64();
+    let counters_after = kernel::Counters::read();
+    let cpu = match (cpu_before, kernel::cpu_times()) {
+        (Some(b), Some(a)) => kernel::cpu_shares(&b, &a),
+        _ => Vec::new(),
+    };
+    let sampled = sampler
+        .stop()
+        .map_err(|_| anyhow::anyhow!("the sampler thread panicked"))?
+        .series;
+    let mut notes = Vec::new();
+    notes.extend(counters_after.problems().iter().cloned());
+    let mut far = FarEnd {
+        address: ctx.local.to_string(),
+        netceil_version: env!("CARGO_PKG_VERSION").into(),
+        host: crate::host::host_info().hostname.unwrap_or_default(),
+        cpus: cpu.len() as u32,
+        duration_s,
+        ended_by: ended_by.clone(),
+        app,
+        kernel: kernel::far_deltas(&counters_before, &counters_after, iface.as_deref()),
+        cpu,
+        series: sampled,
+        notes,
+    };
+    if ended_by != "client done" && !ended_by.starts_with("the client") {
+        far.notes
+            .push(format!("the server cut this test: {ended_by}"));
+    }
+    let report = ServerMsg::Report(Box::new(far));
+    match write_frame(stream, &report) {
+        Ok(_) => {}
+        Err(FrameError::TooLong { .. }) => {}
+        Err(e) => return Err(e).context("sending the report"),
+    }
+    let _ = stream.flush();
+    Ok(ended_by)
+}
+
+/// Waits for the client's `done`, enforcing the limits meanwhile; returns what ended it.
+fn watch_test(
+    stream: &mut std::net::TcpStream,
+    spec: &TestSpec,
+    data: &Data,
+    ctx: &TestCtx,
+    started: Instant,
+) -> String {
+    let limit = Duration::from_millis(spec.duration_ms) + GRACE;
+    let byte_budget = ctx.limits.byte_budget(spec);
+    // The rate allowed per 1 s window: what was declared (with room for timer slack and
+    // bursts) and never more than the server's limits.
+    let pps_cap = spec
+        .rate_pps
+        .map_or(ctx.limits.max_pps, |r| r.saturating_mul(5) / 4 + 1000)
+        .min(ctx.limits.max_pps) as f64;
+    let bits_cap = spec
+        .rate_bits_per_s
+        .map_or(ctx.limits.max_bits_per_s, |r| r.saturating_mul(5) / 4)
+        .min(ctx.limits.max_bits_per_s) as f64;
+    let mut window = (Instant::now(), data.so_far());
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        if ctx.stop.load(Ordering::Relaxed) {
+            return "the server stopping".into();
+        }
+        if started.elapsed() > limit {
+            return format!(
+                "the time limit ({:.1} s asked + {:.0} s grace)",
+                spec.duration_ms as f64 / 1e3,
+                GRACE.as_secs_f64()
+            );
+        }
+        let (pkts, bytes) = data.so_far();
+        if bytes > byte_budget {
+            return format!("the byte limit ({byte_budget} B for this test)");
+        }
+        let dt = window.0.elapsed().as_secs_f64();
+        if dt >= 1.0 {
+            let pps = (pkts - window.1 .0) as f64 / dt;
+            let bits = (bytes - window.1 .1) as f64 * 8.0 / dt;
+            if spec.kind.is_udp() && pps > pps_cap {
+                return format!("the rate limit ({pps:.0} packets/s over {pps_cap:.0} allowed)");
+            }
+            if bits > bits_cap {
+                return format!("the rate limit ({bits:.0} bit/s over {bits_cap:.0} allowed)");
+            }
+            window = (Instant::now(), (pkts, bytes));
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return "the client closing the control connection".into(),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                match decode::<ClientMsg>(&buf, MAX_CLIENT_FRAME) {
+                    Ok(Decoded::Frame {
+                        msg: ClientMsg::Done {},
+                        ..
+                    }) => return "client done".into(),
+                    Ok(Decoded::NeedMore { .. }) => {}
+                    Ok(Decoded::Frame { .. }) | Err(_) => {
+                        return "the client sending a malformed message".into()
+                    }
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return format!("the control connection failing ({e})"),
+        }
+    }
+}

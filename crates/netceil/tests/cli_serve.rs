@@ -1,0 +1,583 @@
+//! `netceil serve`: the far end that is safe to leave running.
+//!
+//! On loopback (no root needed): the handshake's refusals (version skew, a non-netceil client),
+//! a slow-loris client dropped after its step timeout while others are served, and answers
+//! before authentication never longer than what arrived.
+//!
+//! As root, three network namespaces made by the test act as three hosts: a client (a) runs
+//! full tests against the server (b) with both ends counted; a wrong key and a request over
+//! the limits are refused; a third host (c) sends stray and forged datagrams to the control
+//! port and to a running test's data port, gets no answer, and is counted. Nothing the test
+//! made is left behind.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_netceil");
+
+/// A server process, stopped by its PID on drop (also when an assertion fails).
+struct Server {
+    child: Option<Child>,
+    /// Its event lines (stderr, since it prints JSON on stdout).
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(mut cmd: Command) -> Server {
+        let mut child = cmd
+            .args(["--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve starts");
+        let err = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let s = Server {
+            child: Some(child),
+            lines,
+        };
+        s.wait_for("listening", Duration::from_secs(10));
+        s
+    }
+
+    /// The first event line containing `needle`.
+    fn wait_for(&self, needle: &str, within: Duration) -> String {
+        let end = Instant::now() + within;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        panic!("the server never said '{needle}'");
+    }
+
+    /// Stops it with SIGINT (by its PID) and returns its totals.
+    fn finish(mut self) -> Value {
+        let mut child = self.child.take().unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        serde_json::from_str(&out).expect("serve's totals as JSON")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A control frame: length, then JSON.
+fn frame(v: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(v).unwrap();
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend(body);
+    f
+}
+
+fn hello(proto: u32, pad: usize) -> Vec<u8> {
+    frame(
+        &serde_json::json!({"type": "hello", "proto": proto, "netceil": "9.9.9",
+        "nonce": "00112233445566778899aabbccddeeff", "pad": "-".repeat(pad)}),
+    )
+}
+
+/// Everything the server sends until it closes (or 3 s pass).
+fn read_all(s: &mut TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn loopback_serve_refuses_skew_strangers_and_slow_clients_without_amplifying() {
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "serve",
+        "--listen",
+        &addr.to_string(),
+        "--step-timeout",
+        "1s",
+        "--duration",
+        "30",
+    ]);
+    let server = Server::start(cmd);
+
+    // A slow-loris client: connects and sends nothing. It is dropped after the step timeout.
+    let mut loris = TcpStream::connect(addr).unwrap();
+    let t = Instant::now();
+    // Meanwhile a real test is served.
+    let out = Command::new(BIN)
+        .args(["run", "rr", "--proto", "udp", "--to", &addr.to_string()])
+        .args(["--duration", "1", "--json", "-q", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let far = &run["results"]["far"];
+    assert!(
+        far["app"]["udp_requests_echoed"].as_u64().unwrap() > 100,
+        "{far:#}"
+    );
+    let got = read_all(&mut loris);
+    assert!(got.is_empty(), "a silent client gets nothing: {got:?}");
+    let waited = t.elapsed();
+    assert!(waited < Duration::from_secs(5), "dropped after {waited:?}");
+
+    // Version skew: a clear refusal naming both versions, within the hello's size.
+    let mut c = TcpStream::connect(addr).unwrap();
+    let h = hello(99, 300);
+    c.write_all(&h).unwrap();
+    let answer = read_all(&mut c);
+    assert!(answer.len() <= h.len(), "{} > {}", answer.len(), h.len());
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.contains("version skew") && text.contains("99"),
+        "{text}"
+    );
+
+    // An unpadded hello (a reflection probe) gets no answer at all.
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(&hello(1, 0)).unwrap();
+    assert!(read_all(&mut c).is_empty());
+
+    // Not netceil at all (an HTTP request): a short refusal no longer than the request.
+    let mut c = TcpStream::connect(addr).unwrap();
+    let get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    c.write_all(get).unwrap();
+    let answer = read_all(&mut c);
+    assert!(answer.len() <= get.len(), "{answer:?}");
+
+    // A length prefix over the limit: dropped before the body is read.
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(&[0x7F, 0xFF, 0xFF, 0xFF]).unwrap();
+    let _ = c.write_all(&[b'x'; 8192]);
+    assert!(read_all(&mut c).len() <= 8196);
+
+    // UDP to the control port: counted, never answered.
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    for _ in 0..10 {
+        u.send_to(b"ping", addr).unwrap();
+    }
+    let mut buf = [0u8; 2048];
+    assert!(u.recv_from(&mut buf).is_err(), "a stray was answered");
+
+    let totals = server.finish();
+    assert!(totals["timed_out"].as_u64().unwrap() >= 1, "{totals:#}");
+    assert_eq!(totals["tests_completed"], 1, "{totals:#}");
+    assert!(totals["refused"].as_u64().unwrap() >= 1, "{totals:#}");
+    assert!(totals["malformed"].as_u64().unwrap() >= 3, "{totals:#}");
+    assert_eq!(totals["port_strays"], 10, "{totals:#}");
+    let (bin, bout) = (
+        totals["preauth_bytes_in"].as_u64().unwrap(),
+        totals["preauth_bytes_out"].as_u64().unwrap(),
+    );
+    assert!(bout <= bin, "amplification {bout}/{bin} > 1");
+}
+
+#[test]
+fn serve_refuses_other_hosts_without_a_key() {
+    Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0", "--duration", "1"])
+        .output()
+        .map(|o| {
+            assert_eq!(o.status.code(), Some(2));
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(e.contains("--key-file") && e.contains("loopback"), "{e}");
+        })
+        .unwrap();
+}
+
+// ---- three namespaces as three hosts (root) ----
+
+fn skip_reason() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("needs root to create network namespaces".into());
+    }
+    let ok = Command::new("ip")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    (!ok).then(|| "`ip` (iproute2) is not installed".into())
+}
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Client a and stray host c, each joined to server b by a veth pair; deleted on drop.
+struct Hosts {
+    a: String,
+    b: String,
+    c: String,
+}
+
+const SERVER: &str = "198.18.0.2";
+
+impl Hosts {
+    fn new() -> Hosts {
+        let tag = format!("netceil-serve-test-{}", std::process::id());
+        let h = Hosts {
+            a: format!("{tag}-a"),
+            b: format!("{tag}-b"),
+            c: format!("{tag}-c"),
+        };
+        for ns in [&h.a, &h.b, &h.c] {
+            sh(&["ip", "netns", "add", ns]);
+        }
+        for (ns, dev, peer, addr, paddr) in [
+            (&h.a, "nca0", "ncb0", "198.18.0.1/24", "198.18.0.2/24"),
+            (&h.c, "ncc0", "ncb1", "198.18.1.1/24", "198.18.1.2/24"),
+        ] {
+            sh(&[
+                "ip", "link", "add", dev, "netns", ns, "type", "veth", "peer", "name", peer,
+                "netns", &h.b,
+            ]);
+            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
+            sh(&["ip", "-n", &h.b, "addr", "add", paddr, "dev", peer]);
+            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            sh(&["ip", "-n", &h.b, "link", "set", peer, "up"]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        }
+        sh(&["ip", "-n", &h.b, "link", "set", "lo", "up"]);
+        // Host c reaches the server's address on the a side through b.
+        sh(&[
+            "ip",
+            "-n",
+            &h.c,
+            "route",
+            "add",
+            "198.18.0.0/24",
+            "via",
+            "198.18.1.2",
+        ]);
+        h
+    }
+
+    fn exec(&self, ns: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, BIN]);
+        c
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b, &self.c] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// Runs `f` on a thread that entered network namespace `ns` (setns is per thread).
+fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let fd = std::fs::File::open(&path).expect("netns file");
+        nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        f()
+    })
+    .join()
+    .expect("thread")
+}
+
+/// A netceil datagram header (18 bytes) of `kind`, padded to `len`.
+fn forged(kind: u8, run_id: u16, len: usize) -> Vec<u8> {
+    let mut d = vec![0u8; len.max(18)];
+    d[0..2].copy_from_slice(&0x4E43u16.to_le_bytes());
+    d[2] = (1 << 4) | kind;
+    d[4..6].copy_from_slice(&run_id.to_le_bytes());
+    d
+}
+
+/// Sends every kind of datagram from the calling namespace to `to`; returns how many were
+/// sent and how many answers came back.
+fn strays_to(to: SocketAddr) -> (u64, u64) {
+    let u = UdpSocket::bind("0.0.0.0:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut sent = 0;
+    let mut answers = 0;
+    let mut buf = [0u8; 65536];
+    let datagrams: Vec<Vec<u8>> = vec![
+        b"not netceil".to_vec(),
+        forged(0, 1, 64),  // data of some run
+        forged(1, 2, 64),  // a request: would be echoed to a granted peer
+        forged(3, 3, 26),  // a bare Fin: its report would be 4x longer
+        forged(3, 4, 106), // a padded Fin
+        forged(2, 5, 18),  // a response nobody asked for
+        forged(4, 6, 106), // a Fin report nobody asked for
+        vec![0u8; 1400],   // a large junk datagram
+    ];
+    for _ in 0..5 {
+        for d in &datagrams {
+            u.send_to(d, to).unwrap();
+            sent += 1;
+            while u.recv_from(&mut buf).is_ok() {
+                answers += 1;
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    while u.recv_from(&mut buf).is_ok() {
+        answers += 1;
+    }
+    (sent, answers)
+}
+
+#[test]
+fn three_hosts_both_ends_counted_refusals_and_strays() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let hosts = Hosts::new();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "three-hosts-test-secret-0123456789\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "three-hosts-test-secret-9876543210\n").unwrap();
+    let (key, wrong) = (key.to_str().unwrap(), wrong.to_str().unwrap());
+    let control = format!("{SERVER}:5301");
+
+    let mut cmd = hosts.exec(&hosts.b);
+    cmd.args([
+        "serve",
+        "--listen",
+        &control,
+        "--key-file",
+        key,
+        "--max-flows",
+        "8",
+    ]);
+    cmd.args(["--duration", "60"]);
+    let server = Server::start(cmd);
+
+    // Refused: the wrong key, then a request over the limits.
+    let out = hosts
+        .exec(&hosts.a)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &control,
+            "--key-file",
+            wrong,
+            "--duration",
+            "1",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("authentication failed"), "{e}");
+    let out = hosts
+        .exec(&hosts.a)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &control,
+            "--key-file",
+            key,
+            "--flows",
+            "9",
+        ])
+        .args(["--duration", "1", "-q", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--max-flows") && e.contains('9'), "{e}");
+    // No key at all against a keyed server.
+    let out = hosts
+        .exec(&hosts.a)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &control,
+            "--duration",
+            "1",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("requires a key"));
+
+    // A full test, while host c sends strays to the control port and to the test's data port.
+    let run = hosts
+        .exec(&hosts.a)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &control,
+            "--key-file",
+            key,
+            "--rate",
+            "20k",
+        ])
+        .args(["--duration", "3", "--json", "-q", "--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let granted = server.wait_for("granted", Duration::from_secs(10));
+    let port: u16 = granted
+        .rsplit("data port ")
+        .next()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no data port in: {granted}"));
+    let to_data: SocketAddr = format!("{SERVER}:{port}").parse().unwrap();
+    let to_control: SocketAddr = control.parse().unwrap();
+    let c = hosts.c.clone();
+    let (sent_data, answered_data) = in_netns(&c, move || strays_to(to_data));
+    let (sent_ctl, answered_ctl) = in_netns(&hosts.c, move || strays_to(to_control));
+    assert_eq!(
+        (answered_data, answered_ctl),
+        (0, 0),
+        "strays were answered"
+    );
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["results"];
+    let far = &r["far"];
+    // Both ends counted, in one Run.
+    let tx = r["tx_packets"].as_u64().unwrap();
+    assert!(tx > 40_000, "sent {tx}");
+    assert_eq!(far["app"]["udp_packets"], r["rx_app_packets"], "{far:#}");
+    assert_eq!(
+        far["app"]["stray_packets"].as_u64().unwrap(),
+        sent_data,
+        "{far:#}"
+    );
+    assert_eq!(far["kernel"]["iface"], "ncb0", "{far:#}");
+    assert!(
+        far["kernel"]["iface_rx_packets"].as_u64().unwrap()
+            >= tx - r["lost_packets"].as_u64().unwrap()
+    );
+    assert!(!far["cpu"].as_array().unwrap().is_empty());
+    assert!(
+        far["series"]["t_s"].as_array().unwrap().len() >= 2,
+        "{:#}",
+        far["series"]["t_s"]
+    );
+    assert!(!r["notes"]
+        .to_string()
+        .contains("far end's report did not arrive"));
+
+    // A TCP test, too.
+    let out = hosts
+        .exec(&hosts.a)
+        .args([
+            "run",
+            "tcp",
+            "--to",
+            &control,
+            "--key-file",
+            key,
+            "--duration",
+            "1",
+        ])
+        .args(["--json", "-q", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["results"]["far"]["app"]["tcp_stream_bytes"]
+            .as_u64()
+            .unwrap()
+            > 1_000_000
+    );
+
+    let totals = server.finish();
+    assert_eq!(totals["tests_completed"], 2, "{totals:#}");
+    assert_eq!(totals["auth_failures"], 1, "{totals:#}");
+    assert_eq!(
+        totals["port_strays"].as_u64().unwrap(),
+        sent_ctl,
+        "{totals:#}"
+    );
+    assert_eq!(
+        totals["test_strays"].as_u64().unwrap(),
+        sent_data,
+        "{totals:#}"
+    );
+    assert!(totals["preauth_bytes_out"].as_u64() <= totals["preauth_bytes_in"].as_u64());
+    let names = [hosts.a.clone(), hosts.b.clone(), hosts.c.clone()];
+    drop(hosts);
+    let left = String::from_utf8(
+        Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for n in names {
+        assert!(!left.contains(&n), "{n} left behind");
+    }
+}
