@@ -17,8 +17,9 @@
 //! ```
 //!
 //! [`from_flag`] is what a command calls with its `--metrics-listen` value: nothing is bound
-//! without the flag; with it, it prints where it serves and turns bind errors into exit codes
-//! (2 for an address this machine cannot bind, 1 for one already in use). A command that
+//! without the flag; with it, it prints where it serves and turns an address that cannot be
+//! bound (in use, not this machine's, a privileged port) into a clear error and exit code 2,
+//! as netceil's other addresses are. A command that
 //! wants the endpoint needs those two lines and a [`Publisher`] for its rows.
 //!
 //! # Names
@@ -645,15 +646,18 @@ fn series_of(rows: &[Row], interval_s: f64) -> Series {
 pub struct StartError {
     pub addr: SocketAddr,
     pub error: std::io::Error,
+    /// The address could not be bound (rather than the server not started after it was).
+    pub bind: bool,
 }
 
 impl StartError {
-    /// 2 when the address is wrong for this machine (the user's input), 1 otherwise.
+    /// 2 when the address cannot be bound (in use, not this machine's, a privileged port),
+    /// as for every address netceil is given; 1 when the system failed after that.
     pub fn exit_code(&self) -> u8 {
-        use std::io::ErrorKind as K;
-        match self.error.kind() {
-            K::AddrNotAvailable | K::PermissionDenied | K::InvalidInput => 2,
-            _ => 1,
+        if self.bind {
+            2
+        } else {
+            1
         }
     }
 }
@@ -706,8 +710,16 @@ impl MetricsServer {
     /// Binds `addr` (only it) and serves `/metrics` on a thread named `netceil-metrics`.
     /// Port 0 takes any free port: [`MetricsServer::local_addr`] says which.
     pub fn start(addr: SocketAddr) -> Result<MetricsServer, StartError> {
-        let fail = |error| StartError { addr, error };
-        let listener = TcpListener::bind(addr).map_err(fail)?;
+        let fail = |error| StartError {
+            addr,
+            error,
+            bind: false,
+        };
+        let listener = TcpListener::bind(addr).map_err(|error| StartError {
+            addr,
+            error,
+            bind: true,
+        })?;
         let local = listener.local_addr().map_err(fail)?;
         let own = listener.try_clone().ok();
         let server = tiny_http::Server::from_listener(listener, None)
@@ -830,6 +842,8 @@ impl Drop for MetricsServer {
 
 /// How often the thread looks at the clock while a live verdict is wanted.
 const LIVE_POLL: Duration = Duration::from_secs(1);
+/// How long it sleeps otherwise, unless woken.
+const IDLE_POLL: Duration = Duration::from_secs(3600);
 
 fn serve(
     server: &tiny_http::Server,
@@ -840,11 +854,9 @@ fn serve(
     let mut last_verdict: Option<Instant> = None;
     while !stop.load(Ordering::SeqCst) {
         let wanted = shared.lock().window.is_some();
-        let next = if wanted {
-            server.recv_timeout(LIVE_POLL)
-        } else {
-            server.recv().map(Some)
-        };
+        // Without a live verdict to make, the thread sleeps until a request comes or
+        // `unblock` wakes it (both recv calls return `Ok(None)` then; `recv` would fail).
+        let next = server.recv_timeout(if wanted { LIVE_POLL } else { IDLE_POLL });
         match next {
             Ok(Some(request)) => respond(request, shared),
             Ok(None) => {}
@@ -1387,7 +1399,7 @@ mod tests {
     fn bind_errors_are_clear() {
         let first = MetricsServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
         let err = MetricsServer::start(first.local_addr()).err().unwrap();
-        assert_eq!(err.exit_code(), 1);
+        assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("already in use"), "{err}");
         // TEST-NET-1: never an address of this machine.
         let err = MetricsServer::start("192.0.2.1:9870".parse().unwrap())
