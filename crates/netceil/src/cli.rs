@@ -320,7 +320,8 @@ pub struct MetricsArgs {
     #[arg(long, global = true, value_name = "ADDR:PORT", value_parser = crate::metrics::parse_listen)]
     pub metrics_listen: Option<SocketAddr>,
     /// With --metrics-listen: keep serving this long after the end, so that a scraper sees
-    /// the final findings (one scrape interval, e.g. 15s). A Ctrl-C ends the wait.
+    /// the final findings (one scrape interval, e.g. 15s). A Ctrl-C ends the wait (a
+    /// second one, when the first ended the command).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration, requires = "metrics_listen")]
     pub metrics_linger: Option<Duration>,
 }

@@ -19,8 +19,14 @@
 //! [`from_flag`] is what a command calls with its `--metrics-listen` value: nothing is bound
 //! without the flag; with it, it prints where it serves and turns an address that cannot be
 //! bound (in use, not this machine's, a privileged port) into a clear error and exit code 2,
-//! as netceil's other addresses are. A command that
-//! wants the endpoint needs those two lines and a [`Publisher`] for its rows.
+//! as netceil's other addresses are. A command that wants the endpoint needs that call, a
+//! [`Publisher`] for its rows (`Recording::publish_to` in `observe.rs` does it for the rows a
+//! recording stores) and [`MetricsServer::set_findings`] at the end.
+//!
+//! The observer's cost: rows are copied into the newest values under a mutex (no I/O); the
+//! thread sleeps until a scrape comes, waking once a second only while a live verdict is
+//! wanted; a live verdict, every 5 s at most, took ~10 ms over 75 rows and ~0.1 s over
+//! 1000 rows (10 ms intervals) in an unoptimized build.
 //!
 //! # Names
 //!
@@ -143,7 +149,7 @@ impl Exposed {
     }
 }
 
-/// The exposed name, unit, type and scale of the model metric `name` in `unit`: the one
+/// The exposed name, unit, type and divisor of the model metric `name` in `unit`: the one
 /// mapping from netceil's names to OpenMetrics ones (see the module header). The model's unit
 /// suffix (`_pct`, `_bits_per_s`, `_pps`, `_per_s`, `_us`…) is replaced by the base unit's;
 /// a name without the suffix its unit implies gets the exposed unit appended all the same.
@@ -756,7 +762,7 @@ impl MetricsServer {
         self.addr
     }
 
-    /// Something to hand rows to from elsewhere (a [`crate::observe::Recording`]).
+    /// Something to hand rows to from elsewhere (a `Recording`, see `observe.rs`).
     pub fn publisher(&self) -> Publisher {
         Publisher(Arc::clone(&self.shared))
     }
