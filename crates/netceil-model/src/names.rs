@@ -46,11 +46,14 @@ pub const LABEL_NETNS: &str = "netns";
 pub const LABEL_VEC: &str = "vec";
 
 macro_rules! metric_names {
-    ($( $(#[doc = $doc:expr])* $ident:ident = $name:literal, $unit:ident; )*) => {
+    ($( $(#[doc = $doc:literal])* $ident:ident = $name:literal, $unit:ident; )*) => {
         $( $(#[doc = $doc])* pub const $ident: &str = $name; )*
 
         /// Every metric name defined here, with its unit.
         pub const ALL: &[(&str, Unit)] = &[ $( ($name, Unit::$unit) ),* ];
+
+        /// Every metric name with its doc comment, the lines joined (each begins with a space).
+        const DOCS: &[(&str, &str)] = &[ $( ($name, concat!($($doc),*)) ),* ];
     };
 }
 
@@ -355,6 +358,14 @@ pub fn unit_of(name: &str) -> Option<Unit> {
     ALL.iter().find(|(n, _)| *n == name).map(|&(_, u)| u)
 }
 
+/// What a metric name defined here measures: its doc comment above, on one line (for help
+/// texts such as an OpenMetrics `# HELP`), or `None` for a name this module does not know.
+pub fn doc_of(name: &str) -> Option<&'static str> {
+    DOCS.iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, d)| d.trim())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +392,19 @@ mod tests {
         }
         assert_eq!(unit_of(CPU_BUSY_PCT), Some(Unit::Percent));
         assert_eq!(unit_of("no_such_metric"), None);
+    }
+
+    #[test]
+    fn every_name_has_its_doc_on_one_line() {
+        for &(name, _) in ALL {
+            let doc = doc_of(name).unwrap_or_default();
+            assert!(!doc.is_empty(), "{name} has no doc comment");
+            assert!(!doc.contains('\n') && doc == doc.trim(), "{name}: {doc:?}");
+        }
+        assert_eq!(
+            doc_of(CS_PER_S),
+            Some("Context switches per second, all CPUs (/proc/stat `ctxt`).")
+        );
+        assert_eq!(doc_of("no_such_metric"), None);
     }
 }

@@ -312,6 +312,23 @@ pub struct RunArgs {
     pub workload: Option<Workload>,
     #[command(flatten)]
     pub common: CommonRunArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// The live OpenMetrics endpoint (see `netceil::metrics`).
+#[derive(Debug, Args, Clone)]
+pub struct MetricsArgs {
+    /// Serve the live series and the analyzer's findings at http://ADDR:PORT/metrics in the
+    /// OpenMetrics text format, for Prometheus, while this runs (e.g. 127.0.0.1:9870; port 0
+    /// takes a free one, printed on stderr). Only this address is bound; nothing without it.
+    #[arg(long, global = true, value_name = "ADDR:PORT", value_parser = crate::metrics::parse_listen)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// With --metrics-listen: keep serving this long after the end, so that a scraper sees
+    /// the final findings (one scrape interval, e.g. 15s). A Ctrl-C ends the wait (a
+    /// second one, when the first ended the command).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration, requires = "metrics_listen")]
+    pub metrics_linger: Option<Duration>,
 }
 
 /// Options every workload takes.
@@ -573,6 +590,8 @@ pub struct WatchArgs {
     /// callers; 0 takes none (lowest cost, callers unknown).
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub lock_stacks: u32,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// The command to launch and observe.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -69,8 +69,16 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         plans[0].spec()
     });
 
+    let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let store = open_store(common.no_store);
     let mut h = Harness::start(&common, store.as_ref(), &top)?;
+    if let Some(m) = &metrics {
+        h.rec.publish_to(m.publisher());
+        // The load engine's threads are netceil's own, not the machine's: as at the end.
+        let live = crate::metrics::LiveVerdict::new(top.clone(), common.sample_interval)
+            .prepare(|r| r.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids());
+        m.analyze_live(live);
+    }
     let mut parts = Vec::new();
     for p in &plans {
         if crate::stop_flag().load(Ordering::SeqCst) {
@@ -107,8 +115,14 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             .push("interrupted (Ctrl-C): results cover the time measured so far".into());
     }
     netceil_analyze::analyze_into(&mut top);
+    if let Some(m) = &metrics {
+        m.set_findings(&top.findings);
+    }
     let stored = h.rec.finish(&top);
     emit(&top, common.json, stored.as_deref(), store.as_ref())?;
+    if let Some(m) = metrics {
+        m.linger(args.metrics.metrics_linger.unwrap_or_default());
+    }
     Ok(if interrupted { 130 } else { 0 })
 }
 

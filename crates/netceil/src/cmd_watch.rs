@@ -69,6 +69,8 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             args.interval
         )));
     }
+    // Before anything starts: a bad address costs nothing.
+    let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let stop = crate::stop_flag();
     let started = crate::cmd_run::now_unix_s();
     let mut run = Run::new(
@@ -143,6 +145,10 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     )?;
     if let Some(p) = probes {
         rec.set_probes(p);
+    }
+    if let Some(m) = &metrics {
+        rec.publish_to(m.publisher());
+        m.analyze_live(crate::metrics::LiveVerdict::new(run.clone(), args.interval));
     }
     let mut table = LiveTable::new(
         args.ifaces.clone(),
@@ -253,6 +259,9 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     }
     run.meta.complete = true;
     netceil_analyze::analyze_into(&mut run);
+    if let Some(m) = &metrics {
+        m.set_findings(&run.findings);
+    }
     let stored = rec.finish(&run);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -277,6 +286,10 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             _ => writeln!(out, "not stored"),
         }
         .context("writing to stdout")?;
+    }
+    drop(out);
+    if let Some(m) = metrics {
+        m.linger(args.metrics.metrics_linger.unwrap_or_default());
     }
     Ok(code)
 }

@@ -15,6 +15,7 @@ mod fmt;
 mod host;
 mod kernel;
 mod live;
+pub mod metrics;
 mod observe;
 mod parse;
 mod probes;

@@ -94,6 +94,8 @@ pub struct Recording<'s> {
     attached: Vec<(f64, LoadValues)>,
     /// eBPF probes beside the sampler (`--probe`), merged into the run at [`Recording::stop`].
     probes: Option<crate::probes::ProbeSession>,
+    /// The live metrics endpoint (`--metrics-listen`), given every row stored.
+    metrics: Option<crate::metrics::Publisher>,
 }
 
 impl<'s> Recording<'s> {
@@ -133,6 +135,7 @@ impl<'s> Recording<'s> {
             writer,
             attached: Vec::new(),
             probes: None,
+            metrics: None,
         })
     }
 
@@ -214,9 +217,17 @@ impl<'s> Recording<'s> {
         self.store_rows(rows);
     }
 
+    /// Publishes every row stored from now on to a metrics endpoint as well.
+    pub fn publish_to(&mut self, metrics: crate::metrics::Publisher) {
+        self.metrics = Some(metrics);
+    }
+
     /// Streams rows to the store, in one transaction (the rows of one wake-up: one interval,
-    /// or up to [`ROW_BATCH`] of them at shorter intervals).
+    /// or up to [`ROW_BATCH`] of them at shorter intervals), and to the metrics endpoint.
     pub fn store_rows(&mut self, rows: &[Row]) {
+        if let Some(m) = &self.metrics {
+            m.update_rows(rows);
+        }
         let Some(w) = self.writer.as_mut() else {
             return;
         };

@@ -1,0 +1,1481 @@
+//! Live OpenMetrics exposition (`--metrics-listen ADDR:PORT`).
+//!
+//! While a command samples the machine, `GET /metrics` on the given address answers with the
+//! newest value of every series and the analyzer's current findings, in the OpenMetrics text
+//! format (encoded by `prometheus-client`, served by `tiny_http` on a thread of its own).
+//!
+//! # API
+//!
+//! ```text
+//! let server = MetricsServer::start(addr)?;        // binds `addr` and nothing else
+//! recording.publish_to(server.publisher());        // every row the recording stores; or
+//! server.update_rows(&rows);                       //   hand rows over yourself
+//! server.analyze_live(LiveVerdict::new(run.clone(), interval));  // provisional findings
+//! server.set_findings(&run.findings);              // the final verdict, at the end
+//! server.linger(Duration::from_secs(15));          // optional: keep serving a while
+//! drop(server);                                    // stops the thread, frees the port
+//! ```
+//!
+//! [`from_flag`] is what a command calls with its `--metrics-listen` value: nothing is bound
+//! without the flag; with it, it prints where it serves and turns an address that cannot be
+//! bound (in use, not this machine's, a privileged port) into a clear error and exit code 2,
+//! as netceil's other addresses are. A command that wants the endpoint needs that call, a
+//! [`Publisher`] for its rows (`Recording::publish_to` in `observe.rs` does it for the rows a
+//! recording stores) and [`MetricsServer::set_findings`] at the end.
+//!
+//! The observer's cost: rows are copied into the newest values under a mutex (no I/O); the
+//! thread sleeps until a scrape comes, waking once a second only while a live verdict is
+//! wanted; a live verdict, every 5 s at most, took ~10 ms over 75 rows and ~0.1 s over
+//! 1000 rows (10 ms intervals) in an unoptimized build.
+//!
+//! # Names
+//!
+//! One function, [`expose`], derives every exposed name from the model's metric name and unit
+//! (`netceil_model::names`), the way node_exporter names things: the `netceil_` prefix, base
+//! units, and the unit last. netceil records rates and shares per interval, not counters, so
+//! they are gauges whose names say so:
+//!
+//! | model unit | example | exposed as |
+//! | --- | --- | --- |
+//! | `%` (`_pct`) | `cpu_softirq_pct{cpu=3}` | `netceil_cpu_softirq_ratio{cpu="3"}`, 0–1 (a thread's or process's share of one core can pass 1) |
+//! | bit/s | `iface_rx_bits_per_s` | `netceil_iface_rx_bytes_per_second` (÷ 8) |
+//! | pkt/s | `iface_rx_pps` | `netceil_iface_rx_packets_per_second` |
+//! | /s | `cs_per_s` | `netceil_cs_per_second` |
+//! | µs | `load_mean_latency_us` | `netceil_load_mean_latency_seconds` (× 10⁻⁶) |
+//! | bytes | `qdisc_backlog_bytes` | `netceil_qdisc_backlog_bytes` |
+//! | count | `procs_running` | `netceil_procs_running` |
+//! | count since boot (`_total`) | `softnet_dropped_total` | counter `netceil_softnet_dropped_total` |
+//!
+//! Labels keep the model's keys (`cpu`, `iface`, `irq`, `queue`, `pid`, `comm`…), made safe by
+//! [`label_name`]. A series the sampler stops reporting (a thread that exited) is dropped
+//! after [`stale_after`]. Values that are not finite are left out, never written as 0.
+//!
+//! Besides the series: `netceil_rows_total` (rows published), `netceil_interval_seconds` (the
+//! newest row's measured length), and the findings (below).
+//!
+//! # Findings
+//!
+//! `netceil_finding_info{rank="1",cause="softirq_bound",confidence="high",names_ceiling="true"} 1`
+//! per finding (rank 1 is the verdict; confidence is `high` from 0.8, `medium` from 0.5, else
+//! `low`; `names_ceiling` is false for the verdicts that name no ceiling: `no_load`,
+//! `no_ceiling`, `unnamed_ceiling`, `link_headroom`), `netceil_finding_confidence_ratio` with
+//! the exact figure, `netceil_findings` (how many; 0 until the first verdict) and
+//! `netceil_findings_final` (1 once they are the run's final verdict).
+//!
+//! The final verdict needs the whole run, so it comes at the end ([`MetricsServer::set_findings`]).
+//! Before that, with [`MetricsServer::analyze_live`], the server's thread runs the analyzer
+//! every [`LIVE_EVERY`] on the rows of the last [`LIVE_WINDOW`] (at least 10 intervals, at most
+//! [`LIVE_MAX_ROWS`] rows), so an alert can fire while the workload runs and clears when it
+//! stops; the first live verdict comes as soon as [`LIVE_MIN_ROWS`] rows are in. It is
+//! provisional: a run's results (a generator's counts) exist only at its end, so the rules
+//! that need them speak only in the final verdict.
+
+use anyhow::anyhow;
+use netceil_model::{names, Finding, Metric, MetricId, Run, Series, Unit};
+use netceil_probe::Row;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit as PromUnit};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::Failure;
+
+/// The prefix of every exposed name.
+pub const PREFIX: &str = "netceil";
+
+/// How often the live verdict is recomputed.
+pub const LIVE_EVERY: Duration = Duration::from_secs(5);
+/// The span of rows the live verdict looks at (or 10 intervals, if longer).
+pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
+/// At most this many rows go into a live verdict (at 10 ms intervals: the last 10 s).
+pub const LIVE_MAX_ROWS: usize = 1000;
+/// No live verdict before this many rows.
+pub const LIVE_MIN_ROWS: usize = 3;
+
+/// The content type of the OpenMetrics text format.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The families this module writes besides the series; a series mapping to one is left out.
+const OWN_FAMILIES: &[&str] = &[
+    "netceil_rows",
+    "netceil_interval_seconds",
+    "netceil_findings",
+    "netceil_findings_final",
+    "netceil_finding",
+    "netceil_finding_confidence_ratio",
+];
+
+/// An OpenMetrics metric type, as far as netceil's series need one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+/// How one model metric is exposed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exposed {
+    /// The family name without the unit (the encoder appends `_<unit>`).
+    pub stem: String,
+    /// The OpenMetrics unit, the last part of the name; `None` for plain counts.
+    pub unit: Option<&'static str>,
+    pub kind: Kind,
+    /// The model's value divided by this is the exposed value (100 for a percentage).
+    pub divisor: f64,
+}
+
+impl Exposed {
+    /// The family's name, as `# TYPE` names it.
+    pub fn family(&self) -> String {
+        match self.unit {
+            Some(u) => format!("{}_{u}", self.stem),
+            None => self.stem.clone(),
+        }
+    }
+
+    /// The name on sample lines: the family's, and `_total` for a counter.
+    pub fn sample_name(&self) -> String {
+        match self.kind {
+            Kind::Gauge => self.family(),
+            Kind::Counter => format!("{}_total", self.family()),
+        }
+    }
+}
+
+/// The exposed name, unit, type and divisor of the model metric `name` in `unit`: the one
+/// mapping from netceil's names to OpenMetrics ones (see the module header). The model's unit
+/// suffix (`_pct`, `_bits_per_s`, `_pps`, `_per_s`, `_us`…) is replaced by the base unit's;
+/// a name without the suffix its unit implies gets the exposed unit appended all the same.
+pub fn expose(name: &str, unit: Unit) -> Exposed {
+    let clean = sanitize(name);
+    // (suffixes the model's names end in, a word for what is counted, exposed unit, divisor)
+    let (suffixes, counted, prom_unit, divisor): (&[&str], &str, Option<&'static str>, f64) =
+        match unit {
+            Unit::Percent => (&["_pct", "_percent"], "", Some("ratio"), 100.0),
+            Unit::Ratio => (&["_ratio"], "", Some("ratio"), 1.0),
+            Unit::BitsPerSecond => (&["_bits_per_s", "_bps"], "", Some("bytes_per_second"), 8.0),
+            Unit::BytesPerSecond => (&["_bytes_per_s"], "", Some("bytes_per_second"), 1.0),
+            Unit::PacketsPerSecond => (
+                &["_pps", "_packets_per_s"],
+                "_packets",
+                Some("per_second"),
+                1.0,
+            ),
+            Unit::PerSecond => (&["_per_s"], "", Some("per_second"), 1.0),
+            Unit::Seconds => (&["_seconds", "_s"], "", Some("seconds"), 1.0),
+            Unit::Microseconds => (&["_us"], "", Some("seconds"), 1e6),
+            Unit::Bytes => (&["_bytes"], "", Some("bytes"), 1.0),
+            Unit::Count => (&["_total"], "", None, 1.0),
+        };
+    let stripped = suffixes
+        .iter()
+        .find_map(|s| clean.strip_suffix(s).filter(|rest| !rest.is_empty()));
+    let kind = if unit == Unit::Count && stripped.is_some() {
+        Kind::Counter
+    } else {
+        Kind::Gauge
+    };
+    let base = stripped.unwrap_or(&clean);
+    Exposed {
+        stem: format!("{PREFIX}_{base}{counted}"),
+        unit: prom_unit,
+        kind,
+        divisor,
+    }
+}
+
+/// A label key of the model as an OpenMetrics label name: the model's keys (`cpu`, `iface`,
+/// `queue`…) are already valid and stay as they are; anything else becomes `[a-zA-Z0-9_]`,
+/// never starting with a digit or with `__` (reserved).
+pub fn label_name(key: &str) -> String {
+    let clean = sanitize(key);
+    let trimmed = clean.trim_start_matches('_');
+    if trimmed.is_empty() || trimmed.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("label_{trimmed}")
+    } else if trimmed.len() == clean.len() {
+        clean
+    } else {
+        trimmed.to_string()
+    }
+}
+
+fn sanitize(text: &str) -> String {
+    let s: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "unnamed".into()
+    } else {
+        s
+    }
+}
+
+/// The `# HELP` text of a model metric: what the model's names say it measures (without the
+/// list of labels, which the samples show), how it was converted, and netceil's own name.
+pub fn help(name: &str, unit: Unit) -> String {
+    let what = match names::doc_of(name) {
+        Some(doc) => {
+            let cut = [" Labels:", " Labels as", " Label:"]
+                .iter()
+                .filter_map(|m| doc.find(m))
+                .min()
+                .unwrap_or(doc.len());
+            doc[..cut].trim().to_string()
+        }
+        None => format!("netceil's {name}, in {}.", unit.symbol()),
+    };
+    let how = match unit {
+        Unit::Percent => " Exposed as a ratio: 1 = 100 %.",
+        Unit::BitsPerSecond => " Exposed in bytes per second (bits / 8).",
+        Unit::Microseconds => " Exposed in seconds.",
+        _ => "",
+    };
+    escape_help(&format!("{what}{how} netceil series: {name}."))
+}
+
+/// HELP text may not hold a raw newline or an unescaped backslash.
+fn escape_help(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// A series is dropped when its newest value is older than this, behind the newest row: 5
+/// intervals, and at least 5 s (some sources are read every 2 s, whatever the interval).
+pub fn stale_after(interval_s: f64) -> f64 {
+    (5.0 * interval_s).max(5.0)
+}
+
+/// A finding's confidence in a word, for the `confidence` label.
+pub fn confidence_word(confidence: f64) -> &'static str {
+    if confidence >= 0.8 {
+        "high"
+    } else if confidence >= 0.5 {
+        "medium"
+    } else {
+        "low"
+    }
+}
+
+/// Whether a verdict with this cause names a ceiling (false for the verdicts about its
+/// absence, and for one that could not name it).
+pub fn names_ceiling(cause: &str) -> bool {
+    use netceil_analyze::cause as c;
+    ![
+        c::NO_LOAD,
+        c::NO_CEILING,
+        c::UNNAMED_CEILING,
+        c::LINK_HEADROOM,
+    ]
+    .contains(&cause)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    unit: Unit,
+    value: f64,
+    t_s: f64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    latest: BTreeMap<MetricId, Sample>,
+    newest_t_s: f64,
+    interval_s: Option<f64>,
+    rows: u64,
+    /// (cause, confidence), most confident first.
+    findings: Vec<(String, f64)>,
+    findings_final: bool,
+    /// The rows of the live verdict's window, when one is wanted.
+    window: Option<VecDeque<Row>>,
+    window_span_s: f64,
+    new_rows: usize,
+}
+
+impl State {
+    fn update(&mut self, row: &Row) {
+        self.rows += 1;
+        self.newest_t_s = self.newest_t_s.max(row.t_s);
+        if row.elapsed_s.is_finite() && row.elapsed_s > 0.0 {
+            self.interval_s = Some(row.elapsed_s);
+        }
+        for (id, unit, value) in row.iter() {
+            let sample = Sample {
+                unit,
+                value,
+                t_s: row.t_s,
+            };
+            match self.latest.get_mut(id) {
+                Some(s) => *s = sample,
+                None => {
+                    self.latest.insert(id.clone(), sample);
+                }
+            }
+        }
+        if let Some(window) = self.window.as_mut() {
+            window.push_back(row.clone());
+            while window.len() > LIVE_MAX_ROWS
+                || window
+                    .front()
+                    .is_some_and(|r| row.t_s - r.t_s > self.window_span_s)
+            {
+                window.pop_front();
+            }
+            self.new_rows += 1;
+        }
+    }
+
+    fn prune(&mut self) {
+        let limit = self.newest_t_s - stale_after(self.interval_s.unwrap_or(1.0));
+        self.latest.retain(|_, s| s.t_s >= limit);
+    }
+}
+
+/// What the HTTP thread serves and the command updates.
+struct Shared {
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("netceil metrics")
+    }
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The whole exposition, `# EOF` included.
+    fn render(self: &Arc<Self>) -> Result<String, std::fmt::Error> {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Arc::clone(self)));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry)?;
+        Ok(out)
+    }
+}
+
+/// One family of series, ready to encode.
+struct Family {
+    exposed: Exposed,
+    model: (String, Unit),
+    help: String,
+    samples: Vec<(Vec<(String, String)>, f64)>,
+}
+
+impl Collector for Shared {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let st = self.lock();
+        {
+            let mut m = enc.encode_descriptor(
+                "netceil_rows",
+                "Rows (sampling intervals) netceil has published since it started.",
+                None,
+                MetricType::Counter,
+            )?;
+            m.encode_counter::<NoLabelSet, _, f64>(&st.rows, None)?;
+        }
+        if let Some(interval) = st.interval_s {
+            let unit = PromUnit::Seconds;
+            let mut m = enc.encode_descriptor(
+                "netceil_interval",
+                "Measured length of the newest row's sampling interval.",
+                Some(&unit),
+                MetricType::Gauge,
+            )?;
+            m.encode_gauge(&interval)?;
+        }
+        encode_findings(&mut enc, &st)?;
+        for family in families(&st).values() {
+            encode_family(&mut enc, family)?;
+        }
+        Ok(())
+    }
+}
+
+fn encode_findings(enc: &mut DescriptorEncoder, st: &State) -> Result<(), std::fmt::Error> {
+    {
+        let mut m = enc.encode_descriptor(
+            "netceil_findings",
+            "Findings in netceil's current verdict (0 until the first one is made).",
+            None,
+            MetricType::Gauge,
+        )?;
+        m.encode_gauge(&(st.findings.len() as u64))?;
+    }
+    {
+        let mut m = enc.encode_descriptor(
+            "netceil_findings_final",
+            "1 when the findings are the run's final verdict, 0 while they are the live one over the last rows.",
+            None,
+            MetricType::Gauge,
+        )?;
+        m.encode_gauge(&u64::from(st.findings_final))?;
+    }
+    if st.findings.is_empty() {
+        return Ok(());
+    }
+    {
+        let mut m = enc.encode_descriptor(
+            "netceil_finding",
+            "One per finding of the analyzer: rank 1 is the verdict; confidence is high (>= 0.8), medium (>= 0.5) or low; names_ceiling is false for verdicts that name no ceiling.",
+            None,
+            MetricType::Info,
+        )?;
+        for (i, (cause, confidence)) in st.findings.iter().enumerate() {
+            let labels: [(&str, String); 4] = [
+                ("rank", (i + 1).to_string()),
+                ("cause", cause.clone()),
+                ("confidence", confidence_word(*confidence).to_string()),
+                ("names_ceiling", names_ceiling(cause).to_string()),
+            ];
+            m.encode_info(&labels)?;
+        }
+    }
+    let unit = PromUnit::Other("ratio".into());
+    let mut m = enc.encode_descriptor(
+        "netceil_finding_confidence",
+        "How sure the analyzer is of each finding, 0-1.",
+        Some(&unit),
+        MetricType::Gauge,
+    )?;
+    for (i, (cause, confidence)) in st.findings.iter().enumerate() {
+        if !confidence.is_finite() {
+            continue;
+        }
+        let labels: [(&str, String); 2] = [("rank", (i + 1).to_string()), ("cause", cause.clone())];
+        m.encode_family(&labels)?.encode_gauge(confidence)?;
+    }
+    Ok(())
+}
+
+/// The newest values grouped into families by exposed name. A family belongs to the first
+/// model metric (name and unit) that maps to it; another one mapping there too is left out,
+/// as is a label set already taken, so the output stays valid whatever the input.
+fn families(st: &State) -> BTreeMap<String, Family> {
+    let limit = st.newest_t_s - stale_after(st.interval_s.unwrap_or(1.0));
+    let mut out: BTreeMap<String, Family> = BTreeMap::new();
+    for (id, s) in &st.latest {
+        if s.t_s < limit || !s.value.is_finite() {
+            continue;
+        }
+        let exposed = expose(&id.name, s.unit);
+        let name = exposed.family();
+        if OWN_FAMILIES.contains(&name.as_str()) {
+            continue;
+        }
+        let value = s.value / exposed.divisor;
+        if exposed.kind == Kind::Counter && value < 0.0 {
+            continue;
+        }
+        let family = out.entry(name).or_insert_with(|| Family {
+            help: help(&id.name, s.unit),
+            model: (id.name.clone(), s.unit),
+            exposed,
+            samples: Vec::new(),
+        });
+        if family.model != (id.name.clone(), s.unit) {
+            continue;
+        }
+        let mut keys = BTreeSet::new();
+        let labels: Vec<(String, String)> = id
+            .labels
+            .iter()
+            .map(|(k, v)| (label_name(k), v.clone()))
+            .filter(|(k, _)| keys.insert(k.clone()))
+            .collect();
+        if family.samples.iter().any(|(l, _)| *l == labels) {
+            continue;
+        }
+        family.samples.push((labels, value));
+    }
+    out
+}
+
+fn encode_family(enc: &mut DescriptorEncoder, family: &Family) -> Result<(), std::fmt::Error> {
+    let unit = family.exposed.unit.map(|u| match u {
+        "seconds" => PromUnit::Seconds,
+        "bytes" => PromUnit::Bytes,
+        other => PromUnit::Other(other.to_string()),
+    });
+    let (metric_type, kind) = match family.exposed.kind {
+        Kind::Gauge => (MetricType::Gauge, Kind::Gauge),
+        Kind::Counter => (MetricType::Counter, Kind::Counter),
+    };
+    let mut m = enc.encode_descriptor(
+        &family.exposed.stem,
+        &family.help,
+        unit.as_ref(),
+        metric_type,
+    )?;
+    for (labels, value) in &family.samples {
+        let mut sample = m.encode_family(labels)?;
+        match kind {
+            Kind::Gauge => sample.encode_gauge(value)?,
+            Kind::Counter => sample.encode_counter::<NoLabelSet, _, f64>(value, None)?,
+        }
+    }
+    Ok(())
+}
+
+/// Hands rows and findings to a running [`MetricsServer`]; cheap to clone, and it does not
+/// keep the server (or its port) alive.
+#[derive(Clone)]
+pub struct Publisher(Arc<Shared>);
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Publisher")
+    }
+}
+
+impl Publisher {
+    /// The newest values: each row's values replace the ones before them.
+    pub fn update_rows(&self, rows: &[Row]) {
+        if rows.is_empty() {
+            return;
+        }
+        let mut st = self.0.lock();
+        for row in rows {
+            st.update(row);
+        }
+        st.prune();
+    }
+
+    pub fn update_row(&self, row: &Row) {
+        self.update_rows(std::slice::from_ref(row));
+    }
+
+    /// The run's final verdict, most confident first; live verdicts stop.
+    pub fn set_findings(&self, findings: &[Finding]) {
+        let mut st = self.0.lock();
+        st.findings = findings
+            .iter()
+            .map(|f| (f.cause.clone(), f.confidence))
+            .collect();
+        st.findings_final = true;
+        st.window = None;
+    }
+}
+
+/// What the live verdict is made from: the run as it stands (meta, workload) without a
+/// series, the sampling interval, and optionally something to refresh the run with before
+/// each verdict (the load engine's thread ids, say).
+pub struct LiveVerdict {
+    template: Run,
+    interval: Duration,
+    prepare: Option<Prepare>,
+}
+
+/// Refreshes the run before a live verdict.
+type Prepare = Box<dyn Fn(&mut Run) + Send>;
+
+impl LiveVerdict {
+    pub fn new(mut template: Run, interval: Duration) -> LiveVerdict {
+        template.series = Series::default();
+        template.findings.clear();
+        LiveVerdict {
+            template,
+            interval,
+            prepare: None,
+        }
+    }
+
+    /// Called on the run before each live verdict.
+    #[must_use]
+    pub fn prepare(mut self, f: impl Fn(&mut Run) + Send + 'static) -> LiveVerdict {
+        self.prepare = Some(Box::new(f));
+        self
+    }
+
+    fn findings(&self, rows: &[Row]) -> Option<Vec<Finding>> {
+        let mut run = self.template.clone();
+        run.series = series_of(rows, self.interval.as_secs_f64());
+        if let Some(p) = &self.prepare {
+            p(&mut run);
+        }
+        // A bug in a rule must not take the endpoint down with it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            netceil_analyze::analyze(&run)
+        }))
+        .ok()
+    }
+}
+
+/// Rows as a series (as the sampler's recorder builds it), for the live verdict.
+fn series_of(rows: &[Row], interval_s: f64) -> Series {
+    let mut series = Series::new(interval_s);
+    let mut index: HashMap<MetricId, usize> = HashMap::new();
+    for row in rows {
+        let r = series.push_row(row.t_s);
+        for (id, unit, value) in row.iter() {
+            let i = match index.get(id) {
+                Some(&i) => i,
+                None => {
+                    series.metrics.push(Metric {
+                        id: id.clone(),
+                        unit,
+                        values: vec![None; r + 1],
+                    });
+                    index.insert(id.clone(), series.metrics.len() - 1);
+                    series.metrics.len() - 1
+                }
+            };
+            series.metrics[i].values[r] = Some(value);
+        }
+    }
+    series
+}
+
+/// Why the endpoint could not be started.
+#[derive(Debug)]
+pub struct StartError {
+    pub addr: SocketAddr,
+    pub error: std::io::Error,
+    /// The address could not be bound (rather than the server not started after it was).
+    pub bind: bool,
+}
+
+impl StartError {
+    /// 2 when the address cannot be bound (in use, not this machine's, a privileged port),
+    /// as for every address netceil is given; 1 when the system failed after that.
+    pub fn exit_code(&self) -> u8 {
+        if self.bind {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::io::ErrorKind as K;
+        let a = self.addr;
+        match self.error.kind() {
+            K::AddrInUse => write!(
+                f,
+                "--metrics-listen {a}: the address is already in use (another exporter, or \
+                 another netceil?); pick another port, or port 0 for any free one"
+            ),
+            K::AddrNotAvailable => write!(
+                f,
+                "--metrics-listen {a}: {} is not an address of this machine",
+                a.ip()
+            ),
+            K::PermissionDenied => write!(
+                f,
+                "--metrics-listen {a}: permission denied (ports below 1024 need root or \
+                 CAP_NET_BIND_SERVICE)"
+            ),
+            _ => write!(
+                f,
+                "--metrics-listen {a}: cannot listen there: {}",
+                self.error
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// The HTTP endpoint and its thread; stops and frees its port when dropped.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    /// The listening socket (a second handle on it), shut on drop so that the port is free
+    /// when the drop returns (tiny_http's own thread closes its handle later).
+    listener: Option<TcpListener>,
+    shared: Arc<Shared>,
+    server: Arc<tiny_http::Server>,
+    live: Arc<Mutex<Option<LiveVerdict>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// Binds `addr` (only it) and serves `/metrics` on a thread named `netceil-metrics`.
+    /// Port 0 takes any free port: [`MetricsServer::local_addr`] says which.
+    pub fn start(addr: SocketAddr) -> Result<MetricsServer, StartError> {
+        let fail = |error| StartError {
+            addr,
+            error,
+            bind: false,
+        };
+        let listener = TcpListener::bind(addr).map_err(|error| StartError {
+            addr,
+            error,
+            bind: true,
+        })?;
+        let local = listener.local_addr().map_err(fail)?;
+        let own = listener.try_clone().ok();
+        let server = tiny_http::Server::from_listener(listener, None)
+            .map_err(|e| fail(std::io::Error::other(e.to_string())))?;
+        let server = Arc::new(server);
+        let shared = Arc::new(Shared::new());
+        let live: Arc<Mutex<Option<LiveVerdict>>> = Arc::new(Mutex::new(None));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (server, shared, live, stop) = (
+                Arc::clone(&server),
+                Arc::clone(&shared),
+                Arc::clone(&live),
+                Arc::clone(&stop),
+            );
+            std::thread::Builder::new()
+                .name("netceil-metrics".into())
+                .spawn(move || serve(&server, &shared, &live, &stop))
+                .map_err(fail)?
+        };
+        Ok(MetricsServer {
+            addr: local,
+            listener: own,
+            shared,
+            server,
+            live,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on (the port chosen, for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Something to hand rows to from elsewhere (a `Recording`, see `observe.rs`).
+    pub fn publisher(&self) -> Publisher {
+        Publisher(Arc::clone(&self.shared))
+    }
+
+    /// See [`Publisher::update_rows`].
+    pub fn update_rows(&self, rows: &[Row]) {
+        self.publisher().update_rows(rows);
+    }
+
+    /// See [`Publisher::update_row`].
+    pub fn update_row(&self, row: &Row) {
+        self.publisher().update_row(row);
+    }
+
+    /// See [`Publisher::set_findings`].
+    pub fn set_findings(&self, findings: &[Finding]) {
+        self.publisher().set_findings(findings);
+    }
+
+    /// Computes provisional findings on the recent rows while the command runs (see the
+    /// module header), until [`MetricsServer::set_findings`] gives the final ones.
+    pub fn analyze_live(&self, verdict: LiveVerdict) {
+        {
+            let mut st = self.shared.lock();
+            if st.findings_final {
+                return;
+            }
+            let interval_s = verdict.interval.as_secs_f64();
+            st.window_span_s = LIVE_WINDOW.as_secs_f64().max(10.0 * interval_s);
+            st.window.get_or_insert_with(VecDeque::new);
+        }
+        *self.live.lock().unwrap_or_else(PoisonError::into_inner) = Some(verdict);
+        // Wake the thread so that it starts looking at the clock.
+        self.server.unblock();
+    }
+
+    /// The exposition as `/metrics` serves it now.
+    pub fn render(&self) -> String {
+        self.shared.render().unwrap_or_default()
+    }
+
+    /// Keeps serving for `how_long`, so that a scraper sees the final findings, then stops.
+    /// A Ctrl-C (or SIGTERM) during the wait ends it early; when the command itself was ended
+    /// by one, the wait goes on, and a second Ctrl-C exits at once as everywhere in netceil.
+    pub fn linger(self, how_long: Duration) {
+        if how_long.is_zero() {
+            return;
+        }
+        let flag = crate::stop_flag();
+        let already = flag.load(Ordering::SeqCst);
+        let me = std::thread::current();
+        crate::on_stop(move || me.unpark());
+        eprintln!(
+            "netceil: serving the final findings at http://{}/metrics for {:?} more",
+            self.addr, how_long
+        );
+        let until = Instant::now() + how_long;
+        loop {
+            let now = Instant::now();
+            if now >= until || (!already && flag.load(Ordering::SeqCst)) {
+                break;
+            }
+            std::thread::park_timeout(until - now);
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(l) = self.listener.take() {
+            use std::os::fd::AsRawFd;
+            // Ends the listening state of the socket itself (every handle on it): the port
+            // is free from here on, and tiny_http's accept thread wakes up and ends.
+            let _ = nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+        }
+    }
+}
+
+/// How often the thread looks at the clock while a live verdict is wanted.
+const LIVE_POLL: Duration = Duration::from_secs(1);
+/// How long it sleeps otherwise, unless woken.
+const IDLE_POLL: Duration = Duration::from_secs(3600);
+
+fn serve(
+    server: &tiny_http::Server,
+    shared: &Arc<Shared>,
+    live: &Mutex<Option<LiveVerdict>>,
+    stop: &AtomicBool,
+) {
+    let mut last_verdict: Option<Instant> = None;
+    while !stop.load(Ordering::SeqCst) {
+        let wanted = shared.lock().window.is_some();
+        // Without a live verdict to make, the thread sleeps until a request comes or
+        // `unblock` wakes it (both recv calls return `Ok(None)` then; `recv` would fail).
+        let next = server.recv_timeout(if wanted { LIVE_POLL } else { IDLE_POLL });
+        match next {
+            Ok(Some(request)) => respond(request, shared),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("netceil: the metrics endpoint stopped: {e}");
+                return;
+            }
+        }
+        if wanted
+            && last_verdict.is_none_or(|t| t.elapsed() >= LIVE_EVERY)
+            && live_verdict(shared, live)
+        {
+            last_verdict = Some(Instant::now());
+        }
+    }
+}
+
+/// Makes a live verdict when new rows came since the last one. Returns whether it did.
+fn live_verdict(shared: &Shared, live: &Mutex<Option<LiveVerdict>>) -> bool {
+    let rows: Vec<Row> = {
+        let mut st = shared.lock();
+        let Some(window) = st.window.as_ref() else {
+            return false;
+        };
+        if st.findings_final || st.new_rows == 0 || window.len() < LIVE_MIN_ROWS {
+            return false;
+        }
+        let rows = window.iter().cloned().collect();
+        st.new_rows = 0;
+        rows
+    };
+    let guard = live.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(verdict) = guard.as_ref() else {
+        return false;
+    };
+    let Some(findings) = verdict.findings(&rows) else {
+        return false;
+    };
+    drop(guard);
+    let mut st = shared.lock();
+    if !st.findings_final {
+        st.findings = findings
+            .iter()
+            .map(|f| (f.cause.clone(), f.confidence))
+            .collect();
+    }
+    true
+}
+
+fn respond(request: tiny_http::Request, shared: &Arc<Shared>) {
+    use tiny_http::{Header, Method, Response};
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let path = request.url().split('?').next().unwrap_or("");
+    let readable = matches!(request.method(), Method::Get | Method::Head);
+    let (status, body, content_type) = match (readable, path) {
+        (true, "/metrics") => match shared.render() {
+            Ok(text) => (200, text, OPENMETRICS_CONTENT_TYPE),
+            Err(_) => (500, "could not encode the metrics\n".to_string(), TEXT),
+        },
+        (true, "/") => (
+            200,
+            "netceil: the live series and findings are at /metrics\n".to_string(),
+            TEXT,
+        ),
+        (true, _) => (404, "not found: try /metrics\n".to_string(), TEXT),
+        (false, _) => (405, "only GET and HEAD are served\n".to_string(), TEXT),
+    };
+    let mut response = Response::from_string(body).with_status_code(status);
+    if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
+        response = response.with_header(h);
+    }
+    if status == 405 {
+        if let Ok(h) = Header::from_bytes("Allow", "GET, HEAD") {
+            response = response.with_header(h);
+        }
+    }
+    // A scraper that hung up is its own business.
+    let _ = request.respond(response);
+}
+
+/// Reads `--metrics-listen`: an IP address and a port, `127.0.0.1:9870` or `[::1]:9870`.
+/// Host names are refused, so that exactly the address given is bound.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    let t = text.trim();
+    if let Ok(addr) = t.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if t.parse::<std::net::IpAddr>().is_ok() {
+        return Err(format!(
+            "'{t}' has no port: give ADDR:PORT, e.g. 127.0.0.1:9870 ([::1]:9870 for IPv6)"
+        ));
+    }
+    if let Some((host, port)) = t.rsplit_once(':') {
+        if port.parse::<u16>().is_ok() && !host.is_empty() && !host.contains(':') {
+            return Err(format!(
+                "'{host}' is not an IP address: give one (127.0.0.1:{port}, 0.0.0.0:{port} for \
+                 every IPv4 address); host names are not resolved, so that only the address \
+                 given is bound"
+            ));
+        }
+    }
+    Err(format!(
+        "'{t}' is not ADDR:PORT; expected e.g. 127.0.0.1:9870 or [::1]:9870"
+    ))
+}
+
+/// A command's `--metrics-listen`: nothing without it; with it, the started endpoint (its
+/// address printed on stderr), or the bind error with its exit code.
+pub(crate) fn from_flag(addr: Option<SocketAddr>) -> Result<Option<MetricsServer>, Failure> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let server = MetricsServer::start(addr).map_err(|e| Failure {
+        code: e.exit_code(),
+        error: anyhow!(e),
+    })?;
+    eprintln!(
+        "netceil: serving OpenMetrics at http://{}/metrics",
+        server.local_addr()
+    );
+    Ok(Some(server))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netceil_model::{names as n, Evidence, RunSource};
+
+    fn id(name: &str, labels: &[(&str, &str)]) -> MetricId {
+        labels
+            .iter()
+            .fold(MetricId::new(name), |m, (k, v)| m.with(*k, *v))
+    }
+
+    fn row(t_s: f64, values: Vec<(MetricId, Unit, f64)>) -> Row {
+        Row::from_values(t_s, 1.0, values)
+    }
+
+    fn finding(cause: &str, confidence: f64) -> Finding {
+        Finding {
+            cause: cause.into(),
+            summary: format!("{cause} summary"),
+            confidence,
+            evidence: vec![Evidence {
+                metric: "cpu_busy_pct".into(),
+                window_s: None,
+                value: None,
+                text: "x".into(),
+            }],
+            alternatives: Vec::new(),
+            advice: Vec::new(),
+            next: None,
+            not_checked: Vec::new(),
+        }
+    }
+
+    fn valid_metric_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+
+    #[test]
+    fn names_follow_the_units() {
+        let cases = [
+            (
+                n::CPU_SOFTIRQ_PCT,
+                Unit::Percent,
+                "netceil_cpu_softirq_ratio",
+                Kind::Gauge,
+                100.0,
+            ),
+            (
+                n::IFACE_RX_BITS_PER_S,
+                Unit::BitsPerSecond,
+                "netceil_iface_rx_bytes_per_second",
+                Kind::Gauge,
+                8.0,
+            ),
+            (
+                n::IFACE_RX_PPS,
+                Unit::PacketsPerSecond,
+                "netceil_iface_rx_packets_per_second",
+                Kind::Gauge,
+                1.0,
+            ),
+            (
+                n::CS_PER_S,
+                Unit::PerSecond,
+                "netceil_cs_per_second",
+                Kind::Gauge,
+                1.0,
+            ),
+            (
+                n::LOAD_MEAN_LATENCY_US,
+                Unit::Microseconds,
+                "netceil_load_mean_latency_seconds",
+                Kind::Gauge,
+                1e6,
+            ),
+            (
+                n::QDISC_BACKLOG_BYTES,
+                Unit::Bytes,
+                "netceil_qdisc_backlog_bytes",
+                Kind::Gauge,
+                1.0,
+            ),
+            (
+                n::PROCS_RUNNING,
+                Unit::Count,
+                "netceil_procs_running",
+                Kind::Gauge,
+                1.0,
+            ),
+            (
+                n::SOFTNET_DROPPED_TOTAL,
+                Unit::Count,
+                "netceil_softnet_dropped",
+                Kind::Counter,
+                1.0,
+            ),
+            (
+                n::THREAD_IO_BYTES_PER_S,
+                Unit::BytesPerSecond,
+                "netceil_thread_io_bytes_per_second",
+                Kind::Gauge,
+                1.0,
+            ),
+        ];
+        for (name, unit, family, kind, divisor) in cases {
+            let e = expose(name, unit);
+            assert_eq!(
+                (e.family().as_str(), e.kind, e.divisor),
+                (family, kind, divisor),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            expose(n::SOFTNET_DROPPED_TOTAL, Unit::Count).sample_name(),
+            "netceil_softnet_dropped_total"
+        );
+        // A name without its unit's suffix still ends in the exposed unit.
+        assert_eq!(
+            expose("odd-name", Unit::Percent).family(),
+            "netceil_odd_name_ratio"
+        );
+        assert_eq!(expose("", Unit::Count).family(), "netceil_unnamed");
+        assert_eq!(expose("_pct", Unit::Percent).family(), "netceil__pct_ratio");
+    }
+
+    #[test]
+    fn every_model_name_maps_to_a_distinct_valid_name_ending_in_its_unit() {
+        let mut seen = BTreeMap::new();
+        for &(name, unit) in n::ALL {
+            let e = expose(name, unit);
+            let family = e.family();
+            assert!(valid_metric_name(&family), "{name} -> {family}");
+            assert!(family.starts_with("netceil_"), "{family}");
+            if let Some(u) = e.unit {
+                assert!(family.ends_with(&format!("_{u}")), "{family} / {u}");
+            }
+            assert!(!OWN_FAMILIES.contains(&family.as_str()), "{family}");
+            // Only counters may end in _total; no gauge may look like another type's sample.
+            for suffix in ["_total", "_created", "_bucket", "_info", "_count", "_sum"] {
+                assert!(!family.ends_with(suffix), "{family}");
+            }
+            assert_eq!(e.kind == Kind::Counter, name.ends_with("_total"), "{name}");
+            if let Some(other) = seen.insert(family.clone(), name) {
+                panic!("{name} and {other} both map to {family}");
+            }
+            let h = help(name, unit);
+            assert!(!h.contains('\n') && h.contains(name), "{h}");
+        }
+    }
+
+    #[test]
+    fn label_names_keep_the_models_keys() {
+        for key in [
+            n::LABEL_CPU,
+            n::LABEL_IFACE,
+            n::LABEL_QUEUE,
+            n::LABEL_COMM,
+            "type",
+        ] {
+            assert_eq!(label_name(key), key);
+        }
+        assert_eq!(label_name("__name__"), "name__");
+        assert_eq!(label_name("3d"), "label_3d");
+        assert_eq!(label_name("a-b"), "a_b");
+        assert_eq!(label_name(""), "unnamed");
+    }
+
+    #[test]
+    fn help_says_what_and_how() {
+        let h = help(n::CPU_SOFTIRQ_PCT, Unit::Percent);
+        assert!(h.starts_with("Time in softirqs"), "{h}");
+        assert!(!h.contains("Labels"), "{h}");
+        assert!(
+            h.contains("ratio") && h.ends_with("netceil series: cpu_softirq_pct."),
+            "{h}"
+        );
+        assert_eq!(
+            help("made_up\\x\ny", Unit::Count),
+            "netceil's made_up\\\\x\\ny, in count. netceil series: made_up\\\\x\\ny."
+        );
+    }
+
+    /// Checks the OpenMetrics text the way a strict reader would, for the parts netceil uses:
+    /// families are contiguous and announced by `# HELP` and `# TYPE` (and `# UNIT`, a suffix
+    /// of the name); every sample belongs to the family above it, with the suffix its type
+    /// allows, a number, and unique labels; the text ends in `# EOF`. Returns the samples.
+    fn parse_exposition(text: &str) -> Vec<(String, BTreeMap<String, String>, f64)> {
+        assert!(text.ends_with("# EOF\n"), "no # EOF at the end:\n{text}");
+        let mut samples = Vec::new();
+        let mut families: BTreeSet<String> = BTreeSet::new();
+        let mut current: Option<(String, String)> = None;
+        let mut seen_samples = BTreeSet::new();
+        let body = &text[..text.len() - "# EOF\n".len()];
+        for line in body.lines() {
+            assert!(!line.is_empty(), "empty line");
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(valid_metric_name(name), "{line}");
+                assert!(families.insert(name.to_string()), "family {name} twice");
+                current = Some((name.to_string(), String::new()));
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, ty) = rest.split_once(' ').unwrap();
+                let cur = current.as_mut().expect("TYPE without HELP");
+                assert_eq!(cur.0, name, "{line}");
+                assert!(["gauge", "counter", "info"].contains(&ty), "{line}");
+                cur.1 = ty.to_string();
+            } else if let Some(rest) = line.strip_prefix("# UNIT ") {
+                let (name, unit) = rest.split_once(' ').unwrap();
+                assert_eq!(current.as_ref().unwrap().0, name);
+                assert!(name.ends_with(&format!("_{unit}")), "{line}");
+            } else {
+                assert!(!line.starts_with('#'), "unexpected comment {line}");
+                let (family, ty) = current.clone().expect("sample before any # TYPE");
+                assert!(!ty.is_empty(), "sample before # TYPE: {line}");
+                let (series, value) = line.rsplit_once(' ').unwrap();
+                let value: f64 = value.parse().unwrap_or_else(|_| panic!("{line}"));
+                assert!(value.is_finite(), "{line}");
+                let (name, labels) = match series.split_once('{') {
+                    Some((n, l)) => (n, l.strip_suffix('}').expect("unclosed {")),
+                    None => (series, ""),
+                };
+                let expected = match ty.as_str() {
+                    "counter" => format!("{family}_total"),
+                    "info" => format!("{family}_info"),
+                    _ => family.clone(),
+                };
+                assert_eq!(name, expected, "{line}");
+                let mut map = BTreeMap::new();
+                if !labels.is_empty() {
+                    for pair in labels.split(',') {
+                        let (k, v) = pair.split_once('=').unwrap();
+                        assert!(v.starts_with('"') && v.ends_with('"'), "{line}");
+                        assert!(
+                            map.insert(k.to_string(), v.trim_matches('"').to_string())
+                                .is_none(),
+                            "label {k} twice: {line}"
+                        );
+                    }
+                }
+                assert!(
+                    seen_samples.insert(series.to_string()),
+                    "sample twice: {line}"
+                );
+                samples.push((name.to_string(), map, value));
+            }
+        }
+        samples
+    }
+
+    fn server_state() -> (Arc<Shared>, Publisher) {
+        let shared = Arc::new(Shared::new());
+        (Arc::clone(&shared), Publisher(shared))
+    }
+
+    #[test]
+    fn exposition_is_valid_openmetrics_with_scaled_values() {
+        let (shared, p) = server_state();
+        let text = shared.render().unwrap();
+        let empty = parse_exposition(&text);
+        assert!(empty
+            .iter()
+            .any(|(n, _, v)| n == "netceil_findings" && *v == 0.0));
+        p.update_row(&row(
+            1.0,
+            vec![
+                (id(n::CPU_SOFTIRQ_PCT, &[("cpu", "3")]), Unit::Percent, 91.0),
+                (id(n::CPU_SOFTIRQ_PCT, &[("cpu", "0")]), Unit::Percent, 2.0),
+                (id(n::CPU_BUSY_PCT, &[]), Unit::Percent, 50.0),
+                (
+                    id(n::IFACE_RX_BITS_PER_S, &[("iface", "lo")]),
+                    Unit::BitsPerSecond,
+                    8e9,
+                ),
+                (id(n::CS_PER_S, &[]), Unit::PerSecond, 1234.0),
+                (
+                    id(n::SOFTNET_DROPPED_TOTAL, &[("cpu", "1")]),
+                    Unit::Count,
+                    7.0,
+                ),
+                (
+                    id(n::THREAD_CPU_PCT, &[("comm", "a \"q\" \\ b"), ("pid", "1")]),
+                    Unit::Percent,
+                    150.0,
+                ),
+                (id(n::CS_PER_S, &[("cpu", "1")]), Unit::PerSecond, f64::NAN),
+            ],
+        ));
+        p.set_findings(&[finding("softirq_bound", 0.9), finding("no_ceiling", 0.3)]);
+        let text = shared.render().unwrap();
+        let samples = parse_exposition(&text);
+        let get = |name: &str, labels: &[(&str, &str)]| {
+            samples
+                .iter()
+                .find(|(n, l, _)| {
+                    n == name
+                        && l.len() == labels.len()
+                        && labels
+                            .iter()
+                            .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+                })
+                .map(|s| s.2)
+        };
+        assert_eq!(
+            get("netceil_cpu_softirq_ratio", &[("cpu", "3")]),
+            Some(0.91)
+        );
+        assert_eq!(get("netceil_cpu_busy_ratio", &[]), Some(0.5));
+        assert_eq!(
+            get("netceil_iface_rx_bytes_per_second", &[("iface", "lo")]),
+            Some(1e9)
+        );
+        assert_eq!(get("netceil_cs_per_second", &[]), Some(1234.0));
+        assert_eq!(
+            get("netceil_softnet_dropped_total", &[("cpu", "1")]),
+            Some(7.0)
+        );
+        assert_eq!(
+            get("netceil_cs_per_second", &[("cpu", "1")]),
+            None,
+            "NaN is left out"
+        );
+        assert_eq!(get("netceil_rows_total", &[]), Some(1.0));
+        assert_eq!(get("netceil_interval_seconds", &[]), Some(1.0));
+        assert_eq!(get("netceil_findings", &[]), Some(2.0));
+        assert_eq!(get("netceil_findings_final", &[]), Some(1.0));
+        assert_eq!(
+            get(
+                "netceil_finding_info",
+                &[
+                    ("rank", "1"),
+                    ("cause", "softirq_bound"),
+                    ("confidence", "high"),
+                    ("names_ceiling", "true")
+                ]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(
+                "netceil_finding_info",
+                &[
+                    ("rank", "2"),
+                    ("cause", "no_ceiling"),
+                    ("confidence", "low"),
+                    ("names_ceiling", "false")
+                ]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(
+                "netceil_finding_confidence_ratio",
+                &[("rank", "1"), ("cause", "softirq_bound")]
+            ),
+            Some(0.9)
+        );
+        assert!(
+            text.contains("# UNIT netceil_cpu_softirq_ratio ratio\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE netceil_softnet_dropped counter\n"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE netceil_finding info\n"), "{text}");
+        assert!(
+            text.contains(r#"comm="a \"q\" \\ b""#),
+            "label values are escaped:\n{text}"
+        );
+    }
+
+    #[test]
+    fn series_that_stop_coming_go_stale() {
+        let (shared, p) = server_state();
+        let tid = id(n::THREAD_CPU_PCT, &[("tid", "42")]);
+        p.update_row(&row(
+            1.0,
+            vec![
+                (tid.clone(), Unit::Percent, 10.0),
+                (id(n::CS_PER_S, &[]), Unit::PerSecond, 1.0),
+            ],
+        ));
+        for t in 2..=10 {
+            p.update_row(&row(
+                f64::from(t),
+                vec![(id(n::CS_PER_S, &[]), Unit::PerSecond, 1.0)],
+            ));
+        }
+        let text = shared.render().unwrap();
+        assert!(!text.contains("tid=\"42\""), "{text}");
+        assert!(text.contains("netceil_cs_per_second 1"), "{text}");
+        assert!(!shared.lock().latest.contains_key(&tid));
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            parse_listen("127.0.0.1:9870"),
+            Ok("127.0.0.1:9870".parse().unwrap())
+        );
+        assert_eq!(parse_listen("[::1]:0"), Ok("[::1]:0".parse().unwrap()));
+        assert!(parse_listen("127.0.0.1").unwrap_err().contains("no port"));
+        assert!(parse_listen("localhost:9870")
+            .unwrap_err()
+            .contains("not an IP address"));
+        assert!(parse_listen("1.2.3.4:99999")
+            .unwrap_err()
+            .contains("not ADDR:PORT"));
+        assert!(parse_listen("").is_err());
+    }
+
+    #[test]
+    fn bind_errors_are_clear() {
+        let first = MetricsServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let err = MetricsServer::start(first.local_addr()).err().unwrap();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("already in use"), "{err}");
+        // TEST-NET-1: never an address of this machine.
+        let err = MetricsServer::start("192.0.2.1:9870".parse().unwrap())
+            .err()
+            .unwrap();
+        assert_eq!(err.exit_code(), 2, "{err}");
+        assert!(
+            err.to_string().contains("not an address of this machine"),
+            "{err}"
+        );
+        // Dropping the server frees the port.
+        let addr = first.local_addr();
+        drop(first);
+        drop(MetricsServer::start(addr).unwrap());
+    }
+
+    #[test]
+    fn live_verdict_runs_on_the_recent_rows_until_the_final_one() {
+        let (shared, p) = server_state();
+        shared.lock().window = Some(VecDeque::new());
+        shared.lock().window_span_s = 60.0;
+        let live = Mutex::new(Some(LiveVerdict::new(
+            Run::new("t", RunSource::Watched { command: None }),
+            Duration::from_secs(1),
+        )));
+        assert!(!live_verdict(&shared, &live), "no rows yet");
+        for t in 1..=5 {
+            p.update_row(&row(
+                f64::from(t),
+                vec![(id(n::CPU_BUSY_PCT, &[]), Unit::Percent, 3.0)],
+            ));
+        }
+        assert!(live_verdict(&shared, &live));
+        let findings = shared.lock().findings.clone();
+        assert!(!findings.is_empty());
+        assert!(!shared.lock().findings_final);
+        assert!(!live_verdict(&shared, &live), "no new rows");
+        p.set_findings(&[finding("hot_cpu", 0.85)]);
+        p.update_row(&row(
+            6.0,
+            vec![(id(n::CPU_BUSY_PCT, &[]), Unit::Percent, 3.0)],
+        ));
+        assert!(!live_verdict(&shared, &live), "the final verdict stands");
+        assert_eq!(shared.lock().findings, vec![("hot_cpu".to_string(), 0.85)]);
+    }
+
+    #[test]
+    fn rows_become_a_series() {
+        let rows = [
+            row(1.0, vec![(id("a", &[]), Unit::Count, 1.0)]),
+            row(2.0, vec![(id("b", &[("cpu", "0")]), Unit::Count, 2.0)]),
+        ];
+        let s = series_of(&rows, 1.0);
+        assert_eq!(s.t_s, vec![1.0, 2.0]);
+        assert_eq!(s.total("a").unwrap().values, vec![Some(1.0), None]);
+        assert_eq!(s.by_name("b").next().unwrap().values, vec![None, Some(2.0)]);
+    }
+
+    #[test]
+    fn window_keeps_the_recent_rows() {
+        let mut st = State {
+            window: Some(VecDeque::new()),
+            window_span_s: 10.0,
+            ..State::default()
+        };
+        for t in 1..=30 {
+            st.update(&row(f64::from(t), vec![]));
+        }
+        let w = st.window.as_ref().unwrap();
+        assert_eq!(w.front().unwrap().t_s, 20.0);
+        assert_eq!(w.len(), 11);
+    }
+}
