@@ -548,6 +548,10 @@ pub struct ServeArgs {
     /// Print one JSON document with the server's totals at the end; event lines go to stderr.
     #[arg(long)]
     pub json: bool,
+    /// With --metrics-listen: this host's series (sampled every 1 s while serving), the
+    /// server's totals as counters (netceil_serve_*_total) and a live verdict.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Args)]

@@ -190,7 +190,16 @@ pub(crate) fn part_of(
 
 /// A new live run with its identity and meta filled in (start time, host, version, labels),
 /// and the 16-bit id its datagrams carry.
+/// A live run with no labels: for commands without the run flags.
+pub(crate) fn new_live_run_bare() -> (Run, u16) {
+    new_live_run_labelled(&[])
+}
+
 pub(crate) fn new_live_run(common: &CommonRunArgs) -> (Run, u16) {
+    new_live_run_labelled(&common.labels)
+}
+
+fn new_live_run_labelled(labels: &[(String, String)]) -> (Run, u16) {
     let started = now_unix_s();
     let run_id = new_run_id(started);
     let wire_id = wire_run_id(&run_id);
@@ -198,7 +207,7 @@ pub(crate) fn new_live_run(common: &CommonRunArgs) -> (Run, u16) {
     top.meta.started_unix_s = started;
     top.meta.host = host::host_info();
     top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
-    top.meta.labels = common.labels.iter().cloned().collect();
+    top.meta.labels = labels.iter().cloned().collect();
     (top, wire_id)
 }
 

@@ -60,6 +60,11 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
         rcvbuf_force: args.rcvbuf_force,
     };
     let stop = crate::stop_flag();
+    let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
+    let exporter = match &metrics {
+        Some(m) => Some(export_host(m, totals.clone())?),
+        None => None,
+    };
     let ready = {
         let say = say.clone();
         let keyed = key.is_some();
@@ -85,6 +90,12 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
             Failure::from(e)
         }
     })?;
+    if let Some(e) = exporter {
+        e.stop();
+    }
+    if let Some(m) = metrics {
+        m.linger(args.metrics.metrics_linger.unwrap_or_default());
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &totals.json()).context("writing JSON")?;
@@ -100,4 +111,62 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
         .context("writing to stdout")?;
     }
     Ok(0)
+}
+
+/// Samples this host while serving and hands every row, with the server's totals, to the
+/// OpenMetrics endpoint.
+struct HostExporter {
+    sampler: netceil_probe::SamplerHandle,
+    forward: std::thread::JoinHandle<()>,
+}
+
+impl HostExporter {
+    fn stop(self) {
+        let _ = self.sampler.stop();
+        let _ = self.forward.join();
+    }
+}
+
+fn export_host(
+    m: &crate::metrics::MetricsServer,
+    totals: Arc<ServeTotals>,
+) -> anyhow::Result<HostExporter> {
+    use netceil_model::{MetricId, Unit};
+    let interval = std::time::Duration::from_secs(1);
+    let (tx, rows) = std::sync::mpsc::channel::<netceil_probe::Row>();
+    let sampler = netceil_probe::spawn_sampler(
+        netceil_probe::ProcFs::new(),
+        netceil_probe::SamplerConfig {
+            interval,
+            ..netceil_probe::SamplerConfig::default()
+        },
+        Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        tx,
+    )
+    .context("starting the sampler for --metrics-listen")?;
+    let publisher = m.publisher();
+    let (mut run, _) = crate::cmd_run::new_live_run_bare();
+    run.workload = None;
+    m.analyze_live(crate::metrics::LiveVerdict::new(run, interval));
+    let forward = std::thread::Builder::new()
+        .name("netceil-serve-metrics".into())
+        .spawn(move || {
+            // Ends when the sampler stops and drops its end of the channel.
+            for mut row in rows {
+                if let serde_json::Value::Object(t) = totals.json() {
+                    for (k, v) in t {
+                        if let Some(v) = v.as_f64() {
+                            row.extra.push((
+                                MetricId::new(format!("serve_{k}_total")),
+                                Unit::Count,
+                                v,
+                            ));
+                        }
+                    }
+                }
+                publisher.update_row(&row);
+            }
+        })
+        .context("starting the metrics thread")?;
+    Ok(HostExporter { sampler, forward })
 }

@@ -25,10 +25,16 @@ struct Server {
     child: Option<Child>,
     /// Its event lines (stderr, since it prints JSON on stdout).
     lines: mpsc::Receiver<String>,
+    /// The lines read so far.
+    seen: Vec<String>,
 }
 
 impl Server {
-    fn start(mut cmd: Command) -> Server {
+    fn start(cmd: Command) -> Server {
+        Self::start_expecting(cmd, "listening")
+    }
+
+    fn start_expecting(mut cmd: Command, first: &str) -> Server {
         let mut child = cmd
             .args(["--json"])
             .stdout(Stdio::piped())
@@ -42,21 +48,29 @@ impl Server {
                 let _ = tx.send(l);
             }
         });
-        let s = Server {
+        let mut s = Server {
             child: Some(child),
             lines,
+            seen: Vec::new(),
         };
-        s.wait_for("listening", Duration::from_secs(10));
+        s.wait_for(first, Duration::from_secs(10));
         s
     }
 
     /// The first event line containing `needle`.
-    fn wait_for(&self, needle: &str, within: Duration) -> String {
+    fn wait_for(&mut self, needle: &str, within: Duration) -> String {
+        if let Some(l) = self.seen.iter().find(|l| l.contains(needle)) {
+            return l.clone();
+        }
         let end = Instant::now() + within;
         while let Some(left) = end.checked_duration_since(Instant::now()) {
             match self.lines.recv_timeout(left) {
-                Ok(l) if l.contains(needle) => return l,
-                Ok(_) => {}
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.contains(needle) {
+                        return l;
+                    }
+                }
                 Err(_) => break,
             }
         }
@@ -399,7 +413,7 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
         "8",
     ]);
     cmd.args(["--duration", "60"]);
-    let server = Server::start(cmd);
+    let mut server = Server::start(cmd);
 
     // Refused: the wrong key, then a request over the limits.
     let out = hosts
@@ -580,4 +594,67 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
     for n in names {
         assert!(!left.contains(&n), "{n} left behind");
     }
+}
+
+#[test]
+fn serve_exposes_its_totals_and_this_host_to_prometheus() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", &addr, "--duration", "30"]);
+    cmd.args(["--metrics-listen", "127.0.0.1:0"]);
+    let mut server = Server::start_expecting(cmd, "serving OpenMetrics");
+    let line = server.wait_for("listening", Duration::from_secs(10));
+    assert!(line.contains(&addr));
+    let metrics_at = server
+        .seen
+        .iter()
+        .find_map(|l| l.split("http://").nth(1))
+        .and_then(|l| l.strip_suffix("/metrics"))
+        .expect("the endpoint's address")
+        .to_string();
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &addr,
+            "--rate",
+            "5k",
+            "--duration",
+            "1",
+        ])
+        .args(["-q", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The forwarder adds the totals to each 1 s row: wait for one after the test.
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut text = String::new();
+    while Instant::now() < end {
+        let mut s = TcpStream::connect(&metrics_at).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        text.clear();
+        s.read_to_string(&mut text).unwrap();
+        if text.contains("netceil_serve_tests_completed_total 1") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        text.contains("netceil_serve_tests_completed_total 1"),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE netceil_serve_tests_completed counter"));
+    assert!(
+        text.contains("netceil_cpu_busy_ratio{cpu=\"0\"}"),
+        "this host's series"
+    );
+    let totals = server.finish();
+    assert_eq!(totals["tests_completed"], 1);
 }
