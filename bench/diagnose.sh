@@ -162,6 +162,26 @@ case_starved_generator() {
   # A rate far beyond what one sleep-paced sender can do on this machine.
   "$nc" run udp --size 64 --rate 5M --duration 5 --json -q --no-store >"$1"
 }
+# Across the pair through `netceil serve`, so the far end's own counters and CPU decide.
+serve_in_b() { # extra serve flags
+  ip netns exec $NSB timeout 20 "$nc" serve --listen 198.18.0.2:$port --key-file "$bin/key" "$@" >/dev/null 2>&1 &
+  started $!
+  sleep 0.3
+}
+case_healthy_across_serve() {
+  ns_pair
+  serve_in_b
+  ip netns exec $NSA "$nc" run udp --to 198.18.0.2:$port --key-file "$bin/key" --size 64 --rate 20k \
+    --duration 5 --json -q --no-store >"$1"
+}
+case_far_rcvbuf() {
+  # The far end's test socket gets 4 KiB (a handful of small datagrams): it overflows at
+  # every scheduling delay of the receiving thread, while both cores have room.
+  ns_pair
+  serve_in_b --rcvbuf 4K
+  ip netns exec $NSA "$nc" run udp --to 198.18.0.2:$port --key-file "$bin/key" --size 64 --rate 50k \
+    --duration 5 --json -q --no-store >"$1"
+}
 case_shaper_tbf() {
   ns_pair
   ip netns exec $NSA tc qdisc add dev ncdiag0 root tbf rate 50mbit burst 32kb latency 50ms
@@ -217,6 +237,8 @@ rcvbuf_sysctl|buffer_drops|rmem_default 16 KiB: the receive socket overflows at 
 backlog_sysctl|buffer_drops sender_saturated|netdev_max_backlog 8 with RPS sending the receive work to the other CPU: its backlog overflows (a few per cent: the sender pinned to its core still sets the rate, and the drops are a loss on top, so either is right)
 cpu_contention|cpu_contention generator_limited|two spinners take both cores; the paced sender falls short because of them
 starved_generator|generator_limited buffer_drops|5 Mpps asked of one sleep-paced sender: it falls far short, and running flat out it overflows the default receive buffer, so both are true
+healthy_across_serve|no_ceiling|20 kpps across a veth pair to netceil serve: nothing binds, and the far end reports no loss
+far_rcvbuf|buffer_drops|netceil serve's test socket has 4 KiB: it overflows at the far end at 50 kpps while both cores have room
 shaper_tbf|shaper|tbf 50 Mbit/s on the sender's veth
 shaper_htb|shaper|htb class 30 Mbit/s on the sender's veth
 polling_loop|polling_thread|a watched program spins in user space with no I/O
@@ -226,7 +248,7 @@ sockperf_throughput|thread_saturated|sockperf's sending thread moves 64-byte dat
 timer_flood|no_ceiling|a 1 us nanosleep loop floods timer interrupts; the paced run still gets its rate
 ipi_flood|no_ceiling|a cross-CPU pipe ping-pong floods reschedule IPIs; the paced run still gets its rate
 "
-HEALTHY="healthy_udp_paced healthy_tcp_paced idle_watch watch_iperf3_paced timer_flood ipi_flood"
+HEALTHY="healthy_udp_paced healthy_tcp_paced healthy_across_serve idle_watch watch_iperf3_paced timer_flood ipi_flood"
 
 results="$out/results.tsv"
 : >"$results"

@@ -18,7 +18,8 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use netceil_ctl::{
     decode, fit_reply, fresh_nonce, hex, unhex, write_frame, ClientMsg, Decoded, FrameError, Grant,
-    Key, Limits, ServerMsg, TestSpec, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+    Key, Limits, ServerMsg, TestKind, TestSpec, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN,
+    PROTO,
 };
 use netceil_model::{FarApp, FarEnd};
 use netceil_probe::{spawn_sampler, ProcFs, SamplerConfig};
@@ -575,6 +576,7 @@ fn test_body(
                     peer: admit_ip,
                     run_id: spec.run_id,
                 }),
+                (spec.kind == TestKind::Udp).then_some(spec.payload_bytes as usize),
             )
             .context("opening the test's UDP socket")?,
         )

@@ -202,6 +202,14 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         "a ceiling on the sender: ruled out when its busiest core had headroom (see the evidence)"
             .into(),
     );
+    if ctx.run.meta.host.hostname.as_deref() == Some(far.host.as_str()) && !far.host.is_empty() {
+        // Two namespaces of one machine: the ends share the same CPUs, so "the sender had
+        // headroom" and "the receiver's core" are readings of the same cores.
+        f.alternatives.push(format!(
+            "both ends ran on {} (network namespaces of one machine): their CPU figures are the same cores seen twice, so a hot core may be the other end's work",
+            far.host
+        ));
+    }
     f.next = Some(
         "run again with the same rate after the change on the far end, and compare results.far (its cpu and kernel deltas) between the runs".into(),
     );

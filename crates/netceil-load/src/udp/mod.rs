@@ -973,19 +973,26 @@ impl UdpReceiver {
         rcvbuf_force: bool,
         kernel_probe: Option<KernelProbe>,
     ) -> Result<UdpReceiver, LoadError> {
-        Self::spawn_admitting(listen, rcvbuf, rcvbuf_force, kernel_probe, None)
+        Self::spawn_admitting(listen, rcvbuf, rcvbuf_force, kernel_probe, None, None)
     }
 
     /// As [`UdpReceiver::spawn_with`], counting and answering only `admit`'s host and run
     /// (`netceil serve`): every other datagram is a stray, counted and never answered.
+    ///
+    /// `train_payload`: for a UDP train of this payload (no requests to echo), receive as an
+    /// in-process run does, in batches sized for the payload and without a wake-up per
+    /// datagram; `None` answers each datagram as soon as it arrives (request/response).
     pub fn spawn_admitting(
         listen: SocketAddr,
         rcvbuf: Option<usize>,
         rcvbuf_force: bool,
         kernel_probe: Option<KernelProbe>,
         admit: Option<Admit>,
+        train_payload: Option<usize>,
     ) -> Result<UdpReceiver, LoadError> {
         let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
+        let tuning =
+            train_payload.map(|p| (slot_len_for(Some(p)), strategy_for_rcvbuf(grant.granted)));
         let local_addr = socket
             .local_addr()
             .map_err(|e| LoadError::socket("getsockname", e))?;
@@ -993,9 +1000,12 @@ impl UdpReceiver {
         let ctl = Arc::new(RxControl::default());
         let (l, c) = (live.clone(), ctl.clone());
         let handle = threads::spawn("netceil-udp-serve".into(), move || {
-            Receiver::for_serve(&socket, &l, slot_len_for(None), kernel_probe)
-                .admitting(admit)
-                .run(&c)
+            let slot = tuning.map_or(slot_len_for(None), |t| t.0);
+            let r = Receiver::for_serve(&socket, &l, slot, kernel_probe).admitting(admit);
+            match tuning {
+                Some((_, strategy)) => r.with_strategy(strategy).run(&c),
+                None => r.run(&c),
+            }
         })
         .map_err(|e| LoadError::Other(format!("cannot start receiver thread: {e}")))?;
         Ok(UdpReceiver {

@@ -237,6 +237,12 @@ impl<'a> Receiver<'a> {
         r
     }
 
+    /// Waits for datagrams as `strategy` says instead of one by one.
+    pub fn with_strategy(mut self, strategy: RxStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
     /// Only `admit`'s host and run are counted and answered; the rest are strays.
     pub fn admitting(mut self, admit: Option<Admit>) -> Self {
         self.admit = admit;
@@ -643,7 +649,8 @@ fn is_timeout(e: &io::Error) -> bool {
 /// UDP datagram when any size may come.
 pub fn slot_len_for(payload: Option<usize>) -> usize {
     match payload {
-        Some(p) => (p.max(HEADER_LEN + FinReport::LEN) + 63) & !63,
+        // Room for a whole padded Fin too, so a train's end is never cut.
+        Some(p) => (p.max(Fin::PADDED_LEN) + 63) & !63,
         None => 65536,
     }
 }
