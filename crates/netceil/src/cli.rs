@@ -47,6 +47,14 @@ pub enum Command {
     Serve(ServeArgs),
     /// Deprecated name of `serve` (same flags); it will be removed.
     Recv(ServeArgs),
+    /// Print a shell completion script, generated from these flags (bash, zsh, fish, elvish,
+    /// powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: GenShell,
+    },
+    /// Print the man page (roff), or with --out DIR write one page per command there.
+    Man(ManArgs),
     /// The highest rate within a loss tolerance, per frame size (RFC 2544 throughput, found as
     /// FD.io CSIT's MLRsearch finds it), and what stopped it there.
     Search(SearchArgs),
@@ -499,6 +507,22 @@ pub struct RrArgs {
     pub flows: u32,
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GenShell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write netceil.1 and one page per command (netceil-run.1, netceil-lab-up.1, …) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

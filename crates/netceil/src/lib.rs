@@ -3,6 +3,7 @@
 
 mod cli;
 mod cmd_analyze;
+mod cmd_gen;
 mod cmd_lab;
 mod cmd_report;
 mod cmd_run;
@@ -150,6 +151,8 @@ pub fn main() -> ExitCode {
         cli::Command::Run(args) => cmd_run::run(args),
         cli::Command::Serve(args) => cmd_serve::run(args, false),
         cli::Command::Recv(args) => cmd_serve::run(args, true),
+        cli::Command::Completions { shell } => cmd_gen::completions(shell),
+        cli::Command::Man(args) => cmd_gen::man(args),
         cli::Command::Search(args) => cmd_search::run(args),
         cli::Command::Sweep(args) => cmd_sweep::run(args),
         cli::Command::Watch(args) => cmd_watch::run(args),
