@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::parse::{
-    parse_count, parse_duration, parse_label, parse_link, parse_size, parse_throughput,
+    parse_count, parse_duration, parse_host_port, parse_label, parse_link, parse_size,
+    parse_throughput,
 };
 
 /// Find the ceiling of this machine's network I/O and name what sets it.
@@ -345,9 +346,10 @@ pub struct CommonRunArgs {
     /// Print one JSON document on stdout (the contract is in the README); live lines go to stderr.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Run the test against a `netceil serve` at this control address instead of an
-    /// in-process receiver on loopback; the far end's counters come back into the run.
-    #[arg(long, global = true, value_name = "ADDR:PORT")]
+    /// Run the test against a `netceil serve` at this control address (HOST:PORT or
+    /// IP:PORT) instead of an in-process receiver on loopback; the far end's counters come
+    /// back into the run.
+    #[arg(long, global = true, value_name = "HOST:PORT", value_parser = parse_host_port)]
     pub to: Option<SocketAddr>,
     /// The shared secret for --to (the server's --key-file), proved with an HMAC, never sent.
     #[arg(long, global = true, value_name = "FILE")]

@@ -47,6 +47,25 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{text}' is too large"))
 }
 
+/// `HOST:PORT` or `IP:PORT` (`[v6]:PORT`), resolved now to its first address.
+pub fn parse_host_port(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = text.parse() {
+        return Ok(a);
+    }
+    if !text.contains(':') {
+        return Err(format!(
+            "'{text}' has no port; expected HOST:PORT, e.g. far.example:5301"
+        ));
+    }
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|e| format!("'{text}' is not an address or a host name that resolves: {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("'{text}' resolves to no address"))
+}
+
 /// A count per second, decimal: `1000`, `200k`, `5M`.
 pub fn parse_count(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -129,6 +148,22 @@ pub fn parse_link(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_ports() {
+        assert_eq!(
+            parse_host_port("127.0.0.1:5301").unwrap().to_string(),
+            "127.0.0.1:5301"
+        );
+        assert!(parse_host_port("[::1]:5301").unwrap().is_ipv6());
+        assert!(parse_host_port("localhost:5301")
+            .unwrap()
+            .ip()
+            .is_loopback());
+        for bad in ["localhost", "not-an-address", "x:y", ""] {
+            assert!(parse_host_port(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn counts() {
