@@ -127,7 +127,7 @@ stop_serve
 python3 - "$tmp/serve.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
-print(f"server totals: control-port strays {t['port_strays']}, test-port strays {t['test_strays']}, "
+print(f"server totals: control-port strays {t['port_strays']} read + {t['port_stray_drops']} dropped by the kernel, test-port strays {t['test_strays']}, "
       f"pre-authentication bytes out/in {t['preauth_bytes_out']}/{t['preauth_bytes_in']} "
       f"= {t['preauth_bytes_out']/max(t['preauth_bytes_in'],1):.3f}")
 PY

@@ -104,9 +104,9 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
         let t = totals.json();
         writeln!(
             out,
-            "served: {} test(s) granted, {} completed; {} refused, {} failed authentication, {} timed out, {} malformed, {} turned away; strays: {} datagram(s) on the control port, {} on test ports (none answered)",
+            "served: {} test(s) granted, {} completed; {} refused, {} failed authentication, {} timed out, {} malformed, {} turned away; strays: {} datagram(s) on the control port ({} more dropped by the kernel before they were read), {} on test ports (none answered)",
             t["tests_granted"], t["tests_completed"], t["refused"], t["auth_failures"],
-            t["timed_out"], t["malformed"], t["turned_away"], t["port_strays"], t["test_strays"]
+            t["timed_out"], t["malformed"], t["turned_away"], t["port_strays"], t["port_stray_drops"], t["test_strays"]
         )
         .context("writing to stdout")?;
     }

@@ -76,6 +76,9 @@ pub struct ServeTotals {
     /// Datagrams on the control port (never answered), and their bytes.
     pub port_strays: AtomicU64,
     pub port_stray_bytes: AtomicU64,
+    /// Datagrams to the control port the kernel dropped because they came faster than they
+    /// were counted (the socket's own drop counter, SO_MEMINFO): strays too, never answered.
+    pub port_stray_drops: AtomicU64,
     /// Datagrams on tests' data sockets from other hosts or runs (never answered).
     pub test_strays: AtomicU64,
     pub test_stray_bytes: AtomicU64,
@@ -99,6 +102,7 @@ impl ServeTotals {
             "preauth_bytes_out": g(&self.preauth_bytes_out),
             "port_strays": g(&self.port_strays),
             "port_stray_bytes": g(&self.port_stray_bytes),
+            "port_stray_drops": g(&self.port_stray_drops),
             "test_strays": g(&self.test_strays),
             "test_stray_bytes": g(&self.test_stray_bytes),
             "test_refused_connections": g(&self.tests_refused_connections),
@@ -311,8 +315,26 @@ fn account_preauth(totals: &ServeTotals, c: &Conn) {
 
 /// Counts what arrives on the control port's UDP side; answers nothing.
 fn count_strays(sink: &UdpSocket, stop: &AtomicBool, totals: &ServeTotals) {
+    use std::os::fd::AsFd;
     let mut buf = vec![0u8; 65536];
-    while !stop.load(Ordering::Relaxed) {
+    let mut drops = netceil_load::udp::DropCounter::default();
+    let mut last_read: Option<Instant> = None;
+    loop {
+        // The kernel's drop count of this socket (a u32 that wraps), extended to 64 bits;
+        // read every tick, and once more at the end.
+        let stopping = stop.load(Ordering::Relaxed);
+        if stopping || last_read.is_none_or(|t| t.elapsed() >= TICK) {
+            if let Ok(raw) = netceil_load::udp::socket_drops(sink.as_fd()) {
+                drops.update(raw);
+                totals
+                    .port_stray_drops
+                    .store(drops.total(), Ordering::Relaxed);
+            }
+            last_read = Some(Instant::now());
+        }
+        if stopping {
+            break;
+        }
         match sink.recv_from(&mut buf) {
             Ok((n, _)) => {
                 totals.port_strays.fetch_add(1, Ordering::Relaxed);

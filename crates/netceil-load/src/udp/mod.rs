@@ -33,11 +33,13 @@ use crate::clock::{now_ns, sleep_until_ns};
 use crate::header::{FarKernel, Fin, FinReport, Header, Kind, HEADER_LEN};
 use crate::threads;
 use crate::LoadError;
+pub use mmsg::socket_drops;
 use receiver::{
     slot_len_for, strategy_for_rcvbuf, Receiver, RxControl, RxLive, RxStrategy, RxTotals,
 };
 pub use receiver::{Admit, KernelProbe};
 use sender::{run_sender, FlowSocket, SenderPlan, SenderReport, StopReason, TxLive};
+pub use sockets::DropCounter;
 
 /// Largest UDP payload over IPv4 (65535 − 20 IP − 8 UDP).
 pub const MAX_PAYLOAD_V4: usize = 65_507;
