@@ -180,6 +180,11 @@ pub struct FarEnd {
     pub cpu: Vec<FarCpu>,
     /// The far end's own sampled series (vmstat/mpstat/sar figures), its `t_s` from the grant.
     pub series: crate::Series,
+    /// Where the far end's clock starts on this run's: the run's series time (s) at which the
+    /// client received the grant. Add it to `series.t_s` to put both ends on one time axis
+    /// (off by the grant's one-way delay). Set by the client, not sent by the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_t0_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }

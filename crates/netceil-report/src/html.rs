@@ -16,6 +16,7 @@ use netceil_model::{names as n, Finding, Metric, Run, Series, Unit};
 use crate::charts::{self, Axis, Bar, Line, TimeChart};
 use crate::compare;
 use crate::compare_render;
+use crate::far;
 use crate::fmt;
 use crate::summary::{self, Row};
 use crate::view;
@@ -1020,6 +1021,7 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
         page.push_str("</div></div>\n");
     }
 
+    write_far_end(page, run, sub);
     write_knees(page, run, sub);
     write_series_charts(page, run, sub);
     write_delivery(page, run, sub);
@@ -1087,6 +1089,25 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
         }
     }
     page.push_str("</section>\n");
+}
+
+/// The far end of a `--to` run: its counts, CPU per core beside this end's, and both ends'
+/// series on one time axis.
+fn write_far_end(page: &mut String, run: &Run, hn: usize) {
+    let (Some(r), Some(f)) = (&run.results, far::of(run)) else {
+        return;
+    };
+    let _ = writeln!(page, "<h{hn}>Far end</h{hn}>");
+    page.push_str("<div class=\"grid\"><div>\n");
+    kv_table(page, &far::rows(f, r));
+    page.push_str("</div><div>\n");
+    grid_table(page, &far::CPU_HEADERS, &far::cpu_table(run, f));
+    page.push_str("</div></div>\n");
+    figure(
+        page,
+        charts::panel_chart(&far::chart(run, f)),
+        &far::chart_caption(f),
+    );
 }
 
 /// Chooses the metric of a series an overlay chart shows.

@@ -15,6 +15,7 @@ mod charts;
 mod compare;
 mod compare_render;
 mod export;
+mod far;
 mod fmt;
 mod html;
 mod markdown;

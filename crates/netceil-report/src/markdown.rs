@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use netceil_model::{Finding, Run, Unit};
 
+use crate::far;
 use crate::fmt;
 use crate::summary::{self, Row};
 
@@ -131,6 +132,12 @@ fn write_run(out: &mut String, run: &Run, level: usize) {
 
         heading(out, level + 1, "Generator");
         rows_table(out, &summary::generator(r));
+
+        if let Some(f) = far::of(run) {
+            heading(out, level + 1, "Far end");
+            rows_table(out, &far::rows(f, r));
+            table(out, &far::CPU_HEADERS, &far::cpu_table(run, f));
+        }
     }
 
     let key = summary::key_metrics(run);

@@ -186,6 +186,11 @@ pub struct SweepArgs {
     pub workload: SweepWorkload,
     #[command(flatten)]
     pub common: CommonRunArgs,
+    /// The live series while it runs, and at the end the findings it stands on (the
+    /// trials that stopped its knees). No live verdict: a window across trials at other
+    /// rates has no single ceiling.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -264,6 +269,11 @@ pub struct SearchArgs {
     pub workload: SearchWorkload,
     #[command(flatten)]
     pub common: CommonRunArgs,
+    /// The live series while it runs, and at the end the findings it stands on (the
+    /// trials that stopped its knees). No live verdict: a window across trials at other
+    /// rates has no single ceiling.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -100,12 +100,13 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     h.rec.store_rows(&leftover);
     let interrupted = crate::stop_flag().load(Ordering::SeqCst);
     if suite {
+        // The headline is the UDP part: the packet-rate ceiling, on the whole run's clock.
+        let headline = parts.first().map(|(_, r, _, _)| r.clone());
         for (spec, results, from, to) in parts {
             let part = part_of(&top, spec, results, from, to);
             top.parts.push(part);
         }
-        // The headline is the UDP part: the packet-rate ceiling.
-        top.results = top.parts.first().and_then(|p| p.results.clone());
+        top.results = headline;
     } else {
         top.results = parts.into_iter().next().map(|(_, r, _, _)| r);
     }
@@ -184,6 +185,11 @@ pub(crate) fn part_of(
         .series
         .window(from_s, to_s + top.series.interval_s / 2.0);
     part.workload = Some(spec);
+    let mut results = results;
+    // The part's series starts at `from_s`; so does the far end's place on its clock.
+    if let Some(t0) = results.far.as_mut().and_then(|f| f.near_t0_s.as_mut()) {
+        *t0 -= from_s;
+    }
     part.results = Some(results);
     part
 }
@@ -401,12 +407,13 @@ fn via_serve<C: Clone>(
         return measure(cfg, h);
     };
     let session = remote::Session::open(control, h.key.as_ref(), spec(cfg))?;
+    let granted_at = h.rec.elapsed_s();
     let mut cfg = cfg.clone();
     retarget(&mut cfg, session.data_addr());
     // On an error the session is dropped: the server sees the control connection close and
     // ends the test.
     let mut results = measure(&cfg, h)?;
-    remote::attach(&mut results, session.finish());
+    remote::attach(&mut results, session.finish(), granted_at);
     Ok(results)
 }
 
@@ -679,10 +686,15 @@ impl<'s> Harness<'s> {
         }
     }
 
+    /// Ends the live lines, and streams the rows sampled since the last progress report to
+    /// the store and the metrics endpoint: a search's or sweep's trial can be shorter than
+    /// one report, and its rows must not wait for the end of the whole command.
     fn end_part(&mut self) {
         if let Some((live, _)) = self.part.take() {
             live.finish();
         }
+        let rows = self.rec.rows(Duration::ZERO);
+        self.rec.store_rows(&rows);
     }
 }
 
@@ -717,4 +729,137 @@ pub(crate) fn emit_plain(
     }
     .context("writing to stdout")?;
     Ok(())
+}
+
+/// `--metrics-listen` for a search or a sweep: the live series from the recording while it
+/// runs. No live verdict: a window that spans trials at different rates has no one ceiling.
+pub(crate) fn steps_metrics(
+    args: &crate::cli::MetricsArgs,
+    h: &mut Harness,
+) -> Result<Option<crate::metrics::MetricsServer>, Failure> {
+    let m = crate::metrics::from_flag(args.metrics_listen)?;
+    if let Some(m) = &m {
+        h.rec.publish_to(m.publisher());
+    }
+    Ok(m)
+}
+
+/// The end of a search or sweep on its endpoint: the findings it stands on, then the linger.
+pub(crate) fn steps_metrics_done(
+    m: Option<crate::metrics::MetricsServer>,
+    top: &Run,
+    args: &crate::cli::MetricsArgs,
+) {
+    if let Some(m) = m {
+        m.set_findings(&headline_findings(top));
+        m.linger(args.metrics_linger.unwrap_or_default());
+    }
+}
+
+/// The findings a run with parts stands on: its own; else those of the parts that stopped
+/// its knees (each cause once, at its most confident); else its last analyzed part's.
+pub(crate) fn headline_findings(top: &Run) -> Vec<netceil_model::Finding> {
+    if !top.findings.is_empty() {
+        return top.findings.clone();
+    }
+    let stoppers: Vec<&Run> = top
+        .knees
+        .iter()
+        .filter_map(|k| k.stopped_by.as_deref())
+        .filter_map(|s| s.split_once(" at ").map(|(id, _)| id))
+        .filter_map(|id| top.parts.iter().find(|p| p.run_id == id))
+        .collect();
+    let from: Vec<&Run> = if stoppers.is_empty() {
+        top.parts
+            .iter()
+            .rev()
+            .find(|p| !p.findings.is_empty())
+            .into_iter()
+            .collect()
+    } else {
+        stoppers
+    };
+    let mut out: Vec<netceil_model::Finding> = Vec::new();
+    for f in from.iter().flat_map(|p| &p.findings) {
+        match out.iter_mut().find(|o| o.cause == f.cause) {
+            Some(o) if o.confidence >= f.confidence => {}
+            Some(o) => *o = f.clone(),
+            None => out.push(f.clone()),
+        }
+    }
+    out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netceil_model::{Finding, Knee};
+
+    fn finding(cause: &str, confidence: f64) -> Finding {
+        Finding {
+            cause: cause.into(),
+            summary: String::new(),
+            confidence,
+            evidence: Vec::new(),
+            alternatives: Vec::new(),
+            advice: Vec::new(),
+            next: None,
+            not_checked: Vec::new(),
+        }
+    }
+
+    fn part(id: &str, findings: Vec<Finding>) -> Run {
+        let mut p = Run::new(id, RunSource::Live);
+        p.findings = findings;
+        p
+    }
+
+    #[test]
+    fn a_search_stands_on_the_trials_that_stopped_its_knees() {
+        let mut top = Run::new("s", RunSource::Live);
+        top.parts = vec![
+            part("s.1", vec![finding("no_ceiling", 0.3)]),
+            part(
+                "s.2",
+                vec![finding("buffer_drops", 0.5), finding("hot_cpu", 0.6)],
+            ),
+            part("s.3", vec![finding("buffer_drops", 0.7)]),
+            part("s.4", vec![finding("no_ceiling", 0.3)]),
+        ];
+        let knee = |stopper: Option<&str>| Knee {
+            size_bytes: 64,
+            point: "app".into(),
+            loss_tolerance: 0.0,
+            min_interval_us: None,
+            rate_pps: None,
+            bits_per_s: None,
+            loss_ratio: None,
+            trials: 1,
+            generator_limited: false,
+            verified: false,
+            upper_pps: None,
+            stopped_by: stopper.map(|s| format!("{s} at 40.0 kpps: whatever")),
+            note: None,
+        };
+        top.knees = vec![knee(Some("s.2")), knee(Some("s.3")), knee(None)];
+        let causes = |f: Vec<Finding>| {
+            f.iter()
+                .map(|f| (f.cause.clone(), f.confidence))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            causes(headline_findings(&top)),
+            vec![("buffer_drops".into(), 0.7), ("hot_cpu".into(), 0.6)]
+        );
+        // No knee stopped by a trial: the last analyzed trial.
+        top.knees = vec![knee(None)];
+        assert_eq!(
+            causes(headline_findings(&top)),
+            vec![("no_ceiling".into(), 0.3)]
+        );
+        // A run's own findings come first.
+        top.findings = vec![finding("link", 0.9)];
+        assert_eq!(causes(headline_findings(&top)), vec![("link".into(), 0.9)]);
+    }
 }

@@ -404,6 +404,7 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         ..common.clone()
     };
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let metrics = crate::cmd_run::steps_metrics(&args.metrics, &mut h)?;
     let mut all_parts: Vec<Kept> = Vec::new();
     let mut knees: Vec<Knee> = Vec::new();
     // For each knee, the index of the part that stopped it (filled in once parts are analyzed).
@@ -581,6 +582,7 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
         write!(out, "{}", knee_table(&top)).context("writing to stdout")?;
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
+    crate::cmd_run::steps_metrics_done(metrics, &top, &args.metrics);
     Ok(if interrupted { 130 } else { 0 })
 }
 

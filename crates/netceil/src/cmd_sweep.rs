@@ -330,8 +330,8 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     let common = args.common.clone();
     let a = match &args.workload {
         SweepWorkload::Udp(a) => a,
-        SweepWorkload::Tcp(t) => return run_tcp(t, &common),
-        SweepWorkload::Param(p) => return run_param(p, &common),
+        SweepWorkload::Tcp(t) => return run_tcp(t, &common, &args.metrics),
+        SweepWorkload::Param(p) => return run_param(p, &common, &args.metrics),
     };
     let target = common.to.map(|t| t.to_string());
     let store = open_store(common.no_store);
@@ -375,6 +375,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
         ..common.clone()
     };
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let metrics = crate::cmd_run::steps_metrics(&args.metrics, &mut h)?;
     let mut knees = Vec::new();
     let mut interrupted = false;
     // Every cycle measured or replayed, one part each, stored the moment it ends.
@@ -546,6 +547,7 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
         write!(out, "{}", knee_table(&top, count)).context("writing to stdout")?;
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
+    crate::cmd_run::steps_metrics_done(metrics, &top, &args.metrics);
     Ok(if interrupted { 130 } else { 0 })
 }
 
@@ -703,6 +705,7 @@ fn series_mean(run: &Run, name: &str) -> Option<f64> {
 pub fn run_tcp(
     a: &crate::cli::SweepTcpArgs,
     common: &crate::cli::CommonRunArgs,
+    metrics_args: &crate::cli::MetricsArgs,
 ) -> Result<u8, Failure> {
     use netceil_model::names as n;
     if a.flows.is_empty() || a.flows.contains(&0) {
@@ -743,6 +746,7 @@ pub fn run_tcp(
         ..common.clone()
     };
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let metrics = crate::cmd_run::steps_metrics(metrics_args, &mut h)?;
     let steps_bar = crate::live::Steps::new("sweep", a.flows.len() as u64, common.quiet);
     let mut kept = Vec::new();
     let mut interrupted = false;
@@ -836,6 +840,7 @@ pub fn run_tcp(
         }
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
+    crate::cmd_run::steps_metrics_done(metrics, &top, metrics_args);
     Ok(if interrupted { 130 } else { 0 })
 }
 
@@ -919,6 +924,7 @@ fn combinations(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> 
 pub fn run_param(
     a: &crate::cli::SweepParamArgs,
     common: &crate::cli::CommonRunArgs,
+    metrics_args: &crate::cli::MetricsArgs,
 ) -> Result<u8, Failure> {
     use clap::Parser as _;
     let params = a
@@ -981,6 +987,7 @@ pub fn run_param(
         ..common.clone()
     };
     let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
+    let metrics = crate::cmd_run::steps_metrics(metrics_args, &mut h)?;
     let bar = crate::live::Steps::new("sweep", plans.len() as u64, common.quiet);
     let mut kept = Vec::new();
     let mut interrupted = false;
@@ -1032,6 +1039,7 @@ pub fn run_param(
         }
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
+    crate::cmd_run::steps_metrics_done(metrics, &top, metrics_args);
     Ok(if interrupted { 130 } else { 0 })
 }
 

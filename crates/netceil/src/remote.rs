@@ -234,10 +234,12 @@ pub fn rr_spec(cfg: &rr::RrConfig, run_id: u16, interval: Duration) -> TestSpec 
     }
 }
 
-/// Keeps the far end's report in the results, with a note on what it says.
-pub fn attach(results: &mut Results, far: anyhow::Result<FarEnd>) {
+/// Keeps the far end's report in the results, with a note on what it says. `near_t0_s` is the
+/// run's series time at which the grant arrived, where the far end's clock starts.
+pub fn attach(results: &mut Results, far: anyhow::Result<FarEnd>, near_t0_s: f64) {
     match far {
-        Ok(far) => {
+        Ok(mut far) => {
+            far.near_t0_s = Some(near_t0_s);
             results.notes.push(format!(
                 "the far end ({}, {} at {}) reported its own counts, kernel counter deltas, CPU per core and a {}-row series; the test there was ended by {}",
                 far.host,

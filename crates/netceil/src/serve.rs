@@ -719,6 +719,7 @@ fn test_body(
         kernel: kernel::far_deltas(&counters_before, &counters_after, iface.as_deref()),
         cpu,
         series: sampled,
+        near_t0_s: None,
         notes,
     };
     if ended_by != "client done" && !ended_by.starts_with("the client") {

@@ -1,6 +1,6 @@
 //! The human summary printed at the end of `netceil run`.
 
-use netceil_model::{Results, Run, TcpPacing, WorkloadKind};
+use netceil_model::{FarEnd, Results, Run, TcpPacing, WorkloadKind};
 use std::fmt::Write;
 
 use crate::fmt;
@@ -84,8 +84,71 @@ fn part(s: &mut String, run: &Run) {
         Some(WorkloadKind::Rr) => rr(s, r),
         _ => {}
     }
+    if let Some(f) = &r.far {
+        far(s, f);
+    }
     for n in &r.notes {
         let _ = writeln!(s, "  note: {n}");
+    }
+}
+
+/// What the `netceil serve` at the far end counted: who it was, what arrived there and where
+/// the rest was dropped, and its cores, busiest first.
+fn far(s: &mut String, f: &FarEnd) {
+    let _ = writeln!(
+        s,
+        "  far end     {} at {} (netceil {}), {:.1} s, ended by {}",
+        f.host, f.address, f.netceil_version, f.duration_s, f.ended_by
+    );
+    let a = &f.app;
+    let k = &f.kernel;
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), fmt::count);
+    let mut there = Vec::new();
+    if a.udp_packets > 0 || a.udp_lost > 0 {
+        there.push(format!(
+            "received {} datagrams, lost {}",
+            fmt::count(a.udp_packets),
+            fmt::count(a.udp_lost)
+        ));
+    }
+    if a.tcp_connections > 0 {
+        there.push(format!(
+            "{} TCP connections, {} received",
+            fmt::count(a.tcp_connections),
+            fmt::si(a.tcp_stream_bytes as f64, "B")
+        ));
+    }
+    there.push(format!(
+        "drops: socket {}, backlog {}, {} rx {}",
+        opt(a.udp_socket_drops),
+        opt(k.softnet_dropped),
+        k.iface.as_deref().unwrap_or("interface"),
+        opt(k.iface_rx_dropped)
+    ));
+    there.push(format!(
+        "strays {} (unanswered)",
+        fmt::count(a.stray_packets + a.tcp_refused)
+    ));
+    let _ = writeln!(s, "  there       {}", there.join("; "));
+    let mut cores: Vec<_> = f.cpu.iter().collect();
+    cores.sort_by(|x, y| y.busy_pct.total_cmp(&x.busy_pct));
+    let shown: Vec<String> = cores
+        .iter()
+        .take(4)
+        .map(|c| {
+            format!(
+                "cpu{} {:.0} % busy ({:.0} % softirq)",
+                c.cpu, c.busy_pct, c.softirq_pct
+            )
+        })
+        .collect();
+    if !shown.is_empty() {
+        let more = if cores.len() > shown.len() {
+            format!(" and {} more", cores.len() - shown.len())
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "  there CPU   {}{more}", shown.join(", "));
     }
 }
 

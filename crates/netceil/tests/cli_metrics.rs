@@ -320,6 +320,65 @@ fn run_publishes_the_workloads_own_figures() {
     );
 }
 
+/// A search publishes the machine's series while its trials run (each trial is shorter than
+/// a progress report, so its rows are streamed at its end), and at the end the findings it
+/// stands on.
+#[test]
+fn search_publishes_rows_between_trials_and_then_its_findings() {
+    let (mut child, addr, log) = start_netceil(&[
+        "search",
+        "udp",
+        "--sizes",
+        "1024",
+        "--trial",
+        "1s",
+        "--initial-trial",
+        "500ms",
+        "--precision",
+        "20%",
+        "--min-rate",
+        "1k",
+        "--max-rate",
+        "40k",
+        "--max-trials",
+        "8",
+        "-q",
+        "--no-store",
+        "--sample-interval",
+        "250ms",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "3s",
+    ]);
+    let mid = scrape_until(addr, Duration::from_secs(20), &log, |s| {
+        s.get("netceil_rows_total").is_some_and(|&r| r >= 2.0)
+    });
+    assert_eq!(
+        mid["netceil_findings_final"], 0.0,
+        "rows only arrived at the end ({} rows)",
+        mid["netceil_rows_total"]
+    );
+    assert!(
+        mid.keys().any(|k| k.starts_with("netceil_cpu_busy_ratio")),
+        "{mid:?}"
+    );
+    let done = scrape_until(addr, Duration::from_secs(30), &log, |s| {
+        s.get("netceil_findings_final") == Some(&1.0)
+    });
+    assert!(done["netceil_findings"] >= 1.0, "{done:?}");
+    assert!(
+        done.keys().any(|k| k.starts_with("netceil_finding_info{")),
+        "{done:?}"
+    );
+    assert_eq!(
+        child.0.wait().unwrap().code(),
+        Some(0),
+        "{}",
+        log.lock().unwrap()
+    );
+}
+
 fn netceil_fails(args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(BIN)
         .args(args)

@@ -228,6 +228,98 @@ fn loopback_serve_refuses_skew_strangers_and_slow_clients_without_amplifying() {
     assert!(bout <= bin, "amplification {bout}/{bin} > 1");
 }
 
+/// A stored `--to` run shows both ends: the far end's lines in the summary, and in the
+/// markdown and HTML reports its counts, its cores beside this end's, and both ends' series
+/// on this run's clock.
+#[test]
+fn a_far_end_run_shows_both_ends_in_the_summary_and_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", &addr, "--duration", "30"]);
+    let server = Server::start(cmd);
+    let out = Command::new(BIN)
+        .env("NETCEIL_DB", &db)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &addr,
+            "--rate",
+            "20k",
+            "--duration",
+            "2",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let far_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("far end"))
+        .unwrap_or_else(|| panic!("no far end line in:\n{text}"));
+    assert!(
+        far_line.contains(&addr) && far_line.contains("ended by client done"),
+        "{far_line}"
+    );
+    assert!(text.contains("there CPU   cpu"), "{text}");
+    drop(server);
+
+    let export = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .env("NETCEIL_DB", &db)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let run: Value = serde_json::from_str(&export(&["export", "last"])).unwrap();
+    let far = &run["results"]["far"];
+    let t0 = far["near_t0_s"]
+        .as_f64()
+        .expect("the grant's time on this run's clock");
+    let first_row = run["series"]["t_s"][0].as_f64().unwrap();
+    assert!((0.0..first_row + 1.0).contains(&t0), "grant at {t0} s");
+
+    let md = export(&["export", "last", "--format", "markdown"]);
+    let section = &md[md.find("## Far end").expect("a far end section")..];
+    let received = far["app"]["udp_packets"].as_u64().unwrap();
+    assert!(received > 30_000, "{far:#}");
+    let shown = received
+        .to_string()
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(
+        section.contains(&format!("| received there | {shown} datagrams")),
+        "{section}"
+    );
+    assert!(section.contains("| CPU | here busy |"), "{section}");
+
+    let html = dir.path().join("r.html");
+    export(&["report", "last", "-o", html.to_str().unwrap()]);
+    let html = std::fs::read_to_string(html).unwrap();
+    let far_html = &html[html.find(">Far end<").expect("a far end section")..];
+    assert!(
+        far_html.contains("Both ends") && far_html.contains("shifted by"),
+        "no both-ends chart"
+    );
+}
+
 #[test]
 fn serve_refuses_other_hosts_without_a_key() {
     Command::new(BIN)
