@@ -102,6 +102,9 @@ pub const LIVE_MIN_ROWS: usize = 3;
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The content type of the Prometheus text format, for scrapers that do not ask for OpenMetrics.
+pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// The families this module writes besides the series; a series mapping to one is left out.
 const OWN_FAMILIES: &[&str] = &[
     "netceil_rows",
@@ -919,7 +922,8 @@ fn respond(request: tiny_http::Request, shared: &Arc<Shared>) {
     let readable = matches!(request.method(), Method::Get | Method::Head);
     let (status, body, content_type) = match (readable, path) {
         (true, "/metrics") => match shared.render() {
-            Ok(text) => (200, text, OPENMETRICS_CONTENT_TYPE),
+            Ok(text) if wants_openmetrics(&request) => (200, text, OPENMETRICS_CONTENT_TYPE),
+            Ok(text) => (200, to_prometheus_text(&text), PROMETHEUS_TEXT_CONTENT_TYPE),
             Err(_) => (500, "could not encode the metrics\n".to_string(), TEXT),
         },
         (true, "/") => (
@@ -941,6 +945,87 @@ fn respond(request: tiny_http::Request, shared: &Arc<Shared>) {
     }
     // A scraper that hung up is its own business.
     let _ = request.respond(response);
+}
+
+/// Whether the scraper asked for OpenMetrics (Prometheus does, in its Accept header). Others
+/// (curl, older agents) get the Prometheus text format, as the official client libraries do.
+fn wants_openmetrics(request: &tiny_http::Request) -> bool {
+    request.headers().iter().any(|h| {
+        h.field.equiv("Accept")
+            && h.value
+                .as_str()
+                .to_ascii_lowercase()
+                .contains("application/openmetrics-text")
+    })
+}
+
+/// The Prometheus text format (0.0.4) of an OpenMetrics exposition: a counter's `# HELP` and
+/// `# TYPE` under its `_total` sample name, an info family as a gauge named `…_info`, HELP
+/// escapes of that format (no `\"`), and no `# UNIT` lines or `# EOF`. Samples are unchanged:
+/// both formats write names, labels and values alike.
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(openmetrics.len());
+    // A family's HELP comes before its TYPE, which decides the name it goes under.
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            help = Some((name, text));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "unknown"));
+            let (exposed, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "info" => (format!("{name}_info"), "gauge"),
+                "gauge" | "histogram" | "summary" => (name.to_string(), kind),
+                _ => (name.to_string(), "untyped"),
+            };
+            if let Some((_, text)) = help.take().filter(|(n, _)| *n == name) {
+                let _ = writeln!(out, "# HELP {exposed} {}", help_0_0_4(text));
+            }
+            let _ = writeln!(out, "# TYPE {exposed} {kind}");
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        // `_created` samples are OpenMetrics' own; the older format has no place for them.
+        let name = line.split(['{', ' ']).next().unwrap_or("");
+        if name.ends_with("_created") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// OpenMetrics HELP text (escapes `\\`, `\n`, `\"`) re-escaped for the 0.0.4 format, which
+/// escapes only `\\` and `\n`.
+fn help_0_0_4(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('"') => out.push('"'),
+            Some('n') => out.push_str("\\n"),
+            Some('\\') | None => out.push_str("\\\\"),
+            Some(other) => {
+                out.push_str("\\\\");
+                out.push(other);
+            }
+        }
+    }
+    out
 }
 
 /// Reads `--metrics-listen`: an IP address and a port, `127.0.0.1:9870` or `[::1]:9870`.
@@ -990,6 +1075,34 @@ pub(crate) fn from_flag(addr: Option<SocketAddr>) -> Result<Option<MetricsServer
 mod tests {
     use super::*;
     use netceil_model::{names as n, Evidence, RunSource};
+
+    #[test]
+    fn the_prometheus_text_format_renames_counters_and_info_and_drops_what_it_lacks() {
+        let om = "# HELP netceil_rows Rows \\\"published\\\" so far, a\\\\b.\n\
+                  # TYPE netceil_rows counter\n\
+                  netceil_rows_total 3\n\
+                  netceil_rows_created 1700000000.0\n\
+                  # HELP netceil_interval_seconds Row length.\n\
+                  # TYPE netceil_interval_seconds gauge\n\
+                  # UNIT netceil_interval_seconds seconds\n\
+                  netceil_interval_seconds 1.0\n\
+                  # HELP netceil_finding One per finding.\n\
+                  # TYPE netceil_finding info\n\
+                  netceil_finding_info{rank=\"1\",cause=\"a \\\"b\\\"\"} 1\n\
+                  # EOF\n";
+        assert_eq!(
+            to_prometheus_text(om),
+            "# HELP netceil_rows_total Rows \"published\" so far, a\\\\b.\n\
+             # TYPE netceil_rows_total counter\n\
+             netceil_rows_total 3\n\
+             # HELP netceil_interval_seconds Row length.\n\
+             # TYPE netceil_interval_seconds gauge\n\
+             netceil_interval_seconds 1.0\n\
+             # HELP netceil_finding_info One per finding.\n\
+             # TYPE netceil_finding_info gauge\n\
+             netceil_finding_info{rank=\"1\",cause=\"a \\\"b\\\"\"} 1\n"
+        );
+    }
 
     fn id(name: &str, labels: &[(&str, &str)]) -> MetricId {
         labels

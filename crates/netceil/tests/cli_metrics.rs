@@ -68,13 +68,26 @@ fn wait_addr(rx: &Receiver<SocketAddr>, log: &Mutex<String>) -> SocketAddr {
         })
 }
 
-/// A plain HTTP/1.0 GET (so that no server answers in chunks): status, headers, body.
+/// What Prometheus asks for: OpenMetrics first, the older text format as a fallback.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// A plain HTTP/1.0 GET (so that no server answers in chunks) asking for OpenMetrics as
+/// Prometheus does: status, headers, body.
 fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String, String)> {
+    http_get_accepting(addr, path, Some(PROMETHEUS_ACCEPT))
+}
+
+fn http_get_accepting(
+    addr: SocketAddr,
+    path: &str,
+    accept: Option<&str>,
+) -> std::io::Result<(u16, String, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
     write!(
         s,
-        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n"
     )?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
@@ -377,6 +390,81 @@ fn search_publishes_rows_between_trials_and_then_its_findings() {
         "{}",
         log.lock().unwrap()
     );
+}
+
+/// A scraper that does not ask for OpenMetrics (curl, older agents) gets the Prometheus text
+/// format, which promtool's own linter accepts: counters and the findings' info family under
+/// the names their samples carry, no `# EOF`.
+#[test]
+fn scrapers_that_do_not_ask_for_openmetrics_get_the_prometheus_text_format() {
+    let (_child, addr, log) = start_netceil(&[
+        "run",
+        "udp",
+        "--rate",
+        "1k",
+        "--duration",
+        "2s",
+        "-q",
+        "--no-store",
+        "--sample-interval",
+        "500ms",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "20s",
+    ]);
+    scrape_until(addr, Duration::from_secs(20), &log, |s| {
+        s.get("netceil_findings_final") == Some(&1.0)
+    });
+    for accept in [None, Some("text/plain"), Some("*/*")] {
+        let (status, head, body) = http_get_accepting(addr, "/metrics", accept).unwrap();
+        assert_eq!(status, 200, "{head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: text/plain; version=0.0.4"),
+            "{accept:?}: {head}"
+        );
+        assert!(
+            !body.contains("# EOF") && !body.contains("# UNIT"),
+            "{body}"
+        );
+        assert!(body.contains("# TYPE netceil_rows_total counter\nnetceil_rows_total "));
+        assert!(body.contains("# TYPE netceil_finding_info gauge\nnetceil_finding_info{"));
+        // Every sample sits under a TYPE of exactly its name (no suffixes in this format).
+        let mut typed = String::new();
+        for line in body.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                typed = rest.split(' ').next().unwrap().to_string();
+            } else if !line.starts_with('#') {
+                assert_eq!(line.split(['{', ' ']).next().unwrap(), typed, "{line}");
+            }
+        }
+        if Path::new(PROMTOOL).exists() {
+            let mut lint = Command::new(PROMTOOL)
+                .args(["check", "metrics"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            lint.stdin
+                .take()
+                .unwrap()
+                .write_all(body.as_bytes())
+                .unwrap();
+            let out = lint.wait_with_output().unwrap();
+            assert!(
+                out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+                "promtool check metrics: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        } else {
+            eprintln!(
+                "promtool not installed: the lint part is skipped (apt-get install prometheus)"
+            );
+        }
+    }
 }
 
 fn netceil_fails(args: &[&str]) -> (Option<i32>, String) {
