@@ -95,12 +95,30 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             format!(", beginning at {t0:.0} s with {} offered", fmt::pps(off))
         })
         .unwrap_or_default();
+    // The interface counts all its traffic, so 1 − its share is a lower bound on our packets
+    // it never saw; the loss is placed by how much of the shortfall that bound covers, not by
+    // a fixed margin (a 1 % loss with every packet counted at the interface is after it).
     let where_words = match kernel_share {
-        Some(k) if k >= 1.0 - shortfall + 0.05 => format!(
-            "; the interface counted {} of them, so the loss was between the kernel and the application",
-            fmt::pct(k.min(1.0) * 100.0)
-        ),
-        Some(k) => format!("; the interface counted only {}, so they were lost at or before the NIC", fmt::pct(k * 100.0)),
+        Some(k) => {
+            let unseen = (1.0 - k).max(0.0);
+            if unseen < shortfall / 2.0 {
+                format!(
+                    "; the interface counted {} of them, so most were lost between the kernel and the application",
+                    fmt::pct(k.min(1.0) * 100.0)
+                )
+            } else if unseen >= shortfall * 0.9 {
+                format!(
+                    "; the interface counted only {}, so they were lost at or before the interface (its receive queue, the NIC, or on the way)",
+                    fmt::pct(k * 100.0)
+                )
+            } else {
+                format!(
+                    "; the interface counted {}: about {} were lost at or before it, the rest between the kernel and the application",
+                    fmt::pct(k * 100.0),
+                    fmt::pct(unseen * 100.0)
+                )
+            }
+        }
         None => String::new(),
     };
     let mut f = finding(
@@ -201,6 +219,41 @@ mod tests {
             f.summary
         );
         assert!(f.confidence < 0.8);
+    }
+
+    /// Where the loss happened follows from how much of it the interface missed, whatever
+    /// its size: 1.3 % lost with every packet counted is after the interface.
+    #[test]
+    fn the_place_of_the_loss_scales_with_the_loss() {
+        let at = |kernel: u64| {
+            let mut run = live_run(10, |s, r| put(s, r, n::LOAD_RX_PPS, &[], 98.7e3));
+            udp(&mut run);
+            run.results = Some(Results {
+                duration_s: 10.0,
+                tx_packets: 1_000_000,
+                tx_pps: 1e5,
+                rx_app_packets: 987_000,
+                rx_app_pps: 98.7e3,
+                rx_kernel_packets: Some(kernel),
+                ..Default::default()
+            });
+            on(&run, check).expect("saturation").summary
+        };
+        let all_counted = at(1_000_000);
+        assert!(
+            all_counted.contains("most were lost between the kernel and the application"),
+            "{all_counted}"
+        );
+        let none_counted = at(987_500);
+        assert!(
+            none_counted.contains("lost at or before the interface"),
+            "{none_counted}"
+        );
+        let part = at(992_000);
+        assert!(
+            part.contains("about 0.80 % were lost at or before it, the rest between"),
+            "{part}"
+        );
     }
 
     #[test]
