@@ -105,6 +105,30 @@ ns_pair() {
   for ns in $NSA $NSB; do ip -n $ns link set lo up; done
   ip -n $NSA link set ncdiag0 up; ip -n $NSB link set ncdiag1 up
 }
+# Three namespaces, A — R — B, routed through R (198.18.0.0/30 and 198.18.0.4/30): R stands
+# for what lies between two hosts, where neither end can count a drop.
+NSR=netceil-diag-r
+ns_routed() {
+  local ns
+  for ns in $NSA $NSR $NSB; do echo "netns $ns" >>"$STATE"; ip netns add $ns; ip -n $ns link set lo up; done
+  ip link add ncdiag0 netns $NSA type veth peer name ncdiag1 netns $NSR
+  ip link add ncdiag2 netns $NSR type veth peer name ncdiag3 netns $NSB
+  ip -n $NSA addr add 198.18.0.1/30 dev ncdiag0; ip -n $NSR addr add 198.18.0.2/30 dev ncdiag1
+  ip -n $NSR addr add 198.18.0.5/30 dev ncdiag2; ip -n $NSB addr add 198.18.0.6/30 dev ncdiag3
+  ip -n $NSA link set ncdiag0 up; ip -n $NSR link set ncdiag1 up
+  ip -n $NSR link set ncdiag2 up; ip -n $NSB link set ncdiag3 up
+  ip -n $NSA route add default via 198.18.0.2; ip -n $NSB route add default via 198.18.0.5
+  ip netns exec $NSR sysctl -qw net.ipv4.ip_forward=1
+}
+# UDP from A through R to a netceil serve in B; extra `run udp` flags, JSON to $1.
+across_router() {
+  local out=$1; shift
+  ip netns exec $NSB timeout 20 "$nc" serve --listen 198.18.0.6:$port --key-file "$bin/key" >/dev/null 2>&1 &
+  started $!
+  sleep 0.3
+  ip netns exec $NSA "$nc" run udp --to 198.18.0.6:$port --key-file "$bin/key" --size 64 --duration 5 \
+    "$@" --json -q --no-store >"$out"
+}
 # Runs UDP from A to a netceil receiver in B; JSON to $1.
 across_pair() {
   ip netns exec $NSB timeout 20 "$nc" serve --listen 198.18.0.2:$port --key-file "$bin/key" >/dev/null 2>&1 &
@@ -182,6 +206,35 @@ case_far_rcvbuf() {
   ip netns exec $NSA "$nc" run udp --to 198.18.0.2:$port --key-file "$bin/key" --size 64 --rate 50k \
     --duration 5 --json -q --no-store >"$1"
 }
+case_healthy_across_router() {
+  ns_routed
+  across_router "$1" --rate 20k
+}
+case_path_policer() {
+  # A policer in the router: UDP over 20k packets/s is dropped there, where neither end
+  # counts it. The sender runs unpaced, so its offered rate varies while arrivals do not.
+  ns_routed
+  ip netns exec $NSR nft -f - <<'NFT'
+table inet netceil_police {
+  chain through { type filter hook forward priority 0; policy accept;
+    meta l4proto udp limit rate over 20000/second burst 200 packets drop; }
+}
+NFT
+  [ $? -eq 0 ] || return 1
+  across_router "$1"
+}
+case_path_random_loss() {
+  # 5 % of UDP dropped at random in the router: loss in the path, but no rate ceiling.
+  ns_routed
+  ip netns exec $NSR nft -f - <<'NFT'
+table inet netceil_loss {
+  chain through { type filter hook forward priority 0; policy accept;
+    meta l4proto udp numgen random mod 100 < 5 drop; }
+}
+NFT
+  [ $? -eq 0 ] || return 1
+  across_router "$1" --rate 20k
+}
 case_shaper_tbf() {
   ns_pair
   ip netns exec $NSA tc qdisc add dev ncdiag0 root tbf rate 50mbit burst 32kb latency 50ms
@@ -239,6 +292,9 @@ cpu_contention|cpu_contention generator_limited|two spinners take both cores; th
 starved_generator|generator_limited buffer_drops|5 Mpps asked of one sleep-paced sender: it falls far short, and running flat out it overflows the default receive buffer, so both are true
 healthy_across_serve|no_ceiling|20 kpps across a veth pair to netceil serve: nothing binds, and the far end reports no loss
 far_rcvbuf|buffer_drops|netceil serve's test socket has 4 KiB: it overflows at the far end at 50 kpps while both cores have room
+healthy_across_router|no_ceiling|20 kpps through a router namespace to netceil serve: nothing binds
+path_policer|shaper|an nftables policer in the router passes 20k UDP packets/s of an unpaced sender: neither end drops them, arrivals stay flat while the offered rate varies
+path_random_loss|saturation no_ceiling|5 % dropped at random in the router at 20 kpps: loss in the path, not a rate ceiling; naming where (saturation, in the path) or nothing is right, a limiter is not
 shaper_tbf|shaper|tbf 50 Mbit/s on the sender's veth
 shaper_htb|shaper|htb class 30 Mbit/s on the sender's veth
 polling_loop|polling_thread|a watched program spins in user space with no I/O
@@ -248,7 +304,7 @@ sockperf_throughput|thread_saturated|sockperf's sending thread moves 64-byte dat
 timer_flood|no_ceiling|a 1 us nanosleep loop floods timer interrupts; the paced run still gets its rate
 ipi_flood|no_ceiling|a cross-CPU pipe ping-pong floods reschedule IPIs; the paced run still gets its rate
 "
-HEALTHY="healthy_udp_paced healthy_tcp_paced healthy_across_serve idle_watch watch_iperf3_paced timer_flood ipi_flood"
+HEALTHY="healthy_udp_paced healthy_tcp_paced healthy_across_serve healthy_across_router idle_watch watch_iperf3_paced timer_flood ipi_flood"
 
 results="$out/results.tsv"
 : >"$results"
@@ -258,7 +314,11 @@ echo "$EXPECT" | while IFS='|' read -r name want why; do
   for r in $(seq 1 "$repeats"); do
     f="$out/$name-$r.json"
     rm -f "$f"
-    if ! "case_$name" "$f" 2>"$out/$name-$r.err"; then :; fi
+    # A case whose condition could not be induced measured nothing: it scores as an error.
+    if ! "case_$name" "$f" 2>"$out/$name-$r.err"; then
+      echo "$name #$r: the case failed: $(head -c 300 "$out/$name-$r.err")" >&2
+      rm -f "$f"
+    fi
     restore_now
     got=$(python3 - "$f" <<'PY'
 import json, sys

@@ -2,7 +2,8 @@
 //!
 //! While a command samples the machine, `GET /metrics` on the given address answers with the
 //! newest value of every series and the analyzer's current findings, in the OpenMetrics text
-//! format (encoded by `prometheus-client`, served by `tiny_http` on a thread of its own).
+//! format (encoded by `prometheus-client`, served by `tiny_http` on a thread of its own) when
+//! the scraper asks for it, else converted to the Prometheus text format 0.0.4.
 //!
 //! # API
 //!

@@ -730,8 +730,11 @@ fn serve_exposes_its_totals_and_this_host_to_prometheus() {
     let mut text = String::new();
     while Instant::now() < end {
         let mut s = TcpStream::connect(&metrics_at).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
+        // As Prometheus asks: OpenMetrics (others get the older text format).
+        s.write_all(
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text; version=1.0.0\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap();
         text.clear();
         s.read_to_string(&mut text).unwrap();
         if text.contains("netceil_serve_tests_completed_total 1") {

@@ -9,7 +9,14 @@
 //! - a far core full of user and system time with the loss at the socket: the receiving
 //!   application could not drain its socket (`receiver_saturated`);
 //! - socket-buffer or backlog drops with every far core below saturation: bursts overran a
-//!   queue that was too short, not a CPU (`buffer_drops`).
+//!   queue that was too short, not a CPU (`buffer_drops`);
+//! - datagrams this host sent that the far interface never counted, with neither end counting
+//!   a drop for them, and arrivals there flat at a rate below the offered one: something in
+//!   the path between the hosts held the traffic at that rate, a policer, a shaper or a full
+//!   link (`shaper`). The far interface counts all its traffic, so sent − counted there is a
+//!   lower bound on the path's loss; this host's own egress drops (qdisc, interface, send
+//!   buffer) and the far NIC's missed packets are taken off it first, since they would look
+//!   the same. Loss in the path that is not flat is stated as evidence, not named a ceiling.
 //!
 //! What looks the same: a sender that itself was saturated (then the run was generator-limited
 //! and the far end's full core may be the consequence of a ceiling here too). The rule needs
@@ -19,12 +26,12 @@
 //! Strengths: the far core's share (70 → 95 %), the loss ratio at the far end (0.01 % → 1 %),
 //! and the sender's headroom (90 → 50 % busiest core).
 
-use netceil_model::{FarEnd, Finding, Results};
+use netceil_model::{names as n, FarEnd, Finding, Results};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
-use crate::stats::ramp;
+use crate::stats::{cv, mean, present, ramp};
 
 /// Where the far end's packets died, and how many.
 struct FarLoss {
@@ -47,6 +54,61 @@ fn far_loss(r: &Results, far: &FarEnd) -> FarLoss {
         total_lost: far.app.udp_lost,
         sent: r.tx_packets,
     }
+}
+
+/// Datagrams this host's own egress is known to have dropped over the load phase: qdisc and
+/// interface transmit drops on every interface here (from the series), and send-buffer errors.
+fn near_egress_drops(ctx: &Ctx, r: &Results) -> u64 {
+    let secs = ctx.duration_s().unwrap_or(r.duration_s);
+    let rate: f64 = ctx
+        .series()
+        .metrics
+        .iter()
+        .filter(|m| m.id.name == n::QDISC_DROPS_PER_S || m.id.name == n::IFACE_TX_DROPPED_PER_S)
+        .filter_map(|m| ctx.mean_of(m))
+        .sum();
+    (rate * secs).round() as u64 + r.kernel.udp_sndbuf_errors.unwrap_or(0)
+}
+
+/// The far interface's own series: its arrivals per second in the far end's rows (the first
+/// and last are partial), and the packets its NIC missed over the test.
+fn far_arrivals(far: &FarEnd) -> (Vec<f64>, u64) {
+    let s = &far.series;
+    let iface = far.kernel.iface.as_deref();
+    let of = |name: &str| {
+        s.metrics
+            .iter()
+            .find(|m| m.id.name == name && m.id.label(n::LABEL_IFACE) == iface && iface.is_some())
+    };
+    let inner = |m: &netceil_model::Metric| {
+        let v = &m.values;
+        if v.len() > 2 {
+            present(&v[1..v.len() - 1])
+        } else {
+            present(v)
+        }
+    };
+    let pps = of(n::IFACE_RX_PPS).map(inner).unwrap_or_default();
+    let missed = of(n::IFACE_RX_MISSED_PER_S)
+        .map(|m| {
+            let per_s = mean(&present(&m.values)).unwrap_or(0.0);
+            (per_s * far.duration_s).round() as u64
+        })
+        .unwrap_or(0);
+    (pps, missed)
+}
+
+/// Loss in the path between the hosts: what this host sent, less what the far interface
+/// counted (all its traffic: an upper bound on ours), less the drops either end is known to
+/// have made before that counter. `None` without the far interface's count.
+fn path_loss(ctx: &Ctx, r: &Results, far: &FarEnd, far_missed: u64) -> Option<u64> {
+    let arrived = far.kernel.iface_rx_packets?;
+    Some(
+        r.tx_packets
+            .saturating_sub(arrived)
+            .saturating_sub(near_egress_drops(ctx, r))
+            .saturating_sub(far_missed),
+    )
 }
 
 pub fn check(ctx: &Ctx) -> Option<Finding> {
@@ -83,6 +145,12 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     if is_udp && !lossy {
         return None;
     }
+    let (arrivals, far_missed) = far_arrivals(far);
+    let in_path = if is_udp {
+        path_loss(ctx, r, far, far_missed).unwrap_or(0)
+    } else {
+        0
+    };
     let both_full = here_busiest >= 90.0;
     let base = |strength: f64| {
         let s = if is_udp {
@@ -104,14 +172,80 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         ""
     };
     let dropped = format!(
-        "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface)",
+        "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface, {} missed by its NIC; at least {} never reached it)",
         fmt::si(loss.total_lost as f64),
         fmt::si(loss.sent as f64),
         fmt::si(loss.socket as f64),
         fmt::si(loss.backlog as f64),
-        fmt::si(loss.iface as f64)
+        fmt::si(loss.iface as f64),
+        fmt::si(far_missed as f64),
+        fmt::si(in_path as f64)
     );
-    let mut f = if soft.softirq_pct >= 70.0 {
+    let arrival_pps = mean(&arrivals);
+    // Held at a rate: arrivals steady while the offered rate moved. Random loss in the path
+    // is steady too under a steady offer (a fixed share of it), so a paced run, whose offer
+    // does not move, cannot tell a limiter from a lossy path and names neither.
+    let offered: Vec<f64> = ctx
+        .series()
+        .total(n::LOAD_TX_PPS)
+        .map(|m| ctx.values(m))
+        .unwrap_or_default();
+    let (cv_arr, cv_off) = (cv(&arrivals), cv(&offered));
+    let flat = arrivals.len() >= 2
+        && match (cv_arr, cv_off) {
+            (Some(a), Some(o)) => a <= 0.02 && o >= 0.01 && a <= o / 4.0,
+            _ => false,
+        };
+    let path_dominates = in_path as f64 >= 0.5 * loss.total_lost.max(1) as f64
+        && in_path as f64 >= 1e-3 * loss.sent as f64;
+    let mut f = if path_dominates && flat && arrival_pps.is_some_and(|a| a < 0.97 * r.tx_pps) {
+        let held = arrival_pps.unwrap_or(0.0);
+        let frame = r.frame_bytes.map_or(0.0, |b| b as f64);
+        let bits = if frame > 0.0 {
+            format!(" ({} of frames)", fmt::bits(held * frame * 8.0))
+        } else {
+            String::new()
+        };
+        let mut f = finding(
+            cause::SHAPER,
+            format!(
+                "Something in the path between this host and the receiver {host} held the traffic at {}{bits}: {} of the {} datagrams sent never reached the far end's interface, neither end counted a drop for them, and arrivals there stayed flat while the {} offered swung. A policer, a shaper or a full link between the hosts.",
+                fmt::pps(held),
+                fmt::si(in_path as f64),
+                fmt::si(loss.sent as f64),
+                fmt::pps(r.tx_pps)
+            ),
+            (0.5 + 0.2 * ramp(in_path as f64 / loss.sent.max(1) as f64, 1e-3, 0.05)
+                + 0.2 * ramp(
+                    cv_off.unwrap_or(0.0) / cv_arr.unwrap_or(1.0).max(1e-6),
+                    4.0,
+                    20.0,
+                ))
+                * ctx.data_factor(),
+        );
+        f.evidence.push(ctx.ev(
+            format!(
+                "far.iface_rx_pps{{iface={}}}",
+                far.kernel.iface.as_deref().unwrap_or("?")
+            ),
+            Some(held),
+            format!(
+                "arrivals at the far interface: {} (cv {:.2} %) while the offered rate varied (cv {:.2} %)",
+                fmt::pps(held),
+                cv_arr.unwrap_or(0.0) * 100.0,
+                cv_off.unwrap_or(0.0) * 100.0
+            ),
+        ));
+        f.alternatives.push(
+            "random loss in the path: ruled out because arrivals did not follow the offered rate's swings (a lossy path passes a fixed share of whatever is offered)".into(),
+        );
+        f.advice.push(advice(
+            "find the limiter on the path: the switch or router ports' drop counters, policers (tc police, nftables limit, cloud bandwidth caps), and each link's speed; then offer no more than it passes",
+            "sent and arrived at the far interface agree",
+            Some("a policer drops what exceeds its rate, so pacing at or below it is loss-free"),
+        ));
+        f
+    } else if soft.softirq_pct >= 70.0 {
         let mut f = finding(
             cause::SOFTIRQ_BOUND,
             format!(
@@ -322,5 +456,85 @@ mod tests {
         let mut plain = run(40.0, [(98.0, 100.0, 1.0), (3.0, 10.0, 2.0)], 50_000, 50_000);
         plain.results.as_mut().unwrap().far = None;
         assert!(on(&plain, check).is_none());
+    }
+
+    /// The run above with `arrived` packets counted at the far interface (veth1) and its
+    /// arrivals per second over 8 rows, and `qdisc_drops` per second on this host's egress.
+    fn across(
+        lost: u64,
+        arrived: u64,
+        arrivals: &[f64],
+        qdisc_drops: f64,
+        offered_swing: f64,
+    ) -> netceil_model::Run {
+        let mut run = run(40.0, [(5.0, 30.0, 5.0), (3.0, 10.0, 2.0)], lost, 0);
+        for r in 0..run.series.len() {
+            let swing = if r % 2 == 0 {
+                offered_swing
+            } else {
+                -offered_swing
+            };
+            put(
+                &mut run.series,
+                r,
+                n::LOAD_TX_PPS,
+                &[],
+                100_000.0 * (1.0 + swing),
+            );
+        }
+        for r in 0..run.series.len() {
+            run.series.t_s[r] = (r + 1) as f64;
+        }
+        let rows = run.series.len();
+        for r in 0..rows {
+            put(
+                &mut run.series,
+                r,
+                n::QDISC_DROPS_PER_S,
+                &[("iface", "veth0"), ("qdisc", "tbf")],
+                qdisc_drops,
+            );
+        }
+        let res = run.results.as_mut().unwrap();
+        res.tx_pps = 100_000.0;
+        res.duration_s = 10.0;
+        let far = res.far.as_mut().unwrap();
+        far.duration_s = 10.0;
+        far.kernel.iface = Some("veth1".into());
+        far.kernel.iface_rx_packets = Some(arrived);
+        let mut s = netceil_model::Series::new(1.0);
+        let id = netceil_model::MetricId::new(n::IFACE_RX_PPS).with(n::LABEL_IFACE, "veth1");
+        for (r, v) in arrivals.iter().enumerate() {
+            s.push_row((r + 1) as f64);
+            s.set(&id, netceil_model::Unit::PacketsPerSecond, *v);
+        }
+        far.series = s;
+        run
+    }
+
+    #[test]
+    fn loss_in_the_path_held_at_a_flat_rate_is_a_limiter_between_the_hosts() {
+        let flat = [
+            60e3, 60_100.0, 59_900.0, 60e3, 60_050.0, 59_950.0, 60e3, 60e3,
+        ];
+        let f = on(&across(400_000, 600_000, &flat, 0.0, 0.05), check).expect("fires");
+        assert_eq!(f.cause, cause::SHAPER);
+        assert!(
+            f.summary
+                .contains("path between this host and the receiver")
+                && f.summary.contains("60.0 kpps"),
+            "{}",
+            f.summary
+        );
+        // Arrivals that swing: not held at a rate.
+        let ragged = [20e3, 90e3, 35e3, 80e3, 60e3, 95e3, 10e3, 70e3];
+        assert!(on(&across(400_000, 600_000, &ragged, 0.0, 0.05), check).is_none());
+        // A steady offer: a lossy path passes a steady share too, so no limiter is named.
+        assert!(on(&across(400_000, 600_000, &flat, 0.0, 0.0), check).is_none());
+        // The sender's own qdisc dropped them: this host's shaper, not the path's.
+        assert!(on(&across(400_000, 600_000, &flat, 40_000.0, 0.05), check).is_none());
+        // The far interface counted them all: the loss was at the far end, not in the path.
+        assert!(on(&across(400_000, 1_000_000, &flat, 0.0, 0.05), check)
+            .is_none_or(|f| f.cause != cause::SHAPER));
     }
 }

@@ -98,22 +98,31 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     // The interface counts all its traffic, so 1 − its share is a lower bound on our packets
     // it never saw; the loss is placed by how much of the shortfall that bound covers, not by
     // a fixed margin (a 1 % loss with every packet counted at the interface is after it).
+    // With `--to` the count is the far end's interface, and "before it" includes the path.
+    let (iface, before) = if results.is_some_and(|r| r.far.is_some()) {
+        (
+            "the far end's interface",
+            "in the path between the hosts, this host's egress or the far NIC",
+        )
+    } else {
+        ("the interface", "its receive queue, the NIC, or on the way")
+    };
     let where_words = match kernel_share {
         Some(k) => {
             let unseen = (1.0 - k).max(0.0);
             if unseen < shortfall / 2.0 {
                 format!(
-                    "; the interface counted {} of them, so most were lost between the kernel and the application",
+                    "; {iface} counted {} of them, so most were lost between the kernel and the application",
                     fmt::pct(k.min(1.0) * 100.0)
                 )
             } else if unseen >= shortfall * 0.9 {
                 format!(
-                    "; the interface counted only {}, so they were lost at or before the interface (its receive queue, the NIC, or on the way)",
+                    "; {iface} counted only {}, so they were lost at or before it ({before})",
                     fmt::pct(k * 100.0)
                 )
             } else {
                 format!(
-                    "; the interface counted {}: about {} were lost at or before it, the rest between the kernel and the application",
+                    "; {iface} counted {}: about {} were lost at or before it ({before}), the rest between the kernel and the application",
                     fmt::pct(k * 100.0),
                     fmt::pct(unseen * 100.0)
                 )
@@ -246,12 +255,14 @@ mod tests {
         );
         let none_counted = at(987_500);
         assert!(
-            none_counted.contains("lost at or before the interface"),
+            none_counted.contains(
+                "counted only 99 %, so they were lost at or before it (its receive queue"
+            ),
             "{none_counted}"
         );
         let part = at(992_000);
         assert!(
-            part.contains("about 0.80 % were lost at or before it, the rest between"),
+            part.contains("about 0.80 % were lost at or before it (its receive queue, the NIC, or on the way), the rest between"),
             "{part}"
         );
     }
