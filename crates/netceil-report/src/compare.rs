@@ -629,6 +629,63 @@ pub fn compare_with(a: &Run, b: &Run, phase: impl Fn(&Run) -> LoadPhase) -> Comp
         from_results(a, "transactions per second", |r| r.transactions_per_s),
         from_results(b, "transactions per second", |r| r.transactions_per_s),
     ));
+    // The far end of `--to`, as it counted itself: what the far_end finding tells the reader
+    // to compare after a change there.
+    type FarPick = fn(&netceil_model::FarEnd, &netceil_model::Results) -> Option<f64>;
+    let far = |run: &Run, what: &str, pick: FarPick| {
+        from_results(run, what, |r| r.far.as_deref().and_then(|f| pick(f, r)))
+    };
+    let far_figures: [(&str, &str, &str, &str, FarPick); 5] = [
+        (
+            "far_busiest_core_busy_pct",
+            "far end: busiest core busy",
+            "%",
+            "far.cpu[].busy_pct, the highest",
+            |f, _| f.cpu.iter().map(|c| c.busy_pct).reduce(f64::max),
+        ),
+        (
+            "far_busiest_core_softirq_pct",
+            "far end: busiest core in softirq",
+            "%",
+            "far.cpu[].softirq_pct, the highest",
+            |f, _| f.cpu.iter().map(|c| c.softirq_pct).reduce(f64::max),
+        ),
+        (
+            "far_lost",
+            "far end: datagrams lost",
+            "pkt",
+            "far.app.udp_lost",
+            |f, _| (f.app.udp_packets > 0 || f.app.udp_lost > 0).then_some(f.app.udp_lost as f64),
+        ),
+        (
+            "far_socket_drops",
+            "far end: socket drops",
+            "pkt",
+            "far.app.udp_socket_drops",
+            |f, _| f.app.udp_socket_drops.map(|d| d as f64),
+        ),
+        (
+            "far_never_arrived",
+            "sent, not counted at the far interface",
+            "pkt",
+            "tx_packets − far.kernel.iface_rx_packets",
+            |f, r| {
+                f.kernel
+                    .iface_rx_packets
+                    .filter(|_| r.tx_packets > 0)
+                    .map(|k| r.tx_packets.saturating_sub(k) as f64)
+            },
+        ),
+    ];
+    for (key, label, unit, what, pick) in far_figures {
+        headline.push(figure(
+            key,
+            label,
+            unit,
+            far(a, what, pick),
+            far(b, what, pick),
+        ));
+    }
     headline.retain(|f| f.a.is_some() || f.b.is_some());
 
     let mut normalized = vec![

@@ -351,3 +351,45 @@ fn two_searches_compare_knee_against_knee() {
     let md = compare_markdown(&c);
     assert!(md.contains("## Knees"), "{md}");
 }
+
+/// Two `--to` runs, before and after a change on the far end: the far end's own figures are
+/// set side by side, as the far_end finding tells the reader to compare them; a run without
+/// a far end leaves them out rather than showing zeros.
+#[test]
+fn the_far_ends_of_two_runs_are_compared() {
+    let with_far = |softirq: f64, lost: u64, arrived: u64| {
+        let mut run = common::full_run();
+        let r = run.results.as_mut().unwrap();
+        r.tx_packets = 1_000_000;
+        let mut far = netceil_model::FarEnd::default();
+        far.cpu.push(netceil_model::FarCpu {
+            cpu: 3,
+            busy_pct: softirq + 2.0,
+            softirq_pct: softirq,
+            ..Default::default()
+        });
+        far.app.udp_packets = 1_000_000 - lost;
+        far.app.udp_lost = lost;
+        far.app.udp_socket_drops = Some(lost);
+        far.kernel.iface_rx_packets = Some(arrived);
+        r.far = Some(Box::new(far));
+        run
+    };
+    let c = compare(
+        &with_far(97.0, 50_000, 1_000_000),
+        &with_far(40.0, 0, 990_000),
+    );
+    let soft = figure(&c.headline, "far_busiest_core_softirq_pct");
+    assert_eq!((soft.a, soft.b), (Some(97.0), Some(40.0)));
+    let lost = figure(&c.headline, "far_lost");
+    assert_eq!((lost.a, lost.b), (Some(50_000.0), Some(0.0)));
+    let path = figure(&c.headline, "far_never_arrived");
+    assert_eq!((path.a, path.b), (Some(0.0), Some(10_000.0)));
+    assert!(compare_table(&c).contains("far end: busiest core in softirq"));
+    let plain = compare(&common::full_run(), &common::full_run());
+    assert!(
+        !plain.headline.iter().any(|f| f.key.starts_with("far_")),
+        "{:#?}",
+        plain.headline
+    );
+}

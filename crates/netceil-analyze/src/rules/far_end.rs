@@ -345,7 +345,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         ));
     }
     f.next = Some(
-        "run again with the same rate after the change on the far end, and compare results.far (its cpu and kernel deltas) between the runs".into(),
+        "run again with the same rate after the change on the far end; `netceil compare` sets the two runs' far ends side by side (its busiest core, softirq share, loss and drops)".into(),
     );
     Some(f)
 }
