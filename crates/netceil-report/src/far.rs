@@ -312,6 +312,24 @@ pub fn chart(run: &Run, far: &FarEnd) -> PanelChart {
         lines,
         max,
     };
+    // Each end's busiest core, one metric of it.
+    let cpu_panel = |what: &str, name: &str| {
+        panel(
+            cpu_name(what),
+            Unit::Percent.symbol(),
+            vec![
+                line(near, cpu_metric(near, name, hot_here), here_label, 0, 0.0),
+                line(
+                    there,
+                    cpu_metric(there, name, hot_there),
+                    &there_label,
+                    1,
+                    shift,
+                ),
+            ],
+            Some(100.0),
+        )
+    };
     PanelChart {
         title: "Both ends".into(),
         x_desc: "time since this run's start [s]".into(),
@@ -325,48 +343,8 @@ pub fn chart(run: &Run, far: &FarEnd) -> PanelChart {
                 ],
                 None,
             ),
-            panel(
-                cpu_name("busy"),
-                Unit::Percent.symbol(),
-                vec![
-                    line(
-                        near,
-                        cpu_metric(near, n::CPU_BUSY_PCT, hot_here),
-                        here_label,
-                        0,
-                        0.0,
-                    ),
-                    line(
-                        there,
-                        cpu_metric(there, n::CPU_BUSY_PCT, hot_there),
-                        &there_label,
-                        1,
-                        shift,
-                    ),
-                ],
-                Some(100.0),
-            ),
-            panel(
-                cpu_name("softirq"),
-                Unit::Percent.symbol(),
-                vec![
-                    line(
-                        near,
-                        cpu_metric(near, n::CPU_SOFTIRQ_PCT, hot_here),
-                        here_label,
-                        0,
-                        0.0,
-                    ),
-                    line(
-                        there,
-                        cpu_metric(there, n::CPU_SOFTIRQ_PCT, hot_there),
-                        &there_label,
-                        1,
-                        shift,
-                    ),
-                ],
-                Some(100.0),
-            ),
+            cpu_panel("busy", n::CPU_BUSY_PCT),
+            cpu_panel("softirq", n::CPU_SOFTIRQ_PCT),
             panel(
                 "drops at the far end (socket buffer, backlog, IP discards, interface)".into(),
                 "/s",

@@ -192,11 +192,23 @@ fn sql(op: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> MigrateError {
 pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, MigrateError> {
     let supported = steps.len() as i64;
     // Checked before taking the write lock, so an up-to-date or too-new file is only read.
-    let found = user_version(conn)?;
-    if found > supported {
-        return Err(MigrateError::TooNew { found, supported });
-    }
-    check_application_id(conn, found)?;
+    // The version, the application id and the table list are read in one read transaction:
+    // one snapshot. Read apart, a process that opened the same new file a moment earlier
+    // could commit its schema between them, and its tables would be seen without its version
+    // (a netceil store taken for another program's database).
+    let found = {
+        let snapshot = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Deferred)
+            .map_err(sql("starting a read of the schema"))?;
+        let found = user_version(&snapshot)?;
+        if found > supported {
+            return Err(MigrateError::TooNew { found, supported });
+        }
+        check_application_id(&snapshot, found)?;
+        snapshot
+            .commit()
+            .map_err(sql("ending the read of the schema"))?;
+        found
+    };
     if found == supported {
         return Ok(0);
     }

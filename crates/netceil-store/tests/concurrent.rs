@@ -49,3 +49,32 @@ fn two_connections_record_two_runs_at_once() {
         assert_rows(&run.series, ROWS);
     }
 }
+
+/// Many openers racing on brand-new files: each must see either no schema at all or all of it,
+/// never another opener's tables without its version (a store taken for a foreign database).
+#[test]
+fn openers_racing_on_a_new_file_all_get_the_store() {
+    const OPENERS: usize = 8;
+    for round in 0..25 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.db");
+        let start = Arc::new(Barrier::new(OPENERS));
+        let openers: Vec<_> = (0..OPENERS)
+            .map(|_| {
+                let (path, start) = (path.clone(), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open(&path).map(|s| s.migrations_applied())
+                })
+            })
+            .collect();
+        let applied: Vec<usize> = openers
+            .into_iter()
+            .map(|t| match t.join().unwrap() {
+                Ok(n) => n,
+                Err(e) => panic!("round {round}: an opener was refused: {e:#}"),
+            })
+            .collect();
+        assert_eq!(applied.iter().filter(|&&n| n > 0).count(), 1, "{applied:?}");
+    }
+}

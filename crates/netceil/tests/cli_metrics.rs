@@ -321,16 +321,32 @@ fn run_publishes_the_workloads_own_figures() {
     });
     let pps = s["netceil_load_tx_packets_per_second"];
     assert!((200.0..3000.0).contains(&pps), "paced at 1k pps: {pps}");
-    let done = scrape_until(addr, Duration::from_secs(15), &log, |s| {
+    final_findings_then_exit(&mut child, addr, &log, Duration::from_secs(15));
+}
+
+/// Waits for the final findings (at least one, with its info series), then for the command
+/// to exit 0 after its linger; returns the last scrape.
+fn final_findings_then_exit(
+    child: &mut Killed,
+    addr: SocketAddr,
+    log: &Mutex<String>,
+    within: Duration,
+) -> BTreeMap<String, f64> {
+    let done = scrape_until(addr, within, log, |s| {
         s.get("netceil_findings_final") == Some(&1.0)
     });
-    assert!(done["netceil_findings"] >= 1.0);
+    assert!(done["netceil_findings"] >= 1.0, "{done:?}");
+    assert!(
+        done.keys().any(|k| k.starts_with("netceil_finding_info{")),
+        "{done:?}"
+    );
     assert_eq!(
         child.0.wait().unwrap().code(),
         Some(0),
         "{}",
         log.lock().unwrap()
     );
+    done
 }
 
 /// A search publishes the machine's series while its trials run (each trial is shorter than
@@ -376,20 +392,7 @@ fn search_publishes_rows_between_trials_and_then_its_findings() {
         mid.keys().any(|k| k.starts_with("netceil_cpu_busy_ratio")),
         "{mid:?}"
     );
-    let done = scrape_until(addr, Duration::from_secs(30), &log, |s| {
-        s.get("netceil_findings_final") == Some(&1.0)
-    });
-    assert!(done["netceil_findings"] >= 1.0, "{done:?}");
-    assert!(
-        done.keys().any(|k| k.starts_with("netceil_finding_info{")),
-        "{done:?}"
-    );
-    assert_eq!(
-        child.0.wait().unwrap().code(),
-        Some(0),
-        "{}",
-        log.lock().unwrap()
-    );
+    final_findings_then_exit(&mut child, addr, &log, Duration::from_secs(30));
 }
 
 /// A scraper that does not ask for OpenMetrics (curl, older agents) gets the Prometheus text

@@ -99,15 +99,20 @@ fn far_arrivals(far: &FarEnd) -> (Vec<f64>, u64) {
 }
 
 /// Loss in the path between the hosts: what this host sent, less what the far interface
-/// counted (all its traffic: an upper bound on ours), less the drops either end is known to
-/// have made before that counter. `None` without the far interface's count.
+/// counted (all its traffic: an upper bound on ours), less every drop either end counted that
+/// may have kept a packet from that counter (this host's egress; the far NIC's missed and
+/// dropped packets and its backlog drops, which a veth counts before its receive counter).
+/// `None` without the far interface's count.
 fn path_loss(ctx: &Ctx, r: &Results, far: &FarEnd, far_missed: u64) -> Option<u64> {
     let arrived = far.kernel.iface_rx_packets?;
+    let far_dropped = far_missed
+        + far.kernel.iface_rx_dropped.unwrap_or(0)
+        + far.kernel.softnet_dropped.unwrap_or(0);
     Some(
         r.tx_packets
             .saturating_sub(arrived)
             .saturating_sub(near_egress_drops(ctx, r))
-            .saturating_sub(far_missed),
+            .saturating_sub(far_dropped),
     )
 }
 
@@ -531,6 +536,12 @@ mod tests {
         assert!(on(&across(400_000, 600_000, &ragged, 0.0, 0.05), check).is_none());
         // A steady offer: a lossy path passes a steady share too, so no limiter is named.
         assert!(on(&across(400_000, 600_000, &flat, 0.0, 0.0), check).is_none());
+        // The far end's backlog dropped them before its interface counter saw them (a veth
+        // counts only what the backlog took): the far end, not the path.
+        let mut backlog = across(400_000, 600_000, &flat, 0.0, 0.05);
+        let far = backlog.results.as_mut().unwrap().far.as_mut().unwrap();
+        far.kernel.softnet_dropped = Some(400_000);
+        assert!(on(&backlog, check).is_none_or(|f| f.cause != cause::SHAPER));
         // The sender's own qdisc dropped them: this host's shaper, not the path's.
         assert!(on(&across(400_000, 600_000, &flat, 40_000.0, 0.05), check).is_none());
         // The far interface counted them all: the loss was at the far end, not in the path.
