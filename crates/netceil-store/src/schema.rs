@@ -199,11 +199,7 @@ pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, M
     let found = {
         let snapshot = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Deferred)
             .map_err(sql("starting a read of the schema"))?;
-        let found = user_version(&snapshot)?;
-        if found > supported {
-            return Err(MigrateError::TooNew { found, supported });
-        }
-        check_application_id(&snapshot, found)?;
+        let found = checked_version(&snapshot, supported)?;
         snapshot
             .commit()
             .map_err(sql("ending the read of the schema"))?;
@@ -215,11 +211,7 @@ pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, M
     let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
         .map_err(sql("taking the write lock to migrate the schema"))?;
     // Another process may have migrated while we waited for the lock.
-    let found = user_version(&tx)?;
-    if found > supported {
-        return Err(MigrateError::TooNew { found, supported });
-    }
-    check_application_id(&tx, found)?;
+    let found = checked_version(&tx, supported)?;
     let start = usize::try_from(found).unwrap_or(0);
     for (i, step) in steps.iter().enumerate().skip(start) {
         tx.execute_batch(step.sql).map_err(sql(format!(
@@ -236,6 +228,17 @@ pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, M
     tx.commit()
         .map_err(sql("committing the schema migration"))?;
     Ok(steps.len() - start)
+}
+
+/// The file's schema version, once it is known to be a netceil store (or a new, empty file)
+/// that this build can read.
+fn checked_version(conn: &Connection, supported: i64) -> Result<i64, MigrateError> {
+    let found = user_version(conn)?;
+    if found > supported {
+        return Err(MigrateError::TooNew { found, supported });
+    }
+    check_application_id(conn, found)?;
+    Ok(found)
 }
 
 fn user_version(conn: &Connection) -> Result<i64, MigrateError> {
