@@ -325,13 +325,13 @@ fn run_publishes_the_workloads_own_figures() {
 }
 
 /// Waits for the final findings (at least one, with its info series), then for the command
-/// to exit 0 after its linger; returns the last scrape.
+/// to exit 0 after its linger.
 fn final_findings_then_exit(
     child: &mut Killed,
     addr: SocketAddr,
     log: &Mutex<String>,
     within: Duration,
-) -> BTreeMap<String, f64> {
+) {
     let done = scrape_until(addr, within, log, |s| {
         s.get("netceil_findings_final") == Some(&1.0)
     });
@@ -346,7 +346,6 @@ fn final_findings_then_exit(
         "{}",
         log.lock().unwrap()
     );
-    done
 }
 
 /// A search publishes the machine's series while its trials run (each trial is shorter than

@@ -103,11 +103,9 @@ fn far_arrivals(far: &FarEnd) -> (Vec<f64>, u64) {
 /// may have kept a packet from that counter (this host's egress; the far NIC's missed and
 /// dropped packets and its backlog drops, which a veth counts before its receive counter).
 /// `None` without the far interface's count.
-fn path_loss(ctx: &Ctx, r: &Results, far: &FarEnd, far_missed: u64) -> Option<u64> {
+fn path_loss(ctx: &Ctx, r: &Results, far: &FarEnd, loss: &FarLoss, far_missed: u64) -> Option<u64> {
     let arrived = far.kernel.iface_rx_packets?;
-    let far_dropped = far_missed
-        + far.kernel.iface_rx_dropped.unwrap_or(0)
-        + far.kernel.softnet_dropped.unwrap_or(0);
+    let far_dropped = far_missed + loss.iface + loss.backlog;
     Some(
         r.tx_packets
             .saturating_sub(arrived)
@@ -152,7 +150,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     }
     let (arrivals, far_missed) = far_arrivals(far);
     let in_path = if is_udp {
-        path_loss(ctx, r, far, far_missed).unwrap_or(0)
+        path_loss(ctx, r, far, &loss, far_missed).unwrap_or(0)
     } else {
         0
     };
