@@ -115,6 +115,27 @@ pub struct RunMeta {
     /// exactly these out of the system's threads, whatever they are named.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub own_thread_ids: Vec<u32>,
+    /// The CPUs the workload was allowed to run on (its affinity mask: `taskset`, a cpuset),
+    /// when it was narrower than the machine. The analyzer sizes the CPU against these: a
+    /// workload held to CPU 0 has no headroom on CPU 1, however idle CPU 1 was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_cpus: Option<Vec<u32>>,
+    /// What an imported log says that cannot be true of a real machine (a CPU index that
+    /// restarts inside one block, a counter that runs backwards, a block with more rows than
+    /// the machine has CPUs): the rows around it are suspect and are not analyzed as truth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implausible: Vec<Implausible>,
+}
+
+/// One impossible fact in an imported log, with where it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Implausible {
+    /// The line of the file (1-based) where it shows, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What cannot be true, in words with the figures (`CPU 0 appears again at line 14 inside
+    /// the block that began at line 9`).
+    pub what: String,
 }
 
 /// One row of a lock-contention table (from eBPF or an imported lock profile).
