@@ -6,7 +6,16 @@
 # Prints per case and repeat the verdict and its runner-up, then the confusion matrix, the
 # accuracy, the false-claim rate on healthy controls and the agreement over repeats.
 #
-# usage: bench/diagnose.sh [--repeats N] [--only REGEX] [--nc PATH] [--out DIR]
+# Cases come in sets, each scored on its own: `base` (the cases below), and any other set
+# in bench/diagnose/cases/SET.sh (`train`: the cases the analyzer is tuned on; `heldout`:
+# cases kept from whoever tunes it, to judge it on conditions it never saw). A set file
+# defines `case_NAME OUTFILE` functions like the ones below, and two variables: EXPECT_SET
+# (lines `name|causes that count as right|why, by mechanism`) and HEALTHY_SET (the names of
+# its healthy controls). It may use this script's helpers (set_sysctl, started, ns_pair,
+# ns_routed, serve_in_b, wait_listen, remember_sysfs, remember_cgroup, $nc, $bin, $port).
+# A missing set file is skipped with a message.
+#
+# usage: bench/diagnose.sh [--set base|train|heldout|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR]
 #        bench/diagnose.sh --cleanup      # restore after a kill -9 (reads the state file)
 #
 # Root only. Traffic goes to loopback and to the namespaces the script makes (198.18.0.0/30,
@@ -15,24 +24,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATE=/tmp/netceil-diagnose.state
-repeats=3 only=. nc="" out=bench/out/diagnose
+repeats=3 only=. nc="" out=bench/out/diagnose set=all
 while [ $# -gt 0 ]; do
   case "$1" in
+    --set) set=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --nc) nc=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --cleanup) cleanup_only=1; shift ;;
-    *) echo "usage: $0 [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] | --cleanup" >&2; exit 2 ;;
+    *) echo "usage: $0 [--set base|train|heldout|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] | --cleanup" >&2; exit 2 ;;
   esac
 done
+case "$set" in
+  base|train|heldout) sets=$set ;;
+  all) sets="base train heldout" ;;
+  *) echo "--set: one of base, train, heldout, all (got '$set')" >&2; exit 2 ;;
+esac
 
 # --- restoring the machine -------------------------------------------------------------------
-# The state file lists what to undo, one line each: `pid N`, `netns NAME`, `sysctl KEY VALUE`.
+# The state file lists what to undo, one line each: `pid N`, `netns NAME`, `sysctl KEY VALUE`,
+# `sysfs PATH VALUE` (a /sys or /proc knob and its value before), `cgroup DIR` (a cgroup made
+# for a case: its tasks are stopped by PID first, then it is removed).
 # It is written before each change, so a kill -9 leaves enough to undo it with --cleanup.
 cleanup() {
   [ -f "$STATE" ] || return 0
-  local kind a b
+  local kind a b t
   while read -r kind a b; do
     [ "$kind" = pid ] && kill "$a" 2>/dev/null || true
   done <"$STATE"
@@ -40,6 +57,14 @@ cleanup() {
     case "$kind" in
       netns) ip netns del "$a" 2>/dev/null || true ;;
       sysctl) sysctl -qw "$a=$b" >/dev/null 2>&1 || true ;;
+      sysfs) echo "$b" >"$a" 2>/dev/null || true ;;
+      cgroup)
+        if [ -d "$a" ]; then
+          for t in $(cat "$a/cgroup.procs" 2>/dev/null); do kill "$t" 2>/dev/null || true; done
+          # (cgroup files have no size: read them to see whether the tasks are gone)
+          for t in $(seq 50); do [ -n "$(cat "$a/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.1; done
+          rmdir "$a" 2>/dev/null || echo "could not remove $a: $(cat "$a/cgroup.procs" 2>/dev/null | tr '\n' ' ')" >&2
+        fi ;;
     esac
   done <"$STATE"
   rm -f "$STATE"
@@ -55,6 +80,10 @@ set_sysctl() { # KEY VALUE: remembers the original once
   sysctl -qw "$1=$2"
 }
 started() { echo "pid $1" >>"$STATE"; }
+remember_sysfs() { # PATH: remembers its value once, before a case writes it
+  grep -q "^sysfs $1 " "$STATE" 2>/dev/null || echo "sysfs $1 $(cat "$1")" >>"$STATE"
+}
+remember_cgroup() { echo "cgroup $1" >>"$STATE"; } # DIR, before it is made
 stop_started() { # kills every process started so far, by PID, and forgets them
   local kind a b
   [ -f "$STATE" ] || return 0
@@ -90,7 +119,10 @@ port=$((20000 + RANDOM % 20000))
 # Machine state before, to check it is the same after.
 snapshot() {
   { ip -all netns list; ip -o link show | sed 's/ state .*//' | sed 's/^[0-9]*: //'; tc qdisc show
-    for k in net.core.rmem_default net.core.rmem_max net.core.netdev_max_backlog; do sysctl "$k"; done
+    for k in net.core.rmem_default net.core.rmem_max net.core.netdev_max_backlog \
+      net.core.netdev_budget net.core.netdev_budget_usecs net.core.busy_poll net.core.busy_read \
+      net.core.wmem_default net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem; do sysctl "$k"; done
+    nft list ruleset; ls -d /sys/fs/cgroup/cpu/netceil-* /sys/fs/cgroup/netceil-* || true
   } 2>/dev/null | sort
 }
 before=$(snapshot)
@@ -306,21 +338,28 @@ ipi_flood|no_ceiling|a cross-CPU pipe ping-pong floods reschedule IPIs; the pace
 "
 HEALTHY="healthy_udp_paced healthy_tcp_paced healthy_across_serve healthy_across_router idle_watch watch_iperf3_paced timer_flood ipi_flood"
 
-results="$out/results.tsv"
-: >"$results"
-echo "$EXPECT" | while IFS='|' read -r name want why; do
-  [ -n "$name" ] || continue
-  echo "$name" | grep -Eq "$only" || continue
-  for r in $(seq 1 "$repeats"); do
-    f="$out/$name-$r.json"
-    rm -f "$f"
-    # A case whose condition could not be induced measured nothing: it scores as an error.
-    if ! "case_$name" "$f" 2>"$out/$name-$r.err"; then
-      echo "$name #$r: the case failed: $(head -c 300 "$out/$name-$r.err")" >&2
+# Runs one set's cases ($1: the set's name, $2: its expectations, $3: its healthy controls)
+# and prints its summary: each set's figures stand on their own.
+run_set() {
+  local set=$1 expect=$2 healthy=$3 dir results
+  dir=$out; [ "$set" = base ] || dir=$out/$set
+  mkdir -p "$dir"
+  results="$dir/results.tsv"
+  : >"$results"
+  echo "== set $set"
+  echo "$expect" | while IFS='|' read -r name want why; do
+    [ -n "$name" ] || continue
+    echo "$name" | grep -Eq "$only" || continue
+    for r in $(seq 1 "$repeats"); do
+      f="$dir/$name-$r.json"
       rm -f "$f"
-    fi
-    restore_now
-    got=$(python3 - "$f" <<'PY'
+      # A case whose condition could not be induced measured nothing: it scores as an error.
+      if ! "case_$name" "$f" 2>"$dir/$name-$r.err"; then
+        echo "$name #$r: the case failed: $(head -c 300 "$dir/$name-$r.err")" >&2
+        rm -f "$f"
+      fi
+      restore_now
+      got=$(python3 - "$f" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -332,36 +371,24 @@ except Exception as e:
     print(f"error\t0\t-\t0")
 PY
 )
-    printf '%s\t%s\t%s\t%s\n' "$name" "$r" "$want" "$got" >>"$results"
-    IFS=$'\t' read -r cause conf second conf2 <<<"$got"
-    ok=no; for w in $want; do [ "$w" = "$cause" ] && ok=yes; done
-    printf '%-20s #%s  want %-34s got %-18s %s  (runner-up %s %s)  %s\n' \
-      "$name" "$r" "$want" "$cause" "$conf" "$second" "$conf2" "$ok"
+      printf '%s\t%s\t%s\t%s\n' "$name" "$r" "$want" "$got" >>"$results"
+      IFS=$'\t' read -r cause conf second conf2 <<<"$got"
+      ok=no; for w in $want; do [ "$w" = "$cause" ] && ok=yes; done
+      printf '%-20s #%s  want %-34s got %-18s %s  (runner-up %s %s)  %s\n' \
+        "$name" "$r" "$want" "$cause" "$conf" "$second" "$conf2" "$ok"
+    done
   done
-done
+  summarize "$set" "$results" "$healthy"
+}
 
-# Nothing the suite started may outlive it: any process still running one of its helper
-# programs is reported and stopped by its PID.
-left=()
-for d in /proc/[0-9]*; do
-  exe=$(readlink "$d/exe" 2>/dev/null) || continue
-  case "$exe" in "$bin"/*) left+=("${d#/proc/}") ;; esac
-done
-if [ ${#left[@]} -gt 0 ]; then
-  echo "processes left running: ${left[*]} (stopping them)"; kill "${left[@]}" 2>/dev/null || true
-else
-  echo "processes: none left running"
-fi
-after=$(snapshot)
-if [ "$before" = "$after" ]; then
-  echo "machine state: as found (namespaces, links, qdiscs, sysctls)"
-else
-  echo "machine state: CHANGED"; diff <(echo "$before") <(echo "$after") || true
-fi
-
-python3 - "$results" "$HEALTHY" <<'PY'
+summarize() { # SET RESULTS HEALTHY
+python3 - "$2" "$3" "$1" <<'PY'
 import sys, collections
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+print(f"\n-- set {sys.argv[3]}")
+if not rows:
+    print("no case ran")
+    sys.exit(0)
 healthy = set(sys.argv[2].split())
 by_case = collections.defaultdict(list)
 for name, rep, want, cause, conf, second, conf2 in rows:
@@ -384,3 +411,40 @@ print(" " * width + " ".join(f"{c[:10]:>10}" for c in got))
 for e in classes:
     print(f"{e:<{width}}" + " ".join(f"{m[(e, c)] or '.':>10}" for c in got))
 PY
+}
+
+for s_ in $sets; do
+  if [ "$s_" = base ]; then
+    run_set base "$EXPECT" "$HEALTHY"
+    continue
+  fi
+  f_=bench/diagnose/cases/$s_.sh
+  if [ ! -f "$f_" ]; then
+    echo "== set $s_: $f_ does not exist, skipped"
+    continue
+  fi
+  EXPECT_SET="" HEALTHY_SET=""
+  # shellcheck source=/dev/null
+  . "$f_"
+  run_set "$s_" "$EXPECT_SET" "$HEALTHY_SET"
+done
+
+# Nothing the suite started may outlive it: any process still running one of its helper
+# programs is reported and stopped by its PID.
+left=()
+for d in /proc/[0-9]*; do
+  exe=$(readlink "$d/exe" 2>/dev/null) || continue
+  case "$exe" in "$bin"/*) left+=("${d#/proc/}") ;; esac
+done
+if [ ${#left[@]} -gt 0 ]; then
+  echo "processes left running: ${left[*]} (stopping them)"; kill "${left[@]}" 2>/dev/null || true
+else
+  echo "processes: none left running"
+fi
+after=$(snapshot)
+if [ "$before" = "$after" ]; then
+  echo "machine state: as found (namespaces, links, qdiscs, sysctls)"
+else
+  echo "machine state: CHANGED"; diff <(echo "$before") <(echo "$after") || true
+fi
+
