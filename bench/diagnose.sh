@@ -448,3 +448,5 @@ else
   echo "machine state: CHANGED"; diff <(echo "$before") <(echo "$after") || true
 fi
 
+# The helper programs, the store and the key were made for this run only.
+rm -rf "$bin"

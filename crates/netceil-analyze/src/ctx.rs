@@ -10,6 +10,7 @@ use netceil_model::{names as n, Advice, Evidence, Finding, Metric, Run, RunSourc
 
 use crate::fmt;
 use crate::phases::{phases, row_window, Phases};
+use crate::resources::CpuAccount;
 use crate::stats::{self, mean, present, ramp};
 use crate::Options;
 
@@ -115,6 +116,8 @@ pub struct Ctx<'a> {
     /// How `rows` was chosen, in words.
     pub rows_note: String,
     pub net: NetActivity,
+    /// Who took each core the workload could use, over the load rows.
+    pub cpu: CpuAccount,
 }
 
 impl<'a> Ctx<'a> {
@@ -163,8 +166,10 @@ impl<'a> Ctx<'a> {
             rows,
             rows_note,
             net: NetActivity::Unknown,
+            cpu: CpuAccount::default(),
         };
         ctx.net = ctx.net_activity(traffic_in_results);
+        ctx.cpu = CpuAccount::new(&ctx);
         ctx
     }
 
@@ -253,16 +258,69 @@ impl<'a> Ctx<'a> {
         out
     }
 
-    /// Per-CPU busy %: `cpu_busy_pct{cpu}`, else 100 − idle.
+    /// Per-CPU busy %: `cpu_busy_pct{cpu}`, else 100 − idle. CPUs that were offline are left
+    /// out: sysstat prints an offline CPU with every share 0.00, idle included, which would
+    /// otherwise read as a CPU 100 % busy.
     pub fn per_cpu_busy(&self) -> Vec<(u32, f64)> {
+        let offline = self.offline_cpus();
         let busy = self.per_cpu(n::CPU_BUSY_PCT);
-        if !busy.is_empty() {
-            return busy;
-        }
-        self.per_cpu(n::CPU_IDLE_PCT)
-            .into_iter()
-            .map(|(c, idle)| (c, 100.0 - idle))
+        let busy = if busy.is_empty() {
+            self.per_cpu(n::CPU_IDLE_PCT)
+                .into_iter()
+                .map(|(c, idle)| (c, 100.0 - idle))
+                .collect()
+        } else {
+            busy
+        };
+        busy.into_iter()
+            .filter(|(c, _)| !offline.contains(c))
             .collect()
+    }
+
+    /// CPUs whose every recorded share (idle, user, system…) was zero over the load rows:
+    /// a CPU that is online spends its time somewhere, so these were offline.
+    pub fn offline_cpus(&self) -> Vec<u32> {
+        let idle = self.per_cpu(n::CPU_IDLE_PCT);
+        if idle.is_empty() {
+            return Vec::new();
+        }
+        let parts = [
+            n::CPU_USER_PCT,
+            n::CPU_NICE_PCT,
+            n::CPU_SYSTEM_PCT,
+            n::CPU_IRQ_PCT,
+            n::CPU_SOFTIRQ_PCT,
+            n::CPU_IOWAIT_PCT,
+            n::CPU_STEAL_PCT,
+        ]
+        .map(|p| self.per_cpu(p));
+        idle.into_iter()
+            .filter(|(c, i)| {
+                *i <= 0.0
+                    && parts.iter().all(|p| {
+                        p.iter()
+                            .find(|(x, _)| x == c)
+                            .is_none_or(|(_, v)| *v <= 0.0)
+                    })
+                    && parts.iter().any(|p| p.iter().any(|(x, _)| x == c))
+            })
+            .map(|(c, _)| c)
+            .collect()
+    }
+
+    /// The CPUs the workload was allowed to run on, when that was narrower than the CPUs
+    /// the series names (`meta.workload_cpus`, from its affinity mask).
+    pub fn allowed_cpus(&self) -> Option<Vec<u32>> {
+        let allowed = self.run.meta.workload_cpus.as_ref()?;
+        let known: Vec<u32> = self.per_cpu_busy().into_iter().map(|(c, _)| c).collect();
+        let mut mine: Vec<u32> = allowed
+            .iter()
+            .copied()
+            .filter(|c| known.is_empty() || known.contains(c))
+            .collect();
+        mine.sort_unstable();
+        mine.dedup();
+        (!mine.is_empty() && (known.is_empty() || mine.len() < known.len())).then_some(mine)
     }
 
     /// Per-CPU busy % less the time spent on niced tasks (`cpu_nice_pct`): what the run's

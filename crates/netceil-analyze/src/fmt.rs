@@ -97,12 +97,20 @@ pub fn bytes(v: f64) -> String {
     }
 }
 
-/// Seconds: `14.06 s`, `0.35 s`.
+/// Seconds: `14.06 s`, `0.35 s`; below 10 ms with a prefix (`124 µs`, `2.50 ms`), so a
+/// small wait never reads as `0.00 s`.
 pub fn secs(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    let a = v.abs();
+    if a >= 100.0 {
         format!("{v:.0} s")
-    } else {
+    } else if a >= 0.01 || a == 0.0 {
         format!("{v:.2} s")
+    } else if a >= 1e-3 {
+        format!("{:.2} ms", v * 1e3)
+    } else if a >= 1e-6 {
+        format!("{} µs", sig3(v * 1e6))
+    } else {
+        format!("{} ns", sig3(v * 1e9))
     }
 }
 

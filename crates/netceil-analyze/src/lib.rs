@@ -38,10 +38,13 @@
 //! (`netceil analyze --interval 30s` on a profile taken over 30 s), and the CPU count is the
 //! number of CPUs the series names, else `meta.host.cpus`.
 
+mod context;
 mod ctx;
 mod economy;
 mod fmt;
+pub mod ledger;
 pub mod phases;
+mod resources;
 mod rules;
 pub mod search;
 mod settle;
@@ -53,7 +56,7 @@ mod testutil;
 
 use std::collections::BTreeMap;
 
-use netceil_model::{Finding, Run, WorkloadKind};
+use netceil_model::{EntryState, Finding, Ledger, LedgerEntry, Resource, Run, WorkloadKind};
 
 pub use economy::{cs_per_byte, SwitchEconomy};
 pub use phases::{phases, Phases};
@@ -114,6 +117,14 @@ pub mod cause {
     pub const NO_LOAD: &str = "no_load";
     /// Load ran and nothing saturated.
     pub const NO_CEILING: &str = "no_ceiling";
+    /// The CPUs waited on disk I/O: a disk, file system or swap held the work.
+    pub const IO_WAIT: &str = "io_wait";
+    /// The receiver's advertised window held a TCP flow (tcp_info rwnd_limited).
+    pub const TCP_RECEIVE_WINDOW: &str = "tcp_receive_window";
+    /// The sender's socket buffer held a TCP flow (tcp_info sndbuf_limited).
+    pub const TCP_SEND_BUFFER: &str = "tcp_send_buffer";
+    /// An import whose data cannot be true of a real machine: not analyzed as truth.
+    pub const SUSPECT_INPUT: &str = "suspect_input";
     /// An unpaced run pushed, so something held it, but nothing measured saturated.
     pub const UNNAMED_CEILING: &str = "unnamed_ceiling";
 }
@@ -160,31 +171,126 @@ fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
 }
 
+/// The ledger of every run the analysis covers: the run itself, or each part of a suite or
+/// sweep, labelled. What `netceil show RUN --explain` prints.
+pub fn ledgers(run: &Run, opts: &Options) -> Vec<(String, Ledger)> {
+    if run.parts.is_empty() {
+        return vec![("run".to_string(), analyze_single(run, opts).1)];
+    }
+    run.parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (part_label(p, i), analyze_single(p, opts).1))
+        .collect()
+}
+
 fn single(run: &Run, opts: &Options) -> Vec<Finding> {
+    analyze_single(run, opts).0
+}
+
+/// The paced rate asked over the rate delivered: no relief can raise the delivered rate past
+/// what was offered.
+fn offered_factor(ctx: &ctx::Ctx) -> Option<f64> {
+    let r = ctx.run.results.as_ref()?;
+    let asked = r.requested_pps.filter(|p| *p > 0.0)?;
+    let got = if r.rx_app_pps > 0.0 {
+        r.rx_app_pps
+    } else {
+        r.tx_pps
+    };
+    (got > 0.0).then(|| asked / got)
+}
+
+/// One run's findings and ledger: the rules' entries and the resources sized beside them,
+/// ranked once (see `ledger.rs`), the findings written from the ranking.
+fn analyze_single(run: &Run, opts: &Options) -> (Vec<Finding>, Ledger) {
     let ctx = ctx::Ctx::new(run, opts);
-    let mut findings = rules::single_run(&ctx);
-    sort(&mut findings);
-    settle::settle_near_ties(&mut findings);
-    settle::put_mechanisms_first(&mut findings);
-    settle::sender_before_small_loss(&mut findings, rules::buffers::drop_share(&ctx));
-    settle::cpu_before_starved_reader(&mut findings, rules::threads::starved_reader(&ctx));
-    // A single row (one since-boot snapshot) reads the same every time: no noise to warn of.
-    settle::name_runner_up(&mut findings, ctx.series().len() > 1);
-    if findings.is_empty() {
-        findings.push(verdict::nothing_binds(&ctx));
+    let mut entries = rules::single_run(&ctx);
+    let context = context::entries(&ctx, &entries);
+    entries.extend(context);
+    let ranked = ledger::rank(entries, offered_factor(&ctx));
+    let (mut findings, why) = verdict::findings(&ctx, &ranked);
+    let delivered = ctx.throughput().map(|t| {
+        netceil_model::Quantity::new(t.bits_per_s, netceil_model::Unit::BitsPerSecond, t.metric)
+    });
+    let mut book = ledger::to_model(&ranked, delivered, why);
+    if !run.meta.implausible.is_empty() {
+        suspect(run, &mut findings, &mut book);
     }
     findings[0].not_checked = settle::not_checked(&ctx);
     // The verdict says which rows its averages cover.
     if !ctx.series().is_empty() {
-        let window = ctx.window();
         findings[0].evidence.push(netceil_model::Evidence {
             metric: "phase".into(),
-            window_s: window,
+            window_s: ctx.window(),
             value: None,
             text: ctx.rows_note.clone(),
         });
     }
-    findings
+    (findings, book)
+}
+
+/// An import that cannot be true is not analyzed as truth: the verdict says so and where,
+/// and every finding after it is marked as written on suspect data.
+fn suspect(run: &Run, findings: &mut Vec<Finding>, book: &mut Ledger) {
+    let facts: Vec<String> = run
+        .meta
+        .implausible
+        .iter()
+        .map(|i| match i.line {
+            Some(l) => format!("line {l}: {}", i.what),
+            None => i.what.clone(),
+        })
+        .collect();
+    let more = facts.len().saturating_sub(1);
+    let mut f = ctx::finding(
+        cause::SUSPECT_INPUT,
+        format!(
+            "The data cannot be true of a real machine, so no ceiling is named from it: {}{}. The findings below read it as if it were true.",
+            facts[0],
+            if more > 0 { format!(" (and {more} more)") } else { String::new() }
+        ),
+        0.9,
+    );
+    for fact in &facts {
+        f.evidence.push(netceil_model::Evidence {
+            metric: "meta.implausible".into(),
+            window_s: None,
+            value: None,
+            text: fact.clone(),
+        });
+    }
+    f.next = Some("capture again, one tool per file and one run per capture, or cut the file to the part that is whole".into());
+    for other in findings.iter_mut() {
+        other.summary = format!("(on suspect data) {}", other.summary);
+    }
+    findings.insert(0, f);
+    for e in &mut book.entries {
+        if e.state == EntryState::Binds {
+            e.state = EntryState::Noted;
+            e.why = format!("would be the verdict, but the data is suspect: {}", e.why);
+        }
+    }
+    book.entries.insert(
+        0,
+        LedgerEntry {
+            id: "data".into(),
+            cause: cause::SUSPECT_INPUT.into(),
+            resource: Resource::Data,
+            capacity: None,
+            used: None,
+            share: None,
+            errors: None,
+            state: EntryState::Binds,
+            confidence: 0.9,
+            evidence: findings[0].evidence.clone(),
+            explains: Vec::new(),
+            explained_by: None,
+            gain: None,
+            why: "the import holds facts that cannot be true: nothing is claimed from it".into(),
+        },
+    );
+    book.verdict = format!("the data is suspect: {}", facts.join("; "));
 }
 
 /// A short name for a part: its workload kind and labels, else its position.
@@ -215,7 +321,11 @@ fn part_label(part: &Run, index: usize) -> String {
 fn suite(run: &Run, opts: &Options) -> Vec<Finding> {
     let top = ctx::Ctx::new(run, opts);
     let mut findings: Vec<Finding> = Vec::new();
-    findings.extend(rules::locks::check(&top));
+    findings.extend(
+        rules::locks::check(&top)
+            .filter(|e| e.class != ledger::Class::Context)
+            .map(|e| e.finding),
+    );
     findings.extend(rules::knee::across_parts(run));
     let has_knee = findings.iter().any(|f| f.cause == cause::KNEE);
     // A sweep's knee already sets each point against the link and bus.
@@ -268,7 +378,6 @@ fn suite(run: &Run, opts: &Options) -> Vec<Finding> {
         findings.push(f);
     }
     sort(&mut findings);
-    settle::settle_near_ties(&mut findings);
     if findings.is_empty() {
         findings.push(verdict::merge_part_verdicts(verdicts));
     }

@@ -6,6 +6,7 @@ use netceil_model::{
 };
 
 use crate::ctx::Ctx;
+use crate::ledger::Entry;
 use crate::Options;
 
 /// A deterministic noise source: tests need noise, not randomness (a failure must reproduce).
@@ -183,8 +184,13 @@ pub fn rr_loopback_run(
     run
 }
 
-/// Runs one rule on a run with default options.
-pub fn on(run: &Run, rule: fn(&Ctx) -> Option<Finding>) -> Option<Finding> {
+/// Runs one rule on a run with default options: the finding its entry is written as.
+pub fn on(run: &Run, rule: fn(&Ctx) -> Option<Entry>) -> Option<Finding> {
+    entry_on(run, rule).map(|e| e.finding)
+}
+
+/// Runs one rule on a run with default options: its ledger entry.
+pub fn entry_on(run: &Run, rule: fn(&Ctx) -> Option<Entry>) -> Option<Entry> {
     let opts = Options::default();
     let ctx = Ctx::new(run, &opts);
     rule(&ctx)

@@ -5,6 +5,7 @@
 //! This crate is platform-independent and does no I/O.
 
 mod finding;
+mod ledger;
 pub mod names;
 mod results;
 mod run;
@@ -13,12 +14,14 @@ pub mod time;
 mod units;
 
 pub use finding::{Advice, Evidence, Finding};
+pub use ledger::{EntryState, Gain, Ledger, LedgerEntry, Quantity, Resource};
 pub use results::{
     FarApp, FarCpu, FarEnd, FarKernelDeltas, FlowResult, GeneratorStats, KernelDelivery,
     LatencySummary, PacingMode, Results, TcpPacing,
 };
 pub use run::{
-    Annotations, HostInfo, Implausible, Knee, LockStat, NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
+    Annotations, HostInfo, Implausible, Knee, LockStat, NicInfo, Run, RunMeta, RunSource, Workload,
+    WorkloadKind,
 };
 pub use series::{Metric, MetricId, MissingValue, Series};
 pub use units::{

@@ -15,6 +15,7 @@
 //! Metric names are the constants of [`netceil_model::names`]. A value that could not be
 //! measured is missing, with its reason, never 0.
 
+pub mod affinity;
 mod error;
 pub mod ids;
 pub mod iface;

@@ -18,6 +18,7 @@ mod export;
 mod far;
 mod fmt;
 mod html;
+mod ledger;
 mod markdown;
 mod schema;
 mod stats;
@@ -32,6 +33,7 @@ pub use compare::{
 pub use compare_render::{compare_markdown, compare_table};
 pub use export::{export_csv, export_json, ExportError, CSV_TIME_HEADER};
 pub use html::html_report;
+pub use ledger::{ledger_table, ledgers_text};
 pub use markdown::markdown;
 pub use schema::{run_schema, run_schema_pretty};
 pub use stats::{welch_t_test, Distribution, TestError, WelchTest, WELCH_METHOD};

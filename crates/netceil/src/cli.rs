@@ -655,6 +655,11 @@ pub struct ShowArgs {
     pub run: String,
     #[arg(long)]
     pub json: bool,
+    /// Print the verdict's ledger instead: every resource sized against its capacity, in
+    /// ranking order, with what relieving it would gain (with --json, the ledger as JSON).
+    /// The run is analyzed again by this netceil to make it.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Debug, Args)]
@@ -712,8 +717,16 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Log files (- for stdin), or stored runs (an id, a unique prefix, or `last`).
-    #[arg(required = true, value_name = "FILE|RUN")]
+    #[arg(required_unless_present = "runs", value_name = "FILE|RUN")]
     pub inputs: Vec<String>,
+    /// A stored run to analyze again with this netceil, whatever files exist by that name
+    /// (an id, a unique prefix, or `last`; repeatable). Its findings are replaced in the store.
+    #[arg(long = "run", value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Also print each run's ledger: every resource sized, in ranking order (with --json, the
+    /// document gains a `ledgers` field per run).
+    #[arg(long)]
+    pub explain: bool,
     /// The log's format; `auto` detects it and says why when it cannot.
     #[arg(long, value_name = "auto|NAME")]
     pub format: Option<String>,

@@ -96,8 +96,13 @@ pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
         cpus: args.cpus,
     };
     let mut runs = Vec::new();
-    for arg in &args.inputs {
-        if arg == "-" || Path::new(arg).exists() {
+    let inputs = args
+        .inputs
+        .iter()
+        .map(|a| (a, false))
+        .chain(args.runs.iter().map(|a| (a, true)));
+    for (arg, stored) in inputs {
+        if !stored && (arg == "-" || Path::new(arg).exists()) {
             let mut run = import_one(arg, &args)?;
             netceil_analyze::analyze_into_with(&mut run, &options);
             if let Some(s) = &store {
@@ -131,12 +136,23 @@ pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
     }
     let mut out = std::io::stdout().lock();
     if args.json {
-        let doc = if runs.len() == 1 {
+        let mut doc = if runs.len() == 1 {
             serde_json::to_value(&runs[0])
         } else {
             serde_json::to_value(&runs)
         }
         .context("serializing")?;
+        if args.explain {
+            let with = |v: &mut serde_json::Value, run: &Run| {
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("ledgers".into(), summary::explain_json(run, &options));
+                }
+            };
+            match doc.as_array_mut() {
+                Some(list) => list.iter_mut().zip(&runs).for_each(|(v, r)| with(v, r)),
+                None => with(&mut doc, &runs[0]),
+            }
+        }
         serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
         return Ok(0);
@@ -147,6 +163,9 @@ pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
             write!(out, "{}", summary::render(run)).context("writing to stdout")?;
         }
         write!(out, "{}", summary::verdict(run)).context("writing to stdout")?;
+        if args.explain {
+            write!(out, "{}", summary::explain(run, &options)).context("writing to stdout")?;
+        }
         match &store {
             Some(s) => writeln!(out, "stored as {} in {}\n", run.run_id, s.path().display()),
             None => writeln!(out, "not stored\n"),

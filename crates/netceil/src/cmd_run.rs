@@ -212,6 +212,11 @@ fn new_live_run_labelled(labels: &[(String, String)]) -> (Run, u16) {
     let mut top = Run::new(run_id, RunSource::Live);
     top.meta.started_unix_s = started;
     top.meta.host = host::host_info();
+    // Held to some CPUs (taskset, a cpuset), the run's load threads may use only those.
+    top.meta.workload_cpus = netceil_probe::affinity::workload_cpus(
+        &netceil_probe::ProcFs::new(),
+        &[std::process::id()],
+    );
     top.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
     top.meta.labels = labels.iter().cloned().collect();
     (top, wire_id)

@@ -128,6 +128,20 @@ pub fn show(args: ShowArgs) -> Result<u8, Failure> {
         .get_run(&id)
         .with_context(|| format!("reading run {id}"))?;
     let mut out = std::io::stdout().lock();
+    if args.explain {
+        let opts = netceil_analyze::Options::default();
+        if args.json {
+            let doc = serde_json::json!({
+                "run_id": run.run_id,
+                "ledgers": summary::explain_json(&run, &opts),
+            });
+            serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
+            writeln!(out).context("writing to stdout")?;
+        } else {
+            write!(out, "{}", summary::explain(&run, &opts)).context("writing to stdout")?;
+        }
+        return Ok(0);
+    }
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;

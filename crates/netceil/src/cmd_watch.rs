@@ -124,6 +124,17 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     if let Some(c) = &child {
         pids.push(c.id() as i32);
     }
+    // The CPUs the watched processes may use (taskset, a cpuset): read now, and again at the
+    // end, when a launched `taskset -c …` has surely applied its mask.
+    let watched: Vec<u32> = pids.iter().filter_map(|p| u32::try_from(*p).ok()).collect();
+    let affinity = || {
+        (!watched.is_empty())
+            .then(|| {
+                netceil_probe::affinity::workload_cpus(&netceil_probe::ProcFs::new(), &watched)
+            })
+            .flatten()
+    };
+    let cpus_at_start = affinity();
     if let (Some(p), Some(_)) = (&probes, &child) {
         p.follow(me, false);
     }
@@ -203,6 +214,8 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             break;
         }
     }
+    // Before the command is reaped (a zombie still has its status file).
+    run.meta.workload_cpus = affinity().or(cpus_at_start);
     let mut stopped_by_duration = false;
     if let Some(c) = child.as_mut() {
         exit_status = c.try_wait().context("waiting for the command")?;

@@ -24,6 +24,25 @@ pub fn render(run: &Run) -> String {
 }
 
 /// The analyzer's findings, most confident first; says so when there are none.
+/// The run's ledgers (one, or one per part) as tables fitted to the terminal, or to 120
+/// columns through a pipe.
+pub fn explain(run: &Run, opts: &netceil_analyze::Options) -> String {
+    let width = crate::observe::terminal_width(false)
+        .unwrap_or(120)
+        .clamp(60, 400);
+    netceil_report::ledgers_text(&netceil_analyze::ledgers(run, opts), width as u16)
+}
+
+/// The run's ledgers as JSON: `[{"part": label, "ledger": …}]`.
+pub fn explain_json(run: &Run, opts: &netceil_analyze::Options) -> serde_json::Value {
+    serde_json::Value::Array(
+        netceil_analyze::ledgers(run, opts)
+            .into_iter()
+            .map(|(part, ledger)| serde_json::json!({ "part": part, "ledger": ledger }))
+            .collect(),
+    )
+}
+
 pub fn verdict(run: &Run) -> String {
     let mut s = String::new();
     if run.findings.is_empty() {

@@ -11,11 +11,13 @@
 //! Confidence: floor 0.45, band 0.5; strength: the dropped share (0.1 % → 0, 5 % → 1); a
 //! squeeze without drops is reported at 0.35.
 
-use netceil_model::{names as n, Advice, Finding};
+use netceil_model::{names as n, Advice, Finding, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry, Explains, Relief};
+use crate::resources::{Role, THREAD_SATURATED_PCT};
 use crate::stats::ramp;
 
 /// One place where packets can be dropped.
@@ -176,14 +178,74 @@ fn packets_per_s(ctx: &Ctx) -> Option<f64> {
     ctx.packet_rate().map(|(p, _)| p)
 }
 
-/// The buffers-and-queues rule.
-/// The share of the packets dropped at the buffers, over the load phase, when both are known.
-pub fn drop_share(ctx: &Ctx) -> Option<f64> {
-    let drops: f64 = stages(ctx).iter().map(|s| s.per_s.max(0.0)).sum();
-    packets_per_s(ctx).filter(|p| *p > 0.0).map(|p| drops / p)
+/// Drops in at least this share of the load rows are steady, not bursts.
+pub const STEADY_ROWS: f64 = 0.7;
+
+/// How the drops fell over time: in most intervals (steady: the queue's reader is slower on
+/// average than the arrivals) or in a few (bursts a longer queue would absorb).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Share of the load rows with a drop.
+    pub rows_with_drops: f64,
+    pub rows: usize,
 }
 
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+impl Shape {
+    pub fn steady(&self) -> bool {
+        self.rows_with_drops >= STEADY_ROWS
+    }
+}
+
+/// The drop shape from the per-interval series that counts them: the worst stage's own
+/// series, else the run's loss per interval, else the machine's UDP buffer errors.
+fn shape(ctx: &Ctx, worst: &Stage) -> Option<Shape> {
+    let s = ctx.series();
+    let metric = (!worst.whole_run)
+        .then(|| s.by_name(&worst.metric).next())
+        .flatten()
+        .or_else(|| s.total(n::LOAD_LOST_PER_S))
+        .or_else(|| s.total(n::UDP_RCVBUF_ERRORS_PER_S))?;
+    let v = ctx.values(metric);
+    (v.len() >= 3).then(|| Shape {
+        rows_with_drops: v.iter().filter(|x| **x >= 1.0).count() as f64 / v.len() as f64,
+        rows: v.len(),
+    })
+}
+
+/// The reader behind the queue could not keep up on average: netceil's own receiving thread
+/// (or, for a watched program, any of its threads) on a full core, or starved of its core.
+/// Its figures, in words.
+fn reader_limited(ctx: &Ctx) -> Option<String> {
+    let own = ctx.cpu.threads.iter().any(|t| t.own);
+    ctx.cpu
+        .threads
+        .iter()
+        .filter(|t| !own || t.role() == Role::Receiver)
+        .find_map(|t| {
+            if t.cpu_pct >= THREAD_SATURATED_PCT {
+                return Some(format!(
+                    "its reader {} was on a full core ({})",
+                    t.comm,
+                    fmt::pct(t.cpu_pct)
+                ));
+            }
+            ctx.cpu.starved(t).map(|busy| {
+                format!(
+                    "its reader {} got {} of a core{} that was {} busy",
+                    t.comm,
+                    fmt::pct(t.cpu_pct),
+                    t.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default(),
+                    fmt::pct(busy)
+                )
+            })
+        })
+}
+
+/// Buffer and queue drops: a loss in the ledger. Relieving the queue gains the dropped share
+/// back when the drops came in bursts or its reader had room; nothing when they were steady
+/// behind a reader that could not keep up (then the reader's core is the ceiling, and the
+/// rule that names it explains these drops).
+pub fn check(ctx: &Ctx) -> Option<Entry> {
     if !ctx.net_possible() && ctx.run.results.is_none() {
         return None;
     }
@@ -200,41 +262,116 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     if !dropping && squeeze.is_none() {
         return None;
     }
-    let mut f = if dropping {
-        let worst = &st[0];
-        let data = if worst.whole_run {
-            1.0
-        } else {
-            ctx.data_factor()
-        };
-        let confidence = (0.45 + 0.5 * share.map_or(0.5, |s| ramp(s, 0.001, 0.05))) * data;
-        let share_words = share
-            .map(|s| format!(" ({} of the packets)", fmt::pct(s * 100.0)))
-            .unwrap_or_default();
-        let total_words = worst
-            .total
-            .map(|t| format!(", {} in all", fmt::si(t)))
-            .unwrap_or_default();
-        finding(
-            cause::BUFFER_DROPS,
-            format!(
-                "Packets were dropped at {}: {}{total_words}{share_words}; that queue overflowed before the packets were read.",
-                worst.name,
-                fmt::per_s(worst.per_s)
-            ),
-            confidence,
-        )
-    } else {
-        finding(
-            cause::BUFFER_DROPS,
-            format!(
-                "The NAPI budget ran out {} with work left (time_squeeze), though nothing was dropped yet.",
-                fmt::per_s(squeeze.unwrap_or(0.0))
-            ),
-            0.35 * ctx.data_factor(),
-        )
+    if !dropping {
+        let f = squeeze_words(ctx, squeeze.unwrap_or(0.0));
+        return Some(Entry::claim(Class::Noted, queue("the NAPI budget"), f));
+    }
+    let worst = &st[0];
+    let shape = shape(ctx, worst);
+    let reader = reader_limited(ctx);
+    let relief = match (shape.map(|s| s.steady()), &reader) {
+        (Some(true), Some(_)) => Relief::Nothing,
+        _ => Relief::Factor(1.0 + share.map_or(0.0, |s| s / (1.0 - s).max(0.01))),
     };
-    for s in &st {
+    let mut f = drops_words(ctx, &st, share, squeeze);
+    if let Some(sh) = shape {
+        f.evidence.push(ctx.ev(
+            worst.metric.clone(),
+            Some(sh.rows_with_drops),
+            format!(
+                "drops in {} of the {} load intervals: {}",
+                fmt::pct(sh.rows_with_drops * 100.0),
+                sh.rows,
+                if sh.steady() {
+                    "steady, not bursts"
+                } else {
+                    "in bursts"
+                }
+            ),
+        ));
+    }
+    if let Some(r) = &reader {
+        f.alternatives.insert(
+            0,
+            format!("the queue's reader could not keep up: {r}; a bigger buffer only delays the loss then"),
+        );
+    }
+    let mut e = Entry::claim(Class::Loss, queue(worst.name), f)
+        .errors(Quantity::new(
+            worst.per_s,
+            Unit::PerSecond,
+            format!("drops at {}", worst.name),
+        ))
+        .relief(relief)
+        .explains(Explains::cause(cause::SATURATION));
+    if let Some(b) = ctx.run.results.as_ref().and_then(|r| r.rcvbuf_bytes) {
+        e.capacity = Some(Quantity::new(
+            b as f64,
+            Unit::Bytes,
+            "the receive socket's buffer, as granted",
+        ));
+    }
+    Some(e)
+}
+
+fn queue(name: &str) -> Resource {
+    Resource::Queue {
+        name: name.to_string(),
+        far: false,
+    }
+}
+
+fn squeeze_words(ctx: &Ctx, squeeze: f64) -> Finding {
+    let mut f = finding(
+        cause::BUFFER_DROPS,
+        format!(
+            "The NAPI budget ran out {} with work left (time_squeeze), though nothing was dropped yet.",
+            fmt::per_s(squeeze)
+        ),
+        0.35 * ctx.data_factor(),
+    );
+    squeeze_evidence(ctx, squeeze, &mut f);
+    f
+}
+
+fn squeeze_evidence(ctx: &Ctx, q: f64, f: &mut Finding) {
+    f.evidence.push(ctx.ev(
+        n::SOFTNET_TIME_SQUEEZE_PER_S,
+        Some(q),
+        format!("NAPI polls ran out of budget {}", fmt::per_s(q)),
+    ));
+    f.advice.push(advice(
+        "sysctl net.core.netdev_budget=600 net.core.netdev_budget_usecs=4000",
+        "more packets per softirq run, fewer squeezes",
+        Some("longer softirq runs delay other work on that CPU"),
+    ));
+}
+
+fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>) -> Finding {
+    let worst = &st[0];
+    let data = if worst.whole_run {
+        1.0
+    } else {
+        ctx.data_factor()
+    };
+    let confidence = (0.45 + 0.5 * share.map_or(0.5, |s| ramp(s, 0.001, 0.05))) * data;
+    let share_words = share
+        .map(|s| format!(" ({} of the packets)", fmt::pct(s * 100.0)))
+        .unwrap_or_default();
+    let total_words = worst
+        .total
+        .map(|t| format!(", {} in all", fmt::si(t)))
+        .unwrap_or_default();
+    let mut f = finding(
+        cause::BUFFER_DROPS,
+        format!(
+            "Packets were dropped at {}: {}{total_words}{share_words}; that queue overflowed before the packets were read.",
+            worst.name,
+            fmt::per_s(worst.per_s)
+        ),
+        confidence,
+    );
+    for s in st {
         let text = match s.total {
             Some(t) => format!(
                 "{}: {} dropped ({})",
@@ -253,16 +390,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         f.advice.push(s.knob.clone());
     }
     if let Some(q) = squeeze {
-        f.evidence.push(ctx.ev(
-            n::SOFTNET_TIME_SQUEEZE_PER_S,
-            Some(q),
-            format!("NAPI polls ran out of budget {}", fmt::per_s(q)),
-        ));
-        f.advice.push(advice(
-            "sysctl net.core.netdev_budget=600 net.core.netdev_budget_usecs=4000",
-            "more packets per softirq run, fewer squeezes",
-            Some("longer softirq runs delay other work on that CPU"),
-        ));
+        squeeze_evidence(ctx, q, &mut f);
     }
     if let Some((busy, _)) = ctx.machine_busy() {
         if busy >= 85.0 {
@@ -273,7 +401,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         }
     }
     f.next = Some("watch the drop counters while changing one knob at a time: the stage that stops dropping was the one".into());
-    Some(f)
+    f
 }
 
 #[cfg(test)]

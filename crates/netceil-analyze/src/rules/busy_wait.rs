@@ -19,11 +19,12 @@
 //! out: an unpaced sender runs flat out by design, and a paced spinner is the
 //! `generator_busy_wait` rule's business. A thread's name proves nothing, so it exempts none.
 
-use netceil_model::{names as n, Finding, Metric, Unit};
+use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean, ramp};
 
 /// A metric's values in %, scaling fractions.
@@ -87,8 +88,31 @@ fn os_cpu(ctx: &Ctx) -> Option<(String, Vec<Option<f64>>)> {
     })
 }
 
-/// OS CPU far above effective utilization.
-pub fn effective_utilization(ctx: &Ctx) -> Option<Finding> {
+/// OS CPU far above effective utilization: in the ledger, the schedulers (or threads) sized as
+/// the work they did against the CPU the OS counted. It explains the CPU looking full.
+pub fn effective_utilization(ctx: &Ctx) -> Option<Entry> {
+    let (f, os_at, eff_at) = effective_finding(ctx)?;
+    Some(
+        Entry::claim(
+            Class::Ceiling,
+            Resource::Scheduler {
+                name: "schedulers".into(),
+            },
+            f,
+        )
+        .sized(
+            Quantity::new(os_at, Unit::Percent, "OS CPU busy"),
+            Quantity::new(
+                eff_at,
+                Unit::Percent,
+                "effective utilization (time working)",
+            ),
+        )
+        .explains_all(&[cause::HOT_CPU, cause::CPU_BOUND]),
+    )
+}
+
+fn effective_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     let (eff_name, eff) = column(ctx, "scheduler_util", "\u{0}")?;
     let (os_name, os) = os_cpu(ctx)?;
     let pairs: Vec<(usize, f64, f64)> = ctx
@@ -184,11 +208,24 @@ pub fn effective_utilization(ctx: &Ctx) -> Option<Finding> {
         ));
         f.next = Some("perf top shows where the spinning happens".into());
     }
-    Some(f)
+    Some((f, os_at, eff_at))
 }
 
-/// A thread near 100 % that never blocks while throughput is flat.
-pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
+/// A thread near 100 % that never blocks while throughput is flat: the thread in the ledger,
+/// sized as its share of a core; it explains its core looking hot.
+pub fn polling_thread(ctx: &Ctx) -> Option<Entry> {
+    let (f, load, pid) = polling_finding(ctx)?;
+    Some(crate::rules::threads::thread_entry(
+        ctx,
+        &load,
+        pid.as_deref(),
+        f,
+    ))
+}
+
+fn polling_finding(
+    ctx: &Ctx,
+) -> Option<(Finding, crate::rules::threads::ThreadLoad, Option<String>)> {
     if !ctx.net_possible() {
         return None;
     }
@@ -360,7 +397,7 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Finding> {
     f.next = Some(format!(
         "confirm: perf top -t {tid} shows a tight loop around recv/poll; strace -c -f -p {pid} counts the calls and EAGAIN errors; thread_voluntary_cs_per_s stays near 0"
     ));
-    Some(f)
+    Some((f, load, m.id.label(n::LABEL_PID).map(str::to_string)))
 }
 
 #[cfg(test)]

@@ -1,179 +1,247 @@
-//! CPU contention: processes outside the workload took the CPU the network work needed.
+//! CPU contention: processes outside the workload took the CPU the workload may use.
 //!
 //! Mechanism: the scheduler shares each core between everything runnable on it. When other
-//! programs keep the cores busy, the workload's threads and the softirq work they trigger wait
-//! their turn (or run in shorter slices), and the throughput falls with the share they get. The
-//! machine looks CPU-bound, but the fix is not faster networking: it is moving, pinning or
-//! throttling the other programs.
+//! programs keep the workload's cores busy, its threads and the softirq work they trigger wait
+//! their turn (or run in shorter slices), and the throughput falls with the share they get. It
+//! looks CPU-bound, but the fix is not faster networking: it is moving, pinning or throttling
+//! the other programs.
+//!
+//! **Whose cores.** The cores are the ones the workload may use (`resources.rs`): with an
+//! affinity mask, a program on the workload's CPU is a thief even while other CPUs idle.
 //!
 //! What tells it apart from the workload being CPU-bound on its own: the process scan
-//! (`proc_cpu_pct`, the busiest processes every 2 s) names who used the CPU. Processes whose
-//! pid is one the run watched (netceil's own for `run`, the watched command and `--pid`s for
-//! `watch`: the `pid` labels of the thread metrics) are the workload, and so are those the
-//! process scan labelled `role=watched|child|peer`: descendants of a watched process (the
-//! program a wrapper script started) and peers, whose socket faces one of the workload's (the
-//! iperf3 server beside a watched `iperf3 -c`: it does the run's other half, so its CPU is the
-//! workload's cost, not contention). Everything else is a stranger. Kernel threads working for the network (ksoftirqd, kworkers) are not strangers,
-//! and neither are processes niced to 10 or more: the scheduler gives them at most a tenth of
-//! a default task's share when both want the CPU, so they took time nobody else wanted.
+//! (`proc_cpu_pct`, every 2 s) names who used each core. The workload's own processes, the
+//! processes the scan labelled `role=watched|child|peer` (descendants of a watched process, and
+//! peers whose socket faces one of the workload's, in any network namespace), the kernel's
+//! network threads and processes niced to 10 or more are not strangers (`resources.rs` says
+//! why).
 //!
-//! Fires when the machine was at most 25 % idle and strangers used at least 25 % of the whole
-//! machine's CPU. Confidence: 0.55 + 0.35 × the mean of the strangers' share (25 % to 0, 60 %
-//! to 1) and how busy the machine was (75 % to 0, 98 % to 1), times the data factor. A paced
-//! run that got its rate had CPU enough: no finding.
+//! Fires when the workload's cores were at most 25 % idle and strangers used at least 25 % of
+//! them. Confidence: 0.55 + 0.35 × the mean of the strangers' share (25 % → 0, 60 % → 1) and
+//! how busy the cores were (75 % → 0, 98 % → 1), × the data factor. A paced run that got its
+//! rate had CPU enough: no finding. Relief gives the workload the strangers' time back: the
+//! cores' capacity over what the workload had of it.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use netceil_model::{names as n, Finding};
+use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
-use crate::stats::{mean_strength, ramp};
+use crate::ledger::{pct, Class, Entry, Explains, Relief};
+use crate::resources::Stranger;
+use crate::stats::{mean, mean_strength, ramp};
 
-/// Share of the whole machine's CPU the strangers must have used.
+/// Share of the workload's cores the strangers must have used.
 const STRANGER_SHARE_MIN: f64 = 0.25;
-/// The machine must have been at most this idle (%).
+/// The workload's cores must have been at most this idle (%).
 const IDLE_MAX: f64 = 25.0;
+/// The most relief is taken to give (the workload had a tenth of its cores).
+const RELIEF_MAX: f64 = 10.0;
 
-/// Kernel threads that do the network's work on someone's behalf: not strangers.
-fn works_for_the_network(comm: &str) -> bool {
-    ["ksoftirqd", "kworker", "napi/", "irq/"]
+/// The measured facts.
+struct Theft<'a> {
+    cpus: Vec<u32>,
+    /// Cores' busy % (mean) and idle.
+    busy: f64,
+    /// % of one core the strangers took on the workload's cores, summed.
+    taken: f64,
+    /// Capacity of the workload's cores, % of one core summed (100 per core).
+    capacity: f64,
+    strangers: Vec<(&'a Stranger, f64)>,
+    machine_idle: Option<f64>,
+}
+
+impl Theft<'_> {
+    fn share(&self) -> f64 {
+        self.taken / self.capacity.max(1.0)
+    }
+}
+
+fn measure<'a>(ctx: &'a Ctx) -> Option<Theft<'a>> {
+    let acc = &ctx.cpu;
+    if !acc.scanned || acc.strangers.is_empty() {
+        return None;
+    }
+    let (cpus, busy) = if acc.cores.is_empty() {
+        let cpus: Vec<u32> = (0..ctx.cpus()?).collect();
+        (cpus, 100.0 - ctx.machine_idle()?)
+    } else {
+        let busy = mean(&acc.cores.iter().map(|c| c.busy).collect::<Vec<_>>())?;
+        (acc.cpus(), busy)
+    };
+    // Strangers whose scans carried no CPU label are counted against the whole machine.
+    let mut strangers: Vec<(&Stranger, f64)> = acc
+        .strangers
         .iter()
-        .any(|p| comm.starts_with(p))
+        .map(|s| {
+            (
+                s,
+                if s.by_cpu.is_empty() {
+                    0.0
+                } else {
+                    s.on(&cpus)
+                },
+            )
+        })
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    strangers.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let taken: f64 = strangers.iter().map(|(_, v)| v).sum();
+    Some(Theft {
+        capacity: 100.0 * cpus.len() as f64,
+        cpus,
+        busy,
+        taken,
+        strangers,
+        machine_idle: ctx.machine_idle(),
+    })
 }
 
-/// One process's mean CPU over the rows the process scan covered.
-struct Proc {
-    pid: String,
-    comm: String,
-    cpu_pct: f64,
-    last_cpu: Option<String>,
-    /// Labelled by the process scan as watched, a child of a watched process, or a peer.
-    in_workload: bool,
-    /// Niced to 10 or more: it gets at most a tenth of a default task's share when they
-    /// compete (CFS weight 110 against 1024), so what it used was mostly idle time.
-    yields: bool,
-}
-
-/// From this nice value up, a process takes mostly idle time.
-const YIELDING_NICE: i64 = 10;
-
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+pub fn check(ctx: &Ctx) -> Option<Entry> {
     if ctx.rows.is_empty() || ctx.offered_met() {
         return None;
     }
-    let s = ctx.series();
-    let workload: BTreeSet<&str> = s
-        .by_name(n::THREAD_CPU_PCT)
-        .filter_map(|m| m.id.label(n::LABEL_PID))
-        .collect();
-    // One entry per pid: a process seen on several CPUs has one series per CPU label.
-    let mut procs: BTreeMap<String, Proc> = BTreeMap::new();
-    for m in s.by_name(n::PROC_CPU_PCT) {
-        let Some(pid) = m.id.label(n::LABEL_PID) else {
-            continue;
-        };
-        // Scans come every 2 s: rows between them are missing, not idle; a process absent
-        // from a scan was below the recording threshold, so the mean is over its scans.
-        let Some(v) = ctx.mean_of(m) else { continue };
-        let e = procs.entry(pid.to_string()).or_insert(Proc {
-            pid: pid.to_string(),
-            comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
-            cpu_pct: 0.0,
-            last_cpu: None,
-            in_workload: false,
-            yields: m
-                .id
-                .label(n::LABEL_NICE)
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v >= YIELDING_NICE),
-        });
-        if v > e.cpu_pct {
-            e.last_cpu = m.id.label(n::LABEL_CPU).map(str::to_string);
-        }
-        // A peer is found once its connection exists: any scan that says so counts.
-        e.in_workload |= m.id.label(n::LABEL_ROLE).is_some();
-        e.cpu_pct = e.cpu_pct.max(v);
-    }
-    if procs.is_empty() {
-        return None;
-    }
-    let cpus = f64::from(ctx.cpus()?.max(1));
-    let idle = ctx.machine_idle()?;
-    if idle > IDLE_MAX {
-        return None;
-    }
-    let mut strangers: Vec<&Proc> = procs
-        .values()
-        .filter(|p| {
-            !workload.contains(p.pid.as_str())
-                && !p.in_workload
-                && !works_for_the_network(&p.comm)
-                && !p.yields
-        })
-        .collect();
-    strangers.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-    let taken: f64 = strangers.iter().map(|p| p.cpu_pct).sum();
-    let share = taken / (100.0 * cpus);
-    if share < STRANGER_SHARE_MIN {
+    let t = measure(ctx)?;
+    if 100.0 - t.busy > IDLE_MAX || t.share() < STRANGER_SHARE_MIN {
         return None;
     }
     let strength = mean_strength(&[
-        Some(ramp(share, STRANGER_SHARE_MIN, 0.6)),
-        Some(ramp(100.0 - idle, 75.0, 98.0)),
+        Some(ramp(t.share(), STRANGER_SHARE_MIN, 0.6)),
+        Some(ramp(t.busy, 75.0, 98.0)),
     ])
     .unwrap_or(0.0);
     let confidence = (0.55 + 0.35 * strength) * ctx.data_factor();
-    let named: Vec<String> = strangers
+    // What the workload had of its cores, and what it would have without the strangers.
+    let had = (t.busy * t.cpus.len() as f64 - t.taken).max(1.0);
+    let relief = ((had + t.taken) / had).min(RELIEF_MAX);
+    let f = words(ctx, &t, confidence);
+    let mut e = Entry::claim(
+        Class::Ceiling,
+        Resource::Cpu {
+            cpus: t.cpus.clone(),
+            far: false,
+        },
+        f,
+    )
+    .sized(
+        pct(
+            t.capacity,
+            format!("the {} the workload may use", cpu_words(&t.cpus)),
+        ),
+        pct(t.taken, "taken by other programs"),
+    )
+    .relief(Relief::Factor(relief))
+    .explains(Explains::cause(cause::SATURATION))
+    .explains(Explains::cause(cause::BUFFER_DROPS))
+    .explains(Explains::cause(cause::GENERATOR_LIMITED))
+    .explains(Explains::cause(cause::UNNAMED_CEILING));
+    for c in [
+        cause::HOT_CPU,
+        cause::CPU_BOUND,
+        cause::SENDER_SATURATED,
+        cause::RECEIVER_SATURATED,
+        cause::THREAD_SATURATED,
+    ] {
+        e = e.explains(Explains::on(c, &t.cpus));
+    }
+    Some(e.with_id(format!("cpu:{}:others", join(&t.cpus))))
+}
+
+fn join(cpus: &[u32]) -> String {
+    cpus.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn cpu_words(cpus: &[u32]) -> String {
+    match cpus.len() {
+        1 => format!("CPU {}", cpus[0]),
+        _ => format!(
+            "CPUs {}",
+            cpus.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
+    let named: Vec<String> = t
+        .strangers
         .iter()
         .take(4)
-        .map(|p| {
-            let on = p
-                .last_cpu
-                .as_ref()
-                .map(|c| format!(", last on CPU {c}"))
-                .unwrap_or_default();
-            format!("{} (pid {}) {}{on}", p.comm, p.pid, fmt::pct(p.cpu_pct))
-        })
+        .map(|(p, v)| format!("{} (pid {}) {} of a core", p.comm, p.pid, fmt::pct(*v)))
         .collect();
+    let workload: Vec<String> = {
+        let mut pids: Vec<String> = ctx
+            .cpu
+            .threads
+            .iter()
+            .filter_map(|th| th.pid.map(|p| p.to_string()))
+            .collect();
+        pids.sort();
+        pids.dedup();
+        pids
+    };
     let workload_words = if workload.is_empty() {
         "no process was watched as the workload (netceil watch --pid or -- CMD marks it)"
             .to_string()
     } else {
+        format!("the workload is pid {}", workload.join(", "))
+    };
+    let whose = if ctx.cpu.restricted {
         format!(
-            "the workload is pid {}",
-            workload.iter().copied().collect::<Vec<_>>().join(", ")
+            "{} (all the workload may use: its affinity mask)",
+            cpu_words(&t.cpus)
         )
+    } else {
+        format!("the machine's {} CPUs", t.cpus.len())
+    };
+    let machine = match (ctx.cpu.restricted, t.machine_idle) {
+        (true, Some(i)) if i > 100.0 - t.busy + 5.0 => {
+            format!(
+                "; the machine as a whole was {} idle, but not where the workload could run",
+                fmt::pct(i)
+            )
+        }
+        _ => String::new(),
     };
     let mut f = finding(
         cause::CPU_CONTENTION,
         format!(
-            "Other programs took the CPU the network work needed: {} used {} of the machine's {} CPUs ({} of a core in all), while the machine was {} idle; none of them is part of the workload ({workload_words}).",
+            "Other programs took the CPU the workload needed: {} used {} of {whose} ({} of a core in all), while those cores were {} idle{machine}; none of them is part of the workload ({workload_words}).",
             named.join(", "),
-            fmt::pct(share * 100.0),
-            cpus,
-            fmt::pct(taken),
-            fmt::pct(idle)
+            fmt::pct(t.share() * 100.0),
+            fmt::pct(t.taken),
+            fmt::pct(100.0 - t.busy),
         ),
         confidence,
     );
-    for p in strangers.iter().take(4) {
+    for (p, v) in t.strangers.iter().take(4) {
+        let on: Vec<String> = p
+            .by_cpu
+            .iter()
+            .filter(|(c, _)| t.cpus.contains(c))
+            .map(|(c, v)| format!("CPU {c} {}", fmt::pct(*v)))
+            .collect();
         f.evidence.push(ctx.ev(
             format!("{}{{pid={}}}", n::PROC_CPU_PCT, p.pid),
-            Some(p.cpu_pct),
+            Some(*v),
             format!(
-                "{} (pid {}) at {} of a core",
+                "{} (pid {}) at {} of a core ({})",
                 p.comm,
                 p.pid,
-                fmt::pct(p.cpu_pct)
+                fmt::pct(*v),
+                on.join(", ")
             ),
         ));
     }
     f.evidence.push(ctx.ev(
-        n::CPU_IDLE_PCT,
-        Some(idle),
-        format!("machine {} idle", fmt::pct(idle)),
+        format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, join(&t.cpus)),
+        Some(t.busy),
+        format!("{} {} busy", cpu_words(&t.cpus), fmt::pct(t.busy)),
     ));
     f.advice.push(advice(
         "move or throttle the other programs: renice, a cgroup cpu.max, or another machine",
@@ -186,10 +254,10 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         Some("the other programs then share fewer cores"),
     ));
     f.alternatives.push(
-        "the workload CPU-bound on its own: ruled out, most of the busy CPU went to other processes"
+        "the workload CPU-bound on its own: ruled out, much of its cores' busy time went to other processes"
             .into(),
     );
-    Some(f)
+    f
 }
 
 #[cfg(test)]

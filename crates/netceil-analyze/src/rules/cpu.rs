@@ -1,155 +1,310 @@
-//! CPU ceilings: one hot core, or all of them busy.
+//! CPU ceilings: one or several hot cores, all the cores the workload may use, or threads of
+//! the workload crowded onto one core.
 //!
-//! **One hot CPU.** A machine-wide average of 50 % on two cores can be one core at 100 % and
-//! one idle: averages hide the binding core. The rule looks at each CPU over the load phase and
-//! fires when the busiest is at ≥ 85 % while the others average ≤ 70 %. When the hot core's
-//! time is mostly kernel (system + softirq + irq), the network receive path is pinned to it —
-//! a single RX queue, IRQ affinity, RPS off — and the interrupt and NET_RX softirq counts per
-//! CPU show where they land. When it is mostly user time, one application thread is the limit.
-//! Confidence: floor 0.45, band 0.5; strengths: the hot core's busy % (85 → 0, 97 → 1) and the
-//! others' headroom (their mean 70 % → 0, 30 % → 1); × data and network factors.
+//! **Capacity is what the workload may use** (see `resources.rs`): the cores are the ones its
+//! affinity mask allows, so a workload held to CPU 0 with CPU 0 full is CPU-bound, however idle
+//! CPU 1 is.
 //!
-//! **CPU-bound overall.** Every core ≥ 80 % and the machine ≥ 85 % busy under network load. The
-//! cost per packet and per byte says which binds: small packets (≤ 512 B on average) spend
-//! their CPU per packet, large ones per byte. Confidence: floor 0.45, band 0.45; strength: the
-//! machine's busy % (85 → 0, 98 → 1).
+//! **Hot cores.** A machine-wide average of 50 % on two cores can be one core at 100 % and one
+//! idle: averages hide the binding core. Every core the workload may use at ≥ 85 % while the
+//! others average ≤ 70 % is hot, and several hot cores are named together. When a hot core's
+//! time is mostly kernel (system + softirq + irq), the receive path is pinned to it (a single
+//! RX queue, IRQ affinity, RPS off); when it is mostly user time, an application thread is.
+//! Confidence: floor 0.45, band 0.5; strengths: the hot cores' busy % (85 → 0, 97 → 1) and
+//! the others' headroom (their mean 70 % → 0, 30 % → 1); × data and network factors.
+//!
+//! **Threads sharing a core.** Two or more busy threads of the workload whose usual core is
+//! the same full core (a sender and receiver pinned together) compete for it: that core is
+//! their ceiling whatever the other cores do. Floor 0.45, band 0.45; strengths: the core's busy
+//! % (85 → 0, 97 → 1) and the other cores' room (90 % → 0, 40 % → 1).
+//!
+//! **All cores busy.** Every core the workload may use ≥ 80 % and their mean ≥ 85 % under
+//! network load. The cost per packet and per byte says which binds: small packets (≤ 512 B on
+//! average) spend their CPU per packet, large ones per byte. Floor 0.45, band 0.45; strength:
+//! the mean busy % (85 → 0, 98 → 1), × a kernel factor (a CPU full of user time may be busy
+//! with something else).
+//!
+//! In the ledger each is a CPU entry sized as busy time against 100 % per core. What it
+//! explains is measured, not assumed: the threads of the workload starved on those cores
+//! (they wanted more than they got while the core was full), and what that causes: drops at a
+//! starved reader's socket, a starved sender's shortfall, loss.
 
-use netceil_model::{names as n, Finding};
+use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx, Os};
 use crate::fmt;
+use crate::ledger::{pct, Class, Entry, Explains};
+use crate::resources::{Core, WorkThread};
 use crate::stats::{mean, ramp};
 
-/// The busiest CPU must be at least this busy (%).
+/// A core the workload may use is hot from this busy share (%).
 pub const HOT_CPU_MIN_PCT: f64 = 85.0;
-/// The other CPUs must average at most this (%).
+/// The other cores must average at most this (%) for the hot ones to stand out.
 pub const OTHERS_MAX_PCT: f64 = 70.0;
+/// All cores busy: each at least this (%)…
+pub const EACH_BUSY_MIN_PCT: f64 = 80.0;
+/// …and their mean at least this (%).
+pub const ALL_BUSY_MIN_PCT: f64 = 85.0;
+/// A thread counts towards a shared core from this share of a core (%).
+const SHARING_THREAD_MIN_PCT: f64 = 10.0;
+/// Mean packet size (bytes) up to which per-packet cost is taken to bind.
+const SMALL_PACKET_BYTES: f64 = 512.0;
 
-/// One core saturated while the others had room.
-pub fn hot_cpu(ctx: &Ctx) -> Option<Finding> {
-    // A paced run that reached its rate was not capped by a core, however busy: a loss on the
-    // way is a buffer's (the buffer rule), not this ceiling.
-    if !ctx.net_possible() || ctx.offered_met() || ctx.rate_met() {
+fn cpu_list(cpus: &[u32]) -> String {
+    let words: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    match words.len() {
+        1 => format!("CPU {}", words[0]),
+        _ => format!("CPUs {}", words.join(", ")),
+    }
+}
+
+fn cpu_resource(cpus: &[u32]) -> Resource {
+    Resource::Cpu {
+        cpus: cpus.to_vec(),
+        far: false,
+    }
+}
+
+/// "its affinity mask allows CPUs 0, 1 of 4" when the workload was restricted.
+fn mask_words(ctx: &Ctx) -> String {
+    if !ctx.cpu.restricted {
+        return String::new();
+    }
+    format!(
+        " (the workload may use only {}: its affinity mask; {} {} idle did not help it)",
+        cpu_list(&ctx.cpu.cpus()),
+        if ctx.cpu.outside.len() == 1 {
+            "the other CPU"
+        } else {
+            "the other CPUs"
+        },
+        fmt::pct(
+            100.0
+                - mean(&ctx.cpu.outside.iter().map(|c| c.busy).collect::<Vec<_>>()).unwrap_or(0.0)
+        )
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hot cores
+
+/// The measured facts of hot cores.
+struct Hot {
+    cores: Vec<Core>,
+    others_mean: f64,
+    others: usize,
+    /// Kernel share of the hot cores' time, mean %.
+    kernel: Option<f64>,
+    net_rx_share: Option<f64>,
+    irq_share: Option<f64>,
+    rx_queues: Option<usize>,
+    nic_queues: Option<u32>,
+}
+
+impl Hot {
+    fn cpus(&self) -> Vec<u32> {
+        self.cores.iter().map(|c| c.cpu).collect()
+    }
+
+    fn busy(&self) -> f64 {
+        mean(&self.cores.iter().map(|c| c.busy).collect::<Vec<_>>()).unwrap_or(0.0)
+    }
+
+    fn kernel_bound(&self) -> bool {
+        self.kernel.is_some_and(|k| k >= 0.5 * self.busy())
+    }
+}
+
+/// A paced run that reached its rate was not capped by a core, however busy: a loss on the
+/// way is a buffer's, not a CPU ceiling.
+fn cpu_could_bind(ctx: &Ctx) -> bool {
+    ctx.net_possible() && !ctx.offered_met() && !ctx.rate_met()
+}
+
+fn measure_hot(ctx: &Ctx) -> Option<Hot> {
+    let cores = &ctx.cpu.cores;
+    if cores.len() < 2 {
         return None;
     }
-    let busy = ctx.per_cpu_busy_for_work();
-    if busy.len() < 2 {
+    let (hot, rest): (Vec<&Core>, Vec<&Core>) =
+        cores.iter().partition(|c| c.busy >= HOT_CPU_MIN_PCT);
+    if hot.is_empty() || rest.is_empty() {
         return None;
     }
-    let &(hot, hot_busy) = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let others: Vec<f64> = busy
-        .iter()
-        .filter(|(c, _)| *c != hot)
-        .map(|(_, b)| *b)
-        .collect();
-    let others_mean = mean(&others)?;
-    if hot_busy < HOT_CPU_MIN_PCT || others_mean > OTHERS_MAX_PCT {
-        return shared_core(ctx, &busy);
+    let others_mean = mean(&rest.iter().map(|c| c.busy).collect::<Vec<_>>())?;
+    if others_mean > OTHERS_MAX_PCT {
+        return None;
     }
-    let kernel = ctx
-        .per_cpu_kernel()
-        .into_iter()
-        .find(|(c, _)| *c == hot)
-        .map(|(_, k)| k);
-    let kernel_bound = kernel.is_some_and(|k| k >= 0.5 * hot_busy);
-    let strength = (ramp(hot_busy, 85.0, 97.0) + ramp(others_mean, 70.0, 30.0)) / 2.0;
-    let confidence = (0.45 + 0.5 * strength) * ctx.data_factor() * ctx.net_factor();
-
+    let hot_cpus: Vec<u32> = hot.iter().map(|c| c.cpu).collect();
     let share_on_hot = |name: &str| -> Option<f64> {
         let per = ctx.per_cpu(name);
         let total: f64 = per.iter().map(|(_, v)| v).sum();
-        let on_hot = per.iter().find(|(c, _)| *c == hot).map(|(_, v)| *v)?;
-        (total > 100.0).then(|| on_hot / total)
+        let on: f64 = per
+            .iter()
+            .filter(|(c, _)| hot_cpus.contains(c))
+            .map(|(_, v)| v)
+            .sum();
+        (total > 100.0 && per.iter().any(|(c, _)| hot_cpus.contains(c))).then(|| on / total)
     };
-    let net_rx_share = share_on_hot(n::SOFTIRQ_NET_RX_PER_S);
-    let irq_share = share_on_hot(n::NIC_IRQ_PER_S);
+    Some(Hot {
+        kernel: mean(&hot.iter().filter_map(|c| c.kernel).collect::<Vec<_>>()),
+        cores: hot.into_iter().cloned().collect(),
+        others_mean,
+        others: rest.len(),
+        net_rx_share: share_on_hot(n::SOFTIRQ_NET_RX_PER_S),
+        irq_share: share_on_hot(n::NIC_IRQ_PER_S),
+        rx_queues: active_rx_queues(ctx),
+        nic_queues: ctx
+            .run
+            .meta
+            .host
+            .nics
+            .iter()
+            .filter_map(|nic| nic.rx_queues)
+            .max(),
+    })
+}
 
-    let what = if kernel_bound {
-        format!(
-            "{} of it in the kernel (system + softirq)",
-            fmt::pct(kernel.unwrap_or(0.0))
+/// One or several cores saturated while the others had room.
+pub fn hot_cpu(ctx: &Ctx) -> Option<Entry> {
+    if !cpu_could_bind(ctx) {
+        return None;
+    }
+    if let Some(e) = shared_core(ctx) {
+        return Some(e);
+    }
+    let hot = measure_hot(ctx)?;
+    let strength = (ramp(hot.busy(), 85.0, 97.0) + ramp(hot.others_mean, 70.0, 30.0)) / 2.0;
+    let confidence = (0.45 + 0.5 * strength) * ctx.data_factor() * ctx.net_factor();
+    let cpus = hot.cpus();
+    let used: f64 = hot.cores.iter().map(|c| c.busy).sum();
+    let f = hot_words(ctx, &hot, confidence);
+    let mut e = Entry::claim(Class::Ceiling, cpu_resource(&cpus), f)
+        .sized(
+            pct(
+                100.0 * cpus.len() as f64,
+                format!("{} ({} % each)", cpu_list(&cpus), 100),
+            ),
+            pct(used, "busy, /proc/stat"),
         )
-    } else {
-        "most of it in user space".to_string()
-    };
-    let rx_queues = active_rx_queues(ctx);
-    let nic_queues = ctx
-        .run
-        .meta
-        .host
-        .nics
-        .iter()
-        .filter_map(|nic| nic.rx_queues)
-        .max();
-    let why = if !kernel_bound {
+        .scaling();
+    for x in ctx.cpu.starvation_explains(&cpus) {
+        e = e.explains(x);
+    }
+    Some(e)
+}
+
+/// Why the receive work is on the hot cores, when the counters say.
+fn placement_words(ctx: &Ctx, hot: &Hot) -> String {
+    let cpus = hot.cpus();
+    let one = cpus.len() == 1;
+    if !hot.kernel_bound() {
         String::new()
     } else if ctx.loopback_only() {
         // Loopback has no NIC queues: its receive work runs where the sender runs.
         "; on loopback the receive softirq runs on the sending thread's core".to_string()
-    } else if rx_queues == Some(1) || (rx_queues.is_none() && nic_queues == Some(1)) {
+    } else if hot.rx_queues == Some(1) || (hot.rx_queues.is_none() && hot.nic_queues == Some(1)) {
         "; the NIC has a single receive queue, so all receive work lands on one core".to_string()
-    } else if irq_share.is_some_and(|s| s > 0.8) {
-        format!("; the NIC's interrupts all land on CPU {hot} (IRQ affinity)")
-    } else if net_rx_share.is_some_and(|s| s > 0.8) {
-        format!("; the NET_RX softirqs all run on CPU {hot} (RPS off, or one flow)")
+    } else if hot.irq_share.is_some_and(|s| s > 0.8) {
+        format!(
+            "; the NIC's interrupts all land on {} (IRQ affinity)",
+            cpu_list(&cpus)
+        )
+    } else if hot.net_rx_share.is_some_and(|s| s > 0.8) {
+        format!(
+            "; the NET_RX softirqs all run on {} (RPS off, or {})",
+            cpu_list(&cpus),
+            if one { "one flow" } else { "few flows" }
+        )
     } else {
         String::new()
+    }
+}
+
+fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
+    let cpus = hot.cpus();
+    let busy_words: Vec<String> = hot
+        .cores
+        .iter()
+        .map(|c| format!("CPU {} {}", c.cpu, fmt::pct(c.busy)))
+        .collect();
+    let what = if hot.kernel_bound() {
+        format!(
+            "{} of it in the kernel (system + softirq)",
+            fmt::pct(hot.kernel.unwrap_or(0.0))
+        )
+    } else {
+        "most of it in user space".to_string()
     };
-    let machine = ctx.machine_busy().map(|(b, _)| b);
-    let hides = machine
-        .map(|m| format!("; the machine-wide average of {} hides it", fmt::pct(m)))
+    let hides = ctx
+        .machine_busy()
+        .map(|(b, _)| format!("; the machine-wide average of {} hides it", fmt::pct(b)))
         .unwrap_or_default();
+    let head = if cpus.len() == 1 {
+        format!(
+            "One CPU was the ceiling: CPU {} was {} busy",
+            cpus[0],
+            fmt::pct(hot.busy())
+        )
+    } else {
+        format!(
+            "{} CPUs were the ceiling, each saturated ({})",
+            cpus.len(),
+            busy_words.join(", ")
+        )
+    };
     let mut f = finding(
         cause::HOT_CPU,
         format!(
-            "One CPU was the ceiling: CPU {hot} was {} busy {}, {what}, while the other {} averaged {}{hides}{why}.",
-            fmt::pct(hot_busy),
+            "{head} {}, {what}, while the other {} averaged {}{hides}{}{}.",
             ctx.window_words(),
-            if others.len() == 1 { "CPU".to_string() } else { format!("{} CPUs", others.len()) },
-            fmt::pct(others_mean),
+            if hot.others == 1 {
+                "CPU".to_string()
+            } else {
+                format!("{} CPUs", hot.others)
+            },
+            fmt::pct(hot.others_mean),
+            mask_words(ctx),
+            placement_words(ctx, hot),
         ),
         confidence,
     );
-    let id = |name: &str| format!("{name}{{cpu={hot}}}");
-    f.evidence.push(ctx.ev(
-        id(n::CPU_BUSY_PCT),
-        Some(hot_busy),
-        format!("CPU {hot} busy {}", fmt::pct(hot_busy)),
-    ));
-    if let Some(k) = kernel {
+    for c in &hot.cores {
         f.evidence.push(ctx.ev(
-            id(n::CPU_SYSTEM_PCT),
-            Some(k),
-            format!("CPU {hot} in system + softirq + irq {}", fmt::pct(k)),
+            format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, c.cpu),
+            Some(c.busy),
+            format!("CPU {} busy {}", c.cpu, fmt::pct(c.busy)),
         ));
+        if let Some(k) = c.kernel {
+            f.evidence.push(ctx.ev(
+                format!("{}{{cpu={}}}", n::CPU_SYSTEM_PCT, c.cpu),
+                Some(k),
+                format!("CPU {} in system + softirq + irq {}", c.cpu, fmt::pct(k)),
+            ));
+        }
     }
     f.evidence.push(ctx.ev(
         n::CPU_BUSY_PCT,
-        Some(others_mean),
-        format!("the other CPUs averaged {} busy", fmt::pct(others_mean)),
+        Some(hot.others_mean),
+        format!("the other CPUs averaged {} busy", fmt::pct(hot.others_mean)),
     ));
-    if let Some(s) = net_rx_share {
+    let on = cpu_list(&cpus);
+    if let Some(s) = hot.net_rx_share {
         f.evidence.push(ctx.ev(
-            id(n::SOFTIRQ_NET_RX_PER_S),
+            format!("{}{{cpu={}}}", n::SOFTIRQ_NET_RX_PER_S, cpus[0]),
             Some(s * 100.0),
-            format!(
-                "{} of NET_RX softirqs ran on CPU {hot}",
-                fmt::pct(s * 100.0)
-            ),
+            format!("{} of NET_RX softirqs ran on {on}", fmt::pct(s * 100.0)),
         ));
     }
-    if let Some(s) = irq_share {
+    if let Some(s) = hot.irq_share {
         f.evidence.push(ctx.ev(
-            id(n::NIC_IRQ_PER_S),
+            format!("{}{{cpu={}}}", n::NIC_IRQ_PER_S, cpus[0]),
             Some(s * 100.0),
-            format!(
-                "{} of NIC interrupts landed on CPU {hot}",
-                fmt::pct(s * 100.0)
-            ),
+            format!("{} of NIC interrupts landed on {on}", fmt::pct(s * 100.0)),
         ));
     }
-    if let Some(q) = rx_queues {
+    if let Some(q) = hot.rx_queues {
         f.evidence.push(ctx.ev(
             n::IRQ_PER_S,
             Some(q as f64),
@@ -161,137 +316,134 @@ pub fn hot_cpu(ctx: &Ctx) -> Option<Finding> {
     }
     f.alternatives.push(format!(
         "CPU-bound overall ruled out: the other CPUs averaged {} busy",
-        fmt::pct(others_mean)
+        fmt::pct(hot.others_mean)
     ));
-    if kernel_bound {
-        let linux = ctx.os() != Os::FreeBsd;
-        if rx_queues == Some(1) || net_rx_share.is_some_and(|s| s > 0.8) {
-            f.alternatives.push(
-                "a single flow also hashes to one queue: more queues only help with more flows"
-                    .into(),
-            );
-        }
-        if linux && ctx.loopback_only() {
-            // Loopback has no queues or interrupts to spread; its packets go through the
-            // per-CPU backlog, which RPS does steer.
-            f.alternatives.push(
-                "more NIC queues and interrupt affinity do not apply: the traffic crossed loopback only"
-                    .into(),
-            );
-            f.advice.push(advice(
-                "RPS on loopback: echo <cpu mask> > /sys/class/net/lo/queues/rx-0/rps_cpus",
-                format!("receive protocol processing leaves CPU {hot} for the CPUs in the mask"),
-                Some("costs an inter-processor interrupt per batch; per-flow, so one flow still uses one core; more flows (--flows) spread only with RPS on"),
-            ));
-        } else if linux {
-            f.advice.push(advice(
-                "more RX queues: ethtool -L IF combined N (RSS)",
-                "receive processing spreads over N cores",
-                Some("one flow still lands on one queue; needs a NIC with several queues"),
-            ));
-            f.advice.push(advice(
-                "IRQ affinity: spread /proc/irq/N/smp_affinity_list over the cores (or irqbalance)",
-                format!("interrupts and NET_RX leave CPU {hot}"),
-                Some("keep the IRQ and the receiving thread on the same NUMA node"),
-            ));
-            f.advice.push(advice(
-                "RPS: echo <cpu mask> > /sys/class/net/IF/queues/rx-0/rps_cpus",
-                "protocol processing spreads over the CPUs in the mask, even with one RX queue",
-                Some("costs an inter-processor interrupt per batch; per-flow, so one flow still uses one core"),
-            ));
-        } else {
-            f.advice.push(advice(
-                "more queues or RSS (the driver's sysctls), and cpuset -l to pin the interrupt threads apart",
-                "receive processing spreads over cores",
-                Some("one flow still lands on one queue"),
-            ));
-        }
-    } else {
+    hot_advice(ctx, hot, &mut f);
+    f.next = Some(format!(
+        "per-CPU interrupts (/proc/interrupts) and softirqs (/proc/softirqs), and top -H, during the run tell what runs on {on}"
+    ));
+    f
+}
+
+fn hot_advice(ctx: &Ctx, hot: &Hot, f: &mut Finding) {
+    let on = cpu_list(&hot.cpus());
+    if !hot.kernel_bound() {
         f.advice.push(advice(
             "more receiving threads and sockets (SO_REUSEPORT), or move the thread off the interrupt CPU (taskset)",
             "the application's share spreads over cores",
             Some("a single flow read by one socket stays on one thread"),
         ));
+        return;
     }
-    f.next = Some(format!(
-        "per-CPU interrupts (/proc/interrupts) and softirqs (/proc/softirqs), and top -H, during the run tell what runs on CPU {hot}"
-    ));
-    Some(f)
+    let linux = ctx.os() != Os::FreeBsd;
+    if hot.rx_queues == Some(1) || hot.net_rx_share.is_some_and(|s| s > 0.8) {
+        f.alternatives.push(
+            "a single flow also hashes to one queue: more queues only help with more flows".into(),
+        );
+    }
+    if linux && ctx.loopback_only() {
+        // Loopback has no queues or interrupts to spread; its packets go through the per-CPU
+        // backlog, which RPS does steer.
+        f.alternatives.push(
+            "more NIC queues and interrupt affinity do not apply: the traffic crossed loopback only"
+                .into(),
+        );
+        f.advice.push(advice(
+            "RPS on loopback: echo <cpu mask> > /sys/class/net/lo/queues/rx-0/rps_cpus",
+            format!("receive protocol processing leaves {on} for the CPUs in the mask"),
+            Some("costs an inter-processor interrupt per batch; per-flow, so one flow still uses one core; more flows (--flows) spread only with RPS on"),
+        ));
+    } else if linux {
+        f.advice.push(advice(
+            "more RX queues: ethtool -L IF combined N (RSS)",
+            "receive processing spreads over N cores",
+            Some("one flow still lands on one queue; needs a NIC with several queues"),
+        ));
+        f.advice.push(advice(
+            "IRQ affinity: spread /proc/irq/N/smp_affinity_list over the cores (or irqbalance)",
+            format!("interrupts and NET_RX leave {on}"),
+            Some("keep the IRQ and the receiving thread on the same NUMA node"),
+        ));
+        f.advice.push(advice(
+            "RPS: echo <cpu mask> > /sys/class/net/IF/queues/rx-0/rps_cpus",
+            "protocol processing spreads over the CPUs in the mask, even with one RX queue",
+            Some("costs an inter-processor interrupt per batch; per-flow, so one flow still uses one core"),
+        ));
+    } else {
+        f.advice.push(advice(
+            "more queues or RSS (the driver's sysctls), and cpuset -l to pin the interrupt threads apart",
+            "receive processing spreads over cores",
+            Some("one flow still lands on one queue"),
+        ));
+    }
 }
 
-/// A recorded thread's mean CPU % and the CPU it ran on most often over the load rows.
-struct ThreadOnCpu {
-    comm: String,
-    tid: String,
-    cpu_pct: f64,
-    cpu: u32,
-    preempted_per_s: Option<f64>,
-}
+// ---------------------------------------------------------------------------------------------
+// Threads sharing a core
 
-/// Busy threads (≥ 10 % of a core) of the recorded processes, with their usual CPU.
-fn busy_threads(ctx: &Ctx) -> Vec<ThreadOnCpu> {
-    let s = ctx.series();
-    let mut out = Vec::new();
-    for m in s.by_name(n::THREAD_CPU_PCT) {
-        let Some(cpu_pct) = ctx.mean_of(m).filter(|c| *c >= 10.0) else {
-            continue;
-        };
-        let with = |name: &str| netceil_model::MetricId {
-            name: name.into(),
-            labels: m.id.labels.clone(),
-        };
-        let Some(last) = s.get(&with(n::THREAD_LAST_CPU)) else {
-            continue;
-        };
-        let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-        for v in ctx.values(last) {
-            *counts.entry(v as u32).or_default() += 1;
+/// The busy threads of the workload on one full core, when there are two or more.
+fn sharing<'a>(ctx: &'a Ctx) -> Option<(Core, Vec<&'a WorkThread>)> {
+    let allowed = ctx.cpu.cpus();
+    let mut best: Option<(Core, Vec<&WorkThread>)> = None;
+    for core in ctx.cpu.cores.iter().filter(|c| c.busy >= HOT_CPU_MIN_PCT) {
+        let mut group: Vec<&WorkThread> = ctx
+            .cpu
+            .threads_on(core.cpu)
+            .filter(|t| t.cpu_pct >= SHARING_THREAD_MIN_PCT)
+            .collect();
+        group.sort_by_key(|t| t.tid);
+        if group.len() >= 2
+            && allowed.contains(&core.cpu)
+            && best.as_ref().is_none_or(|(_, g)| group.len() > g.len())
+        {
+            best = Some((core.clone(), group));
         }
-        let Some((&cpu, _)) = counts.iter().max_by_key(|(_, n)| **n) else {
-            continue;
-        };
-        out.push(ThreadOnCpu {
-            comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
-            tid: m.id.label(n::LABEL_TID).unwrap_or("?").to_string(),
-            cpu_pct,
-            cpu,
-            preempted_per_s: s
-                .get(&with(n::THREAD_NONVOLUNTARY_CS_PER_S))
-                .and_then(|p| ctx.mean_of(p)),
-        });
     }
-    out
+    best
 }
 
-/// Several busy threads of the workload sharing one saturated core while the machine has
-/// others (a sender and receiver pinned together with taskset): their ceiling is that one
-/// core, whatever else runs on the other CPUs. Confidence: floor 0.45, band 0.45; strengths:
-/// the core's busy % (85 → 0, 97 → 1) and the other CPUs' room (90 % busy → 0, 40 % → 1).
-fn shared_core(ctx: &Ctx, busy: &[(u32, f64)]) -> Option<Finding> {
-    let threads = busy_threads(ctx);
-    let mut by_cpu: std::collections::BTreeMap<u32, Vec<&ThreadOnCpu>> =
-        std::collections::BTreeMap::new();
-    for t in &threads {
-        by_cpu.entry(t.cpu).or_default().push(t);
-    }
-    let (cpu, group) = by_cpu
-        .into_iter()
-        .filter(|(_, g)| g.len() >= 2)
-        .max_by_key(|(_, g)| g.len())?;
-    let cpu_busy = busy.iter().find(|(c, _)| *c == cpu).map(|(_, b)| *b)?;
-    if cpu_busy < HOT_CPU_MIN_PCT {
-        return None;
-    }
-    let others_busy: Vec<f64> = busy
-        .iter()
-        .filter(|(c, _)| *c != cpu)
-        .map(|(_, b)| *b)
-        .collect();
-    let others_mean = mean(&others_busy).unwrap_or(0.0);
+/// Several busy threads of the workload sharing one saturated core: their ceiling is that
+/// core, whatever else runs on the other CPUs.
+fn shared_core(ctx: &Ctx) -> Option<Entry> {
+    let (core, group) = sharing(ctx)?;
+    let others: Vec<&Core> = ctx.cpu.cores.iter().filter(|c| c.cpu != core.cpu).collect();
+    let others_mean = mean(&others.iter().map(|c| c.busy).collect::<Vec<_>>()).unwrap_or(0.0);
     // Sharing a core while another idles says "affinity"; when every core is full the
     // scheduler had no better place, and the finding says less.
-    let strength = (ramp(cpu_busy, 85.0, 97.0) + ramp(others_mean, 90.0, 40.0)) / 2.0;
+    let strength = (ramp(core.busy, 85.0, 97.0) + ramp(others_mean, 90.0, 40.0)) / 2.0;
     let confidence = (0.45 + 0.45 * strength) * ctx.data_factor() * ctx.net_factor();
+    let cpu = core.cpu;
+    let f = shared_words(ctx, &core, &group, &others, others_mean, confidence);
+    let mut e = Entry::claim(Class::Ceiling, cpu_resource(&[cpu]), f)
+        .sized(
+            pct(100.0, format!("CPU {cpu}")),
+            pct(core.busy, "busy, /proc/stat"),
+        )
+        .scaling()
+        .explains(Explains::cause(cause::SATURATION))
+        .explains(Explains::cause(cause::BUFFER_DROPS))
+        .explains(Explains::cause(cause::GENERATOR_LIMITED));
+    // The threads crowded onto the core were each given part of it: none is a ceiling alone.
+    for c in [
+        cause::SENDER_SATURATED,
+        cause::RECEIVER_SATURATED,
+        cause::THREAD_SATURATED,
+        cause::CPU_BOUND,
+    ] {
+        e = e.explains(Explains::on(c, &[cpu]));
+    }
+    Some(e)
+}
+
+fn shared_words(
+    ctx: &Ctx,
+    core: &Core,
+    group: &[&WorkThread],
+    others: &[&Core],
+    others_mean: f64,
+    confidence: f64,
+) -> Finding {
+    let cpu = core.cpu;
     let names: Vec<String> = group
         .iter()
         .map(|t| format!("{} ({})", t.comm, t.tid))
@@ -300,17 +452,18 @@ fn shared_core(ctx: &Ctx, busy: &[(u32, f64)]) -> Option<Finding> {
     let mut f = finding(
         cause::HOT_CPU,
         format!(
-            "One CPU was the ceiling: {} all ran on CPU {cpu}, which was {} busy {}; together they got {} of it and competed for the one core.",
+            "One CPU was the ceiling: {} all ran on CPU {cpu}, which was {} busy {}; together they got {} of it and competed for the one core{}.",
             names.join(", "),
-            fmt::pct(cpu_busy),
+            fmt::pct(core.busy),
             ctx.window_words(),
-            fmt::pct(share)
+            fmt::pct(share),
+            mask_words(ctx)
         ),
         confidence,
     );
-    for t in &group {
+    for t in group {
         let preempted = t
-            .preempted_per_s
+            .nonvoluntary_cs
             .filter(|p| *p >= 100.0)
             .map(|p| format!(", preempted {}", fmt::per_s(p)))
             .unwrap_or_default();
@@ -326,21 +479,25 @@ fn shared_core(ctx: &Ctx, busy: &[(u32, f64)]) -> Option<Finding> {
     }
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={cpu}}}", n::CPU_BUSY_PCT),
-        Some(cpu_busy),
-        format!("CPU {cpu} busy {}", fmt::pct(cpu_busy)),
+        Some(core.busy),
+        format!("CPU {cpu} busy {}", fmt::pct(core.busy)),
     ));
-    let others: Vec<String> = busy
+    let listed: Vec<String> = others
         .iter()
-        .filter(|(c, _)| *c != cpu)
-        .map(|(c, b)| format!("CPU {c} {}", fmt::pct(*b)))
+        .map(|c| format!("CPU {} {}", c.cpu, fmt::pct(c.busy)))
         .collect();
-    f.alternatives.push(if others_mean >= 85.0 {
+    f.alternatives.push(if others.is_empty() {
+        "the workload may use no other CPU: its affinity mask holds it to this one".to_string()
+    } else if others_mean >= 85.0 {
         format!(
             "the other CPUs were busy too ({}): the scheduler had nowhere better to put them, or an affinity mask kept them together",
-            others.join(", ")
+            listed.join(", ")
         )
     } else {
-        format!("the other CPUs had room ({}): an affinity mask or pinning keeps these threads on CPU {cpu}", others.join(", "))
+        format!(
+            "the other CPUs had room ({}): an affinity mask or pinning keeps these threads on CPU {cpu}",
+            listed.join(", ")
+        )
     });
     f.advice.push(advice(
         "run the sender and receiver on different cores (taskset -c / cpuset), or drop the affinity mask",
@@ -348,7 +505,7 @@ fn shared_core(ctx: &Ctx, busy: &[(u32, f64)]) -> Option<Finding> {
         Some("on a busy machine the other cores' own load still competes"),
     ));
     f.next = Some("ps -L -o tid,psr,pcpu,comm -p PID shows which core each thread runs on".into());
-    Some(f)
+    f
 }
 
 /// The number of NIC receive-queue interrupts that carried traffic, when the series has them.
@@ -367,92 +524,167 @@ fn active_rx_queues(ctx: &Ctx) -> Option<usize> {
     (any && active > 0).then_some(active)
 }
 
-/// All cores busy under network load: say which cost binds, per packet or per byte.
-pub fn cpu_bound(ctx: &Ctx) -> Option<Finding> {
-    if !ctx.net_possible() || ctx.offered_met() || ctx.rate_met() {
-        return None;
-    }
-    let (busy, metric) = ctx.machine_busy_for_work()?;
-    if busy < 85.0 {
-        return None;
-    }
-    let per_cpu = ctx.per_cpu_busy_for_work();
-    let min_core = per_cpu
-        .iter()
-        .map(|(_, b)| *b)
-        .fold(f64::INFINITY, f64::min);
-    if !per_cpu.is_empty() && min_core < 80.0 {
+// ---------------------------------------------------------------------------------------------
+// All cores busy
+
+struct AllBusy {
+    /// Mean busy % over the cores the workload may use (or the machine's, without per-CPU
+    /// figures), and the metric it came from.
+    busy: f64,
+    metric: String,
+    cores: Vec<Core>,
+    min_core: Option<f64>,
+    kernel_frac: Option<f64>,
+    per_packet_ns: Option<(f64, f64, String)>,
+    per_byte_ns: Option<(f64, f64, String)>,
+    bytes_per_pkt: Option<f64>,
+}
+
+fn measure_all_busy(ctx: &Ctx) -> Option<AllBusy> {
+    let cores = ctx.cpu.cores.clone();
+    let (busy, metric) = if cores.is_empty() {
+        let (b, m) = ctx.machine_busy_for_work()?;
+        (b, m.to_string())
+    } else {
+        (
+            mean(&cores.iter().map(|c| c.busy).collect::<Vec<_>>())?,
+            format!("{}{{cpu=*}}", n::CPU_BUSY_PCT),
+        )
+    };
+    let min_core = cores.iter().map(|c| c.busy).reduce(f64::min);
+    if busy < ALL_BUSY_MIN_PCT || min_core.is_some_and(|m| m < EACH_BUSY_MIN_PCT) {
         return None;
     }
     // Network work runs mostly in the kernel; a CPU full of user time may be busy with
     // something else, so it counts less.
-    let kernel: Option<f64> = [n::CPU_SYSTEM_PCT, n::CPU_SOFTIRQ_PCT, n::CPU_IRQ_PCT]
-        .iter()
-        .map(|m| ctx.total_mean(m))
-        .try_fold(0.0, |acc, v| match (acc, v) {
-            (a, Some(v)) => Some(a + v),
-            (a, None) => Some(a),
+    let kernel = if cores.iter().all(|c| c.kernel.is_some()) && !cores.is_empty() {
+        mean(&cores.iter().filter_map(|c| c.kernel).collect::<Vec<_>>())
+    } else {
+        ctx.total_mean(n::CPU_SYSTEM_PCT).map(|sys| {
+            sys + ctx.total_mean(n::CPU_SOFTIRQ_PCT).unwrap_or(0.0)
+                + ctx.total_mean(n::CPU_IRQ_PCT).unwrap_or(0.0)
         })
-        .filter(|_| ctx.total_mean(n::CPU_SYSTEM_PCT).is_some());
-    let kernel_frac = kernel.map(|k| k / busy.max(1e-9));
-    let kernel_factor = kernel_frac.map_or(1.0, |k| 0.7 + 0.3 * ramp(k, 0.2, 0.6));
-    let confidence = (0.45 + 0.45 * ramp(busy, 85.0, 98.0))
-        * ctx.data_factor()
-        * ctx.net_factor()
-        * kernel_factor;
-    let cpus = ctx.cpus();
+    };
+    let ncpu = if cores.is_empty() {
+        ctx.cpus().map(f64::from)
+    } else {
+        Some(cores.len() as f64)
+    };
+    let cpu_s_per_s = ncpu.map(|c| busy / 100.0 * c);
     let pkt = ctx.packet_rate();
     let thr = ctx.throughput();
+    let per_packet_ns = match (cpu_s_per_s, &pkt) {
+        (Some(c), Some((p, m))) if *p > 0.0 => Some((c / p * 1e9, *p, m.clone())),
+        _ => None,
+    };
+    let per_byte_ns = match (cpu_s_per_s, &thr) {
+        (Some(c), Some(t)) if t.bits_per_s > 0.0 => Some((
+            c / (t.bits_per_s / 8.0) * 1e9,
+            t.bits_per_s,
+            t.metric.clone(),
+        )),
+        _ => None,
+    };
     let bytes_per_pkt = match (&thr, &pkt) {
         (Some(t), Some((p, _))) if *p > 0.0 => Some(t.bits_per_s / 8.0 / p),
         _ => None,
     };
-    let cpu_s_per_s = cpus.map(|c| busy / 100.0 * f64::from(c));
-    let per_packet_ns = match (cpu_s_per_s, &pkt) {
-        (Some(c), Some((p, _))) if *p > 0.0 => Some(c / p * 1e9),
-        _ => None,
+    Some(AllBusy {
+        busy,
+        metric,
+        kernel_frac: kernel.map(|k| k / busy.max(1e-9)),
+        cores,
+        min_core,
+        per_packet_ns,
+        per_byte_ns,
+        bytes_per_pkt,
+    })
+}
+
+/// Every core the workload may use busy under network load: say which cost binds.
+pub fn cpu_bound(ctx: &Ctx) -> Option<Entry> {
+    if !cpu_could_bind(ctx) {
+        return None;
+    }
+    let m = measure_all_busy(ctx)?;
+    let kernel_factor = m.kernel_frac.map_or(1.0, |k| 0.7 + 0.3 * ramp(k, 0.2, 0.6));
+    let confidence = (0.45 + 0.45 * ramp(m.busy, 85.0, 98.0))
+        * ctx.data_factor()
+        * ctx.net_factor()
+        * kernel_factor;
+    let cpus: Vec<u32> = m.cores.iter().map(|c| c.cpu).collect();
+    let n_cores = if cpus.is_empty() {
+        ctx.cpus().unwrap_or(1) as usize
+    } else {
+        cpus.len()
     };
-    let per_byte_ns = match (cpu_s_per_s, &thr) {
-        (Some(c), Some(t)) if t.bits_per_s > 0.0 => Some(c / (t.bits_per_s / 8.0) * 1e9),
-        _ => None,
-    };
-    let small = bytes_per_pkt.map(|b| b <= 512.0);
+    let f = all_busy_words(ctx, &m, confidence);
+    let mut e = Entry::claim(Class::Ceiling, cpu_resource(&cpus), f)
+        .sized(
+            pct(
+                100.0 * n_cores as f64,
+                if cpus.is_empty() {
+                    format!("{n_cores} CPU{}", if n_cores == 1 { "" } else { "s" })
+                } else {
+                    cpu_list(&cpus)
+                },
+            ),
+            pct(m.busy * n_cores as f64, "busy, /proc/stat"),
+        )
+        .scaling()
+        .explains(Explains::cause(cause::HOT_CPU));
+    for x in ctx.cpu.starvation_explains(&cpus) {
+        e = e.explains(x);
+    }
+    Some(e)
+}
+
+fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
+    let small = m.bytes_per_pkt.map(|b| b <= SMALL_PACKET_BYTES);
     let binds = match small {
         Some(true) => "per-packet cost binds: small packets each pay a full trip through the stack",
         Some(false) => "with large packets the per-byte cost (copies, checksums) weighs more, though per-packet cost still counts",
         None => "whether packet rate or byte rate binds is not known without both rates",
     };
-    let cores = match cpus {
-        Some(c) if c > 1 => format!("all {c} CPUs averaged"),
-        _ => "the CPU was".into(),
+    let cores = if ctx.cpu.restricted {
+        format!("all {} CPUs it may use averaged", m.cores.len())
+    } else {
+        match ctx.cpus() {
+            Some(c) if c > 1 => format!("all {c} CPUs averaged"),
+            _ => "the CPU was".into(),
+        }
     };
     let mut f = finding(
         cause::CPU_BOUND,
         format!(
-            "The CPU was the ceiling: {cores} {} busy {}; {binds}.",
-            fmt::pct(busy),
-            ctx.window_words()
+            "The CPU was the ceiling: {cores} {} busy {}{}; {binds}.",
+            fmt::pct(m.busy),
+            ctx.window_words(),
+            mask_words(ctx)
         ),
         confidence,
     );
-    f.evidence
-        .push(ctx.ev(metric, Some(busy), format!("CPU busy {}", fmt::pct(busy))));
-    if !per_cpu.is_empty() {
+    f.evidence.push(ctx.ev(
+        m.metric.clone(),
+        Some(m.busy),
+        format!("CPU busy {}", fmt::pct(m.busy)),
+    ));
+    if let Some(min) = m.min_core {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu=*}}", n::CPU_BUSY_PCT),
-            Some(min_core),
-            format!("the least busy CPU was at {}", fmt::pct(min_core)),
+            Some(min),
+            format!("the least busy CPU was at {}", fmt::pct(min)),
         ));
     }
-    if let (Some(p), Some((pps, m))) = (per_packet_ns, &pkt) {
+    if let Some((ns, pps, metric)) = &m.per_packet_ns {
         f.evidence.push(ctx.ev(
-            m.clone(),
+            metric.clone(),
             Some(*pps),
             format!(
                 "{} at {} ns of CPU per packet{}",
                 fmt::pps(*pps),
-                fmt::sig3(p),
-                if kernel_frac.is_some_and(|k| k < 0.4) {
+                fmt::sig3(*ns),
+                if m.kernel_frac.is_some_and(|k| k < 0.4) {
                     " (all CPU time counted, whoever used it)"
                 } else {
                     ""
@@ -461,25 +693,31 @@ pub fn cpu_bound(ctx: &Ctx) -> Option<Finding> {
         ));
     }
     // Per-byte cost only means something when the packets carry bytes worth counting.
-    if let (Some(b), Some(t), Some(false)) = (per_byte_ns, &thr, small) {
+    if let (Some((ns, bits, metric)), Some(false)) = (&m.per_byte_ns, small) {
         f.evidence.push(ctx.ev(
-            t.metric.clone(),
-            Some(t.bits_per_s),
+            metric.clone(),
+            Some(*bits),
             format!(
                 "{} at {} ns of CPU per byte",
-                fmt::bits(t.bits_per_s),
-                fmt::sig3(b)
+                fmt::bits(*bits),
+                fmt::sig3(*ns)
             ),
         ));
     }
-    if let Some(b) = bytes_per_pkt {
+    if let Some(b) = m.bytes_per_pkt {
         f.evidence.push(ctx.ev(
             "bytes_per_packet",
             Some(b),
             format!("{} per packet on average", fmt::bytes(b)),
         ));
     }
-    if let Some(k) = kernel_frac.filter(|k| *k < 0.4) {
+    all_busy_alternatives(ctx, m, &mut f);
+    all_busy_advice(small, &mut f);
+    f
+}
+
+fn all_busy_alternatives(ctx: &Ctx, m: &AllBusy, f: &mut Finding) {
+    if let Some(k) = m.kernel_frac.filter(|k| *k < 0.4) {
         f.alternatives.push(format!(
             "only {} of the busy time was in the kernel: other processes may hold much of the CPU (per-thread figures, --pid, tell)",
             fmt::pct(k * 100.0)
@@ -487,11 +725,10 @@ pub fn cpu_bound(ctx: &Ctx) -> Option<Finding> {
     }
     f.alternatives.push(format!(
         "one hot CPU ruled out: the least busy CPU was at {}",
-        if per_cpu.is_empty() {
-            "an unknown level (no per-CPU data)".to_string()
-        } else {
-            fmt::pct(min_core)
-        }
+        m.min_core.map_or_else(
+            || "an unknown level (no per-CPU data)".to_string(),
+            fmt::pct
+        )
     ));
     if ctx
         .series()
@@ -503,6 +740,9 @@ pub fn cpu_bound(ctx: &Ctx) -> Option<Finding> {
             "busy-wait not ruled out: a polling thread also shows as busy CPU (record threads with --pid to see voluntary switches)".into(),
         );
     }
+}
+
+fn all_busy_advice(small: Option<bool>, f: &mut Finding) {
     if small != Some(false) {
         f.advice.push(advice(
             "larger messages, or batching: UDP GSO/GRO (--gso; ethtool -K IF rx-udp-gro-forwarding on), sendmmsg/recvmmsg",
@@ -531,7 +771,6 @@ pub fn cpu_bound(ctx: &Ctx) -> Option<Finding> {
         "rerun with larger messages at the same CPU: if the packet rate holds and bit/s rises, per-packet cost binds; if bit/s holds, per-byte cost does"
             .into(),
     );
-    Some(f)
 }
 
 #[cfg(test)]

@@ -26,11 +26,12 @@
 //! Strengths: the far core's share (70 → 95 %), the loss ratio at the far end (0.01 % → 1 %),
 //! and the sender's headroom (90 → 50 % busiest core).
 
-use netceil_model::{names as n, FarEnd, Finding, Results};
+use netceil_model::{names as n, FarCpu, FarEnd, Finding, Quantity, Resource, Results, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry, Explains};
 use crate::stats::{cv, mean, present, ramp};
 
 /// Where the far end's packets died, and how many.
@@ -114,7 +115,80 @@ fn path_loss(ctx: &Ctx, r: &Results, far: &FarEnd, loss: &FarLoss, far_missed: u
     )
 }
 
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+/// The far end as measured: where its datagrams died, its busiest cores, the sender's.
+struct Far<'a> {
+    r: &'a Results,
+    far: &'a FarEnd,
+    loss: FarLoss,
+    is_udp: bool,
+    lossy: bool,
+    loss_ratio: f64,
+    here: Option<(u32, f64)>,
+    soft: &'a FarCpu,
+    busy: &'a FarCpu,
+    far_missed: u64,
+    in_path: u64,
+    arrivals: Vec<f64>,
+    cv_arr: Option<f64>,
+    cv_off: Option<f64>,
+    flat: bool,
+    path_dominates: bool,
+}
+
+impl Far<'_> {
+    fn here_busiest(&self) -> f64 {
+        self.here.map_or(0.0, |(_, v)| v)
+    }
+
+    fn both_full(&self) -> bool {
+        self.here_busiest() >= 90.0
+    }
+
+    fn host(&self) -> String {
+        if self.far.host.is_empty() {
+            self.far.address.clone()
+        } else {
+            format!("{} ({})", self.far.host, self.far.address)
+        }
+    }
+
+    fn sender(&self) -> String {
+        match self.here {
+            Some((c, v)) => format!("the sender's busiest core (CPU {c}) was at {}", fmt::pct(v)),
+            None => "the sender's cores were not sampled".into(),
+        }
+    }
+
+    fn both(&self) -> &'static str {
+        if self.both_full() {
+            " Both ends were near full, so the sender may be as much the limit."
+        } else {
+            ""
+        }
+    }
+
+    /// Confidence from a branch's own strength, the loss there and the sender's headroom.
+    fn confidence(&self, ctx: &Ctx, strength: f64) -> f64 {
+        let headroom = ramp(90.0 - self.here_busiest(), 0.0, 40.0);
+        let s = if self.is_udp {
+            (strength + ramp(self.loss_ratio, 1e-4, 1e-2) + headroom) / 3.0
+        } else {
+            (strength + headroom) / 2.0
+        };
+        let band = if self.both_full() { 0.35 } else { 0.5 };
+        (band + 0.4 * s) * ctx.data_factor()
+    }
+
+    /// Held at a rate in the path: most of the loss never reached the far interface, and
+    /// arrivals stayed flat while the offer swung, below the offer.
+    fn path_held(&self) -> bool {
+        self.path_dominates
+            && self.flat
+            && mean(&self.arrivals).is_some_and(|a| a < 0.97 * self.r.tx_pps)
+    }
+}
+
+fn measure<'a>(ctx: &Ctx<'a>) -> Option<Far<'a>> {
     let r = ctx.run.results.as_ref()?;
     let far = r.far.as_deref()?;
     let loss = far_loss(r, far);
@@ -128,8 +202,6 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         .per_cpu_busy()
         .into_iter()
         .max_by(|a, b| a.1.total_cmp(&b.1));
-    let here_busiest = here.map_or(0.0, |(_, v)| v);
-    let headroom = ramp(90.0 - here_busiest, 0.0, 40.0);
     let soft = far
         .cpu
         .iter()
@@ -138,53 +210,15 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         .cpu
         .iter()
         .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct))?;
-    let sender = match here {
-        Some((c, v)) => format!("the sender's busiest core (CPU {c}) was at {}", fmt::pct(v)),
-        None => "the sender's cores were not sampled".into(),
-    };
     // UDP must show loss at the far end to call it the ceiling; TCP has no loss (flow control
     // slows the sender instead), so a full far core with an idle sender is the evidence.
     let lossy = loss_ratio >= 1e-4 || loss.socket + loss.backlog + loss.iface > 0;
-    if is_udp && !lossy {
-        return None;
-    }
     let (arrivals, far_missed) = far_arrivals(far);
     let in_path = if is_udp {
         path_loss(ctx, r, far, &loss, far_missed).unwrap_or(0)
     } else {
         0
     };
-    let both_full = here_busiest >= 90.0;
-    let base = |strength: f64| {
-        let s = if is_udp {
-            (strength + ramp(loss_ratio, 1e-4, 1e-2) + headroom) / 3.0
-        } else {
-            (strength + headroom) / 2.0
-        };
-        let band = if both_full { 0.35 } else { 0.5 };
-        (band + 0.4 * s) * ctx.data_factor()
-    };
-    let host = if far.host.is_empty() {
-        far.address.clone()
-    } else {
-        format!("{} ({})", far.host, far.address)
-    };
-    let both = if both_full {
-        " Both ends were near full, so the sender may be as much the limit."
-    } else {
-        ""
-    };
-    let dropped = format!(
-        "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface, {} missed by its NIC; at least {} never reached it)",
-        fmt::si(loss.total_lost as f64),
-        fmt::si(loss.sent as f64),
-        fmt::si(loss.socket as f64),
-        fmt::si(loss.backlog as f64),
-        fmt::si(loss.iface as f64),
-        fmt::si(far_missed as f64),
-        fmt::si(in_path as f64)
-    );
-    let arrival_pps = mean(&arrivals);
     // Held at a rate: arrivals steady while the offered rate moved. Random loss in the path
     // is steady too under a steady offer (a fixed share of it), so a paced run, whose offer
     // does not move, cannot tell a limiter from a lossy path and names neither.
@@ -201,117 +235,212 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         };
     let path_dominates = in_path as f64 >= 0.5 * loss.total_lost.max(1) as f64
         && in_path as f64 >= 1e-3 * loss.sent as f64;
-    let mut f = if path_dominates && flat && arrival_pps.is_some_and(|a| a < 0.97 * r.tx_pps) {
-        let held = arrival_pps.unwrap_or(0.0);
-        let frame = r.frame_bytes.map_or(0.0, |b| b as f64);
-        let bits = if frame > 0.0 {
-            format!(" ({} of frames)", fmt::bits(held * frame * 8.0))
-        } else {
-            String::new()
-        };
-        let mut f = finding(
-            cause::SHAPER,
-            format!(
-                "Something in the path between this host and the receiver {host} held the traffic at {}{bits}: {} of the {} datagrams sent never reached the far end's interface, neither end counted a drop for them, and arrivals there stayed flat while the {} offered swung. A policer, a shaper or a full link between the hosts.",
-                fmt::pps(held),
-                fmt::si(in_path as f64),
-                fmt::si(loss.sent as f64),
-                fmt::pps(r.tx_pps)
-            ),
-            (0.5 + 0.2 * ramp(in_path as f64 / loss.sent.max(1) as f64, 1e-3, 0.05)
-                + 0.2 * ramp(
-                    cv_off.unwrap_or(0.0) / cv_arr.unwrap_or(1.0).max(1e-6),
-                    4.0,
-                    20.0,
-                ))
-                * ctx.data_factor(),
-        );
-        f.evidence.push(ctx.ev(
-            format!(
-                "far.iface_rx_pps{{iface={}}}",
-                far.kernel.iface.as_deref().unwrap_or("?")
-            ),
-            Some(held),
-            format!(
-                "arrivals at the far interface: {} (cv {:.2} %) while the offered rate varied (cv {:.2} %)",
-                fmt::pps(held),
-                cv_arr.unwrap_or(0.0) * 100.0,
-                cv_off.unwrap_or(0.0) * 100.0
-            ),
-        ));
-        f.alternatives.push(
-            "random loss in the path: ruled out because arrivals did not follow the offered rate's swings (a lossy path passes a fixed share of whatever is offered)".into(),
-        );
-        f.advice.push(advice(
-            "find the limiter on the path: the switch or router ports' drop counters, policers (tc police, nftables limit, cloud bandwidth caps), and each link's speed; then offer no more than it passes",
-            "sent and arrived at the far interface agree",
-            Some("a policer drops what exceeds its rate, so pacing at or below it is loss-free"),
-        ));
-        f
-    } else if soft.softirq_pct >= 70.0 {
-        let mut f = finding(
-            cause::SOFTIRQ_BOUND,
-            format!(
-                "The receiver {host} spent {} of CPU {} in softirq while {sender}: receive processing on that core of the far end is the ceiling.{both}",
-                fmt::pct(soft.softirq_pct),
-                soft.cpu
-            ),
-            base(ramp(soft.softirq_pct, 70.0, 95.0)),
-        );
-        f.advice.push(advice(
-            "on the receiver: spread receive processing (RPS via /sys/class/net/IF/queues/rx-N/rps_cpus, more RSS queues with ethtool -L, or threaded NAPI), or more flows so RSS can use more cores",
-            "the far end's softirq spread over several cores and a higher delivered rate",
-            Some("one flow hashes to one queue and one core"),
-        ));
-        f
-    } else if busy.busy_pct >= 90.0 && (lossy || !is_udp) {
-        let mut f = finding(
-            cause::RECEIVER_SATURATED,
-            format!(
-                "The receiver {host} kept CPU {} {} busy ({} user, {} system, {} softirq) while {sender}: the receiving application on the far end could not keep up.{both}",
-                busy.cpu,
-                fmt::pct(busy.busy_pct),
-                fmt::pct(busy.user_pct),
-                fmt::pct(busy.system_pct),
-                fmt::pct(busy.softirq_pct)
-            ),
-            base(ramp(busy.busy_pct, 90.0, 99.0)),
-        );
-        f.advice.push(advice(
-            "on the receiver: more receiving threads or sockets (SO_REUSEPORT), batch reads (recvmmsg, GRO), or a faster core for the reader",
-            "the far end's busiest core below 90 % and less loss",
-            None,
-        ));
-        f
-    } else if loss.socket + loss.backlog > 0 {
-        let (queue, knob) = if loss.socket >= loss.backlog {
-            (
-                "socket receive buffer",
-                "on the receiver: a larger receive buffer (sysctl net.core.rmem_max and SO_RCVBUF, or netceil serve --rcvbuf)",
-            )
-        } else {
-            (
-                "per-CPU backlog",
-                "on the receiver: sysctl net.core.netdev_max_backlog higher",
-            )
-        };
-        let mut f = finding(
-            cause::BUFFER_DROPS,
-            format!(
-                "The receiver {host} dropped datagrams in its {queue} while its busiest core was at {} and {sender}: bursts overran a short queue there, not a full CPU.",
-                fmt::pct(busy.busy_pct)
-            ),
-            base(ramp((loss.socket + loss.backlog) as f64, 0.0, 100.0)),
-        );
-        f.advice.push(advice(
-            knob,
-            "no drops at the far end at the same rate",
-            None,
-        ));
-        f
+    Some(Far {
+        r,
+        far,
+        loss,
+        is_udp,
+        lossy,
+        loss_ratio,
+        here,
+        soft,
+        busy,
+        far_missed,
+        in_path,
+        arrivals,
+        cv_arr,
+        cv_off,
+        flat,
+        path_dominates,
+    })
+}
+
+/// The far-end rule: the receiving machine's resource in the ledger, where its own counters
+/// place the ceiling (the path between the hosts, a far core in softirq, the far application
+/// on a full core, or a far queue), and where loss began follows it.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let m = measure(ctx)?;
+    if m.is_udp && !m.lossy {
+        return None;
+    }
+    let far_cpu = |cpu: u32| Resource::Cpu {
+        cpus: vec![cpu],
+        far: true,
+    };
+    let (mut f, class, resource) = if m.path_held() {
+        (
+            path_limiter(ctx, &m),
+            Class::Ceiling,
+            Resource::Shaper {
+                name: "the path between the hosts".into(),
+            },
+        )
+    } else if m.soft.softirq_pct >= 70.0 {
+        (far_softirq(ctx, &m), Class::Ceiling, far_cpu(m.soft.cpu))
+    } else if m.busy.busy_pct >= 90.0 && (m.lossy || !m.is_udp) {
+        (far_receiver(ctx, &m), Class::Ceiling, far_cpu(m.busy.cpu))
+    } else if m.loss.socket + m.loss.backlog > 0 {
+        let (f, name) = far_queue(ctx, &m);
+        (
+            f,
+            Class::Loss,
+            Resource::Queue {
+                name: name.into(),
+                far: true,
+            },
+        )
     } else {
         return None;
     };
+    far_evidence(ctx, &m, &mut f);
+    let mut e = Entry::claim(class, resource, f).explains(Explains::cause(cause::SATURATION));
+    if class == Class::Ceiling && !matches!(e.resource, Resource::Shaper { .. }) {
+        let softirq = e.cause == cause::SOFTIRQ_BOUND;
+        let core = if softirq { m.soft } else { m.busy };
+        e = e.sized(
+            Quantity::new(100.0, Unit::Percent, format!("far end CPU {}", core.cpu)),
+            Quantity::new(
+                if softirq {
+                    core.softirq_pct
+                } else {
+                    core.busy_pct
+                },
+                Unit::Percent,
+                if softirq { "in softirq" } else { "busy" },
+            ),
+        );
+    }
+    Some(e)
+}
+
+fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
+    let held = mean(&m.arrivals).unwrap_or(0.0);
+    let frame = m.r.frame_bytes.map_or(0.0, |b| b as f64);
+    let bits = if frame > 0.0 {
+        format!(" ({} of frames)", fmt::bits(held * frame * 8.0))
+    } else {
+        String::new()
+    };
+    let mut f = finding(
+        cause::SHAPER,
+        format!(
+            "Something in the path between this host and the receiver {} held the traffic at {}{bits}: {} of the {} datagrams sent never reached the far end's interface, neither end counted a drop for them, and arrivals there stayed flat while the {} offered swung. A policer, a shaper or a full link between the hosts.",
+            m.host(),
+            fmt::pps(held),
+            fmt::si(m.in_path as f64),
+            fmt::si(m.loss.sent as f64),
+            fmt::pps(m.r.tx_pps)
+        ),
+        (0.5 + 0.2 * ramp(m.in_path as f64 / m.loss.sent.max(1) as f64, 1e-3, 0.05)
+            + 0.2 * ramp(
+                m.cv_off.unwrap_or(0.0) / m.cv_arr.unwrap_or(1.0).max(1e-6),
+                4.0,
+                20.0,
+            ))
+            * ctx.data_factor(),
+    );
+    f.evidence.push(ctx.ev(
+        format!(
+            "far.iface_rx_pps{{iface={}}}",
+            m.far.kernel.iface.as_deref().unwrap_or("?")
+        ),
+        Some(held),
+        format!(
+            "arrivals at the far interface: {} (cv {:.2} %) while the offered rate varied (cv {:.2} %)",
+            fmt::pps(held),
+            m.cv_arr.unwrap_or(0.0) * 100.0,
+            m.cv_off.unwrap_or(0.0) * 100.0
+        ),
+    ));
+    f.alternatives.push(
+        "random loss in the path: ruled out because arrivals did not follow the offered rate's swings (a lossy path passes a fixed share of whatever is offered)".into(),
+    );
+    f.advice.push(advice(
+        "find the limiter on the path: the switch or router ports' drop counters, policers (tc police, nftables limit, cloud bandwidth caps), and each link's speed; then offer no more than it passes",
+        "sent and arrived at the far interface agree",
+        Some("a policer drops what exceeds its rate, so pacing at or below it is loss-free"),
+    ));
+    f
+}
+
+fn far_softirq(ctx: &Ctx, m: &Far) -> Finding {
+    let mut f = finding(
+        cause::SOFTIRQ_BOUND,
+        format!(
+            "The receiver {} spent {} of CPU {} in softirq while {}: receive processing on that core of the far end is the ceiling.{}",
+            m.host(),
+            fmt::pct(m.soft.softirq_pct),
+            m.soft.cpu,
+            m.sender(),
+            m.both()
+        ),
+        m.confidence(ctx, ramp(m.soft.softirq_pct, 70.0, 95.0)),
+    );
+    f.advice.push(advice(
+        "on the receiver: spread receive processing (RPS via /sys/class/net/IF/queues/rx-N/rps_cpus, more RSS queues with ethtool -L, or threaded NAPI), or more flows so RSS can use more cores",
+        "the far end's softirq spread over several cores and a higher delivered rate",
+        Some("one flow hashes to one queue and one core"),
+    ));
+    f
+}
+
+fn far_receiver(ctx: &Ctx, m: &Far) -> Finding {
+    let b = m.busy;
+    let mut f = finding(
+        cause::RECEIVER_SATURATED,
+        format!(
+            "The receiver {} kept CPU {} {} busy ({} user, {} system, {} softirq) while {}: the receiving application on the far end could not keep up.{}",
+            m.host(),
+            b.cpu,
+            fmt::pct(b.busy_pct),
+            fmt::pct(b.user_pct),
+            fmt::pct(b.system_pct),
+            fmt::pct(b.softirq_pct),
+            m.sender(),
+            m.both()
+        ),
+        m.confidence(ctx, ramp(b.busy_pct, 90.0, 99.0)),
+    );
+    f.advice.push(advice(
+        "on the receiver: more receiving threads or sockets (SO_REUSEPORT), batch reads (recvmmsg, GRO), or a faster core for the reader",
+        "the far end's busiest core below 90 % and less loss",
+        None,
+    ));
+    f
+}
+
+fn far_queue(ctx: &Ctx, m: &Far) -> (Finding, &'static str) {
+    let (queue, knob) = if m.loss.socket >= m.loss.backlog {
+        (
+            "socket receive buffer",
+            "on the receiver: a larger receive buffer (sysctl net.core.rmem_max and SO_RCVBUF, or netceil serve --rcvbuf)",
+        )
+    } else {
+        (
+            "per-CPU backlog",
+            "on the receiver: sysctl net.core.netdev_max_backlog higher",
+        )
+    };
+    let mut f = finding(
+        cause::BUFFER_DROPS,
+        format!(
+            "The receiver {} dropped datagrams in its {queue} while its busiest core was at {} and {}: bursts overran a short queue there, not a full CPU.",
+            m.host(),
+            fmt::pct(m.busy.busy_pct),
+            m.sender()
+        ),
+        m.confidence(ctx, ramp((m.loss.socket + m.loss.backlog) as f64, 0.0, 100.0)),
+    );
+    f.advice.push(advice(
+        knob,
+        "no drops at the far end at the same rate",
+        None,
+    ));
+    (f, queue)
+}
+
+fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
+    let (soft, busy, far) = (m.soft, m.busy, m.far);
     f.evidence.push(ctx.ev(
         format!("far.cpu_softirq_pct{{cpu={}}}", soft.cpu),
         Some(soft.softirq_pct),
@@ -326,14 +455,27 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         Some(busy.busy_pct),
         format!("far end CPU {}: busy {}", busy.cpu, fmt::pct(busy.busy_pct)),
     ));
-    if is_udp {
-        f.evidence
-            .push(ctx.ev("far.udp_lost", Some(loss.total_lost as f64), dropped));
+    if m.is_udp {
+        let l = &m.loss;
+        f.evidence.push(ctx.ev(
+            "far.udp_lost",
+            Some(l.total_lost as f64),
+            format!(
+                "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface, {} missed by its NIC; at least {} never reached it)",
+                fmt::si(l.total_lost as f64),
+                fmt::si(l.sent as f64),
+                fmt::si(l.socket as f64),
+                fmt::si(l.backlog as f64),
+                fmt::si(l.iface as f64),
+                fmt::si(m.far_missed as f64),
+                fmt::si(m.in_path as f64)
+            ),
+        ));
     }
     f.evidence.push(ctx.ev(
         "cpu_busy_pct (sender, busiest core)",
-        Some(here_busiest),
-        sender,
+        Some(m.here_busiest()),
+        m.sender(),
     ));
     f.alternatives.push(
         "a ceiling on the sender: ruled out when its busiest core had headroom (see the evidence)"
@@ -350,7 +492,6 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     f.next = Some(
         "run again with the same rate after the change on the far end; `netceil compare` sets the two runs' far ends side by side (its busiest core, softirq share, loss and drops)".into(),
     );
-    Some(f)
 }
 
 #[cfg(test)]

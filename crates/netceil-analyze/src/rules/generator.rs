@@ -8,15 +8,42 @@
 //! (5 % → 0, 40 % → 1) when known. Confidence of `generator_busy_wait`: 0.5 + 0.45 × the spin
 //! share (50 % → 0, 95 % → 1).
 
-use netceil_model::{Finding, PacingMode};
+use netceil_model::{Finding, PacingMode, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{mean_strength, ramp};
 
 /// The sender reached less than 99 % of the requested rate.
-pub fn limited(ctx: &Ctx) -> Option<Finding> {
+pub fn limited(ctx: &Ctx) -> Option<Entry> {
+    let f = limited_finding(ctx)?;
+    let r = ctx.run.results.as_ref()?;
+    let (asked, unit, how) = match r.requested_pps {
+        Some(p) => (p, Unit::PacketsPerSecond, "the rate asked"),
+        None => (
+            r.generator
+                .achieved_ratio
+                .filter(|a| *a > 0.0)
+                .map_or(r.tx_bits_per_s, |a| r.tx_bits_per_s / a),
+            Unit::BitsPerSecond,
+            "the rate asked",
+        ),
+    };
+    let got = if unit == Unit::PacketsPerSecond {
+        r.tx_pps
+    } else {
+        r.tx_bits_per_s
+    };
+    Some(Entry::claim(Class::Ceiling, Resource::Generator, f).sized(
+        Quantity::new(asked, unit, how),
+        Quantity::new(got, unit, "what the sender reached"),
+    ))
+}
+
+/// The generator-limited finding's figures and words.
+fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     let r = ctx.run.results.as_ref()?;
     let ratio = r.generator.achieved_ratio;
     if !(r.generator_limited || ratio.is_some_and(|a| a < 0.99)) {
@@ -137,7 +164,12 @@ pub fn limited(ctx: &Ctx) -> Option<Finding> {
 }
 
 /// netceil's own sender spent most of its CPU spinning between paced sends.
-pub fn own_busy_wait(ctx: &Ctx) -> Option<Finding> {
+pub fn own_busy_wait(ctx: &Ctx) -> Option<Entry> {
+    let f = own_busy_wait_finding(ctx)?;
+    Some(Entry::claim(Class::Noted, Resource::Generator, f).with_id("generator:spin"))
+}
+
+fn own_busy_wait_finding(ctx: &Ctx) -> Option<Finding> {
     let r = ctx.run.results.as_ref()?;
     let g = &r.generator;
     if g.pacing != Some(PacingMode::Spin) || g.cpu_s < 0.05 {

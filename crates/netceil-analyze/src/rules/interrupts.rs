@@ -17,11 +17,12 @@
 //! and traffic that crossed loopback only has no NIC, so neither frames per interrupt nor NIC
 //! moderation advice mean anything there.
 
-use netceil_model::{names as n, Finding};
+use netceil_model::{names as n, Finding, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx, Os};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean_strength, ramp};
 
 /// Interrupts per second per CPU from which the rate can bind.
@@ -31,8 +32,38 @@ pub const CS_PER_CPU_MIN: f64 = 10_000.0;
 /// Machine idle % below which the CPU, not the event rate, is the suspect.
 pub const MIN_IDLE_PCT: f64 = 25.0;
 
-/// The interrupt / context-switch rule.
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+/// What the interrupt rule measured.
+struct Irq<'a> {
+    loopback: bool,
+    cs: Option<f64>,
+    intr: Option<f64>,
+    device: Option<f64>,
+    cs_m: Option<&'a netceil_model::Metric>,
+    intr_m: Option<&'a netceil_model::Metric>,
+    cs_cv: Option<f64>,
+    thr: Option<crate::ctx::Throughput>,
+    frame_how: String,
+    bytes_per_intr: Option<f64>,
+    frames_per_intr: Option<f64>,
+    bytes_per_cs: Option<f64>,
+    idle_pct: Option<f64>,
+    strength: f64,
+    confidence: f64,
+}
+
+/// The interrupt / context-switch rule: the event rates in the ledger (a cost per unit of
+/// work whose capacity no counter gives), a ceiling when they plateaued with the CPU idle.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let m = measure(ctx)?;
+    let f = words(ctx, &m);
+    let mut e = Entry::claim(Class::Ceiling, Resource::Events, f);
+    if let Some(i) = m.intr {
+        e.used = Some(Quantity::new(i, Unit::PerSecond, "interrupts"));
+    }
+    Some(e)
+}
+
+fn measure<'a>(ctx: &'a Ctx<'a>) -> Option<Irq<'a>> {
     if !ctx.net_possible() || ctx.offered_met() {
         return None;
     }
@@ -117,7 +148,43 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     if idle_pct.is_none() {
         confidence *= 0.8;
     }
+    Some(Irq {
+        loopback,
+        cs,
+        intr,
+        device,
+        cs_m,
+        intr_m,
+        cs_cv,
+        thr,
+        frame_how,
+        bytes_per_intr,
+        frames_per_intr,
+        bytes_per_cs,
+        idle_pct,
+        strength,
+        confidence,
+    })
+}
 
+fn words(ctx: &Ctx, m: &Irq) -> Finding {
+    let Irq {
+        loopback,
+        cs,
+        intr,
+        device,
+        cs_m,
+        intr_m,
+        cs_cv,
+        ref thr,
+        ref frame_how,
+        bytes_per_intr,
+        frames_per_intr,
+        bytes_per_cs,
+        idle_pct,
+        strength,
+        confidence,
+    } = *m;
     let mut rates = Vec::new();
     if let Some(i) = intr {
         let which = if device.is_some() { "device " } else { "" };
@@ -262,8 +329,14 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         f.next = Some(
             "per-thread context switches (thread_voluntary_cs_per_s) show which threads wake most; on loopback there is no NIC to tune".into(),
         );
-        return Some(f);
+        return f;
     }
+    advise(ctx, thr.is_none(), &mut f);
+    f
+}
+
+/// Knobs for an interrupt- or switch-bound NIC path, per OS.
+fn advise(ctx: &Ctx, no_throughput: bool, f: &mut Finding) {
     let os = ctx.os();
     if os != Os::FreeBsd {
         f.advice.push(advice(
@@ -299,12 +372,11 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             Some("adds latency up to a tick and burns CPU at low load"),
         ));
     }
-    f.next = Some(if thr.is_none() {
+    f.next = Some(if no_throughput {
         "give the throughput you saw (--throughput 18MB/s) to turn rates into bytes per interrupt; vmstat -i or /proc/interrupts tells which device raises them".into()
     } else {
         "vmstat -i (FreeBSD) or /proc/interrupts (Linux) during the run tells which device raises the interrupts; compare bytes per interrupt after changing moderation".into()
     });
-    Some(f)
 }
 
 /// Timer or IPI rates per CPU from which they are worth naming.
@@ -322,7 +394,12 @@ pub const SYSTEM_INTR_PER_CPU_MIN: f64 = 20_000.0;
 /// rate, and the CPUs that took most of them were at least half busy. Confidence: 0.25 + 0.3 ×
 /// the mean of the rate's strength (20 k/s → 0, 60 k/s per CPU → 1; a TCP stream's own timers reach ~8 k/s per CPU here) and the busiest receiving
 /// CPU's busy share (50 % → 0, 95 % → 1): a cost to name, rarely the ceiling on its own.
-pub fn system(ctx: &Ctx) -> Option<Finding> {
+pub fn system(ctx: &Ctx) -> Option<Entry> {
+    let f = system_finding(ctx)?;
+    Some(Entry::claim(Class::Noted, Resource::Events, f).with_id("events:system"))
+}
+
+fn system_finding(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() || ctx.offered_met() {
         return None;
     }

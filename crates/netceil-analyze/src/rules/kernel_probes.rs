@@ -23,11 +23,12 @@
 
 use std::collections::BTreeMap;
 
-use netceil_model::{names as n, Finding};
+use netceil_model::{names as n, Finding, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
 
 /// Per CPU: the mean network softirq share (net_rx + net_tx) over the load rows, exact.
@@ -69,8 +70,34 @@ fn ns_per_packet(ctx: &Ctx, by_cpu: &BTreeMap<u32, f64>) -> Option<(f64, String)
     (pps > 0.0).then(|| (cpu_s_per_s * 1e9 / pps, what))
 }
 
-/// A core full of network softirq work, timed exactly.
-pub fn softirq_core(ctx: &Ctx) -> Option<Finding> {
+/// A core full of network softirq work, timed exactly: that core in the ledger, sized as the
+/// softirq time against the core. What runs on it is starved by the softirq work, so it
+/// explains the core looking hot, loss, and a reader or sender starved there.
+pub fn softirq_core(ctx: &Ctx) -> Option<Entry> {
+    let (f, cpu, share) = softirq_finding(ctx)?;
+    let mut e = Entry::claim(
+        Class::Ceiling,
+        Resource::Cpu {
+            cpus: vec![cpu],
+            far: false,
+        },
+        f,
+    )
+    .with_id(format!("cpu:{cpu}:softirq"))
+    .sized(
+        Quantity::new(100.0, Unit::Percent, format!("CPU {cpu}")),
+        Quantity::new(share, Unit::Percent, "in network softirq handlers (exact)"),
+    )
+    .scaling()
+    .explains(Explains::on(cause::HOT_CPU, &[cpu]))
+    .explains(Explains::cause(cause::CPU_BOUND));
+    for x in ctx.cpu.starvation_explains(&[cpu]) {
+        e = e.explains(x);
+    }
+    Some(e)
+}
+
+fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
     if !ctx.net_possible() {
         return None;
     }
@@ -148,11 +175,31 @@ pub fn softirq_core(ctx: &Ctx) -> Option<Finding> {
     f.next = Some(
         "netceil run … --probe softirq,napi,locks again after one change: softirq_exact_pct{cpu} should fall or spread".into(),
     );
-    Some(f)
+    Some((f, cpu, share))
 }
 
-/// NAPI polls that used their whole budget on a core that could not keep up.
-pub fn napi_budget(ctx: &Ctx) -> Option<Finding> {
+/// NAPI polls that used their whole budget on a core that could not keep up: the budget in
+/// the ledger, sized as full polls against all polls.
+pub fn napi_budget(ctx: &Ctx) -> Option<Entry> {
+    let (f, full, polls) = napi_finding(ctx)?;
+    Some(
+        Entry::claim(
+            Class::Ceiling,
+            Resource::Queue {
+                name: "the NAPI budget".into(),
+                far: false,
+            },
+            f,
+        )
+        .sized(
+            Quantity::new(polls, Unit::PerSecond, "NAPI polls"),
+            Quantity::new(full, Unit::PerSecond, "polls that used their whole budget"),
+        )
+        .explains_all(&[cause::HOT_CPU, cause::SATURATION]),
+    )
+}
+
+fn napi_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     if !ctx.net_possible() {
         return None;
     }
@@ -280,7 +327,7 @@ pub fn napi_budget(ctx: &Ctx) -> Option<Finding> {
         Some("RPS costs an inter-processor interrupt per batch"),
     ));
     f.next = Some("softnet_time_squeeze_per_s and napi_budget_exhausted_per_s should fall after the change; if the softirq share stays high, the core itself is the ceiling".into());
-    Some(f)
+    Some((f, share * polls, polls))
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@
 //! Confidence: floor 0.6, band 0.3; strength: how closely the identity holds (|1 − ratio| at
 //! the tolerance → 0, within 2 % → 1); × a sample factor (100 round trips → 0.8, 10 000 → 1).
 
-use netceil_model::{names as n, Finding};
+use netceil_model::{names as n, Finding, Quantity, Resource, Unit};
+
+use crate::ledger::{Class, Entry};
 
 use crate::cause;
 use crate::ctx::{advice, finding, ClosedLoop, Ctx, NetActivity, LATENCY_IDENTITY_TOLERANCE};
@@ -35,8 +37,32 @@ fn micros(us: f64) -> String {
     }
 }
 
-/// The closed-loop identity holds: the round trip set the rate.
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+/// The closed-loop identity holds: the round trip set the rate. In the ledger the round trip
+/// is sized as the rate it allows (in flight ÷ mean round trip) against the rate measured;
+/// the interrupts, switches and busy CPU that stretch it act through it, so it explains them.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let f = finding_of(ctx)?;
+    let c = ctx.closed_loop()?;
+    Some(
+        Entry::claim(Class::Ceiling, Resource::RoundTrip, f)
+            .sized(
+                Quantity::new(
+                    c.predicted_tps(),
+                    Unit::PerSecond,
+                    "transactions/s the round trip allows (in flight ÷ mean round trip)",
+                ),
+                Quantity::new(c.tps, Unit::PerSecond, "transactions/s measured"),
+            )
+            .explains_all(&[
+                cause::INTERRUPT_BOUND,
+                cause::SYSTEM_INTERRUPTS,
+                cause::HOT_CPU,
+                cause::CPU_BOUND,
+            ]),
+    )
+}
+
+fn finding_of(ctx: &Ctx) -> Option<Finding> {
     if matches!(ctx.net, NetActivity::Absent(_)) {
         return None;
     }

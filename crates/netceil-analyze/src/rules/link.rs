@@ -13,11 +13,12 @@
 //! 0.45 × ramp(use, 90 % → 98 %)); below, it is `link_headroom` at 0.25: not a cause, but the
 //! arithmetic that rules the hardware out and says "something else binds first".
 
-use netceil_model::{names as n, Finding, Run, WorkloadKind};
+use netceil_model::{names as n, Finding, Quantity, Resource, Run, Unit, WorkloadKind};
 
 use crate::cause;
 use crate::ctx::{finding, Ctx, Throughput};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::ramp;
 use crate::Options;
 
@@ -250,7 +251,8 @@ fn ceilings(
     out
 }
 
-fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<Finding> {
+/// The link finding with the binding hardware ceiling's name and rate and the measured rate.
+fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, String, f64, f64)> {
     if !ctx.net_possible() && ctx.run.results.is_none() {
         return None;
     }
@@ -343,7 +345,7 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<Finding> {
     } else {
         f.next = Some("look at the other findings (CPU, locks, buffers); a lock profile or per-CPU figures tell what binds below the hardware".into());
     }
-    Some(f)
+    Some((f, binding.name.clone(), binding.bits, t.bits_per_s))
 }
 
 fn capitalized(s: &str) -> String {
@@ -353,9 +355,24 @@ fn capitalized(s: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The link rule on one run.
-pub fn check(ctx: &Ctx) -> Option<Finding> {
-    evaluate(ctx, None)
+/// The link rule on one run: the binding hardware ceiling sized as the bits it allows
+/// against the bits carried. Below 90 % of it the finding is arithmetic that rules the
+/// hardware out, noted, never a ceiling.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let (f, name, allows, carried) = evaluate(ctx, None)?;
+    let class = if f.cause == cause::LINK_LIMIT {
+        Class::Ceiling
+    } else {
+        Class::Noted
+    };
+    Some(
+        Entry::claim(class, Resource::Link { name: name.clone() }, f)
+            .sized(
+                Quantity::new(allows, Unit::BitsPerSecond, name),
+                Quantity::new(carried, Unit::BitsPerSecond, "carried"),
+            )
+            .scaling(),
+    )
 }
 
 /// The link rule across a suite's parts: the highest packet rate of one part is a packet
@@ -384,7 +401,7 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
         }
         let ctx = Ctx::new(&p, &opts);
         let how = format!("part {} delivered it", src + 1);
-        let Some(mut f) = evaluate(&ctx, Some((max_pps, how))) else {
+        let Some((mut f, _, _, _)) = evaluate(&ctx, Some((max_pps, how))) else {
             continue;
         };
         f.summary = format!("part {}: {}", i + 1, f.summary);

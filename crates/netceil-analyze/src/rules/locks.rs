@@ -17,11 +17,12 @@
 
 use std::collections::BTreeMap;
 
-use netceil_model::{Finding, LockStat};
+use netceil_model::{Finding, LockStat, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{mean_strength, ramp};
 
 /// Locks of the blocking machinery: contended as a consequence, not a cause.
@@ -55,11 +56,17 @@ pub fn lock_name(raw: &str) -> String {
 pub fn aggregate(locks: &[LockStat]) -> Vec<LockTotal> {
     let mut by: BTreeMap<String, LockTotal> = BTreeMap::new();
     for l in locks {
-        let name = lock_name(&l.name);
         let site = l
             .caller
             .clone()
             .unwrap_or_else(|| l.name.trim().to_string());
+        // A row named only by its lock's type (perf lock contention's default `type caller`)
+        // does not say which lock: its call site is the most specific name there is, and all
+        // spinlocks of the kernel are not one lock.
+        let name = match lock_name(&l.name) {
+            n if is_lock_type(&n) && l.caller.is_some() => format!("{site} ({n})"),
+            n => n,
+        };
         let e = by.entry(name.clone()).or_insert_with(|| LockTotal {
             name,
             wait_s: 0.0,
@@ -82,6 +89,39 @@ pub fn aggregate(locks: &[LockStat]) -> Vec<LockTotal> {
     }
     out.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s));
     out
+}
+
+/// Lock types, as profilers print them in place of a lock's name.
+const LOCK_TYPES: &[&str] = &[
+    "spinlock",
+    "rwlock",
+    "rwlock:r",
+    "rwlock:w",
+    "mutex",
+    "rwsem",
+    "rwsem:r",
+    "rwsem:w",
+    "percpu-rwsem",
+    "pcpu-sem",
+    "rtmutex",
+    "rt-mutex",
+    "semaphore",
+    "spin mutex",
+    "sleep mutex",
+    "rw",
+    "sx",
+    "lockmgr",
+    "rwlock:rw",
+    "rwsem:rw",
+];
+
+/// True for a bare lock type (`spinlock`, `rwsem:R`), which names no particular lock.
+pub fn is_lock_type(name: &str) -> bool {
+    let n = name
+        .trim()
+        .trim_matches(|c| c == '(' || c == ')')
+        .to_ascii_lowercase();
+    n.is_empty() || LOCK_TYPES.contains(&n.as_str())
 }
 
 fn is_derived(name: &str) -> bool {
@@ -115,9 +155,49 @@ fn window(ctx: &Ctx) -> Option<(f64, &'static str)> {
         .map(|i| (i, "the profile's interval"))
 }
 
-/// The lock-contention rule.
-pub fn check(ctx: &Ctx) -> Option<Finding> {
-    let all = aggregate(&ctx.run.locks);
+/// A lock's wait as a share of window × CPUs from which it can limit the run…
+pub const CPU_SHARE_MIN: f64 = 0.01;
+/// …or its average waiters (wait ÷ window) from which it can.
+pub const WAITERS_MIN: f64 = 0.1;
+/// Without a window: the longest profile over which the top wait would still reach
+/// [`CPU_SHARE_MIN`] of one CPU's time; a wait that would need a profile shorter than this
+/// cannot matter (profiles are taken over seconds at least: `perf lock contention -- sleep
+/// 10`, 30 s of `debug.lock.prof`, and /proc/lock_stat since it was last cleared).
+pub const WINDOW_NEEDED_MIN_S: f64 = 10.0;
+
+/// The top lock sized: its wait against the time available.
+struct Sized<'a> {
+    top: &'a LockTotal,
+    next: Option<&'a LockTotal>,
+    ranked: Vec<&'a LockTotal>,
+    derived: Vec<&'a LockTotal>,
+    win: Option<(f64, &'static str)>,
+    cpus: Option<u32>,
+    waiters: Option<f64>,
+    cpu_share: Option<f64>,
+    lead: Option<f64>,
+}
+
+impl Sized<'_> {
+    /// The profile length below which the top wait would be [`CPU_SHARE_MIN`] of window ×
+    /// CPUs: what a window would have to be for these waits to matter.
+    fn window_needed_s(&self) -> f64 {
+        self.top.wait_s / (CPU_SHARE_MIN * f64::from(self.cpus.unwrap_or(1)))
+    }
+
+    /// Large enough to limit anything, as far as the figures can tell.
+    fn matters(&self) -> bool {
+        match self.win {
+            Some(_) => {
+                self.waiters.is_some_and(|w| w >= WAITERS_MIN)
+                    || self.cpu_share.is_some_and(|s| s >= CPU_SHARE_MIN)
+            }
+            None => self.window_needed_s() >= WINDOW_NEEDED_MIN_S,
+        }
+    }
+}
+
+fn size<'a>(ctx: &Ctx, all: &'a [LockTotal]) -> Option<Sized<'a>> {
     let derived: Vec<&LockTotal> = all.iter().filter(|l| is_derived(&l.name)).collect();
     let ranked: Vec<&LockTotal> = all
         .iter()
@@ -127,20 +207,108 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     let next = ranked.get(1).copied();
     let win = window(ctx);
     let cpus = ctx.cpus();
-    let waiters = win.map(|(w, _)| top.wait_s / w);
-    let cpu_share = match (win, cpus) {
-        (Some((w, _)), Some(c)) => Some(top.wait_s / (w * f64::from(c))),
+    Some(Sized {
+        top,
+        next,
+        derived,
+        waiters: win.map(|(w, _)| top.wait_s / w),
+        cpu_share: match (win, cpus) {
+            (Some((w, _)), Some(c)) => Some(top.wait_s / (w * f64::from(c))),
+            _ => None,
+        },
+        lead: next.map(|n| top.wait_s / n.wait_s.max(1e-9)),
+        ranked,
+        win,
+        cpus,
+    })
+}
+
+/// The lock-contention rule: the top lock (per lock, or per call site when the profile names
+/// only lock types) sized as its wait against window × CPUs. A wait too small to limit
+/// anything is a sized resource that is ruled out, never a finding; without a window, the
+/// window that would make it matter is said.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let all = aggregate(&ctx.run.locks);
+    let z = size(ctx, &all)?;
+    let resource = Resource::Lock {
+        name: z.top.name.clone(),
+        site: z.top.sites.first().map(|(s, _)| s.clone()),
+    };
+    let capacity = match (z.win, z.cpus) {
+        (Some((w, how)), Some(c)) => Some(Quantity::new(
+            w * f64::from(c),
+            Unit::Seconds,
+            format!("CPU-seconds: the window ({how}) × {c} CPUs"),
+        )),
+        (Some((w, how)), None) => Some(Quantity::new(
+            w,
+            Unit::Seconds,
+            format!("the window ({how})"),
+        )),
         _ => None,
     };
-    let lead = next.map(|n| top.wait_s / n.wait_s.max(1e-9));
-    let confidence = if win.is_some() {
-        let fires = waiters.is_some_and(|w| w >= 0.1) || cpu_share.is_some_and(|s| s >= 0.01);
-        if !fires {
-            return None;
+    let used = Quantity::new(
+        z.top.wait_s,
+        Unit::Seconds,
+        "waited for it, summed over threads",
+    );
+    if !z.matters() {
+        let e = Entry::context(resource, cause::LOCK_CONTENTION, small_words(&z));
+        return Some(match capacity {
+            Some(c) => e.sized(c, used),
+            None => {
+                let mut e = e;
+                e.used = Some(used);
+                e
+            }
+        });
+    }
+    let f = words(ctx, &z);
+    let mut e = Entry::claim(Class::Ceiling, resource, f);
+    e = match capacity {
+        Some(c) => e.sized(c, used),
+        None => {
+            e.used = Some(used);
+            e
         }
+    };
+    Some(e)
+}
+
+/// Why the top lock is too small to be a ceiling, with its figures.
+fn small_words(z: &Sized) -> String {
+    match (z.win, z.cpu_share) {
+        (Some((w, _)), Some(s)) => format!(
+            "{}: waited {} in a {} window, {} of the CPU time: too small to limit anything",
+            z.top.name,
+            fmt::secs(z.top.wait_s),
+            fmt::secs(w),
+            fmt::pct(s * 100.0)
+        ),
+        (Some((w, _)), None) => format!(
+            "{}: waited {} in a {} window ({} threads waiting on average): too small to limit anything",
+            z.top.name,
+            fmt::secs(z.top.wait_s),
+            fmt::secs(w),
+            fmt::sig2(z.waiters.unwrap_or(0.0))
+        ),
+        _ => format!(
+            "{}: waited {} in all; it would be {} of the CPU time only if the profile covered less than {}, so it cannot have limited anything",
+            z.top.name,
+            fmt::secs(z.top.wait_s),
+            fmt::pct(CPU_SHARE_MIN * 100.0),
+            fmt::secs(z.window_needed_s())
+        ),
+    }
+}
+
+fn words(ctx: &Ctx, z: &Sized) -> Finding {
+    let (top, next, win, cpus, waiters, cpu_share, lead) =
+        (z.top, z.next, z.win, z.cpus, z.waiters, z.cpu_share, z.lead);
+    let confidence = if win.is_some() {
         let strength = mean_strength(&[
-            cpu_share.map(|s| ramp(s, 0.01, 0.10)),
-            waiters.map(|w| ramp(w, 0.1, 0.5)),
+            cpu_share.map(|s| ramp(s, CPU_SHARE_MIN, 0.10)),
+            waiters.map(|w| ramp(w, WAITERS_MIN, 0.5)),
             Some(lead.map_or(1.0, |l| ramp(l, 1.0, 3.0))),
         ])
         .unwrap_or(0.0);
@@ -148,7 +316,6 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     } else {
         0.3
     };
-
     let sites = if top.sites.len() > 1 {
         format!(" over {} call sites", top.sites.len())
     } else {
@@ -171,7 +338,13 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             fmt::pct(waiters.unwrap_or(0.0) * 100.0),
             fmt::secs(w)
         ),
-        _ => " (the profile's duration is unknown, so its share cannot be said)".into(),
+        _ => format!(
+            " (the profile's duration is unknown, so its share cannot be said: it is {} of the CPU time on {} CPU{} if the profile covered {})",
+            fmt::pct(CPU_SHARE_MIN * 100.0),
+            cpus.unwrap_or(1),
+            if cpus.unwrap_or(1) == 1 { "" } else { "s" },
+            fmt::secs(z.window_needed_s())
+        ),
     };
     let next_words = match (next, lead) {
         (Some(n), Some(l)) => format!(
@@ -199,7 +372,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         ),
         confidence,
     );
-    for l in ranked.iter().take(3) {
+    for l in z.ranked.iter().take(3) {
         let sites: Vec<String> = l
             .sites
             .iter()
@@ -233,7 +406,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             format!("profile window {} ({how})", fmt::secs(w)),
         ));
     }
-    for d in derived {
+    for d in &z.derived {
         f.alternatives.push(format!(
             "{} ({} of wait) is the blocking machinery's own lock: it is contended because the mutexes above are, not a cause of its own",
             d.name,
@@ -253,7 +426,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     } else {
         "profile again under the same load after the change; the runner-up should lead".into()
     });
-    Some(f)
+    f
 }
 
 #[cfg(test)]
@@ -291,6 +464,8 @@ mod tests {
             cpus,
         };
         check(&Ctx::new(run, &opts))
+            .filter(|e| e.class != crate::ledger::Class::Context)
+            .map(|e| e.finding)
     }
 
     #[test]

@@ -9,14 +9,14 @@
 //! data factors of [`Ctx`] (how many load rows there were, whether the traffic was measured or
 //! assumed). Each rule's header says which strengths it uses.
 
-use netceil_model::Finding;
-
 use crate::ctx::Ctx;
+use crate::ledger::Entry;
 
 pub mod buffers;
 pub mod busy_wait;
 pub mod contention;
 pub mod cpu;
+pub mod disk;
 pub mod far_end;
 pub mod generator;
 pub mod interrupts;
@@ -28,12 +28,13 @@ pub mod locks;
 pub mod saturation;
 pub mod shaper;
 pub mod snapshot;
+pub mod tcp_flows;
 pub mod tcp_path;
 pub mod threads;
 
-/// Every single-run rule, in no particular order (findings are sorted by confidence later).
-pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
-    let rules: [fn(&Ctx) -> Option<Finding>; 24] = [
+/// Every single-run rule, in no particular order: the ledger ranks what they find.
+pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
+    let rules: [fn(&Ctx) -> Option<Entry>; 26] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -58,6 +59,8 @@ pub fn single_run(ctx: &Ctx) -> Vec<Finding> {
         kernel_probes::softirq_core,
         kernel_probes::napi_budget,
         far_end::check,
+        disk::io_wait,
+        tcp_flows::check,
     ];
     rules.iter().filter_map(|rule| rule(ctx)).collect()
 }

@@ -9,11 +9,12 @@
 //! `load_rx_pps` series. Fires at ≥ 1 % shortfall over ≥ 1000 packets. Confidence:
 //! (0.5 + 0.4 × ramp(shortfall, 1 % → 10 %)) × 0.85 × data factor for series-only data.
 
-use netceil_model::{names as n, Finding, WorkloadKind};
+use netceil_model::{names as n, Finding, Quantity, Resource, Unit, WorkloadKind};
 
 use crate::cause;
 use crate::ctx::{finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean, present, ramp};
 
 /// Shortfall from which a run counts as saturated.
@@ -46,8 +47,25 @@ fn onset(ctx: &Ctx) -> Option<(usize, f64)> {
     None
 }
 
-/// The saturation rule.
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+/// The saturation rule: where the run saturated, a "where" in the ledger that follows the
+/// cause when another entry names one.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let (f, offered, delivered) = measure(ctx)?;
+    Some(
+        Entry::claim(Class::Where, Resource::Path, f)
+            .with_id("delivery")
+            .sized(
+                Quantity::new(offered, Unit::PacketsPerSecond, "offered"),
+                Quantity::new(
+                    delivered,
+                    Unit::PacketsPerSecond,
+                    "delivered to the application",
+                ),
+            ),
+    )
+}
+
+fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     if ctx
         .run
         .workload
@@ -190,7 +208,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     f.next = Some(
         "the other findings say why; `netceil search udp` finds the highest loss-free rate (and the cause above it)".into(),
     );
-    Some(f)
+    Some((f, offered, delivered))
 }
 
 #[cfg(test)]

@@ -29,11 +29,12 @@
 //! throughput (50 % → 0, 90 % → 1), and, when the configured rate is known, how close the
 //! measured rate came to it (15 % off → 0, 2 % → 1); × the data factor.
 
-use netceil_model::{names as n, Finding, Metric};
+use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean, mean_strength, ramp};
 
 /// Share of load rows that must show throttling.
@@ -148,7 +149,11 @@ fn tc_prefix(m: &Metric) -> String {
         .unwrap_or_default()
 }
 
-pub fn check(ctx: &Ctx) -> Option<Finding> {
+/// The shaper rule: a rate limiter in the ledger, sized as the rate it passed against its
+/// configured rate (or, without one, the flat rate it held). Relieving it lifts the limit
+/// until whatever binds next; it explains where loss began, the drops at its own queue, a
+/// sender held back behind it, and an unpaced run held by nothing else measured.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
     if ctx.rows.is_empty() || ctx.offered_met() {
         return None;
     }
@@ -174,6 +179,44 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     ])
     .unwrap_or(0.0);
     let confidence = (0.55 + 0.4 * strength) * ctx.data_factor();
+    let f = words(ctx, &best, share, total, match_ratio, confidence);
+    let (cap, how) = match best.configured_bits {
+        Some(c) => (c, "its configured rate"),
+        None => (
+            best.bits_mean,
+            "the flat rate it held (no configured rate recorded)",
+        ),
+    };
+    Some(
+        Entry::claim(
+            Class::Ceiling,
+            Resource::Shaper {
+                name: where_words(best.bits),
+            },
+            f,
+        )
+        .sized(
+            Quantity::new(cap, Unit::BitsPerSecond, how),
+            Quantity::new(best.bits_mean, Unit::BitsPerSecond, "what it passed"),
+        )
+        .scaling()
+        .explains_all(&[
+            cause::SATURATION,
+            cause::BUFFER_DROPS,
+            cause::UNNAMED_CEILING,
+            cause::GENERATOR_LIMITED,
+        ]),
+    )
+}
+
+fn words(
+    ctx: &Ctx,
+    best: &Shaped,
+    share: f64,
+    total: f64,
+    match_ratio: Option<f64>,
+    confidence: f64,
+) -> Finding {
     let what = where_words(best.bits);
     let kind = if best.policer { "policer" } else { "shaper" };
     let configured = match (best.configured_bits, match_ratio) {
@@ -302,7 +345,7 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
     f.next = Some(format!(
         "{prefix}tc -s qdisc show dev {iface} (and tc -s class show dev {iface} for htb) shows the configured rates and the throttle counters"
     ));
-    Some(f)
+    f
 }
 
 #[cfg(test)]

@@ -15,11 +15,12 @@
 //! Findings here say "since boot" and keep their confidence moderate (0.3 to 0.55): the counts
 //! may come from one incident long ago.
 
-use netceil_model::{Finding, Series};
+use netceil_model::{Finding, Resource, Series};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::{mean_strength, ramp};
 
 const PROCESSED: &str = "softnet_processed_total";
@@ -89,19 +90,52 @@ fn spread_advice() -> netceil_model::Advice {
     )
 }
 
-/// NAPI budget exhaustion: squeezes per packet processed, and where.
-pub fn squeeze(ctx: &Ctx) -> Option<Finding> {
+/// NAPI budget exhaustion: squeezes per packet processed, and where. A machine-wide ratio
+/// hides one CPU that squeezed often among many that did not (a single RX queue on a 64-CPU
+/// machine), so the ratio is also taken per CPU, and the worst CPU's counts when it is high.
+pub fn squeeze(ctx: &Ctx) -> Option<Entry> {
+    let f = squeeze_finding(ctx)?;
+    Some(Entry::claim(Class::Ceiling, queue("the NAPI budget"), f))
+}
+
+fn queue(name: &str) -> Resource {
+    Resource::Queue {
+        name: name.to_string(),
+        far: false,
+    }
+}
+
+/// Squeezes per 1000 packets processed on the CPU where that ratio is worst (at least
+/// [`SQUEEZES_MIN`] squeezes there), and the CPU.
+fn worst_cpu_ratio(sq: &Totals, processed: &Totals) -> Option<(String, f64)> {
+    sq.per_cpu
+        .iter()
+        .filter(|(_, v)| *v >= SQUEEZES_MIN)
+        .filter_map(|(c, v)| {
+            let p = processed.per_cpu.iter().find(|(x, _)| x == c)?.1;
+            (p > 0.0).then(|| (c.clone(), 1000.0 * v / p))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// Squeezes worth a finding, in all and per 1000 packets.
+const SQUEEZES_MIN: f64 = 100.0;
+const SQUEEZES_PER_1000_MIN: f64 = 1.0;
+
+fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
     let s = ctx.series();
     if !since_boot(s) {
         return None;
     }
     let sq = totals(s, SQUEEZED)?;
     let processed = totals(s, PROCESSED)?;
-    if sq.total < 100.0 || processed.total <= 0.0 {
+    if sq.total < SQUEEZES_MIN || processed.total <= 0.0 {
         return None;
     }
-    let per_1000 = 1000.0 * sq.total / processed.total;
-    if per_1000 < 1.0 {
+    let machine = 1000.0 * sq.total / processed.total;
+    let worst = worst_cpu_ratio(&sq, &processed);
+    let per_1000 = machine.max(worst.as_ref().map_or(0.0, |(_, r)| *r));
+    if per_1000 < SQUEEZES_PER_1000_MIN {
         return None;
     }
     let (cpu, share) = sq.top()?;
@@ -111,6 +145,14 @@ pub fn squeeze(ctx: &Ctx) -> Option<Finding> {
         (sq.per_cpu.len() >= 2).then(|| ramp(share, 0.5, 0.9)),
     ])
     .unwrap_or(0.0);
+    let per_cpu_words = match &worst {
+        Some((c, r)) if *r > 2.0 * machine => format!(
+            " (machine-wide {} per 1000, but {} per 1000 on CPU {c})",
+            fmt::sig2(machine),
+            fmt::sig2(*r)
+        ),
+        _ => String::new(),
+    };
     let where_words = if concentrated {
         format!(", {} of them on CPU {cpu}", fmt::pct(share * 100.0))
     } else {
@@ -119,9 +161,9 @@ pub fn squeeze(ctx: &Ctx) -> Option<Finding> {
     let mut f = finding(
         cause::NAPI_BUDGET,
         format!(
-            "Since boot (one snapshot, so not when): the receive softirq ran out of its budget with work left {} times, {} per 1000 packets processed{where_words}. That is NAPI budget exhaustion{}.",
+            "Since boot (one snapshot, so not when): the receive softirq ran out of its budget with work left {} times, {} per 1000 packets processed{per_cpu_words}{where_words}. That is NAPI budget exhaustion{}.",
             fmt::si(sq.total),
-            fmt::sig2(per_1000),
+            fmt::sig2(machine),
             if concentrated { " concentrated on one CPU" } else { "" }
         ),
         0.35 + 0.2 * strength,
@@ -159,8 +201,13 @@ pub fn squeeze(ctx: &Ctx) -> Option<Finding> {
     Some(f)
 }
 
-/// Backlog drops since boot.
-pub fn drops(ctx: &Ctx) -> Option<Finding> {
+/// Backlog drops since boot: a loss in the ledger.
+pub fn drops(ctx: &Ctx) -> Option<Entry> {
+    let f = drops_finding(ctx)?;
+    Some(Entry::claim(Class::Loss, queue("the per-CPU backlog"), f))
+}
+
+fn drops_finding(ctx: &Ctx) -> Option<Finding> {
     let s = ctx.series();
     if !since_boot(s) {
         return None;
@@ -198,8 +245,17 @@ pub fn drops(ctx: &Ctx) -> Option<Finding> {
     Some(f)
 }
 
-/// Receive work nearly all on one CPU.
-pub fn skew(ctx: &Ctx) -> Option<Finding> {
+/// Receive work nearly all on one CPU: that CPU in the ledger.
+pub fn skew(ctx: &Ctx) -> Option<Entry> {
+    let (f, cpu) = skew_finding(ctx)?;
+    let cpus: Vec<u32> = cpu.parse().ok().into_iter().collect();
+    Some(
+        Entry::claim(Class::Ceiling, Resource::Cpu { cpus, far: false }, f)
+            .with_id(format!("cpu:{cpu}:rx")),
+    )
+}
+
+fn skew_finding(ctx: &Ctx) -> Option<(Finding, String)> {
     let s = ctx.series();
     if !since_boot(s) {
         return None;
@@ -246,7 +302,7 @@ pub fn skew(ctx: &Ctx) -> Option<Finding> {
     f.advice.push(spread_advice());
     f.next =
         Some("netceil watch during the load shows whether that core saturates (hot_cpu)".into());
-    Some(f)
+    Some((f, cpu.to_string()))
 }
 
 #[cfg(test)]
@@ -280,9 +336,9 @@ mod tests {
         run
     }
 
-    fn on(run: &Run, rule: fn(&Ctx) -> Option<Finding>) -> Option<Finding> {
+    fn on(run: &Run, rule: fn(&Ctx) -> Option<Entry>) -> Option<Finding> {
         let opts = crate::Options::default();
-        rule(&Ctx::new(run, &opts))
+        rule(&Ctx::new(run, &opts)).map(|e| e.finding)
     }
 
     #[test]

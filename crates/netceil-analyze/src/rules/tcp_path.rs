@@ -8,41 +8,120 @@
 //! Fires when retransmits are ≥ 0.5 % of segments sent and ≥ 1/s. Confidence: floor 0.4,
 //! band 0.5; strength: the retransmit share (0.5 % → 0, 5 % → 1); × data factor.
 
-use netceil_model::{names as n, Finding};
+use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{Class, Entry};
 use crate::stats::ramp;
 
 /// The TCP path rule.
-pub fn check(ctx: &Ctx) -> Option<Finding> {
-    if !ctx.net_possible() && ctx.run.results.is_none() {
+/// Retransmissions in the ledger: errors on the path, a loss that congestion control turns
+/// into a lower rate. Explained by nothing measured here, it names the path.
+pub fn check(ctx: &Ctx) -> Option<Entry> {
+    let f = finding_of(ctx)?;
+    Some(
+        Entry::claim(
+            Class::Loss,
+            Resource::TcpFlow {
+                limit: "congestion window".into(),
+            },
+            f,
+        )
+        .with_id("tcp:retransmits"),
+    )
+}
+
+/// Retransmits as a share of segments sent, per second, in all, and where they were read.
+struct Retrans {
+    share: f64,
+    rate: Option<f64>,
+    count: Option<f64>,
+    source: &'static str,
+}
+
+/// A share of segments retransmitted from which loss holds a flow's window down at any RTT.
+const SHARE_MIN: f64 = 0.005;
+/// Below [`SHARE_MIN`], a lower share still matters when the count is large: TCP's rate falls
+/// with the square root of the loss rate, so 0.1 % on a long path caps a flow far below the
+/// link; this many retransmits in the window are no accident.
+const LOW_SHARE_MIN: f64 = 0.0005;
+const LOW_SHARE_COUNT_MIN: f64 = 10_000.0;
+
+/// A since-boot snapshot's TCP totals (netstat -s, /proc/net/snmp).
+fn since_boot_totals(ctx: &Ctx) -> Option<(f64, f64)> {
+    let s = ctx.series();
+    if s.len() != 1 || s.interval_s != 0.0 {
         return None;
     }
+    let total = |counter: &str| {
+        s.by_name(n::SNMP_COUNTER_TOTAL)
+            .find(|m| m.id.label("proto") == Some("Tcp") && m.id.label("counter") == Some(counter))
+            .and_then(|m| m.values.first().copied().flatten())
+    };
+    Some((
+        total("RetransSegs")?,
+        total("OutSegs").filter(|o| *o > 0.0)?,
+    ))
+}
+
+fn measure(ctx: &Ctx) -> Option<Retrans> {
     let retrans = ctx.total_mean(n::TCP_RETRANS_SEGS_PER_S);
     let out = ctx.total_mean(n::TCP_OUT_SEGS_PER_S);
-    let (share, rate, source) = match (retrans, out) {
-        (Some(r), Some(o)) if o > 0.0 => (r / o, r, "series"),
-        _ => {
-            // The flows' own counts: retransmitted segments over segments of ~1448 bytes.
-            let res = ctx.run.results.as_ref()?;
-            let re: u64 = res.flows.iter().filter_map(|f| f.retransmits).sum();
-            let segs = res.tx_bytes as f64 / 1448.0;
-            if res.flows.is_empty() || segs < 1.0 {
-                return None;
-            }
-            (
-                re as f64 / segs,
-                re as f64 / res.duration_s.max(1e-9),
-                "flows",
-            )
+    if let (Some(r), Some(o)) = (retrans, out) {
+        if o > 0.0 {
+            return Some(Retrans {
+                share: r / o,
+                rate: Some(r),
+                count: ctx.duration_s().map(|d| r * d),
+                source: "series",
+            });
         }
-    };
-    if share < 0.005 || rate < 1.0 {
+    }
+    if let Some((re, outs)) = since_boot_totals(ctx) {
+        return Some(Retrans {
+            share: re / outs,
+            rate: None,
+            count: Some(re),
+            source: "since boot",
+        });
+    }
+    // The flows' own counts: retransmitted segments over segments of ~1448 bytes.
+    let res = ctx.run.results.as_ref()?;
+    let re: u64 = res.flows.iter().filter_map(|f| f.retransmits).sum();
+    let segs = res.tx_bytes as f64 / 1448.0;
+    if res.flows.is_empty() || segs < 1.0 {
         return None;
     }
-    let confidence = (0.4 + 0.5 * ramp(share, 0.005, 0.05)) * ctx.data_factor();
+    Some(Retrans {
+        share: re as f64 / segs,
+        rate: Some(re as f64 / res.duration_s.max(1e-9)),
+        count: Some(re as f64),
+        source: "flows",
+    })
+}
+
+fn finding_of(ctx: &Ctx) -> Option<Finding> {
+    if !ctx.net_possible() && ctx.run.results.is_none() && since_boot_totals(ctx).is_none() {
+        return None;
+    }
+    let m = measure(ctx)?;
+    let share = m.share;
+    let rate = m.rate.unwrap_or(0.0);
+    let by_share = share >= SHARE_MIN && m.rate.is_none_or(|r| r >= 1.0);
+    let by_count = share >= LOW_SHARE_MIN && m.count.is_some_and(|c| c >= LOW_SHARE_COUNT_MIN);
+    if !by_share && !by_count {
+        return None;
+    }
+    let source = m.source;
+    let out = ctx.total_mean(n::TCP_OUT_SEGS_PER_S);
+    let confidence = if by_share {
+        (0.4 + 0.5 * ramp(share, SHARE_MIN, 0.05)) * ctx.data_factor()
+    } else {
+        // A low share with a large count: real, but whether it binds depends on the RTT.
+        0.4 * ctx.data_factor().max(0.8)
+    };
     let dsack_in = ctx.total_mean(n::TCP_DSACK_RECV_PER_S).filter(|v| *v > 0.0);
     let dsack_out = ctx.total_mean(n::TCP_DSACK_SENT_PER_S).filter(|v| *v > 0.0);
     let timeouts = ctx.total_mean(n::TCP_TIMEOUTS_PER_S).filter(|v| *v > 0.0);
@@ -52,7 +131,11 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
         format!(
             "TCP lost segments on the path: {} of segments were retransmitted ({}){}, which holds the congestion window down.",
             fmt::pct(share * 100.0),
-            fmt::per_s(rate),
+            match (m.rate, m.count) {
+                (Some(r), _) => fmt::per_s(r),
+                (None, Some(c)) => format!("{} since boot", fmt::si(c)),
+                _ => String::new(),
+            },
             if spurious { "; many came back as duplicate SACKs, so much of it is reordering, not loss" } else { "" }
         ),
         confidence,
@@ -67,6 +150,16 @@ pub fn check(ctx: &Ctx) -> Option<Finding> {
             n::TCP_OUT_SEGS_PER_S,
             out,
             format!("{} sent", fmt::per_s(out.unwrap_or(0.0))),
+        ));
+    } else if source == "since boot" {
+        f.evidence.push(ctx.ev_total(
+            format!("{}{{proto=Tcp,counter=RetransSegs}}", n::SNMP_COUNTER_TOTAL),
+            m.count,
+            format!(
+                "{} segments retransmitted since boot, {} of those sent",
+                fmt::si(m.count.unwrap_or(0.0)),
+                fmt::pct(share * 100.0)
+            ),
         ));
     } else {
         f.evidence.push(ctx.ev_total(

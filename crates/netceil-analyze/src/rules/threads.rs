@@ -21,12 +21,17 @@
 //! strength (85 % → 0, 98 % → 1) and how little it blocked (100 voluntary switches/s → 0,
 //! 0 → 1); × the data factor.
 
-use netceil_model::{names as n, Finding, Metric, PacingMode, WorkloadKind};
+use netceil_model::{names as n, Finding, Metric, PacingMode, Resource, WorkloadKind};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
+use crate::ledger::{pct, Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
+
+/// Below this share of the packets lost, a saturated sender is the run's ceiling and the drops
+/// a loss on top of it: the receiving side kept up on average and overflowed in bursts.
+pub const SMALL_LOSS: f64 = 0.10;
 
 /// A thread this busy (% of one core) is saturated.
 pub const SATURATED_PCT: f64 = 85.0;
@@ -82,23 +87,6 @@ fn role(comm: &str) -> Role {
     } else {
         Role::Other
     }
-}
-
-/// A reader that did not get the CPU it needed: netceil's own receiving thread ran below
-/// [`SATURATED_PCT`] of a core while the CPUs were at least 95 % busy. Its socket then overflows because the
-/// reader was starved by the other work on the cores (here, the senders), not because a
-/// buffer was too small or the reader too slow: the CPUs are the ceiling. Its CPU share, if so.
-pub fn starved_reader(ctx: &Ctx) -> Option<f64> {
-    let (busy, _) = ctx.machine_busy_for_work()?;
-    if busy < 95.0 {
-        return None;
-    }
-    let rx = own_threads(ctx)
-        .into_iter()
-        .filter(|(r, _)| *r == Role::Receiver)
-        .map(|(_, t)| t.cpu_pct)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
-    (rx < SATURATED_PCT).then_some(rx)
 }
 
 /// netceil's own load threads with their roles.
@@ -171,16 +159,20 @@ pub fn unpaced_live_run(ctx: &Ctx) -> bool {
         )
 }
 
-/// The ceiling of an unpaced live run, when one of its load threads saturated.
-pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
-    if !unpaced_live_run(ctx) {
-        return None;
-    }
-    let kind = ctx.run.workload.as_ref().map(|w| w.kind);
+/// Which of an unpaced run's load threads hit the ceiling, and the figures that say so.
+struct Pick<'a> {
+    which: Role,
+    t: &'a ThreadLoad,
+    other: Option<&'a ThreadLoad>,
+    loss: Option<f64>,
+}
+
+/// The mechanism: the receiver on a full core when packets were lost (or it was at least as
+/// busy as the sender), else the sender on a full core when little was lost.
+fn pick<'a>(ctx: &Ctx, threads: &'a [(Role, ThreadLoad)]) -> Option<Pick<'a>> {
     let r = ctx.run.results.as_ref()?;
-    let threads = own_threads(ctx);
-    let sender = hottest(&threads, Role::Sender);
-    let receiver = hottest(&threads, Role::Receiver);
+    let sender = hottest(threads, Role::Sender);
+    let receiver = hottest(threads, Role::Receiver);
     let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
     let loss = (sent > 0).then(|| r.lost_packets as f64 / sent as f64);
     let lossy = loss.is_some_and(|l| l >= LOSS_MATTERS);
@@ -199,11 +191,89 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
         }
         // A little loss with the receiver not saturated is its buffer overflowing in bursts:
         // the sender still set the rate (the buffer rule speaks for the loss).
-        (Some(tx), _) if loss.is_none_or(|l| l < crate::settle::SMALL_LOSS) => {
-            (Role::Sender, tx, receiver)
-        }
+        (Some(tx), _) if loss.is_none_or(|l| l < SMALL_LOSS) => (Role::Sender, tx, receiver),
         _ => return None,
     };
+    Some(Pick {
+        which,
+        t,
+        other,
+        loss,
+    })
+}
+
+/// The core a thread ran on most, and its share of that core's busy time.
+fn core_share(ctx: &Ctx, t: &ThreadLoad) -> (Option<u32>, Option<f64>) {
+    let cpu = t
+        .tid
+        .parse::<u32>()
+        .ok()
+        .and_then(|tid| ctx.cpu.threads.iter().find(|w| w.tid == tid))
+        .and_then(|w| w.cpu)
+        .or_else(|| t.last_cpu.map(|c| c.round() as u32));
+    let share = cpu
+        .and_then(|c| ctx.cpu.core(c))
+        .map(|core| t.cpu_pct / core.busy.max(1.0));
+    (cpu, share)
+}
+
+/// A thread's ledger entry: one core's worth at most. It explains its core being hot (and
+/// the CPUs being busy) when it is most of that core's busy time.
+pub fn thread_entry(ctx: &Ctx, t: &ThreadLoad, pid: Option<&str>, f: Finding) -> Entry {
+    let (cpu, share_of_core) = core_share(ctx, t);
+    let mut e = Entry::claim(
+        Class::Ceiling,
+        Resource::Thread {
+            pid: pid.and_then(|p| p.parse().ok()),
+            tid: t.tid.parse().ok(),
+            comm: t.comm.clone(),
+            cpu,
+        },
+        f,
+    )
+    .sized(
+        pct(100.0, "one core"),
+        pct(t.cpu_pct, "on a CPU, /proc/PID/task/TID/stat"),
+    )
+    .scaling();
+    if share_of_core.is_none_or(|s| s >= MOST_OF_ITS_CORE) {
+        let on: Vec<u32> = cpu.into_iter().collect();
+        e = e
+            .explains(if on.is_empty() {
+                Explains::cause(cause::HOT_CPU)
+            } else {
+                Explains::on(cause::HOT_CPU, &on)
+            })
+            .explains(Explains::cause(cause::CPU_BOUND));
+    }
+    e
+}
+
+/// From this share of its core's busy time a thread is what made the core hot.
+pub const MOST_OF_ITS_CORE: f64 = 0.6;
+
+/// The ceiling of an unpaced live run, when one of its load threads saturated.
+pub fn unpaced_run(ctx: &Ctx) -> Option<Entry> {
+    if !unpaced_live_run(ctx) {
+        return None;
+    }
+    let threads = own_threads(ctx);
+    let p = pick(ctx, &threads)?;
+    let f = unpaced_words(ctx, &p);
+    let mut e = thread_entry(ctx, p.t, None, f);
+    e = e.explains(Explains::cause(cause::SATURATION));
+    if p.which == Role::Receiver {
+        e = e
+            .explains(Explains::cause(cause::BUFFER_DROPS))
+            .explains(Explains::cause(cause::TCP_RECEIVE_WINDOW));
+    }
+    Some(e)
+}
+
+fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
+    let r = ctx.run.results.as_ref();
+    let kind = ctx.run.workload.as_ref().map(|w| w.kind);
+    let t = p.t;
     let blocked = t.voluntary_cs.unwrap_or(0.0);
     let strength = mean_strength(&[
         Some(ramp(t.cpu_pct, SATURATED_PCT, 98.0).max(
@@ -214,19 +284,20 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
     ])
     .unwrap_or(0.0);
     let confidence = (0.55 + 0.35 * strength) * ctx.data_factor();
-    let rate = if r.tx_pps > 0.0 {
-        format!("{} sent", fmt::pps(r.tx_pps))
-    } else {
-        format!(
+    let rate = match r {
+        Some(r) if r.tx_pps > 0.0 => format!("{} sent", fmt::pps(r.tx_pps)),
+        Some(r) => format!(
             "{} sent",
             fmt::bits(r.tx_bits_per_s.max(r.rx_app_bits_per_s))
-        )
+        ),
+        None => String::new(),
     };
-    let other_words = other
+    let other_words = p
+        .other
         .map(|o| {
             format!(
                 "; the {} ({}) had room at {} of a core",
-                if which == Role::Sender {
+                if p.which == Role::Sender {
                     "receiver"
                 } else {
                     "sender"
@@ -237,14 +308,9 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
         })
         .unwrap_or_default();
     let loopback = ctx.loopback_only();
-    let core = t.last_cpu.map(|c| c.round() as u32);
-    let softirq_on_core = core.and_then(|c| {
-        ctx.per_cpu(n::CPU_SOFTIRQ_PCT)
-            .into_iter()
-            .find(|(x, _)| *x == c)
-            .map(|(_, v)| v)
-    });
-    let loopback_words = match (which, loopback, softirq_on_core) {
+    let (core, _) = core_share(ctx, t);
+    let softirq_on_core = core.and_then(|c| ctx.cpu.core(c)).and_then(|c| c.softirq);
+    let loopback_words = match (p.which, loopback, softirq_on_core) {
         (Role::Sender, true, Some(si)) if si >= 5.0 => format!(
             " On loopback the receive path runs in the sender's context: CPU {} spent {} in softirq, so part of the sender's kernel time is the receive side's work.",
             core.unwrap_or(0),
@@ -252,7 +318,7 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
         ),
         _ => String::new(),
     };
-    let (cause_name, head) = match which {
+    let (cause_name, head) = match p.which {
         Role::Sender => (
             cause::SENDER_SATURATED,
             "One sender thread was the ceiling of this unpaced run",
@@ -262,33 +328,16 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
             "The receiving thread was the ceiling of this unpaced run",
         ),
     };
-    let loss_words = match (which, loss) {
-        (Role::Receiver, Some(l)) if l > 0.0 => {
-            format!(
-                ", and {} of the packets were lost before it read them",
-                fmt::pct(l * 100.0)
-            )
-        }
-        (Role::Sender, Some(l)) if l <= 0.0 => ", with nothing lost".into(),
-        (Role::Sender, Some(l)) if l < LOSS_MATTERS => format!(
-            ", with {} of the packets lost (too few to be the ceiling)",
-            fmt::pct(l * 100.0)
-        ),
-        (Role::Sender, Some(l)) => format!(
-            ", with {} of the packets lost at the receiving side's buffers (a loss on top of this ceiling: the receiver was not saturated)",
-            fmt::pct(l * 100.0)
-        ),
-        _ => String::new(),
-    };
     let mut f = finding(
         cause_name,
         format!(
-            "{head}: {} ran at {} of a core{} and blocked {}/s{}, for {rate}{loss_words}{other_words}.{loopback_words}",
+            "{head}: {} ran at {} of a core{} and blocked {}/s{}, for {rate}{}{other_words}.{loopback_words}",
             t.comm,
             fmt::pct(t.cpu_pct),
             kernel_words(t),
             fmt::sig2(blocked),
-            preempted_words(t)
+            preempted_words(t),
+            loss_words(p.which, p.loss),
         ),
         confidence,
     );
@@ -305,13 +354,45 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
             fmt::sig2(blocked)
         ),
     ));
-    if let Some(l) = loss {
+    if let Some(l) = p.loss {
         f.evidence.push(ctx.ev_total(
             "results.lost_packets",
             Some(l),
             format!("{} of the packets sent were lost", fmt::pct(l * 100.0)),
         ));
     }
+    unpaced_advice(p.which, kind, loopback, &mut f);
+    f.alternatives.push(format!(
+        "the kernel path or a buffer: {}",
+        if p.loss.is_some_and(|l| l >= LOSS_MATTERS) {
+            "loss happened, but the receiving thread itself was saturated"
+        } else {
+            "nothing was dropped, so no buffer overflowed"
+        }
+    ));
+    f
+}
+
+fn loss_words(which: Role, loss: Option<f64>) -> String {
+    match (which, loss) {
+        (Role::Receiver, Some(l)) if l > 0.0 => format!(
+            ", and {} of the packets were lost before it read them",
+            fmt::pct(l * 100.0)
+        ),
+        (Role::Sender, Some(l)) if l <= 0.0 => ", with nothing lost".into(),
+        (Role::Sender, Some(l)) if l < LOSS_MATTERS => format!(
+            ", with {} of the packets lost (too few to be the ceiling)",
+            fmt::pct(l * 100.0)
+        ),
+        (Role::Sender, Some(l)) => format!(
+            ", with {} of the packets lost at the receiving side's buffers (a loss on top of this ceiling: the receiver was not saturated)",
+            fmt::pct(l * 100.0)
+        ),
+        _ => String::new(),
+    }
+}
+
+fn unpaced_advice(which: Role, kind: Option<WorkloadKind>, loopback: bool, f: &mut Finding) {
     match which {
         Role::Sender => {
             let knob = if kind == Some(WorkloadKind::Tcp) {
@@ -342,15 +423,6 @@ pub fn unpaced_run(ctx: &Ctx) -> Option<Finding> {
             ));
         }
     }
-    f.alternatives.push(format!(
-        "the kernel path or a buffer: {}",
-        if lossy {
-            "loss happened, but the receiving thread itself was saturated"
-        } else {
-            "nothing was dropped, so no buffer overflowed"
-        }
-    ));
-    Some(f)
 }
 
 /// What a busy thread got done: `Some(true)` when its own I/O counters moved (or it is clearly
@@ -431,7 +503,7 @@ pub fn progress_in(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
 /// A thread outside netceil's own load threads at a full core that made progress: the busy
 /// worker is the ceiling of what it serves. It may block now and then (a `select` between
 /// writes); what counts is that it was on the CPU nearly all the time and moved data.
-pub fn busy_worker(ctx: &Ctx) -> Option<Finding> {
+pub fn busy_worker(ctx: &Ctx) -> Option<Entry> {
     if !ctx.net_possible() || ctx.offered_met() {
         return None;
     }
@@ -455,7 +527,8 @@ pub fn busy_worker(ctx: &Ctx) -> Option<Finding> {
         }
     }
     let (t, pid, how) = best?;
-    Some(saturated_worker(ctx, &t, &pid, &how))
+    let f = saturated_worker(ctx, &t, &pid, &how);
+    Some(thread_entry(ctx, &t, Some(&pid), f).explains(Explains::cause(cause::SATURATION)))
 }
 
 fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding {
@@ -559,15 +632,21 @@ mod tests {
         let busy = [(5.0, 80.0, 15.0), (6.0, 84.0, 10.0)];
         let opts = crate::Options::default();
         let r = run_with(&busy, 46.0);
-        let ctx = Ctx::new(&r, &opts);
-        let share = starved_reader(&ctx).expect("starved");
+        let starved = |r: &netceil_model::Run| {
+            let ctx = Ctx::new(r, &opts);
+            ctx.cpu
+                .starved_on(&[0, 1], Some(crate::resources::Role::Receiver))
+                .first()
+                .map(|t| t.cpu_pct)
+        };
+        let share = starved(&r).expect("starved");
         assert!((share - 46.0).abs() < 1.0, "{share}");
         // The same reader on cores with room was not starved.
         let r = run_with(&[(5.0, 40.0, 5.0), (6.0, 44.0, 5.0)], 46.0);
-        assert_eq!(starved_reader(&Ctx::new(&r, &opts)), None);
+        assert_eq!(starved(&r), None);
         // A reader with its full core is no starved reader either.
         let r = run_with(&busy, 98.0);
-        assert_eq!(starved_reader(&Ctx::new(&r, &opts)), None);
+        assert_eq!(starved(&r), None);
     }
 
     #[test]

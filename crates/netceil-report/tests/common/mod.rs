@@ -244,6 +244,11 @@ pub fn full_run() -> Run {
                 interval_s: Some(1.0),
             },
             own_thread_ids: vec![4242, 4243],
+            workload_cpus: Some(vec![0]),
+            implausible: vec![netceil_model::Implausible {
+                line: Some(3),
+                what: "CPU 0 appears again at line 3 inside the block that began at line 1".into(),
+            }],
         },
         series: full_series(),
         results: Some(full_results()),

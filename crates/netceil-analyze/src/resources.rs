@@ -1,0 +1,404 @@
+//! The CPU as the workload could use it, core by core: who took each core's time.
+//!
+//! A core's busy time is shared by the workload's own threads, the kernel's network work on
+//! their behalf (softirq), and everything else that ran there. The rules that name a CPU
+//! ceiling (a hot core, all cores busy, other programs taking them, a thread starved of its
+//! core) all read the same account, so they agree on the figures, and the ledger can tell a
+//! cause from its symptom: a reader that got 46 % of a core that was 100 % busy was starved
+//! by whatever took the other 54 %, and the drops at its socket follow from that.
+//!
+//! **Capacity is what the workload may use.** A workload held to some CPUs (its affinity
+//! mask, `meta.workload_cpus`) has no headroom on the others, however idle they are, and
+//! whoever else runs on its CPUs is taking them from it.
+
+use std::collections::BTreeMap;
+
+use netceil_model::{names as n, Metric, RunSource};
+
+use crate::cause;
+use crate::ctx::Ctx;
+use crate::ledger::Explains;
+use crate::stats::mean;
+
+/// Kernel threads that do the network's work on someone's behalf: not strangers.
+pub fn works_for_the_network(comm: &str) -> bool {
+    ["ksoftirqd", "kworker", "napi/", "irq/"]
+        .iter()
+        .any(|p| comm.starts_with(p))
+}
+
+/// From this nice value up, a process takes mostly idle time (CFS weight 110 against 1024 for
+/// a default task), so it is not counted as taking a core from the workload.
+pub const YIELDING_NICE: i64 = 10;
+
+/// A thread this busy (% of one core) is saturated.
+pub const THREAD_SATURATED_PCT: f64 = 85.0;
+
+/// A core this busy (%) had no time left for a thread that wanted more.
+pub const CORE_FULL_PCT: f64 = 95.0;
+
+/// What one of netceil's own load threads does, from the name netceil gave it (trusted only
+/// for the threads whose ids the load engine recorded); other threads' roles are unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Sender,
+    Receiver,
+    Other,
+}
+
+/// One thread of the workload over the load rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkThread {
+    pub pid: Option<u32>,
+    pub tid: u32,
+    pub comm: String,
+    /// % of one core.
+    pub cpu_pct: f64,
+    /// The CPU it ran on most often, when recorded.
+    pub cpu: Option<u32>,
+    pub voluntary_cs: Option<f64>,
+    pub nonvoluntary_cs: Option<f64>,
+    /// One of the load threads netceil started for this run.
+    pub own: bool,
+}
+
+impl WorkThread {
+    pub fn role(&self) -> Role {
+        if !self.own {
+            Role::Other
+        } else if self.comm.contains("-tx") {
+            Role::Sender
+        } else if self.comm.contains("-rx")
+            || self.comm.contains("-serve")
+            || self.comm.contains("-echo")
+        {
+            Role::Receiver
+        } else {
+            Role::Other
+        }
+    }
+}
+
+/// A process outside the workload, with its CPU spread over the cores it was seen on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stranger {
+    pub pid: String,
+    pub comm: String,
+    /// % of one core, by CPU (time-weighted over the scans that saw it).
+    pub by_cpu: BTreeMap<u32, f64>,
+}
+
+impl Stranger {
+    pub fn total(&self) -> f64 {
+        self.by_cpu.values().sum()
+    }
+
+    /// What it took of `cpus`.
+    pub fn on(&self, cpus: &[u32]) -> f64 {
+        self.by_cpu
+            .iter()
+            .filter(|(c, _)| cpus.contains(c))
+            .map(|(_, v)| v)
+            .sum()
+    }
+}
+
+/// One core over the load rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Core {
+    pub cpu: u32,
+    /// Busy % less niced time (niced work yields to the workload).
+    pub busy: f64,
+    /// System + softirq + irq %, when recorded.
+    pub kernel: Option<f64>,
+    /// Softirq + irq %, when recorded (tick-sampled unless the softirq probe ran).
+    pub softirq: Option<f64>,
+}
+
+/// The CPU account of one run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CpuAccount {
+    /// The cores the workload could use: its allowed CPUs, else every online CPU.
+    pub cores: Vec<Core>,
+    /// Online CPUs outside the workload's affinity mask.
+    pub outside: Vec<Core>,
+    /// True when the workload was held to fewer CPUs than the machine has.
+    pub restricted: bool,
+    pub threads: Vec<WorkThread>,
+    /// Processes outside the workload (not its own, watched, children or peers; not the
+    /// kernel's network threads; not niced), busiest first.
+    pub strangers: Vec<Stranger>,
+    /// True when the process scan ran (the strangers list means "none seen", not "unknown").
+    pub scanned: bool,
+}
+
+impl CpuAccount {
+    pub fn new(ctx: &Ctx) -> CpuAccount {
+        let busy = ctx.per_cpu_busy_for_work();
+        let kernel = ctx.per_cpu_kernel();
+        let si = ctx.per_cpu(n::CPU_SOFTIRQ_PCT);
+        let irq = ctx.per_cpu(n::CPU_IRQ_PCT);
+        let find = |v: &[(u32, f64)], c: u32| v.iter().find(|(x, _)| *x == c).map(|(_, v)| *v);
+        let allowed = ctx.allowed_cpus();
+        let mut cores = Vec::new();
+        let mut outside = Vec::new();
+        for &(cpu, b) in &busy {
+            let softirq = match (find(&si, cpu), find(&irq, cpu)) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            };
+            let core = Core {
+                cpu,
+                busy: b,
+                kernel: find(&kernel, cpu),
+                softirq,
+            };
+            match &allowed {
+                Some(a) if !a.contains(&cpu) => outside.push(core),
+                _ => cores.push(core),
+            }
+        }
+        let (strangers, scanned) = strangers(ctx);
+        CpuAccount {
+            cores,
+            outside,
+            restricted: allowed.is_some(),
+            threads: threads(ctx),
+            strangers,
+            scanned,
+        }
+    }
+
+    pub fn cpus(&self) -> Vec<u32> {
+        self.cores.iter().map(|c| c.cpu).collect()
+    }
+
+    pub fn core(&self, cpu: u32) -> Option<&Core> {
+        self.cores
+            .iter()
+            .chain(self.outside.iter())
+            .find(|c| c.cpu == cpu)
+    }
+
+    /// The workload's threads whose usual CPU is `cpu`.
+    pub fn threads_on(&self, cpu: u32) -> impl Iterator<Item = &WorkThread> {
+        self.threads.iter().filter(move |t| t.cpu == Some(cpu))
+    }
+
+    /// The workload's threads on `cpus` that were starved there (see [`CpuAccount::starved`]),
+    /// of the given role (any, for `None`).
+    pub fn starved_on(&self, cpus: &[u32], role: Option<Role>) -> Vec<&WorkThread> {
+        self.threads
+            .iter()
+            .filter(|t| t.cpu.is_none_or(|c| cpus.contains(&c)))
+            .filter(|t| role.is_none_or(|r| t.role() == r))
+            .filter(|t| self.starved(t).is_some())
+            .collect()
+    }
+
+    /// A thread held below a core by its core being full of other work: it got less than it
+    /// could have used (under [`THREAD_SATURATED_PCT`]) while that core had no time left
+    /// ([`CORE_FULL_PCT`]), so whatever filled the core is its ceiling, not the thread. A
+    /// thread whose core was not recorded is judged against the cores the workload may use.
+    pub fn starved(&self, t: &WorkThread) -> Option<f64> {
+        let busy = match t.cpu.and_then(|c| self.core(c)) {
+            Some(core) => core.busy,
+            None => mean(&self.cores.iter().map(|c| c.busy).collect::<Vec<_>>())?,
+        };
+        (t.cpu_pct < THREAD_SATURATED_PCT && busy >= CORE_FULL_PCT).then_some(busy)
+    }
+}
+
+impl CpuAccount {
+    /// What a claim that `cpus` were full explains, by measurement: the threads of the
+    /// workload starved there, and what their starvation causes downstream (a reader that
+    /// cannot keep up overflows its socket; a sender short of its core cannot reach its rate).
+    pub fn starvation_explains(&self, cpus: &[u32]) -> Vec<Explains> {
+        let mut out = vec![Explains::cause(cause::SATURATION)];
+        for t in self.starved_on(cpus, None) {
+            let on = [t.cpu.unwrap_or(0)];
+            match t.role() {
+                Role::Sender => {
+                    out.push(Explains::cause(cause::GENERATOR_LIMITED));
+                    out.push(Explains::on(cause::SENDER_SATURATED, &on));
+                }
+                Role::Receiver | Role::Other => {
+                    out.push(Explains::cause(cause::BUFFER_DROPS));
+                    out.push(Explains::cause(cause::TCP_RECEIVE_WINDOW));
+                    out.push(Explains::on(cause::RECEIVER_SATURATED, &on));
+                    out.push(Explains::on(cause::THREAD_SATURATED, &on));
+                }
+            }
+        }
+        out.dedup();
+        out
+    }
+}
+
+fn sibling_mean(ctx: &Ctx, m: &Metric, name: &str) -> Option<f64> {
+    ctx.sibling(m, name).and_then(|s| ctx.mean_of(s))
+}
+
+/// The workload's threads (those the sampler followed: netceil's own for `run`, the watched
+/// process's for `watch`), with their usual CPU.
+fn threads(ctx: &Ctx) -> Vec<WorkThread> {
+    let own = &ctx.run.meta.own_thread_ids;
+    let mut out = Vec::new();
+    for m in ctx.series().by_name(n::THREAD_CPU_PCT) {
+        let Some(tid) = m.id.label(n::LABEL_TID).and_then(|t| t.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Some(cpu_pct) = ctx.mean_of(m) else {
+            continue;
+        };
+        let cpu = ctx
+            .sibling(m, n::THREAD_LAST_CPU)
+            .and_then(|last| usual(&ctx.values(last)));
+        out.push(WorkThread {
+            pid: m.id.label(n::LABEL_PID).and_then(|p| p.parse().ok()),
+            tid,
+            comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
+            cpu_pct,
+            cpu,
+            voluntary_cs: sibling_mean(ctx, m, n::THREAD_VOLUNTARY_CS_PER_S),
+            nonvoluntary_cs: sibling_mean(ctx, m, n::THREAD_NONVOLUNTARY_CS_PER_S),
+            own: own.contains(&tid),
+        });
+    }
+    out.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    out
+}
+
+/// The value seen most often (the CPU a thread ran on most).
+fn usual(values: &[f64]) -> Option<u32> {
+    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+    for v in values {
+        if v.is_finite() && *v >= 0.0 {
+            *counts.entry(v.round() as u32).or_default() += 1;
+        }
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(c, _)| c)
+}
+
+/// Processes outside the workload, from the process scan (`proc_cpu_pct`, every 2 s). A
+/// process has one series per CPU it was last seen on; its time is spread over them by how
+/// often it was seen there, so a process that moved is not counted twice.
+fn strangers(ctx: &Ctx) -> (Vec<Stranger>, bool) {
+    let s = ctx.series();
+    let workload: Vec<&str> = s
+        .by_name(n::THREAD_CPU_PCT)
+        .filter_map(|m| m.id.label(n::LABEL_PID))
+        .collect();
+    // pid → (comm, in workload, yields, per cpu: (sum of values, scans seen)).
+    type Acc = (String, bool, bool, BTreeMap<u32, f64>, usize);
+    let mut by: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut scanned = false;
+    let rows = ctx.rows.clone();
+    let mut scans_by_pid: BTreeMap<String, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    for m in s.by_name(n::PROC_CPU_PCT) {
+        scanned = true;
+        let Some(pid) = m.id.label(n::LABEL_PID) else {
+            continue;
+        };
+        let cpu = m.id.label(n::LABEL_CPU).and_then(|c| c.parse::<u32>().ok());
+        let e = by.entry(pid.to_string()).or_insert_with(|| {
+            (
+                m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
+                false,
+                m.id.label(n::LABEL_NICE)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v >= YIELDING_NICE),
+                BTreeMap::new(),
+                0,
+            )
+        });
+        // A peer is found once its connection exists: any scan that says so counts.
+        e.1 |= m.id.label(n::LABEL_ROLE).is_some();
+        let seen = scans_by_pid.entry(pid.to_string()).or_default();
+        for r in rows.clone() {
+            if let Some(Some(v)) = m.values.get(r) {
+                seen.insert(r);
+                if let Some(c) = cpu {
+                    *e.3.entry(c).or_default() += v;
+                }
+            }
+        }
+    }
+    let mut out: Vec<Stranger> = by
+        .into_iter()
+        .filter(|(pid, (comm, in_workload, yields, _, _))| {
+            !workload.contains(&pid.as_str())
+                && !in_workload
+                && !yields
+                && !works_for_the_network(comm)
+        })
+        .filter_map(|(pid, (comm, _, _, sums, _))| {
+            let scans = scans_by_pid.get(&pid).map_or(0, |s| s.len());
+            (scans > 0).then(|| Stranger {
+                comm,
+                by_cpu: sums
+                    .into_iter()
+                    .map(|(c, v)| (c, v / scans as f64))
+                    .collect(),
+                pid,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.total().total_cmp(&a.total()));
+    (
+        out,
+        scanned && !matches!(ctx.run.source, RunSource::Imported { .. }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::*;
+    use crate::Options;
+
+    #[test]
+    fn a_stranger_seen_on_two_cpus_is_spread_not_doubled() {
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(90.0, 5.0, 0.0), (90.0, 5.0, 0.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 1e4);
+            // Scans at even rows: on CPU 0 for the first half, CPU 1 after.
+            if r % 2 == 0 {
+                let cpu = if r < 5 { "0" } else { "1" };
+                put(
+                    s,
+                    r,
+                    n::PROC_CPU_PCT,
+                    &[
+                        (n::LABEL_PID, "9"),
+                        (n::LABEL_COMM, "hog"),
+                        (n::LABEL_CPU, cpu),
+                    ],
+                    100.0,
+                );
+            }
+        });
+        let opts = Options::default();
+        let ctx = Ctx::new(&run, &opts);
+        let acc = CpuAccount::new(&ctx);
+        assert!(acc.scanned);
+        let hog = &acc.strangers[0];
+        assert!((hog.total() - 100.0).abs() < 1e-9, "{hog:?}");
+        assert!((hog.on(&[0]) - 60.0).abs() < 1e-9, "{hog:?}");
+    }
+
+    #[test]
+    fn an_affinity_mask_narrows_the_cores_the_workload_may_use() {
+        let mut run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(90.0, 9.0, 0.0), (2.0, 2.0, 0.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 1e4);
+        });
+        run.meta.workload_cpus = Some(vec![0]);
+        let opts = Options::default();
+        let ctx = Ctx::new(&run, &opts);
+        let acc = CpuAccount::new(&ctx);
+        assert!(acc.restricted);
+        assert_eq!(acc.cpus(), vec![0]);
+        assert_eq!(acc.outside.len(), 1);
+    }
+}
