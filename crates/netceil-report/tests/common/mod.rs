@@ -244,6 +244,8 @@ pub fn full_run() -> Run {
                 interval_s: Some(1.0),
             },
             own_thread_ids: vec![4242, 4243],
+            workload_cpus: None,
+            implausible: Vec::new(),
         },
         series: full_series(),
         results: Some(full_results()),
