@@ -6,6 +6,11 @@
 //! file itself, and every error names the file, the line, the column and what was expected.
 //! A log cut short imports what is valid and says so in [`Imported::warnings`]; columns a
 //! reader does not know are kept as extra metrics, never dropped.
+//!
+//! A log that parses but cannot be true of a real machine (two captures interleaved, a log
+//! pasted twice, a counter reset, a wrapped table) still imports, with each impossible fact
+//! and its line in `run.meta.implausible` and in the warnings; the checks are shared by the
+//! readers (`formats::plausible`).
 
 mod error;
 pub mod formats;

@@ -526,6 +526,70 @@ proptest! {
     }
 }
 
+/// The snapshots of a `CPU0 CPU1 …` file (interrupts, softirqs): for each, its rows as
+/// (0-based line, label, counts).
+fn cpu_table_rows(text: &str) -> Vec<Vec<(usize, String, Vec<u64>)>> {
+    let mut snaps: Vec<Vec<(usize, String, Vec<u64>)>> = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.first().is_some_and(|f| f.starts_with("CPU")) {
+            snaps.push(Vec::new());
+            continue;
+        }
+        let (Some(label), Some(snap)) = (
+            w.first().and_then(|f| f.strip_suffix(':')),
+            snaps.last_mut(),
+        ) else {
+            continue;
+        };
+        let counts: Vec<u64> = w[1..].iter().map_while(|c| c.parse().ok()).collect();
+        snap.push((i, label.to_string(), counts));
+    }
+    snaps
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+    /// Any IRQ or softirq count lowered in a later snapshot (below its value in the one before,
+    /// and not by a wrap) is marked at its line, naming the counter and both figures; the
+    /// snapshots still import.
+    #[test]
+    fn a_counter_lowered_in_a_later_snapshot_is_marked(
+        which in 0usize..3,
+        pick in any::<usize>(),
+    ) {
+        let name = ["watch-softirqs-3-screens.txt", "interrupts-6.18-vm-two.txt", "softirqs-6.18-vm-two.txt"][which];
+        let base = fixture(&format!("proc/{name}"));
+        let snaps = cpu_table_rows(&base);
+        // Every count of a later snapshot whose value in the snapshot before is above 0.
+        let mut candidates = Vec::new();
+        for k in 1..snaps.len() {
+            for (line, label, counts) in &snaps[k] {
+                let Some(prev) = snaps[k - 1].iter().find(|r| r.1 == *label) else { continue };
+                for c in 0..counts.len() {
+                    if let Some(&before) = prev.2.get(c).filter(|b| **b > 0) {
+                        candidates.push((*line, label.clone(), counts.len(), c, before));
+                    }
+                }
+            }
+        }
+        let (line, label, columns, c, before) = candidates[pick % candidates.len()].clone();
+        let lowered = before / 2;
+        let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
+        let mut w: Vec<String> = lines[line].split_whitespace().map(str::to_string).collect();
+        w[1 + c] = lowered.to_string();
+        lines[line] = w.join(" ");
+        let text = lines.join("\n") + "\n";
+        let imp = import(Format::ProcSnapshot, &text, &opts(Some(1.0))).unwrap_or_else(|e| panic!("{e}"));
+        let key = if columns == 1 { label.clone() } else { format!("{label}/cpu{c}") };
+        let words = format!("{key} {before} → {lowered} (line {})", line + 1);
+        prop_assert!(
+            imp.run.meta.implausible.iter().any(|f| f.what.contains(&words)),
+            "{name}: {words}: {:#?}", imp.run.meta.implausible
+        );
+    }
+}
+
 #[test]
 fn zz_report_proc_fuzz() {
     mutate::report("proc reader", &PROC_RUNS);

@@ -29,6 +29,12 @@ fn load(name: &str) -> Imported {
     result.unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A report's text read by the reader detection picks.
+fn load_text(text: &str) -> Imported {
+    let format = detect(text).unwrap_or_else(|_| panic!("not detected"));
+    netceil_import::import(format, text, &opts("t")).unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn get(i: &Imported, name: &str, labels: &[(&str, &str)]) -> Vec<Option<f64>> {
     let mut id = MetricId::new(name);
     for (k, v) in labels {
@@ -409,6 +415,71 @@ proptest! {
         let text = damage.apply(&fixture(SADF[which]));
         check_total(sadf::import(&text, &opts("m")), &text)?;
         let _ = sadf::sniff(&text);
+    }
+}
+
+/// Per-CPU (and per-interrupt) tables whose keyed rows must not repeat inside a block.
+const KEYED: [&str; 5] = [
+    "mpstat-P-ALL-12h.txt",
+    "mpstat-P-ALL-24h.txt",
+    "sar-P-ALL-12h.txt",
+    "sar-P-ALL-24h.txt",
+    "sar-I-ALL-24h.txt",
+];
+
+/// The 0-based indexes of a report's data rows keyed by a number (`23:59:06   1   96.00 …`).
+fn numbered_rows(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let key = if matches!(w.get(1), Some(&"AM" | &"PM")) {
+                2
+            } else {
+                1
+            };
+            w.first()
+                .is_some_and(|t| t.contains(':') && !t.starts_with("Average"))
+                && w.get(key)
+                    .is_some_and(|k| k.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+proptest! {
+    /// A row pasted again right after itself (a CPU listed twice at one time) is always marked
+    /// at the copy's line, and the report still imports.
+    #[test]
+    fn a_row_pasted_again_inside_its_block_is_marked(
+        which in 0usize..KEYED.len(),
+        pick in any::<usize>(),
+        at_block_end in any::<bool>(),
+    ) {
+        let base = fixture(KEYED[which]);
+        let rows = numbered_rows(&base);
+        prop_assume!(!rows.is_empty());
+        let row = rows[pick % rows.len()];
+        let mut lines: Vec<&str> = base.split('\n').collect();
+        // The copy goes right after the row, or after the last row of its block.
+        let mut to = row + 1;
+        if at_block_end {
+            let time = lines[row].split_whitespace().next().unwrap_or("");
+            while to < lines.len() && lines[to].split_whitespace().next() == Some(time) {
+                to += 1;
+            }
+        }
+        let copy = lines[row];
+        lines.insert(to, copy);
+        let text = lines.join("\n");
+        let i = load_text(&text);
+        let copy_line = to + 1;
+        prop_assert!(
+            i.run.meta.implausible.iter().any(|f| f.line == Some(copy_line)
+                && f.what.contains(&format!("appears again at line {copy_line}"))),
+            "{}: line {copy_line}: {:#?}", KEYED[which], i.run.meta.implausible
+        );
+        prop_assert!(!i.run.series.is_empty());
     }
 }
 

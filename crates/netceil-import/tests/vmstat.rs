@@ -502,6 +502,77 @@ proptest! {
     }
 }
 
+/// The 0-based line of a vmstat log's column header and the positions of `names` in it.
+fn share_columns(text: &str, names: &[&str]) -> Option<(usize, Vec<usize>)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        (w.first() == Some(&"r") && w.get(1) == Some(&"b")).then(|| {
+            let cols = w
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| names.contains(c))
+                .map(|(k, _)| k)
+                .collect();
+            (i, cols)
+        })
+    })
+}
+
+proptest! {
+    /// One CPU share of one sample (not the since-boot line) set above 100 % is marked at its
+    /// line, in either reader, and the row is still imported.
+    #[test]
+    fn a_share_above_100_is_marked_at_its_line(
+        which in 0usize..5,
+        row_pick in any::<usize>(),
+        col_pick in any::<usize>(),
+        value in 101u32..100_000,
+    ) {
+        let (rel, freebsd) = [
+            ("linux-procps4.txt", false),
+            ("linux-procps4-wide-t.txt", false),
+            ("linux-procps33-no-st.txt", false),
+            ("freebsd-percpu-P.txt", true),
+            ("seeds/freebsd-vmstat-sk0.txt", true),
+        ][which];
+        let base = fixture(rel);
+        let names: &[&str] = if freebsd { &["us", "sy", "id"] } else { &["us", "sy", "id", "wa", "st"] };
+        let (header, cols) = share_columns(&base, names).expect("a header");
+        // FreeBSD's `sy` is also the syscall column: only the CPU groups after `cs` count.
+        let cols: Vec<usize> = if freebsd {
+            let cs = base.lines().nth(header).unwrap().split_whitespace().position(|c| c == "cs").unwrap();
+            cols.into_iter().filter(|&c| c > cs).collect()
+        } else {
+            cols
+        };
+        let mut lines: Vec<String> = base.split('\n').map(str::to_string).collect();
+        // Samples: the data lines after the first (since-boot) one, up to the next header.
+        let rows: Vec<usize> = (header + 2..lines.len())
+            .take_while(|&i| lines[i].split_whitespace().next().is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit())))
+            .collect();
+        prop_assume!(!rows.is_empty());
+        let row = rows[row_pick % rows.len()];
+        let col = cols[col_pick % cols.len()];
+        let mut w: Vec<String> = lines[row].split_whitespace().map(str::to_string).collect();
+        w[col] = value.to_string();
+        lines[row] = w.join(" ");
+        let text = lines.join("\n");
+        let i = if freebsd {
+            vmstat_freebsd::import(&text, &opts(rel))
+        } else {
+            vmstat_linux::import(&text, &opts(rel))
+        }
+        .unwrap_or_else(|e| panic!("{e}"));
+        let line = row + 1;
+        prop_assert!(
+            i.run.meta.implausible.iter().any(|f| f.line == Some(line)
+                && f.what.contains(&format!("is {value} at line {line}"))),
+            "{rel}: line {line}: {:#?}", i.run.meta.implausible
+        );
+        prop_assert_eq!(i.run.series.len(), rows.len());
+    }
+}
+
 const WORDS: &[&str] = &[
     "procs",
     "-----------memory----------",

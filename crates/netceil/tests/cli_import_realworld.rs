@@ -108,3 +108,34 @@ fn erlang_typed_samples_and_recon_node_stats() {
     let run = analyze("erlang/recon-node-stats-list-elixir.txt", &[]);
     assert_eq!(format_of(&run), "recon-node-stats");
 }
+
+#[test]
+fn an_impossible_capture_imports_marked_and_analyze_says_so() {
+    // Two mpstat runs writing into one file: CPU rows come twice inside one block.
+    let path = fixture("implausible/mpstat-P-ALL-interleaved.txt");
+    let out = netceil()
+        .args(["analyze", "--no-store", "--json", &path])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 6: cannot be true: CPU all appears again at line 6"),
+        "{stderr}"
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(format_of(&run), "mpstat");
+    let found = run["meta"]["implausible"].as_array().expect("implausible");
+    assert_eq!(found[0]["line"], 6);
+    assert!(found[0]["what"]
+        .as_str()
+        .unwrap()
+        .contains("inside the block that began at line 5"));
+    // A real capture has nothing there.
+    let run = analyze("sysstat/mpstat-P-ALL-24h.txt", &[]);
+    assert!(run["meta"].get("implausible").is_none());
+}

@@ -15,12 +15,17 @@
 //! `ImportOptions::interval_s` the rows are that far apart; without it the series has
 //! `interval_s = 0` and rows at `t_s = 0` (one pair) or numbered 1, 2, … (several), and a note
 //! says so.
+//!
+//! Marked as impossible (`run.meta.implausible`): a scheduler listed twice in one snapshot,
+//! ActiveTime outside 0..TotalTime, times that go backwards between snapshots, and ΔActive
+//! above ΔTotal (a utilization over 100 %).
 
 use netceil_model::names::ERLANG_SCHEDULER_UTIL_PCT;
 use netceil_model::{MetricId, Unit};
 
 use super::common2::erl::{tokenize, top_lists, Term, Tok};
 use super::common2::{error, finish, line_count, new_run, plural};
+use super::plausible::{Check, Checks, KeyBlocks};
 use super::recon::LABEL_TYPE;
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -139,6 +144,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             &found,
         ));
     }
+    let mut checks = check_snapshots(&snapshots);
     let interval = opts.interval_s.filter(|i| *i > 0.0 && i.is_finite());
     let mut run = new_run(NAME, text, opts);
     run.series.interval_s = interval.unwrap_or(0.0);
@@ -174,6 +180,25 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                 continue;
             };
             let (da, dt) = (active - a0, total - t0);
+            if da < 0 || dt < 0 {
+                checks.mark(
+                    Check::Counter,
+                    Some(cur.line),
+                    format!(
+                        "scheduler {id}'s times went backwards between the snapshots at lines {} and {} (ActiveTime {a0} → {active}, TotalTime {t0} → {total}): wall-time accounting was reset, or two captures are interleaved",
+                        prev.line, cur.line
+                    ),
+                );
+            } else if da > dt {
+                checks.mark(
+                    Check::Shares,
+                    Some(cur.line),
+                    format!(
+                        "scheduler {id} was active for longer than the time that passed between the snapshots at lines {} and {} (ΔActive {da} > ΔTotal {dt}): a utilization above 100 %",
+                        prev.line, cur.line
+                    ),
+                );
+            }
             if dt <= 0 || da < 0 || da > dt {
                 run.series.note_missing(
                     &metric.to_string(),
@@ -253,5 +278,36 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             if pairs > 1 { ", and rows are numbered 1, 2, …" } else { "" }
         ),
     });
+    checks.finish(&mut run, &mut warnings, "");
     Ok(finish(run, warnings, opts))
+}
+
+/// What each snapshot says on its own that cannot be true: a scheduler listed twice, or
+/// active for longer than it existed.
+fn check_snapshots(snapshots: &[Snapshot]) -> Checks {
+    let mut checks = Checks::new();
+    let mut blocks = KeyBlocks::new();
+    for s in snapshots {
+        blocks.start("scheduler", s.line);
+        for &(id, active, total, kind) in &s.entries {
+            // Ids are per type in scheduler:sample_all() (normal 1 and dirty_cpu 1 differ).
+            let key = match kind {
+                Some(k) => format!("{id} ({k})"),
+                None => id.to_string(),
+            };
+            blocks.row(&key, s.line);
+            if active > total || active < 0 {
+                checks.mark(
+                    Check::Shares,
+                    Some(s.line),
+                    format!(
+                        "scheduler {key} in the snapshot at line {} has ActiveTime {active} outside 0..TotalTime {total}: active time is part of total time",
+                        s.line
+                    ),
+                );
+            }
+        }
+    }
+    blocks.check(None, &mut checks);
+    checks
 }

@@ -22,6 +22,7 @@ pub mod iperf3;
 pub mod lock_stat;
 pub mod lockprof_freebsd;
 pub mod perf_lock;
+pub(crate) mod plausible;
 pub mod proc_snapshot;
 pub mod recon;
 pub mod recon_node_stats;

@@ -31,6 +31,15 @@
 //! ISO 8601, or `date`'s default `Sat Nov 21 23:59:49 UTC 2026`), or
 //! `ImportOptions::interval_s`; the notes say which. Without either, the last snapshot is
 //! imported as a single one, and the differences are given in the notes as counts.
+//!
+//! # What cannot be true
+//!
+//! Marked in `run.meta.implausible` with its line (see `formats/plausible.rs`): a CPU named
+//! twice in a `CPU0 CPU1 …` header; an IRQ, softirq or interface listed twice in one snapshot;
+//! softnet_stat CPUs out of order in one snapshot, or a CPU that comes again under one
+//! timestamp; a timestamp earlier than the one before; and a counter since boot that is lower
+//! than in the snapshot before, other than by a 32- or 64-bit wrap (one fact per pair of
+//! snapshots, naming the counters).
 
 use std::collections::BTreeMap;
 
@@ -47,6 +56,9 @@ use netceil_probe::parse::{interrupts, net_dev, netstat, snmp, softirqs, softnet
 use netceil_probe::{counter_delta, CounterWidth, ParseError};
 
 use super::common2::{cut_mid_line, error, file, finish, new_run, plural};
+use super::plausible::{
+    check_header_cpus, time_backwards, went_backwards, Check, Checks, KeyBlocks,
+};
 use super::stamp::{timestamp, watch_banner};
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -176,6 +188,11 @@ struct Segment {
     text: String,
     lines: usize,
     time: Option<f64>,
+    /// The 1-based line of the timestamp or banner that gave `time`.
+    time_line: Option<usize>,
+    /// For a softnet_stat snapshot that began because a CPU came again without a separator:
+    /// the CPU, and where the snapshot before began.
+    cpu_again: Option<(String, usize)>,
 }
 
 /// Whether a line starts the file again (its header).
@@ -198,6 +215,7 @@ fn split(text: &str, kind: Kind) -> (Vec<Segment>, Option<f64>) {
     let mut watch_interval = None;
     let mut cur: Option<Segment> = None;
     let mut pending_time = None;
+    let mut pending_line = None;
     let mut first_word = None;
     let mut softnet_cpus: Vec<String> = Vec::new();
     let flush = |cur: &mut Option<Segment>, segments: &mut Vec<Segment>| {
@@ -218,12 +236,14 @@ fn split(text: &str, kind: Kind) -> (Vec<Segment>, Option<f64>) {
         if let Some(b) = watch_banner(line) {
             flush(&mut cur, &mut segments);
             pending_time = b.time;
+            pending_line = Some(i + 1);
             watch_interval = watch_interval.or(b.interval_s);
             continue;
         }
         if let Some(t) = timestamp(line) {
             flush(&mut cur, &mut segments);
             pending_time = Some(t);
+            pending_line = Some(i + 1);
             continue;
         }
         let fw = *first_word.get_or_insert_with(|| line.split_whitespace().next().unwrap_or(""));
@@ -236,7 +256,14 @@ fn split(text: &str, kind: Kind) -> (Vec<Segment>, Option<f64>) {
         let cpu_again = softnet_cpu
             .as_ref()
             .is_some_and(|c| softnet_cpus.contains(c));
+        let mut again = None;
         if cur.as_ref().is_some_and(|c| c.lines > 0) && (starts_file(kind, line, fw) || cpu_again) {
+            if cpu_again {
+                again = cur
+                    .as_ref()
+                    .zip(softnet_cpu.clone())
+                    .map(|(c, cpu)| (cpu, c.first_line + 1));
+            }
             flush(&mut cur, &mut segments);
         }
         if cur.is_none() {
@@ -248,6 +275,8 @@ fn split(text: &str, kind: Kind) -> (Vec<Segment>, Option<f64>) {
             text: String::new(),
             lines: 0,
             time: pending_time.take(),
+            time_line: pending_line.take(),
+            cpu_again: again,
         });
         // Keep line numbers: blank lines for what lies between the segment's start and here.
         let have = seg.first_line + seg.lines;
@@ -977,6 +1006,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     let (segments, watch_interval) = split(text, kind);
     let count = segments.len();
     let mut parsed: Vec<(Parsed, Option<f64>, usize)> = Vec::new();
+    let mut read: Vec<Read> = Vec::new();
     for (k, seg) in segments.into_iter().enumerate() {
         let last = k + 1 == count;
         let mut body = seg.text.clone();
@@ -1016,6 +1046,12 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                     ));
                 }
                 parsed.push((p, seg.time, seg.first_line + 1));
+                read.push(Read {
+                    text: body,
+                    first_line: seg.first_line,
+                    time_line: seg.time_line.filter(|_| seg.time.is_some()),
+                    cpu_again: seg.cpu_again,
+                });
             }
             Err(e) => return Err(import_error(opts, &e)),
         }
@@ -1034,6 +1070,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         run.meta.started_unix_s = t;
     }
     let all: Vec<Vec<Leaf>> = parsed.iter().map(|p| leaves(&p.0)).collect();
+    let mut checks = Checks::new();
+    check_snapshots(kind, text, &parsed, &read, &all, &mut checks);
     let times: Option<Vec<f64>> = parsed.iter().map(|p| p.1).collect();
     let interval = opts.interval_s.filter(|i| *i > 0.0 && i.is_finite());
     let mut notes = Vec::new();
@@ -1078,7 +1116,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             ));
             if parsed.len() > 1 {
                 warnings.push(format!(
-                    "{} but no time between them (no timestamp lines, no --interval): the last is imported as a single snapshot, and the differences are in the notes",
+                    "{} but no time between them (no timestamp before every snapshot in increasing order, no --interval): the last is imported as a single snapshot, and the differences are in the notes",
                     plural(parsed.len(), "snapshot")
                 ));
                 let diff = rates(&all[0], leaves_last, 1.0);
@@ -1094,7 +1132,247 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         }
     }
     run.notes.extend(notes);
+    checks.finish(&mut run, &mut warnings, "");
     Ok(finish(run, warnings, opts))
+}
+
+/// What the checks need of a snapshot beside its parse: its text as parsed (line numbers kept
+/// from `first_line`, 0-based), and what [`split`] found before it.
+struct Read {
+    text: String,
+    first_line: usize,
+    time_line: Option<usize>,
+    cpu_again: Option<(String, usize)>,
+}
+
+impl Read {
+    /// The non-blank lines with their 1-based numbers in the whole text.
+    fn lines(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (self.first_line + 1 + i, l.trim()))
+            .filter(|(_, l)| !l.is_empty())
+    }
+}
+
+/// The keyed rows of a snapshot: what the keys are, whether the kernel prints them in
+/// ascending order, and each row's key and line.
+type KeyedRows = (&'static str, bool, Vec<(String, usize)>);
+
+/// The row keys of a snapshot that it must not list twice (IRQs, softirq kinds, CPUs,
+/// interfaces).
+fn keyed_rows(kind: Kind, r: &Read) -> Option<KeyedRows> {
+    let label = |l: &str| {
+        let w = l.split_whitespace().next().unwrap_or("");
+        w.strip_suffix(':').unwrap_or(w).to_string()
+    };
+    match kind {
+        Kind::Interrupts | Kind::Softirqs => {
+            let noun = if kind == Kind::Interrupts {
+                "IRQ"
+            } else {
+                "softirq"
+            };
+            let rows = r.lines().skip(1).map(|(n, l)| (label(l), n)).collect();
+            Some((noun, false, rows))
+        }
+        Kind::Softnet => {
+            let rows = r
+                .lines()
+                .filter_map(|(n, l)| {
+                    let cpu = u32::from_str_radix(l.split_whitespace().nth(12)?, 16).ok()?;
+                    Some((cpu.to_string(), n))
+                })
+                .collect();
+            Some(("CPU", true, rows))
+        }
+        Kind::NetDev => {
+            let rows = r
+                .lines()
+                .filter_map(|(n, l)| {
+                    let (iface, _) = l.split_once(':')?;
+                    (!iface.contains('|')).then(|| (iface.trim().to_string(), n))
+                })
+                .collect();
+            Some(("interface", false, rows))
+        }
+        Kind::Snmp | Kind::Netstat => None,
+    }
+}
+
+/// Every counter since boot in a snapshot, by a key that names it across snapshots: each
+/// IRQ's and softirq's count per CPU (not only those netceil keeps as metrics), and the
+/// counters of the other files as [`leaves`] has them.
+fn counters(p: &Parsed, leaves: &[Leaf]) -> Vec<(String, u64)> {
+    let per_cpu = |label: &str, cpus: &[u32], counts: &[u64]| -> Vec<(String, u64)> {
+        if counts.len() == 1 && cpus.len() != 1 {
+            return vec![(label.to_string(), counts[0])]; // ERR, MIS
+        }
+        cpus.iter()
+            .zip(counts)
+            .map(|(cpu, c)| (format!("{label}/cpu{cpu}"), *c))
+            .collect()
+    };
+    match p {
+        Parsed::Interrupts(i) => i
+            .rows
+            .iter()
+            .flat_map(|r| per_cpu(&r.label, &i.cpus, &r.counts))
+            .collect(),
+        Parsed::Softirqs(s) => s
+            .rows
+            .iter()
+            .flat_map(|r| per_cpu(&r.name, &s.cpus, &r.counts))
+            .collect(),
+        _ => leaves
+            .iter()
+            .filter_map(|l| match l.value {
+                LeafValue::Counter(c, _) => Some((l.key.clone(), c)),
+                LeafValue::Gauge(_) => None,
+            })
+            .collect(),
+    }
+}
+
+/// The line of a snapshot that holds a counter (a key of [`counters`]), for messages.
+fn counter_line(kind: Kind, r: &Read, key: &str) -> Option<usize> {
+    let (head, tail) = key.split_once('/').unwrap_or((key, ""));
+    let first = |l: &str| l.split_whitespace().next().unwrap_or("").to_string();
+    match kind {
+        Kind::Interrupts | Kind::Softirqs => r
+            .lines()
+            .find(|(_, l)| first(l) == format!("{head}:"))
+            .map(|x| x.0),
+        Kind::Softnet => {
+            let cpu: u32 = tail.strip_prefix("cpu")?.parse().ok()?;
+            r.lines()
+                .enumerate()
+                .find(|(i, (_, l))| {
+                    let col = l
+                        .split_whitespace()
+                        .nth(12)
+                        .and_then(|c| u32::from_str_radix(c, 16).ok());
+                    col.unwrap_or(*i as u32) == cpu
+                })
+                .map(|(_, x)| x.0)
+        }
+        Kind::Snmp | Kind::Netstat => r
+            .lines()
+            .find(|(_, l)| {
+                let mut w = l.split_whitespace();
+                w.next() == Some(&format!("{head}:"))
+                    && w.next().is_some_and(|v| v.parse::<i64>().is_ok())
+            })
+            .map(|x| x.0),
+        Kind::NetDev => r
+            .lines()
+            .find(|(_, l)| l.split_once(':').is_some_and(|(i, _)| i.trim() == head))
+            .map(|x| x.0),
+    }
+}
+
+/// What the snapshots say that cannot be true: a CPU, IRQ or interface listed twice in one
+/// snapshot, a softnet_stat CPU that comes again under one timestamp, a timestamp earlier than
+/// the one before, and counters since boot that go backwards from one snapshot to the next.
+fn check_snapshots(
+    kind: Kind,
+    text: &str,
+    parsed: &[(Parsed, Option<f64>, usize)],
+    read: &[Read],
+    all: &[Vec<Leaf>],
+    checks: &mut Checks,
+) {
+    let mut blocks = KeyBlocks::new();
+    for ((p, _, _), r) in parsed.iter().zip(read) {
+        let header = r.lines().next().map_or(r.first_line + 1, |x| x.0);
+        match p {
+            Parsed::Interrupts(i) => check_header_cpus(&i.cpus, header, None, checks),
+            Parsed::Softirqs(s) => check_header_cpus(&s.cpus, header, None, checks),
+            _ => {}
+        }
+        if let Some((noun, ascending, rows)) = keyed_rows(kind, r) {
+            let start = rows.first().map_or(header, |x| x.1);
+            if ascending {
+                blocks.start_ascending(noun, start);
+            } else {
+                blocks.start(noun, start);
+            }
+            for (key, line) in rows {
+                blocks.row(&key, line);
+            }
+        }
+    }
+    blocks.check(None, checks);
+    let printed = |line: usize| {
+        text.lines()
+            .nth(line - 1)
+            .unwrap_or("")
+            .trim()
+            .chars()
+            .take(60)
+            .collect::<String>()
+    };
+    for k in 1..parsed.len() {
+        let (prev, cur) = (&read[k - 1], &read[k]);
+        // softnet_stat rows under one timestamp that list a CPU again: the second run of rows
+        // has no time of its own, so it is not the next snapshot but another capture.
+        if let (Some((hex, began)), Some(t), None) = (&cur.cpu_again, prev.time_line, cur.time_line)
+        {
+            if parsed[k].1.is_none() {
+                let cpu = u32::from_str_radix(hex, 16).map_or(hex.clone(), |c| c.to_string());
+                let line = cur.lines().next().map_or(cur.first_line + 1, |x| x.0);
+                checks.mark(
+                    Check::Repeat,
+                    Some(line),
+                    format!(
+                        "CPU {cpu} appears again at line {line} inside the block that began at line {began} (under the timestamp at line {t}): two captures interleaved, or rows pasted twice"
+                    ),
+                );
+            }
+        }
+        if let ((_, Some(t0), _), (_, Some(t1), _), Some(l0), Some(l1)) =
+            (&parsed[k - 1], &parsed[k], prev.time_line, cur.time_line)
+        {
+            if t1 < t0 {
+                time_backwards(checks, l1, &printed(l1), l0, &printed(l0), false);
+            }
+        }
+        let before: BTreeMap<String, u64> = counters(&parsed[k - 1].0, &all[k - 1])
+            .into_iter()
+            .collect();
+        let mut back: Vec<(String, u64, u64, Option<usize>)> = Vec::new();
+        for (key, c) in counters(&parsed[k].0, &all[k]) {
+            let Some(&p) = before.get(&key) else { continue };
+            if went_backwards(p, c) {
+                let line = counter_line(kind, cur, &key);
+                back.push((key, p, c, line));
+            }
+        }
+        if back.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = back
+            .iter()
+            .take(4)
+            .map(|(key, p, c, line)| {
+                let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+                format!("{key} {p} → {c}{at}")
+            })
+            .collect();
+        let more = if back.len() > 4 { ", …" } else { "" };
+        checks.mark(
+            Check::Counter,
+            back.iter().find_map(|b| b.3).or(Some(cur.first_line + 1)),
+            format!(
+                "between the snapshots at lines {} and {}, {} since boot went backwards, and not by a 32- or 64-bit wrap: {}{more} (a reset, or two captures interleaved)",
+                parsed[k - 1].2,
+                parsed[k].2,
+                plural(back.len(), "counter"),
+                shown.join(", ")
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

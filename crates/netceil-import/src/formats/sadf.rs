@@ -7,8 +7,14 @@
 //!
 //! Timestamps are UTC (`YYYY-MM-DD HH:MM:SS UTC`; without `UTC` under `sadf -T`, local) or
 //! seconds since the epoch (`sadf -U`), and each record carries its interval. Columns map as
-//! in sar's text reports (the same code does it); `CPU` `-1` is the machine-wide row.
+//! in sar's text reports (the same code does it); `CPU` `-1` is the machine-wide row. The same
+//! checks mark what cannot be true (a CPU twice at one time, shares that do not add up, a
+//! record earlier than the one before in its activity) and leave offline CPUs missing; sadf
+//! states no CPU count, so rows are not counted against one.
 
+use std::collections::HashMap;
+
+use super::plausible::time_backwards;
 use super::sar::SysstatCollector;
 use super::util::{
     error, given_interval, last_nonblank_line, new_run, numbered_lines, parse_iso_datetime,
@@ -56,6 +62,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     let mut fields: Vec<&str> = Vec::with_capacity(32);
     let mut header_cols: Vec<String> = Vec::new();
     let mut cells: Vec<Cell> = Vec::with_capacity(32);
+    // Each section's last record: its time, the time as printed, and its line.
+    let mut last: HashMap<usize, (f64, String, usize)> = HashMap::new();
 
     for (n, line) in numbered_lines(text) {
         let t = line.trim();
@@ -146,12 +154,21 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             interval = step;
         }
         let origin = *start.get_or_insert(ts - step.unwrap_or(0.0));
+        if let Some((before, printed, line)) = last.get(&s) {
+            if ts < *before {
+                time_backwards(&mut c.checks, n, fields[2], *line, printed, false);
+            }
+        }
+        last.insert(s, (ts, fields[2].to_string(), n));
         let row = c.row(ts - origin);
         cells.clear();
         cells.extend(fields[3..].iter().map(|&text| Cell {
             text: text.trim(),
             num: None,
         }));
+        if !c.observe(s, ts - origin, n, &cells) {
+            continue; // an offline CPU: its values stay missing
+        }
         if let Err((col, expected, found)) = c.put(s, row, &cells) {
             if n == last_line {
                 warnings.push(format!(
@@ -181,12 +198,15 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         ),
         None => warnings.push(format!("{file}: no records under the headers")),
     }
-    let (mut series, notes) = c.finish(interval.or(given_interval(opts)).unwrap_or(1.0));
+    // sadf states no CPU count: the blocks are checked for repeats only.
+    c.check_blocks(None);
+    let (mut series, notes, checks) = c.finish(interval.or(given_interval(opts)).unwrap_or(1.0));
     if let Some(i) = interval {
         series.interval_s = i;
     }
     run.series = series;
     run.notes.extend(notes);
+    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     run.notes.extend(warnings.iter().cloned());
     Ok(Imported { run, warnings })
 }

@@ -13,11 +13,22 @@
 //!   `iface`, `INTR` → `irq`, `DEV` → `device`.
 //! - sar's times are local and carry no zone, so the run's start time is left unset and the
 //!   local start is written in a note.
+//! - What cannot be true is marked in `run.meta.implausible` (see `formats/plausible.rs`): a CPU,
+//!   interface or interrupt listed twice at one time of one section, more CPU rows or a higher
+//!   CPU number than the banner's `(N CPU)`, CPU shares that do not add up to about 100 (90–110)
+//!   or one above 100, a time earlier than the one before that midnight does not explain (a gap
+//!   over 12 hours; a banner naming a new date starts a new day), and banners of two hosts.
+//! - A CPU printed with every share 0.00, idle included, is offline: its values are left
+//!   missing for that row (not 100 % busy), with a warning.
 
 use std::collections::HashMap;
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::plausible::{
+    check_header_cpus, check_shares, clock, is_offline, time_backwards, Check, Checks, Declared,
+    KeyBlocks, MAX_ROLLOVER_GAP_S, SYSSTAT_SHARES,
+};
 use super::util::{
     error, given_interval, last_nonblank_line, median_step, new_run, numbered_lines, parse_clock,
     parse_number, sanitize_metric_name, scan_cells, shorten, Cell, SeriesBuilder,
@@ -178,6 +189,26 @@ fn key_label(col: &str) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+/// The key columns whose values must not repeat inside one block (one time of one section),
+/// and what a message calls them.
+fn block_noun(col: &str) -> Option<&'static str> {
+    Some(match col {
+        "CPU" => "CPU",
+        "IFACE" => "interface",
+        "INTR" => "interrupt",
+        _ => return None,
+    })
+}
+
+/// The columns of a CPU row that are shares of the CPU's time and add up to 100.
+const CPU_SHARES: [&str; 12] = [
+    "%user", "%usr", "%nice", "%system", "%sys", "%iowait", "%steal", "%irq", "%soft", "%guest",
+    "%gnice", "%idle",
+];
+
+/// Shares that old sysstat releases also counted inside `%user`/`%nice`.
+const GUEST_SHARES: [&str; 2] = ["%guest", "%gnice"];
 
 /// Column names whose values are free text in some sysstat versions (a mount point, a USB
 /// product name): sections with them tolerate odd lines.
@@ -345,6 +376,13 @@ struct Section {
     intr: bool,
     resolved: HashMap<String, Vec<usize>>,
     last_elapsed: Option<f64>,
+    /// The time of day and line of the section's last time, for messages.
+    last_seen: (f64, usize),
+    /// The key column whose values one block must not repeat, and what it is called.
+    block_key: Option<(usize, &'static str)>,
+    /// The CPU key column, and the share columns when this is a table of CPU shares.
+    cpu_col: Option<usize>,
+    shares: Vec<usize>,
 }
 
 /// Collects sysstat rows (from text or `sadf -d`) into one series: rows keyed by time, so
@@ -358,6 +396,15 @@ pub(crate) struct SysstatCollector {
     last_row: Option<(i64, usize)>,
     owners: HashMap<MetricId, usize>,
     pub(crate) notes: Vec<String>,
+    /// What the rows say that cannot be true (see `formats/plausible.rs`).
+    pub(crate) checks: Checks,
+    blocks: KeyBlocks,
+    /// The open block: its section and time (in ms); consecutive rows of one section's time
+    /// are one block.
+    block_at: Option<(usize, i64)>,
+    /// The line of the last banner that named another date than the banner before it: times
+    /// before it may be later in the day than those after (reports of several days).
+    pub(crate) new_day_at: usize,
 }
 
 impl SysstatCollector {
@@ -371,7 +418,16 @@ impl SysstatCollector {
             last_row: None,
             owners: HashMap::new(),
             notes: Vec::new(),
+            checks: Checks::new(),
+            blocks: KeyBlocks::new(),
+            block_at: None,
+            new_day_at: 0,
         }
+    }
+
+    /// Whether a header (the column names after the time) was seen before.
+    pub(crate) fn knows(&self, cols: &[&str]) -> bool {
+        self.by_header.contains_key(&cols.join(" "))
     }
 
     /// The section for a header (the column names after the time), created on first sight.
@@ -392,6 +448,18 @@ impl SysstatCollector {
         if names.iter().any(|c| c == "%system") && !names.iter().any(|c| c == "%irq") {
             self.notes.push("sar -u: %system includes time in interrupt handlers (sar -u ALL splits out %irq and %soft)".into());
         }
+        let block_key = cols
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| Some((i, block_noun(c)?)));
+        let cpu_col = cols.iter().position(|c| *c == "CPU");
+        let shares = if cpu_col.is_some() && cols.contains(&"%idle") {
+            (0..cols.len())
+                .filter(|&i| CPU_SHARES.contains(&cols[i]))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let id = self.sections.len();
         self.sections.push(Section {
             id,
@@ -403,6 +471,10 @@ impl SysstatCollector {
             values,
             resolved: HashMap::new(),
             last_elapsed: None,
+            last_seen: (0.0, 0),
+            block_key,
+            cpu_col,
+            shares,
         });
         self.by_header.insert(key, id);
         id
@@ -416,19 +488,106 @@ impl SysstatCollector {
         self.sections.get(section).is_some_and(|s| s.free_text)
     }
 
-    /// Seconds since `t0` for a time of day in a section, rolling over midnight: the first
-    /// time not earlier than the section's last one.
-    pub(crate) fn elapsed(&mut self, section: usize, tod: f64, t0: f64) -> f64 {
+    /// Seconds since `t0` for a time of day (on `line`) in a section, rolling over midnight:
+    /// the first time not earlier than the section's last one. A rollover that leaves a gap
+    /// longer than half a day is no midnight: the time ran backwards, and the checks say so.
+    pub(crate) fn elapsed(&mut self, section: usize, tod: f64, t0: f64, line: usize) -> f64 {
         let Some(s) = self.sections.get_mut(section) else {
             return 0.0;
         };
         let floor = s.last_elapsed.unwrap_or(0.0);
         let mut e = tod - t0;
+        let mut rolled = false;
         while e < floor - 1e-6 {
             e += 86_400.0;
+            rolled = true;
+        }
+        let new_day = s.last_seen.1 < self.new_day_at;
+        if rolled && s.last_elapsed.is_some() && e - floor > MAX_ROLLOVER_GAP_S && !new_day {
+            let (before, before_line) = s.last_seen;
+            time_backwards(
+                &mut self.checks,
+                line,
+                &clock(tod),
+                before_line,
+                &clock(before),
+                true,
+            );
         }
         s.last_elapsed = Some(e);
+        s.last_seen = (tod, line);
         e
+    }
+
+    /// Checks one data row (on `line`, ending `t_s` after the start) before it is put: its key
+    /// in its block, and a row of CPU shares. Returns false for an offline CPU, whose values
+    /// must stay missing.
+    pub(crate) fn observe(
+        &mut self,
+        section: usize,
+        t_s: f64,
+        line: usize,
+        fields: &[Cell],
+    ) -> bool {
+        let Some(sec) = self.sections.get(section) else {
+            return true;
+        };
+        if let Some((col, noun)) = sec.block_key {
+            let key = match fields.get(col).map_or("", |c| c.text) {
+                "-1" => "all",
+                k => k,
+            };
+            let at = (section, (t_s * 1000.0).round() as i64);
+            if self.block_at != Some(at) {
+                self.blocks.start(noun, line);
+                self.block_at = Some(at);
+            }
+            self.blocks.row(key, line);
+        }
+        if sec.shares.is_empty() {
+            return true;
+        }
+        // At most the 12 CPU_SHARES columns: kept on the stack, this runs for every row.
+        let mut buf = [("", 0.0); CPU_SHARES.len()];
+        let mut n = 0;
+        for &i in sec.shares.iter().take(buf.len()) {
+            let Some(v) = fields
+                .get(i)
+                .and_then(|c| c.num.or_else(|| parse_value(c.text)))
+            else {
+                return true; // a value that is no number: put() names it
+            };
+            buf[n] = (sec.names[i].as_str(), v);
+            n += 1;
+        }
+        let shares = &buf[..n];
+        let cpu = sec
+            .cpu_col
+            .and_then(|c| fields.get(c))
+            .map_or("all", |c| c.text);
+        if cpu.parse::<u32>().is_ok() && is_offline(shares) {
+            self.checks.offline(cpu, line);
+            return false;
+        }
+        let who = || match cpu {
+            "all" | "-1" => "all CPUs".to_string(),
+            n => format!("CPU {n}"),
+        };
+        check_shares(
+            &mut self.checks,
+            line,
+            &who,
+            shares,
+            &GUEST_SHARES,
+            SYSSTAT_SHARES,
+        );
+        true
+    }
+
+    /// Checks the keyed blocks once every row is read; `declared` is the machine's CPU count as
+    /// the file states it.
+    pub(crate) fn check_blocks(&mut self, declared: Option<&Declared>) {
+        std::mem::take(&mut self.blocks).check(declared, &mut self.checks);
     }
 
     /// The row ending `t_s` seconds after the start, created on first sight.
@@ -492,8 +651,9 @@ impl SysstatCollector {
         Ok(())
     }
 
-    /// The finished series with the interval from the row times (else `fallback`).
-    pub(crate) fn finish(self, fallback: f64) -> (netceil_model::Series, Vec<String>) {
+    /// The finished series with the interval from the row times (else `fallback`), the notes
+    /// and the checks' findings.
+    pub(crate) fn finish(self, fallback: f64) -> (netceil_model::Series, Vec<String>, Checks) {
         let mut times: Vec<f64> = (0..self.b.rows())
             .filter_map(|r| self.b.row_time(r))
             .collect();
@@ -502,7 +662,7 @@ impl SysstatCollector {
         let interval = median_step(&times)
             .or(times.first().copied().filter(|t| *t > 0.0))
             .unwrap_or(fallback);
-        (self.b.finish(interval), self.notes)
+        (self.b.finish(interval), self.notes, self.checks)
     }
 }
 
@@ -562,6 +722,42 @@ fn resolve(
         .collect()
 }
 
+/// What a banner on `line` says of the machine, checked against the banners before it: the
+/// largest CPU count any states (the count rows are checked against), and a host name other
+/// than the first banner's (two machines' captures in one file).
+fn banner_checks(
+    host: &netceil_model::HostInfo,
+    line: usize,
+    declared: &mut Option<Declared>,
+    first_host: &mut Option<(Option<String>, usize)>,
+    checks: &mut Checks,
+) {
+    if let Some(cpus) = host.cpus.filter(|c| *c > 0) {
+        if declared.as_ref().is_none_or(|d| d.cpus < cpus) {
+            *declared = Some(Declared {
+                cpus,
+                line: Some(line),
+                what: "the banner",
+            });
+        }
+    }
+    match first_host {
+        None => *first_host = Some((host.hostname.clone(), line)),
+        Some((Some(first), first_line)) => {
+            if let Some(h) = host.hostname.as_ref().filter(|h| *h != first) {
+                checks.mark(
+                    Check::Machine,
+                    Some(line),
+                    format!(
+                        "the banner at line {line} names host {h}, the one at line {first_line} host {first}: two machines' captures in one file, read as one machine"
+                    ),
+                );
+            }
+        }
+        Some((None, _)) => {}
+    }
+}
+
 /// Imports a sar text report.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     import_text(text, opts, NAME, "sar")
@@ -582,11 +778,15 @@ pub(crate) fn import_text(
     let mut section: Option<usize> = None;
     let mut t0: Option<f64> = None;
     let mut banner_date: Option<String> = None;
+    let mut last_banner_date: Option<String> = None;
     let mut skipped_summary = 0usize;
     let mut skipped_other = 0usize;
     let mut fields: Vec<Cell> = Vec::with_capacity(32);
     let mut header_elapsed = 0.0;
     let mut since_boot_warned = false;
+    // The machine as the banners say: its CPU count, and the first banner's host and line.
+    let mut declared: Option<Declared> = None;
+    let mut first_host: Option<(Option<String>, usize)> = None;
 
     for (n, line) in numbered_lines(text) {
         let t = line.trim();
@@ -600,9 +800,20 @@ pub(crate) fn import_text(
         let Some((tod, rest)) = split_clock(t) else {
             if is_banner(t) {
                 let date = apply_banner(t, &mut run.meta.host);
+                if date != last_banner_date {
+                    c.new_day_at = n;
+                    last_banner_date.clone_from(&date);
+                }
                 if banner_date.is_none() {
                     banner_date = date;
                 }
+                banner_checks(
+                    &run.meta.host,
+                    n,
+                    &mut declared,
+                    &mut first_host,
+                    &mut c.checks,
+                );
             } else if section.is_some() {
                 if n == last_line {
                     warnings.push(format!(
@@ -646,9 +857,17 @@ pub(crate) fn import_text(
             .all(|f| f.num.is_none() && parse_value(f.text).is_none())
         {
             let names: Vec<&str> = fields.iter().map(|f| f.text).collect();
+            if !c.knows(&names) {
+                // sar -I's per-CPU columns (`CPU0 CPU1 …`).
+                let cpus: Vec<u32> = names
+                    .iter()
+                    .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+                    .collect();
+                check_header_cpus(&cpus, n, declared.as_ref(), &mut c.checks);
+            }
             let s = c.section(&names);
             let start = *t0.get_or_insert(tod);
-            header_elapsed = c.elapsed(s, tod, start);
+            header_elapsed = c.elapsed(s, tod, start, n);
             section = Some(s);
             continue;
         }
@@ -684,7 +903,7 @@ pub(crate) fn import_text(
             ));
         }
         let start = t0.unwrap_or(tod);
-        let e = c.elapsed(s, tod, start);
+        let e = c.elapsed(s, tod, start, n);
         // A report stamped with its header's own time covers no interval: it is averages
         // since boot (mpstat or sar run without an interval).
         if (e - header_elapsed).abs() < 0.5 {
@@ -695,6 +914,9 @@ pub(crate) fn import_text(
             continue;
         }
         let row = c.row(e);
+        if !c.observe(s, e, n, &fields) {
+            continue; // an offline CPU: its values stay missing
+        }
         if let Err((col, expected, found)) = c.put(s, row, &fields) {
             if n == last_line {
                 warnings.push(format!(
@@ -735,12 +957,14 @@ pub(crate) fn import_text(
             s % 60
         ));
     }
-    let (series, notes) = c.finish(given_interval(opts).unwrap_or(1.0));
+    c.check_blocks(declared.as_ref());
+    let (series, notes, checks) = c.finish(given_interval(opts).unwrap_or(1.0));
     if series.is_empty() {
         warnings.push(format!("{file}: no data lines under the section headers"));
     }
     run.series = series;
     run.notes.extend(notes);
+    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     run.notes.extend(warnings.iter().cloned());
     Ok(Imported { run, warnings })
 }

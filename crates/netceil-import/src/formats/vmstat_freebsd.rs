@@ -15,9 +15,17 @@
 //!
 //! The first data line is averages since boot (FreeBSD has no option to omit it): it is
 //! skipped with a warning. vmstat's `us` includes nice time and `sy` includes interrupt time.
+//!
+//! Marked as impossible (`run.meta.implausible`, see `formats/plausible.rs`): a `cpuN` title
+//! given twice, `us sy id` (machine-wide or one CPU's) adding up outside 85–115 or one above
+//! 100, and a collector's time earlier than the one before. A `-P` CPU whose `us sy id` are all
+//! 0 counted no ticks (offline, or absent): its values are left missing, with a warning.
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::plausible::{
+    check_header_cpus, check_shares, is_offline, time_backwards, Checks, VMSTAT_SHARES,
+};
 use super::stamp::unprefixed;
 use super::util::{
     command_args, error, field_count_problem, finish_table, given_interval,
@@ -25,6 +33,7 @@ use super::util::{
     parse_number, sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error,
     Cell, RowProblem, SeriesBuilder,
 };
+use super::vmstat_linux::stamp_text;
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The format's name.
@@ -67,6 +76,8 @@ enum Kind {
 
 struct Layout {
     cols: Vec<(usize, Kind)>,
+    /// Each `us sy id` group: the CPU it is for (`None`: all of them) and its three positions.
+    cpu_groups: Vec<(Option<String>, usize)>,
     bare_memory_is_bytes: bool,
     line: usize,
 }
@@ -74,9 +85,13 @@ struct Layout {
 /// Imports a FreeBSD vmstat log.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
+    let original = text;
     let (text, prefixed) = unprefixed(text, is_group_line);
     let text: &str = &text;
     let mut stamps: Vec<f64> = Vec::new();
+    let mut stamp_lines: Vec<usize> = Vec::new();
+    let mut checks = Checks::new();
+    let mut titles_checked: Vec<Vec<String>> = Vec::new();
     run.meta.host.os = Some("FreeBSD".into());
     let mut warnings = Vec::new();
     let file = &opts.file;
@@ -117,6 +132,11 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                 .filter(|w| w.starts_with("cpu") && w.len() > 3)
                 .map(|w| w[3..].to_string())
                 .collect();
+            if !titles_checked.contains(&cpu_titles) {
+                let cpus: Vec<u32> = cpu_titles.iter().filter_map(|c| c.parse().ok()).collect();
+                check_header_cpus(&cpus, n, None, &mut checks);
+                titles_checked.push(cpu_titles.clone());
+            }
             continue;
         }
         if is_vmstat_column_header(t) {
@@ -186,9 +206,46 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             continue;
         }
         let row = b.push_row(0.0);
-        stamps.extend(prefixed.as_ref().and_then(|p| p.time_at(n)));
-        for (&(m, _), v) in lay.cols.iter().zip(values.iter()) {
-            b.set(m, row, *v);
+        if let Some(t) = prefixed.as_ref().and_then(|p| p.time_at(n)) {
+            stamps.push(t);
+            stamp_lines.push(n);
+        }
+        // A CPU whose us, sy and id are all 0 counted no ticks: offline, or not there.
+        let mut offline: Vec<usize> = Vec::new();
+        for (cpu, at) in &lay.cpu_groups {
+            let (Some(&us), Some(&sy), Some(&id)) =
+                (values.get(*at), values.get(at + 1), values.get(at + 2))
+            else {
+                continue;
+            };
+            let shares = [("us", us), ("sy", sy), ("id", id)];
+            match cpu {
+                Some(cpu) if is_offline(&shares) => {
+                    checks.offline(cpu, n);
+                    offline.extend(*at..*at + 3);
+                }
+                Some(cpu) => check_shares(
+                    &mut checks,
+                    n,
+                    &|| format!("CPU {cpu}"),
+                    &shares,
+                    &[],
+                    VMSTAT_SHARES,
+                ),
+                None => check_shares(
+                    &mut checks,
+                    n,
+                    &|| "the CPUs".into(),
+                    &shares,
+                    &[],
+                    VMSTAT_SHARES,
+                ),
+            }
+        }
+        for (i, (&(m, _), v)) in lay.cols.iter().zip(values.iter()).enumerate() {
+            if !offline.contains(&i) {
+                b.set(m, row, *v);
+            }
         }
     }
     if headers_seen == 0 {
@@ -206,6 +263,19 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         .or(given_interval(opts))
         .unwrap_or(1.0);
     let row_times = if stamped {
+        for (k, w) in stamps.windows(2).enumerate() {
+            if w[1] < w[0] {
+                let (before, line) = (stamp_lines[k], stamp_lines[k + 1]);
+                time_backwards(
+                    &mut checks,
+                    line,
+                    &stamp_text(original, text, line),
+                    before,
+                    &stamp_text(original, text, before),
+                    false,
+                );
+            }
+        }
         let start = stamps[0] - interval;
         if prefixed.as_ref().is_some_and(|p| p.absolute) {
             run.meta.started_unix_s = start;
@@ -221,6 +291,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         run.notes.push("some rates were humanized by vmstat -h (e.g. 14K); they are rounded to 2 significant digits".into());
     }
     run.notes.push("FreeBSD vmstat's us includes nice time and sy includes interrupt time (stored as cpu_user_pct and cpu_system_pct)".into());
+    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     Ok(finish_table(run, b, interval, row_times, warnings, opts))
 }
 
@@ -296,6 +367,12 @@ fn make_layout(
         );
     }
     let per_cpu = (toks.len() - cs - 1) / 3 > 1;
+    let cpu_groups = (0..cpu_cols / 3)
+        .map(|k| {
+            let cpu = per_cpu.then(|| cpu_titles.get(k).cloned().unwrap_or_else(|| k.to_string()));
+            (cpu, cs + 1 + 3 * k)
+        })
+        .collect();
     let mut cols = Vec::with_capacity(toks.len());
     for (i, &name) in toks.iter().enumerate() {
         let (id, unit, kind) = if i > sr && i < fin {
@@ -373,6 +450,7 @@ fn make_layout(
     let bare_memory_is_bytes = t.starts_with("r  b");
     Ok(Layout {
         cols,
+        cpu_groups,
         bare_memory_is_bytes,
         line,
     })

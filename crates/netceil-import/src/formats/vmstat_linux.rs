@@ -14,9 +14,15 @@
 //!
 //! procps's `us` includes nice time and `sy` includes hard and soft interrupt time; they are
 //! stored as `cpu_user_pct` and `cpu_system_pct` with a note saying so.
+//!
+//! Marked as impossible (`run.meta.implausible`, see `formats/plausible.rs`): a row whose
+//! `us sy id wa st` (with or without `gu`) add up outside 85–115 (each is rounded on its own),
+//! or one share above 100; a `-t` or collector time earlier than the one before (a local clock
+//! set back about an hour is only warned about: daylight saving time).
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::plausible::{check_shares, time_backwards, Checks, VMSTAT_SHARES};
 use super::stamp::unprefixed;
 use super::util::{
     command_args, error, field_count_problem, finish_table, given_interval,
@@ -135,6 +141,8 @@ pub(crate) fn command_facts(args: &[&str]) -> CommandFacts {
 /// The columns of one header: metric index and the factor to its unit.
 struct Layout {
     cols: Vec<(usize, f64)>,
+    /// The CPU share columns (`us sy id wa st gu`): their positions and names.
+    shares: Vec<(usize, &'static str)>,
     timestamps: bool,
     zoned: bool,
     line: usize,
@@ -147,6 +155,7 @@ pub fn import_with(
     vopts: &VmstatLinuxOptions,
 ) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
+    let original = text;
     let (text, prefixed) = unprefixed(text, is_group_line);
     let text: &str = &text;
     run.meta.host.os = Some("Linux".into());
@@ -185,6 +194,9 @@ pub fn import_with(
     let mut since_boot_pending = false;
     let mut headers_seen = 0usize;
     let mut stamps: Vec<f64> = Vec::new();
+    // The line of each stamp, and whether it came from vmstat -t (else a collector's prefix).
+    let mut stamp_lines: Vec<(usize, bool)> = Vec::new();
+    let mut checks = Checks::new();
     let mut all_zoned = true;
     let mut memory_metrics: Vec<usize> = Vec::new();
     let mut values: Vec<f64> = Vec::with_capacity(24);
@@ -280,11 +292,32 @@ pub fn import_with(
         let row = b.push_row(t_s);
         if let Some(s) = stamp {
             stamps.push(s);
+            stamp_lines.push((n, !lay.zoned));
             all_zoned &= lay.zoned;
         } else if let Some(s) = prefixed.as_ref().and_then(|p| p.time_at(n)) {
             stamps.push(s);
+            stamp_lines.push((n, false));
             all_zoned &= prefixed.as_ref().is_some_and(|p| p.absolute);
         }
+        // At most six share columns: kept on the stack, this runs for every row.
+        let mut buf = [("", 0.0); 6];
+        let mut k = 0;
+        for &(i, name) in lay.shares.iter().take(buf.len()) {
+            if let Some(&v) = values.get(i) {
+                buf[k] = (name, v);
+                k += 1;
+            }
+        }
+        let shares = &buf[..k];
+        // procps 4's `gu` may or may not be inside `us`: the row adds up either way.
+        check_shares(
+            &mut checks,
+            n,
+            &|| "the CPUs".into(),
+            shares,
+            &["gu"],
+            VMSTAT_SHARES,
+        );
         for (&(m, scale), v) in lay.cols.iter().zip(values.iter()) {
             b.set(m, row, v * scale);
         }
@@ -311,8 +344,24 @@ pub fn import_with(
         }
     }
     let row_times = if stamped {
-        if stamps.windows(2).any(|w| w[1] < w[0]) {
-            warnings.push(format!("{file}: the row timestamps go backwards somewhere (a clock change?); rows are kept in log order"));
+        for (k, w) in stamps.windows(2).enumerate() {
+            if w[1] >= w[0] {
+                continue;
+            }
+            let ((before_line, _), (line, local)) = (stamp_lines[k], stamp_lines[k + 1]);
+            // A local clock set back an hour (daylight saving time ends) is no damage.
+            if local && (3000.0..=3600.0).contains(&(w[0] - w[1])) {
+                warnings.push(format!("{file}: line {line}: the row timestamps go back by about an hour (a clock change?); rows are kept in log order"));
+                continue;
+            }
+            time_backwards(
+                &mut checks,
+                line,
+                &stamp_text(original, text, line),
+                before_line,
+                &stamp_text(original, text, before_line),
+                false,
+            );
         }
         let start = stamps[0] - interval;
         if all_zoned {
@@ -342,7 +391,31 @@ pub fn import_with(
     run.notes.push(
         "vmstat's us includes nice time and sy includes hard and soft interrupt time (stored as cpu_user_pct and cpu_system_pct)".into(),
     );
+    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     Ok(finish_table(run, b, interval, row_times, warnings, opts))
+}
+
+/// A row's time as the log prints it, for messages: the prefix a collector put before the
+/// line (`original` has it, `stripped` not), else vmstat -t's date and time at its end.
+pub(crate) fn stamp_text(original: &str, stripped: &str, line: usize) -> String {
+    let nth = |t: &str| {
+        t.lines()
+            .nth(line.wrapping_sub(1))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let (with, without) = (nth(original), nth(stripped));
+    if with != without {
+        if let Some(prefix) = with.strip_suffix(without.as_str()) {
+            return prefix.trim().to_string();
+        }
+    }
+    let words: Vec<&str> = without.split_ascii_whitespace().collect();
+    match words.as_slice() {
+        [.., date, clock] => format!("{date} {clock}"),
+        _ => without,
+    }
 }
 
 fn make_layout(
@@ -361,6 +434,16 @@ fn make_layout(
             zoned = matches!(zone, "UTC" | "GMT" | "Z");
         }
     }
+    let shares = toks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let name = ["us", "sy", "id", "wa", "st", "gu"]
+                .into_iter()
+                .find(|s| s == name)?;
+            Some((i, name))
+        })
+        .collect();
     let cols = toks
         .iter()
         .map(|&name| {
@@ -408,6 +491,7 @@ fn make_layout(
         .collect::<Vec<_>>();
     Layout {
         cols,
+        shares,
         timestamps: group_has_ts,
         zoned,
         line,

@@ -126,7 +126,11 @@ pub fn check(format: Format, text: &str, counter: &AtomicUsize) -> Result<(), Te
     let _ = netceil_import::detect(text);
     for f in std::iter::once(format).chain(FORMATS.iter().copied().filter(|f| *f != format)) {
         counter.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = import(f, text, &opts) {
+        let result = import(f, text, &opts);
+        if let Ok(i) = &result {
+            implausible_within(i, lines)?;
+        }
+        if let Err(e) = result {
             prop_assert!(
                 e.line >= 1 && e.line <= lines + 1,
                 "{}: error line {} outside 1..={} for {e}",
@@ -254,6 +258,7 @@ pub fn check_total(
         Ok(i) => {
             let s = &i.run.series;
             prop_assert!(s.metrics.iter().all(|m| m.values.len() == s.t_s.len()));
+            implausible_within(&i, lines)?;
             Ok(Some(i))
         }
         Err(e) => {
@@ -265,6 +270,25 @@ pub fn check_total(
             Ok(None)
         }
     }
+}
+
+/// Checks that every impossible fact a reader marked says what it is and points at a line of
+/// the text, and that each is also a warning.
+pub fn implausible_within(i: &Imported, lines: usize) -> Result<(), TestCaseError> {
+    for f in &i.run.meta.implausible {
+        prop_assert!(!f.what.is_empty());
+        if let Some(l) = f.line {
+            prop_assert!(
+                l >= 1 && l <= lines,
+                "implausible at line {l} outside 1..={lines}: {}",
+                f.what
+            );
+        }
+    }
+    if !i.run.meta.implausible.is_empty() {
+        prop_assert!(i.warnings.iter().any(|w| w.contains("cannot be true")));
+    }
+    Ok(())
 }
 
 /// Texts of up to 30 lines built from `words` in random order: reaches states that byte
