@@ -98,15 +98,32 @@ pub fn activity(prev: &Flow, cur: &Flow) -> (u64, u64) {
     )
 }
 
+/// A flow among the previous interval's busiest keeps its place unless another moved this
+/// much more (a quarter): flows at one rate would otherwise take turns, and each newcomer is a
+/// dozen more series in the run.
+const STICKY_DIVISOR: u64 = 4;
+
 /// The busiest flows of `cur` since `prev`: those that moved bytes or were busy, by bytes
-/// moved, then busy time (ties by inode), at most [`BUSIEST_FLOWS`].
+/// moved, then busy time (ties by inode), with the previous interval's busiest favoured by
+/// [`STICKY_DIVISOR`]; at most [`BUSIEST_FLOWS`].
 pub fn busiest(prev: &TcpFlows, cur: &[Flow]) -> Vec<u64> {
     let mut ranked: Vec<(u64, u64, u64)> = cur
         .iter()
         .filter_map(|c| {
             let p = prev.flow(c.inode).filter(|p| c.same_socket(p))?;
             let (bytes, busy) = activity(p, c);
-            (bytes > 0 || busy > 0).then_some((bytes, busy, c.inode))
+            if bytes == 0 && busy == 0 {
+                return None;
+            }
+            let sticky = prev.busiest.iter().any(|(i, _)| *i == c.inode);
+            let favour = |v: u64| {
+                if sticky {
+                    v.saturating_add(v / STICKY_DIVISOR)
+                } else {
+                    v
+                }
+            };
+            Some((favour(bytes), favour(busy), c.inode))
         })
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));

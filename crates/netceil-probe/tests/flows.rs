@@ -397,6 +397,65 @@ fn only_the_busiest_flows_get_series_of_their_own() {
 }
 
 #[test]
+fn the_busiest_flows_keep_their_place_unless_clearly_beaten() {
+    let fake = machine();
+    let n = 10u64;
+    // Each flow's bytes acknowledged so far.
+    let sockets = |acked: &[u64]| -> Vec<TcpSocket> {
+        (0..n)
+            .map(|i| {
+                let port = 42000 + i as u16;
+                socket(
+                    &format!("127.0.0.1:{port}"),
+                    "127.0.0.1:5201",
+                    200 + i,
+                    info(Counters {
+                        acked: acked[i as usize],
+                        ..IDLE
+                    }),
+                )
+            })
+            .collect()
+    };
+    for i in 0..n {
+        fake.set_link(
+            &format!("/proc/100/fd/{}", 30 + i),
+            &format!("socket:[{}]", 200 + i),
+        );
+    }
+    let mut acked = vec![1u64; n as usize];
+    fake.set_tcp_sockets(NS, sockets(&acked));
+    let mut s = Sampler::new(fake.clone(), config(vec![100]));
+    let _ = s.sample();
+    let busiest = |snap: &Snapshot| -> Vec<u64> {
+        let f = snap.slow.tcp_flows.as_ref().unwrap().as_ref().unwrap();
+        let mut v: Vec<u64> = f.busiest.iter().map(|b| b.0).collect();
+        v.sort_unstable();
+        v
+    };
+    let mut next = |moved: &[u64]| {
+        for (a, m) in acked.iter_mut().zip(moved) {
+            *a += m;
+        }
+        step(&mut s, &fake, 1, sockets(&acked))
+    };
+    // All alike: the first eight by inode.
+    let b = next(&[1_000_000; 10]);
+    assert_eq!(busiest(&b), (200..208).collect::<Vec<_>>());
+    // The last two move 20 % more: not enough to take a place.
+    let mut moved = [1_000_000u64; 10];
+    moved[8] = 1_200_000;
+    moved[9] = 1_200_000;
+    let c = next(&moved);
+    assert_eq!(busiest(&c), (200..208).collect::<Vec<_>>());
+    // 30 % more: they are the busiest now.
+    moved[8] = 1_300_000;
+    moved[9] = 1_300_000;
+    let d = next(&moved);
+    assert_eq!(busiest(&d), [200, 201, 202, 203, 204, 205, 208, 209]);
+}
+
+#[test]
 fn a_child_in_another_namespace_is_read_there() {
     let fake = machine();
     // pid 200, started by 100 (`ip netns exec lab-b iperf3 …`), lives in another namespace.
