@@ -44,6 +44,10 @@ pub const LABEL_KIND: &str = "kind";
 pub const LABEL_NETNS: &str = "netns";
 /// Label key: a softirq vector (`vec=net_rx`), as /proc/softirqs names them, lower case.
 pub const LABEL_VEC: &str = "vec";
+/// Label key: a flow. For the workload's TCP connections, `LOCAL>REMOTE` with ports
+/// (`127.0.0.1:40312>127.0.0.1:5201`, `[::1]:5201>[::1]:40312`); imported iperf3 streams use
+/// the stream number.
+pub const LABEL_FLOW: &str = "flow";
 
 macro_rules! metric_names {
     ($( $(#[doc = $doc:literal])* $ident:ident = $name:literal, $unit:ident; )*) => {
@@ -190,6 +194,51 @@ metric_names! {
     TCP_BACKLOG_DROP_PER_S = "tcp_backlog_drop_per_s", PerSecond;
     /// Connection requests dropped at a listener per second (ListenDrops).
     TCP_LISTEN_DROPS_PER_S = "tcp_listen_drops_per_s", PerSecond;
+
+    // The workload's own TCP connections, from sock_diag: the kernel's `struct tcp_info` of
+    // each established socket held by a watched process or its children, named as `ss -ti`
+    // names them. Per flow (labels `flow` and `pid`) only for the busiest few flows of each
+    // interval, by bytes moved; without labels, over all the workload's flows. Read with the
+    // slow tier; a socket that closed, a field the kernel does not have, or a counter that went
+    // backwards gives a missing value, never 0.
+    /// The workload's established TCP connections at the sample time (a gauge; both ends
+    /// count when both are the workload's).
+    TCP_FLOWS = "tcp_flows", Count;
+    /// Congestion window, segments (ss `cwnd`). Labels: `flow`, `pid`.
+    TCP_CWND = "tcp_cwnd", Count;
+    /// Smoothed round-trip time, µs (ss `rtt`). Labels: `flow`, `pid`.
+    TCP_RTT_US = "tcp_rtt_us", Microseconds;
+    /// Lowest round-trip time the connection has seen, µs (ss `minrtt`; kernels ≥ 4.6). Labels: `flow`, `pid`.
+    TCP_MIN_RTT_US = "tcp_min_rtt_us", Microseconds;
+    /// The latest delivery-rate sample, bit/s (ss `delivery_rate`; kernels ≥ 4.9). Labels: none
+    /// (sum over the flows whose data was acknowledged in the interval) or `flow`, `pid`.
+    TCP_DELIVERY_RATE_BITS_PER_S = "tcp_delivery_rate_bits_per_s", BitsPerSecond;
+    /// Share of the interval the connection had data to send (ss `busy`; kernels ≥ 4.10), %.
+    /// Labels: none (mean over the flows) or `flow`, `pid`.
+    TCP_BUSY_PCT = "tcp_busy_pct", Percent;
+    /// Share of the busy time held back by the peer's receive window (ss `rwnd_limited`), %.
+    /// Labels: none (weighted by busy time over the flows) or `flow`, `pid`.
+    TCP_RWND_LIMITED_PCT = "tcp_rwnd_limited_pct", Percent;
+    /// Share of the busy time held back by the send buffer (ss `sndbuf_limited`), %. Labels:
+    /// none (weighted by busy time) or `flow`, `pid`.
+    TCP_SNDBUF_LIMITED_PCT = "tcp_sndbuf_limited_pct", Percent;
+    /// Share of the busy time limited by neither window nor send buffer: congestion control
+    /// held it (the rest of ss `busy`), %. Labels: none (weighted by busy time) or `flow`, `pid`.
+    TCP_CWND_LIMITED_PCT = "tcp_cwnd_limited_pct", Percent;
+    /// Segments retransmitted per second (tcpi_total_retrans). Labels: none (sum over the
+    /// flows) or `flow`, `pid`.
+    TCP_RETRANS_PER_S = "tcp_retrans_per_s", PerSecond;
+    /// The peer's advertised receive window, bytes (ss `snd_wnd`; kernels ≥ 5.4). Labels: `flow`, `pid`.
+    TCP_SND_WND_BYTES = "tcp_snd_wnd_bytes", Bytes;
+    /// What receive-buffer autotuning expects the peer to send per RTT, bytes (ss
+    /// `rcv_space`). Labels: `flow`, `pid`.
+    TCP_RCV_SPACE_BYTES = "tcp_rcv_space_bytes", Bytes;
+    /// Bytes the peer acknowledged per second (ss `bytes_acked`). Labels: none (sum over the
+    /// flows) or `flow`, `pid`.
+    TCP_BYTES_ACKED_PER_S = "tcp_bytes_acked_per_s", BytesPerSecond;
+    /// Bytes received per second (ss `bytes_received`). Labels: none (sum over the flows) or
+    /// `flow`, `pid`.
+    TCP_BYTES_RECEIVED_PER_S = "tcp_bytes_received_per_s", BytesPerSecond;
 
     // UDP and IP, from /proc/net/snmp. Machine-wide.
     /// UDP datagrams delivered to sockets per second.

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::fmt::{self, Display, Write};
 use std::sync::Arc;
 
-use netceil_model::names::{LABEL_COMM, LABEL_PID, LABEL_TID};
+use netceil_model::names::{LABEL_COMM, LABEL_FLOW, LABEL_PID, LABEL_TID};
 use netceil_model::{MetricId, Unit};
 
 /// A label value: a number (a CPU, an IRQ, a pid) or text.
@@ -76,6 +76,12 @@ pub enum Key<'a> {
         tid: u32,
         comm: &'a str,
     },
+    /// A per-flow metric: `name{flow=…,pid=…}`.
+    Flow {
+        name: &'a str,
+        flow: &'a str,
+        pid: i32,
+    },
     /// Anything else, already built (rare shapes, read at most every slow interval).
     Built(MetricId),
 }
@@ -95,6 +101,9 @@ impl Display for Key<'_> {
                 f,
                 "{name}{{{LABEL_COMM}={comm},{LABEL_PID}={pid},{LABEL_TID}={tid}}}"
             ),
+            Key::Flow { name, flow, pid } => {
+                write!(f, "{name}{{{LABEL_FLOW}={flow},{LABEL_PID}={pid}}}")
+            }
             Key::Built(id) => write!(f, "{id}"),
         }
     }
@@ -165,6 +174,18 @@ impl Key<'_> {
                 push_num(out, i64::from(*tid));
                 out.push('}');
             }
+            Key::Flow { name, flow, pid } => {
+                out.push_str(name);
+                out.push('{');
+                out.push_str(LABEL_FLOW);
+                out.push('=');
+                out.push_str(flow);
+                out.push(',');
+                out.push_str(LABEL_PID);
+                out.push('=');
+                push_num(out, i64::from(*pid));
+                out.push('}');
+            }
             // Writing into a String cannot fail.
             Key::Built(id) => {
                 let _ = write!(out, "{id}");
@@ -185,6 +206,9 @@ impl Key<'_> {
                 .with(LABEL_PID, pid.to_string())
                 .with(LABEL_TID, tid.to_string())
                 .with(LABEL_COMM, *comm),
+            Key::Flow { name, flow, pid } => MetricId::new(*name)
+                .with(LABEL_FLOW, *flow)
+                .with(LABEL_PID, pid.to_string()),
             Key::Built(id) => id.clone(),
         }
     }
@@ -365,6 +389,11 @@ mod tests {
                 comm: "",
             },
             Key::One("m", "irq", Label::Num(i64::MIN)),
+            Key::Flow {
+                name: "tcp_cwnd",
+                flow: "[::1]:5201>[::1]:40312",
+                pid: 77,
+            },
             Key::One("m", "pid", Label::from(-7)),
             Key::Built(
                 MetricId::new("irq_per_s")

@@ -112,6 +112,20 @@ pub const SLOW_TIER_METRICS: &[&str] = &[
     THREAD_NONVOLUNTARY_CS_PER_S,
     THREAD_LAST_CPU,
     SAMPLER_CPU_PCT,
+    TCP_FLOWS,
+    TCP_CWND,
+    TCP_RTT_US,
+    TCP_MIN_RTT_US,
+    TCP_DELIVERY_RATE_BITS_PER_S,
+    TCP_BUSY_PCT,
+    TCP_RWND_LIMITED_PCT,
+    TCP_SNDBUF_LIMITED_PCT,
+    TCP_CWND_LIMITED_PCT,
+    TCP_RETRANS_PER_S,
+    TCP_SND_WND_BYTES,
+    TCP_RCV_SPACE_BYTES,
+    TCP_BYTES_ACKED_PER_S,
+    TCP_BYTES_RECEIVED_PER_S,
 ];
 
 /// The reason a [`crate::Recorder`] notes, once, for slow-tier metrics in rows without them.
@@ -348,6 +362,7 @@ fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot)
         thread_rates(b, ps, cs, cur.ticks_per_s);
         qdisc_rates(b, ps, cs);
         process_rates(b, ps, cs, cur.ticks_per_s);
+        tcp_flow_rates(b, ps, cs);
         if let (Some(p), Some(c)) = (ps.sampler_cpu, cs.sampler_cpu) {
             let used = c.saturating_sub(p).as_secs_f64();
             b.value(
@@ -1430,4 +1445,429 @@ fn process_rates(b: &mut Builder, prev: &SlowSnapshot, cur: &SlowSnapshot, ticks
         };
         b.value(Key::Built(id), Unit::Percent, pct);
     }
+}
+
+/// The reason a busiest flow of the previous interval has no values in this one.
+pub const FLOW_CLOSED_REASON: &str =
+    "socket closed (or left the established state) since the previous reading";
+
+/// Why the sums over the workload's flows have no value.
+pub const ALL_CLOSED_REASON: &str = "every TCP connection of the workload closed since the previous reading: what they moved in the interval cannot be read";
+
+/// What the sums over the workload's flows leave out.
+pub const SOME_CLOSED_REASON: &str = "connections that closed during an interval are not in that interval's sums (what they moved after the previous reading cannot be read)";
+
+/// The metrics made over all the workload's flows.
+const TCP_AGGREGATES: [&str; 9] = [
+    TCP_FLOWS,
+    TCP_BYTES_ACKED_PER_S,
+    TCP_BYTES_RECEIVED_PER_S,
+    TCP_RETRANS_PER_S,
+    TCP_DELIVERY_RATE_BITS_PER_S,
+    TCP_BUSY_PCT,
+    TCP_RWND_LIMITED_PCT,
+    TCP_SNDBUF_LIMITED_PCT,
+    TCP_CWND_LIMITED_PCT,
+];
+
+/// A counter summed over flows: a flow whose counter went backwards makes the sum missing, and
+/// so does a kernel that does not send the field.
+#[derive(Debug, Default, Clone, Copy)]
+struct FlowSum {
+    sum: u64,
+    /// Flows that gave a delta.
+    flows: usize,
+    reset: bool,
+    absent: bool,
+}
+
+impl FlowSum {
+    /// Adds one flow's delta, and returns it (`None`: absent, or went backwards).
+    fn add(&mut self, prev: Option<u64>, cur: Option<u64>, w: CounterWidth) -> Option<u64> {
+        let (Some(p), Some(c)) = (prev, cur) else {
+            self.absent = true;
+            return None;
+        };
+        let d = counter_delta(p, c, w);
+        match d {
+            Some(d) => {
+                self.sum = self.sum.saturating_add(d);
+                self.flows += 1;
+            }
+            None => self.reset = true,
+        }
+        d
+    }
+
+    /// The sum, or why there is none (`field` is the tcp_info field, for the reason).
+    fn total(&self, field: &str) -> Result<u64, String> {
+        if self.reset {
+            Err(RESET_REASON.into())
+        } else if self.absent && self.flows == 0 {
+            Err(absent_reason(field))
+        } else {
+            Ok(self.sum)
+        }
+    }
+}
+
+fn absent_reason(field: &str) -> String {
+    format!("this kernel's tcp_info has no {field}")
+}
+
+/// A share of busy time, %: `part` of `busy` µs.
+fn busy_share(part: u64, busy: u64) -> f64 {
+    100.0 * part as f64 / busy as f64
+}
+
+/// The workload's TCP flows (see [`crate::flows`]): each of the interval's busiest flows on
+/// its own, and every flow measured at both readings summed. A flow new at this reading
+/// counts in `tcp_flows` and gives rates from the next interval on; one that closed gives
+/// none (its last bytes are not counted), and if it was among the previous interval's busiest
+/// the reason is noted.
+fn tcp_flow_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a SlowSnapshot, cur: &'a SlowSnapshot) {
+    let Some(c) = &cur.tcp_flows else { return };
+    let c = match c {
+        Ok(c) => c,
+        Err(e) => {
+            b.missing_all(&TCP_AGGREGATES, e);
+            return;
+        }
+    };
+    for note in &c.notes {
+        b.missing(TCP_FLOWS, note.clone());
+    }
+    b.value(Key::Plain(TCP_FLOWS), Unit::Count, c.flows.len() as f64);
+    let Some(Ok(p)) = &prev.tcp_flows else { return };
+    for (inode, label) in &p.busiest {
+        let Some(was) = p.flow(*inode) else { continue };
+        if !c.flow(*inode).is_some_and(|f| f.same_socket(was)) {
+            b.missing(
+                Key::Flow {
+                    name: TCP_BUSY_PCT,
+                    flow: label,
+                    pid: was.pid,
+                },
+                FLOW_CLOSED_REASON,
+            );
+        }
+    }
+    let elapsed = b.elapsed;
+    let (n, w) = (CounterWidth::Native, CounterWidth::U32);
+    let (mut acked, mut received, mut retrans) =
+        (FlowSum::default(), FlowSum::default(), FlowSum::default());
+    let (mut busy, mut rwnd, mut sndbuf) =
+        (FlowSum::default(), FlowSum::default(), FlowSum::default());
+    let mut delivery: Option<u64> = None;
+    let mut delivery_absent = false;
+    let mut no_info = false;
+    let mut measured = 0usize;
+    for f in &c.flows {
+        let Some(was) = p.flow(f.inode).filter(|was| f.same_socket(was)) else {
+            continue;
+        };
+        let (Some(pi), Some(ci)) = (&was.info, &f.info) else {
+            no_info = true;
+            continue;
+        };
+        measured += 1;
+        let d_acked = acked.add(pi.bytes_acked, ci.bytes_acked, n);
+        received.add(pi.bytes_received, ci.bytes_received, n);
+        retrans.add(
+            pi.total_retrans.map(u64::from),
+            ci.total_retrans.map(u64::from),
+            w,
+        );
+        // The three busy times only count together, so the shares add up.
+        let all = |i: &crate::sockdiag::TcpInfo| {
+            i.busy_time_us
+                .zip(i.rwnd_limited_us)
+                .zip(i.sndbuf_limited_us)
+                .map(|((a, b), c)| (a, b, c))
+        };
+        match (all(pi), all(ci)) {
+            (Some((pb, pr, ps)), Some((cb, cr, cs))) => {
+                busy.add(Some(pb), Some(cb), n);
+                rwnd.add(Some(pr), Some(cr), n);
+                sndbuf.add(Some(ps), Some(cs), n);
+            }
+            _ => busy.absent = true,
+        }
+        if d_acked.is_some_and(|d| d > 0) {
+            match ci.delivery_rate {
+                Some(r) => delivery = Some(delivery.unwrap_or(0).saturating_add(r)),
+                None => delivery_absent = true,
+            }
+        }
+    }
+    if no_info {
+        b.missing(TCP_FLOWS, "the kernel sent no tcp_info for some sockets");
+    }
+    let closed = p
+        .flows
+        .iter()
+        .filter(|was| !c.flow(was.inode).is_some_and(|f| f.same_socket(was)))
+        .count();
+    if closed > 0 {
+        if measured == 0 {
+            // Nothing left to measure the interval by: not a zero.
+            for name in &TCP_AGGREGATES[1..] {
+                b.missing(name, ALL_CLOSED_REASON);
+            }
+            return;
+        }
+        for name in &TCP_AGGREGATES[1..5] {
+            b.missing(name, SOME_CLOSED_REASON);
+        }
+    }
+    let per_s = |b: &mut Builder<'a, '_>,
+                 name: &'static str,
+                 unit: Unit,
+                 sum: &FlowSum,
+                 field: &str,
+                 k: f64| {
+        match sum.total(field) {
+            Ok(v) => b.value(Key::Plain(name), unit, v as f64 * k / elapsed),
+            Err(why) => b.missing(name, why),
+        }
+    };
+    per_s(
+        b,
+        TCP_BYTES_ACKED_PER_S,
+        Unit::BytesPerSecond,
+        &acked,
+        "tcpi_bytes_acked",
+        1.0,
+    );
+    per_s(
+        b,
+        TCP_BYTES_RECEIVED_PER_S,
+        Unit::BytesPerSecond,
+        &received,
+        "tcpi_bytes_received",
+        1.0,
+    );
+    per_s(
+        b,
+        TCP_RETRANS_PER_S,
+        Unit::PerSecond,
+        &retrans,
+        "tcpi_total_retrans",
+        1.0,
+    );
+    match (delivery, delivery_absent) {
+        (_, true) => b.missing(
+            TCP_DELIVERY_RATE_BITS_PER_S,
+            absent_reason("tcpi_delivery_rate"),
+        ),
+        (d, false) => b.value(
+            Key::Plain(TCP_DELIVERY_RATE_BITS_PER_S),
+            Unit::BitsPerSecond,
+            d.unwrap_or(0) as f64 * 8.0,
+        ),
+    }
+    let busy_names = [
+        TCP_BUSY_PCT,
+        TCP_RWND_LIMITED_PCT,
+        TCP_SNDBUF_LIMITED_PCT,
+        TCP_CWND_LIMITED_PCT,
+    ];
+    let fields = "tcpi_busy_time, tcpi_rwnd_limited and tcpi_sndbuf_limited (kernels ≥ 4.10)";
+    match (busy.total(fields), rwnd.total(fields), sndbuf.total(fields)) {
+        (Ok(bt), Ok(rt), Ok(st)) if busy.flows > 0 => {
+            let mean = 100.0 * bt as f64 / (busy.flows as f64 * elapsed * 1e6);
+            b.value(Key::Plain(TCP_BUSY_PCT), Unit::Percent, mean.min(100.0));
+            if bt > 0 {
+                b.value(
+                    Key::Plain(TCP_RWND_LIMITED_PCT),
+                    Unit::Percent,
+                    busy_share(rt, bt),
+                );
+                b.value(
+                    Key::Plain(TCP_SNDBUF_LIMITED_PCT),
+                    Unit::Percent,
+                    busy_share(st, bt),
+                );
+                b.value(
+                    Key::Plain(TCP_CWND_LIMITED_PCT),
+                    Unit::Percent,
+                    busy_share(bt.saturating_sub(rt).saturating_sub(st), bt),
+                );
+            } else {
+                for name in &busy_names[1..] {
+                    b.missing(name, NOT_BUSY_REASON);
+                }
+            }
+        }
+        (Ok(_), Ok(_), Ok(_)) => {
+            for name in busy_names {
+                b.missing(name, NO_FLOW_REASON);
+            }
+        }
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            for name in busy_names {
+                b.missing(name, e.clone());
+            }
+        }
+    }
+    for (inode, label) in &c.busiest {
+        let Some(f) = c.flow(*inode) else { continue };
+        let Some(was) = p.flow(*inode).filter(|was| f.same_socket(was)) else {
+            continue;
+        };
+        flow_values(b, label, was, f);
+    }
+}
+
+/// Why the busy time of the workload's flows has no value.
+pub const NO_FLOW_REASON: &str = "no TCP connection of the workload was measured at both readings";
+
+/// Why the shares of busy time have no value.
+const NOT_BUSY_REASON: &str =
+    "no busy time in the interval (nothing waiting to be sent): no share of it to give";
+
+/// One busiest flow's values: its gauges now and its rates since `was`.
+fn flow_values<'a>(
+    b: &mut Builder<'a, '_>,
+    label: &'a str,
+    was: &'a crate::flows::Flow,
+    f: &'a crate::flows::Flow,
+) {
+    let key = |name: &'static str| Key::Flow {
+        name,
+        flow: label,
+        pid: f.pid,
+    };
+    let (Some(pi), Some(ci)) = (&was.info, &f.info) else {
+        b.missing(
+            key(TCP_BUSY_PCT),
+            "the kernel sent no tcp_info for this socket",
+        );
+        return;
+    };
+    let gauges: [(&'static str, Unit, Option<f64>, &str); 6] = [
+        (
+            TCP_CWND,
+            Unit::Count,
+            ci.snd_cwnd.map(f64::from),
+            "tcpi_snd_cwnd",
+        ),
+        (
+            TCP_RTT_US,
+            Unit::Microseconds,
+            ci.rtt_us.map(f64::from),
+            "tcpi_rtt",
+        ),
+        (
+            TCP_MIN_RTT_US,
+            Unit::Microseconds,
+            ci.min_rtt_us.map(f64::from),
+            "tcpi_min_rtt (kernels ≥ 4.6)",
+        ),
+        (
+            TCP_DELIVERY_RATE_BITS_PER_S,
+            Unit::BitsPerSecond,
+            ci.delivery_rate.map(|r| r as f64 * 8.0),
+            "tcpi_delivery_rate (kernels ≥ 4.9)",
+        ),
+        (
+            TCP_SND_WND_BYTES,
+            Unit::Bytes,
+            ci.snd_wnd.map(f64::from),
+            "tcpi_snd_wnd (kernels ≥ 5.4)",
+        ),
+        (
+            TCP_RCV_SPACE_BYTES,
+            Unit::Bytes,
+            ci.rcv_space.map(f64::from),
+            "tcpi_rcv_space",
+        ),
+    ];
+    for (name, unit, v, field) in gauges {
+        match v {
+            Some(v) => b.value(key(name), unit, v),
+            // Said once for the name: every flow of this kernel lacks it.
+            None => b.missing(name, absent_reason(field)),
+        }
+    }
+    let (n, w) = (CounterWidth::Native, CounterWidth::U32);
+    type Counter<'f> = (
+        &'static str,
+        Unit,
+        Option<(u64, u64)>,
+        CounterWidth,
+        &'f str,
+    );
+    let counters: [Counter; 3] = [
+        (
+            TCP_BYTES_ACKED_PER_S,
+            Unit::BytesPerSecond,
+            pi.bytes_acked.zip(ci.bytes_acked),
+            n,
+            "tcpi_bytes_acked",
+        ),
+        (
+            TCP_BYTES_RECEIVED_PER_S,
+            Unit::BytesPerSecond,
+            pi.bytes_received.zip(ci.bytes_received),
+            n,
+            "tcpi_bytes_received",
+        ),
+        (
+            TCP_RETRANS_PER_S,
+            Unit::PerSecond,
+            pi.total_retrans
+                .map(u64::from)
+                .zip(ci.total_retrans.map(u64::from)),
+            w,
+            "tcpi_total_retrans",
+        ),
+    ];
+    for (name, unit, pair, width, field) in counters {
+        match pair {
+            Some((p, c)) => b.rate(key(name), unit, p, c, width, 1.0),
+            None => b.missing(name, absent_reason(field)),
+        }
+    }
+    let times = |i: &crate::sockdiag::TcpInfo| {
+        Some((i.busy_time_us?, i.rwnd_limited_us?, i.sndbuf_limited_us?))
+    };
+    let Some(((pb, pr, ps), (cb, cr, cs))) = times(pi).zip(times(ci)) else {
+        b.missing(
+            TCP_BUSY_PCT,
+            absent_reason(
+                "tcpi_busy_time, tcpi_rwnd_limited and tcpi_sndbuf_limited (kernels ≥ 4.10)",
+            ),
+        );
+        return;
+    };
+    let d = |a, z| counter_delta(a, z, n);
+    let (Some(db), Some(dr), Some(ds)) = (d(pb, cb), d(pr, cr), d(ps, cs)) else {
+        b.missing(key(TCP_BUSY_PCT), RESET_REASON);
+        return;
+    };
+    // Busy time is counted in jiffies: a few ms over an interval can pass 100 %.
+    let busy_pct = (100.0 * db as f64 / (b.elapsed * 1e6)).min(100.0);
+    b.value(key(TCP_BUSY_PCT), Unit::Percent, busy_pct);
+    if db == 0 {
+        for name in [
+            TCP_RWND_LIMITED_PCT,
+            TCP_SNDBUF_LIMITED_PCT,
+            TCP_CWND_LIMITED_PCT,
+        ] {
+            b.missing(name, NOT_BUSY_REASON);
+        }
+        return;
+    }
+    b.value(key(TCP_RWND_LIMITED_PCT), Unit::Percent, busy_share(dr, db));
+    b.value(
+        key(TCP_SNDBUF_LIMITED_PCT),
+        Unit::Percent,
+        busy_share(ds, db),
+    );
+    b.value(
+        key(TCP_CWND_LIMITED_PCT),
+        Unit::Percent,
+        busy_share(db.saturating_sub(dr).saturating_sub(ds), db),
+    );
 }

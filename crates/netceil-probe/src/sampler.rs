@@ -21,6 +21,7 @@ use std::time::Duration;
 use netceil_model::NicInfo;
 
 use crate::error::{ParseError, SourceError};
+use crate::flows::{FlowTracker, TcpFlows};
 use crate::iface::{self, IfaceInfo};
 use crate::parse::interrupts::{self, nic_queue, Interrupts, QueueDirection, QueueOwner};
 use crate::parse::net_dev::{self, NetDev};
@@ -241,6 +242,9 @@ pub struct SlowSnapshot {
     pub qdiscs: Result<Vec<crate::qdisc::QdiscStats>, SourceError>,
     /// The last scan of every process's CPU time (shared until the next one is due).
     pub processes: Option<Arc<ProcessScan>>,
+    /// The workload's established TCP connections with the kernel's `tcp_info` of each
+    /// (sock_diag); `None` when no process is watched.
+    pub tcp_flows: Option<Result<TcpFlows, SourceError>>,
 }
 
 #[derive(Debug, Default)]
@@ -270,6 +274,8 @@ pub struct Sampler<S: Source> {
     /// Descendants of the watched processes found by the last process scan: their threads are
     /// sampled too (the program a wrapper script started is the workload).
     children: BTreeSet<i32>,
+    /// Which sockets are the workload's, remembered between readings.
+    flows: FlowTracker,
 }
 
 fn read_parse<S: Source + ?Sized, T>(
@@ -296,6 +302,7 @@ impl<S: Source> Sampler<S> {
             slow: None,
             processes: None,
             children: BTreeSet::new(),
+            flows: FlowTracker::default(),
         }
     }
 
@@ -347,8 +354,8 @@ impl<S: Source> Sampler<S> {
                 last
             }
             last => {
-                let seq = last.map_or(0, |l| l.seq + 1);
-                Arc::new(self.read_slow(seq, t0, net_dev.as_ref().ok()))
+                let seq = last.as_ref().map_or(0, |l| l.seq + 1);
+                Arc::new(self.read_slow(seq, t0, net_dev.as_ref().ok(), last.as_deref()))
             }
         };
         self.slow = Some(Arc::clone(&slow));
@@ -365,7 +372,13 @@ impl<S: Source> Sampler<S> {
         }
     }
 
-    fn read_slow(&mut self, seq: u64, t0: Duration, net_dev: Option<&NetDev>) -> SlowSnapshot {
+    fn read_slow(
+        &mut self,
+        seq: u64,
+        t0: Duration,
+        net_dev: Option<&NetDev>,
+        last: Option<&SlowSnapshot>,
+    ) -> SlowSnapshot {
         let src = &self.source;
         let b = &mut self.bufs;
         let interrupts = read_parse(
@@ -398,8 +411,20 @@ impl<S: Source> Sampler<S> {
             .qdiscs()
             .map_err(|e| SourceError::io(QDISC_SOURCE, &e));
         let processes = self.scan_processes(t0);
+        let workload: Vec<i32> = self
+            .config
+            .pids
+            .iter()
+            .chain(&self.children)
+            .copied()
+            .collect::<BTreeSet<i32>>()
+            .into_iter()
+            .collect();
+        let prev_flows = last.and_then(|l| l.tcp_flows.as_ref()?.as_ref().ok());
+        let tcp_flows = self.flows.read(&self.source, &workload, t0, prev_flows);
         let t1 = self.source.now();
         SlowSnapshot {
+            tcp_flows,
             processes,
             seq,
             t: t0 + (t1.saturating_sub(t0)) / 2,
@@ -551,18 +576,8 @@ impl<S: Source> Sampler<S> {
         pid: u32,
         tables: &mut BTreeMap<String, Vec<SocketRow>>,
     ) -> Vec<SocketRow> {
-        let Ok(fds) = self.source.list_dir(&format!("/proc/{pid}/fd")) else {
-            return Vec::new();
-        };
-        let inodes: BTreeSet<u64> = fds
-            .iter()
-            .filter_map(|fd| self.source.read_link(&format!("/proc/{pid}/fd/{fd}")).ok())
-            .filter_map(|l| {
-                l.strip_prefix("socket:[")?
-                    .strip_suffix(']')?
-                    .parse::<u64>()
-                    .ok()
-            })
+        let inodes: BTreeSet<u64> = crate::flows::socket_inodes(&self.source, pid)
+            .into_iter()
             .collect();
         if inodes.is_empty() {
             return Vec::new();

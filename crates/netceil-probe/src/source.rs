@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::qdisc::QdiscStats;
+use crate::sockdiag::{TcpDump, TcpSocket};
 
 /// Where the sampler reads from. Paths are absolute Linux paths (`/proc/stat`).
 pub trait Source {
@@ -52,6 +53,18 @@ pub trait Source {
             "this source has no qdisc statistics",
         ))
     }
+
+    /// The established TCP sockets of one network namespace, each with the kernel's
+    /// `tcp_info` (sock_diag: no file under /proc has it), at most `max` of them. `netns` is
+    /// the namespace as `/proc/PID/ns/net` names it (`net:[4026531840]`) and `path` such a
+    /// `/proc/PID/ns/net`, through which a namespace other than the reader's own is entered.
+    fn tcp_sockets(&self, netns: &str, path: &str, max: usize) -> io::Result<TcpDump> {
+        let _ = (netns, path, max);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this source has no TCP socket statistics",
+        ))
+    }
 }
 
 /// The live /proc and /sys, or a copy of them under another root directory.
@@ -67,6 +80,9 @@ pub struct ProcFs {
     open: Mutex<Open>,
     /// rtnetlink sockets for qdisc statistics, opened on first use (live machine only).
     qdiscs: Mutex<QdiscReader>,
+    /// sock_diag sockets for TCP statistics, one per namespace asked for (live machine only).
+    #[cfg(target_os = "linux")]
+    tcp: Mutex<crate::sockdiag::NetlinkTcp>,
 }
 
 /// The qdisc reader's state: not tried yet, open, or refused (with the reason).
@@ -105,6 +121,8 @@ impl Clone for ProcFs {
             ticks_per_s: self.ticks_per_s,
             open: Mutex::new(Open::default()),
             qdiscs: Mutex::new(QdiscReader::Untried),
+            #[cfg(target_os = "linux")]
+            tcp: Mutex::new(crate::sockdiag::NetlinkTcp::new()),
         }
     }
 }
@@ -123,6 +141,8 @@ impl ProcFs {
             ticks_per_s: os::clock_ticks_per_s(),
             open: Mutex::new(Open::default()),
             qdiscs: Mutex::new(QdiscReader::Untried),
+            #[cfg(target_os = "linux")]
+            tcp: Mutex::new(crate::sockdiag::NetlinkTcp::new()),
         }
     }
 
@@ -245,6 +265,28 @@ impl Source for ProcFs {
         }
     }
 
+    fn tcp_sockets(&self, netns: &str, path: &str, max: usize) -> io::Result<TcpDump> {
+        if self.root != Path::new("/") {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TCP socket statistics come from the live kernel, not from a copy of /proc",
+            ));
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let mut tcp = self.tcp.lock().unwrap_or_else(|e| e.into_inner());
+            tcp.read(netns, path, max)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (netns, path, max);
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TCP socket statistics need sock_diag (Linux)",
+            ))
+        }
+    }
+
     fn read(&self, path: &str) -> io::Result<String> {
         let mut buf = String::new();
         self.read_into(path, &mut buf)?;
@@ -364,6 +406,9 @@ enum FakeEntry {
     Error(io::ErrorKind, String),
 }
 
+/// A fake namespace's TCP sockets, or the error reading them gives.
+type FakeTcp = Result<Vec<TcpSocket>, (io::ErrorKind, String)>;
+
 #[derive(Debug, Default)]
 struct FakeState {
     files: BTreeMap<String, FakeEntry>,
@@ -373,6 +418,11 @@ struct FakeState {
     ticks_per_s: Option<u64>,
     /// `None`: the source has no qdisc statistics.
     qdiscs: Option<Vec<QdiscStats>>,
+    /// TCP sockets by namespace (`net:[INODE]`), or the error reading it gives; `None`: the
+    /// source has no TCP socket statistics.
+    tcp: Option<BTreeMap<String, FakeTcp>>,
+    /// Reads of TCP sockets so far: (namespace, path) of each.
+    tcp_reads: Vec<(String, String)>,
 }
 
 /// An in-memory [`Source`] for tests. Clones share one state, so a test keeps a handle and
@@ -461,9 +511,50 @@ impl FakeSource {
         self.state().qdiscs = None;
         self
     }
+
+    /// Sets the established TCP sockets of a namespace (`net:[INODE]`) the next samples see.
+    /// Once any namespace is set, one never set has no sockets.
+    pub fn set_tcp_sockets(&self, netns: &str, sockets: Vec<TcpSocket>) {
+        self.state()
+            .tcp
+            .get_or_insert_with(BTreeMap::new)
+            .insert(netns.to_string(), Ok(sockets));
+    }
+
+    /// Makes reading a namespace's TCP sockets fail with this error.
+    pub fn set_tcp_error(&self, netns: &str, kind: io::ErrorKind, message: &str) {
+        self.state()
+            .tcp
+            .get_or_insert_with(BTreeMap::new)
+            .insert(netns.to_string(), Err((kind, message.to_string())));
+    }
+
+    /// Every read of TCP sockets so far: (namespace, path), in order.
+    pub fn tcp_reads(&self) -> Vec<(String, String)> {
+        self.state().tcp_reads.clone()
+    }
 }
 
 impl Source for FakeSource {
+    fn tcp_sockets(&self, netns: &str, path: &str, max: usize) -> io::Result<TcpDump> {
+        let mut s = self.state();
+        s.tcp_reads.push((netns.to_string(), path.to_string()));
+        let Some(all) = &s.tcp else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this source has no TCP socket statistics",
+            ));
+        };
+        match all.get(netns) {
+            Some(Ok(sockets)) => Ok(TcpDump {
+                truncated: sockets.len() > max,
+                sockets: sockets.iter().take(max).cloned().collect(),
+            }),
+            Some(Err((kind, msg))) => Err(io::Error::new(*kind, msg.clone())),
+            None => Ok(TcpDump::default()),
+        }
+    }
+
     fn qdiscs(&self) -> io::Result<Vec<QdiscStats>> {
         self.state().qdiscs.clone().ok_or_else(|| {
             io::Error::new(
