@@ -146,7 +146,7 @@ fn tcp_limits(ctx: &Ctx, out: &mut Vec<Entry>) {
             .series()
             .metrics
             .iter()
-            .find(|m| m.id.name == name && m.id.label("flow").is_none())
+            .find(|m| m.id.name == name && m.id.label(n::LABEL_FLOW).is_none())
             .and_then(|m| ctx.mean_of(m))
         else {
             continue;

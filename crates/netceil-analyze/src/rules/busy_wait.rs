@@ -223,27 +223,21 @@ pub fn polling_thread(ctx: &Ctx) -> Option<Entry> {
     ))
 }
 
-fn polling_finding(
-    ctx: &Ctx,
-) -> Option<(Finding, crate::rules::threads::ThreadLoad, Option<String>)> {
-    if !ctx.net_possible() {
-        return None;
-    }
+/// A thread that never blocks while on (or wanting) a full core: CPU wanted (on it or waiting
+/// for it), on-CPU, voluntary switches/s, the thread's metric, and the scheduler's split when
+/// the offcpu probe followed it: (runnable-waiting, blocked).
+type Candidate<'m> = (f64, f64, f64, &'m Metric, Option<(f64, f64)>);
+
+/// The threads that look like pollers, from the offcpu probe's exact split where it ran and
+/// from /proc otherwise; netceil's own load threads are left out.
+fn poll_candidates<'m>(ctx: &'m Ctx) -> Vec<Candidate<'m>> {
     let s = ctx.series();
-    if let Some(key) = ctx.phases.key.as_ref().and_then(|k| s.get(k)) {
-        if cv(&ctx.values(key)).is_some_and(|c| c > 0.15) {
-            return None;
-        }
-    }
     let own_tids = &ctx.run.meta.own_thread_ids;
     let own = |m: &Metric| {
         m.id.label(n::LABEL_TID)
             .and_then(|t| t.parse::<u32>().ok())
             .is_some_and(|t| own_tids.contains(&t))
     };
-    // (CPU wanted: on it or waiting for it, on-CPU, voluntary switches/s, the thread's metric,
-    // the scheduler's split when the offcpu probe followed it: (runnable-waiting, blocked)).
-    type Candidate<'m> = (f64, f64, f64, &'m Metric, Option<(f64, f64)>);
     let mut candidates: Vec<Candidate> = Vec::new();
     // The offcpu probe (sched_switch): exact on-CPU, runnable-waiting and blocked time, for any
     // followed process. A spinner that shares its core with other work is on the CPU only
@@ -304,7 +298,24 @@ fn polling_finding(
         }
         candidates.push((cpu, cpu, vol, m, None));
     }
-    let (wanted, cpu, vol, m, split) = candidates.into_iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    candidates
+}
+
+fn polling_finding(
+    ctx: &Ctx,
+) -> Option<(Finding, crate::rules::threads::ThreadLoad, Option<String>)> {
+    if !ctx.net_possible() {
+        return None;
+    }
+    let s = ctx.series();
+    if let Some(key) = ctx.phases.key.as_ref().and_then(|k| s.get(k)) {
+        if cv(&ctx.values(key)).is_some_and(|c| c > 0.15) {
+            return None;
+        }
+    }
+    let (wanted, cpu, vol, m, split) = poll_candidates(ctx)
+        .into_iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
     let tid = m.id.label(n::LABEL_TID).unwrap_or("?").to_string();
     let comm = m.id.label(n::LABEL_COMM).unwrap_or("?").to_string();
     let pid = m.id.label(n::LABEL_PID).unwrap_or("PID").to_string();

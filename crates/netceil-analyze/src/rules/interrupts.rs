@@ -173,17 +173,13 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
         cs,
         intr,
         device,
-        cs_m,
-        intr_m,
         cs_cv,
         ref thr,
-        ref frame_how,
-        bytes_per_intr,
         frames_per_intr,
-        bytes_per_cs,
         idle_pct,
         strength,
         confidence,
+        ..
     } = *m;
     let mut rates = Vec::new();
     if let Some(i) = intr {
@@ -239,6 +235,59 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
         ),
         confidence,
     );
+    irq_evidence(ctx, m, &mut f);
+    if let Some(i) = idle_pct {
+        f.alternatives
+            .push(format!("CPU-bound ruled out: {} idle", fmt::pct(i)));
+    } else {
+        f.alternatives
+            .push("CPU-bound not ruled out: the log has no CPU idle figure".into());
+    }
+    if ctx.run.locks.is_empty() {
+        f.alternatives
+            .push("lock contention not ruled out: no lock profile in this run".into());
+    }
+    if ctx.series().total(n::TCP_RETRANS_SEGS_PER_S).is_none() {
+        f.alternatives.push(
+            "TCP path trouble not ruled out: no retransmit or duplicate-ACK counters (netstat -s before and after would tell)".into(),
+        );
+    }
+    if loopback {
+        f.alternatives.push(
+            "NIC interrupts ruled out: the traffic crossed loopback only; the interrupts counted are the machine's, not a NIC's".into(),
+        );
+        f.advice.push(advice(
+            "fewer wake-ups per byte: larger messages, or batching (sendmmsg/recvmmsg, --gso for UDP)",
+            "each wake-up and context switch carries more data",
+            Some("latency per message rises with the batch"),
+        ));
+        f.next = Some(
+            "per-thread context switches (thread_voluntary_cs_per_s) show which threads wake most; on loopback there is no NIC to tune".into(),
+        );
+        return f;
+    }
+    advise(ctx, thr.is_none(), &mut f);
+    f
+}
+
+/// The rates, their steadiness, the idle time and the work per event, as evidence.
+fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
+    let Irq {
+        loopback,
+        cs,
+        intr,
+        device,
+        cs_m,
+        intr_m,
+        cs_cv,
+        ref thr,
+        ref frame_how,
+        bytes_per_intr,
+        frames_per_intr,
+        bytes_per_cs,
+        idle_pct,
+        ..
+    } = *m;
     if let (Some(i), Some(m)) = (intr, intr_m) {
         f.evidence.push(ctx.ev(
             m.id.to_string(),
@@ -301,38 +350,6 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
             format!("{} of traffic per context switch", fmt::bytes(b)),
         ));
     }
-    if let Some(i) = idle_pct {
-        f.alternatives
-            .push(format!("CPU-bound ruled out: {} idle", fmt::pct(i)));
-    } else {
-        f.alternatives
-            .push("CPU-bound not ruled out: the log has no CPU idle figure".into());
-    }
-    if ctx.run.locks.is_empty() {
-        f.alternatives
-            .push("lock contention not ruled out: no lock profile in this run".into());
-    }
-    if ctx.series().total(n::TCP_RETRANS_SEGS_PER_S).is_none() {
-        f.alternatives.push(
-            "TCP path trouble not ruled out: no retransmit or duplicate-ACK counters (netstat -s before and after would tell)".into(),
-        );
-    }
-    if loopback {
-        f.alternatives.push(
-            "NIC interrupts ruled out: the traffic crossed loopback only; the interrupts counted are the machine's, not a NIC's".into(),
-        );
-        f.advice.push(advice(
-            "fewer wake-ups per byte: larger messages, or batching (sendmmsg/recvmmsg, --gso for UDP)",
-            "each wake-up and context switch carries more data",
-            Some("latency per message rises with the batch"),
-        ));
-        f.next = Some(
-            "per-thread context switches (thread_voluntary_cs_per_s) show which threads wake most; on loopback there is no NIC to tune".into(),
-        );
-        return f;
-    }
-    advise(ctx, thr.is_none(), &mut f);
-    f
 }
 
 /// Knobs for an interrupt- or switch-bound NIC path, per OS.

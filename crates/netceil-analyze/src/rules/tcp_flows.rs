@@ -30,12 +30,10 @@ use crate::ledger::{Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
 
 /// The flows' aggregate series (sock_diag; names as `ss -ti` prints them).
-pub const TCP_BUSY_PCT: &str = "tcp_busy_pct";
-pub const TCP_RWND_LIMITED_PCT: &str = "tcp_rwnd_limited_pct";
-pub const TCP_SNDBUF_LIMITED_PCT: &str = "tcp_sndbuf_limited_pct";
-pub const TCP_CWND_LIMITED_PCT: &str = "tcp_cwnd_limited_pct";
-pub const TCP_RETRANS_PER_S: &str = "tcp_retrans_per_s";
-pub const TCP_FLOWS: &str = "tcp_flows";
+pub use netceil_model::names::{
+    TCP_BUSY_PCT, TCP_CWND_LIMITED_PCT, TCP_FLOWS, TCP_RETRANS_PER_S, TCP_RWND_LIMITED_PCT,
+    TCP_SNDBUF_LIMITED_PCT,
+};
 
 /// A limit that held the flows at least this share of their busy time is the ceiling.
 pub const LIMITED_SHARE_MIN: f64 = 50.0;
@@ -48,7 +46,7 @@ fn aggregate<'a>(ctx: &Ctx<'a>, name: &str) -> Option<&'a Metric> {
         .series
         .metrics
         .iter()
-        .find(|m| m.id.name == name && m.id.label("flow").is_none())
+        .find(|m| m.id.name == name && m.id.label(netceil_model::names::LABEL_FLOW).is_none())
 }
 
 fn mean_of(ctx: &Ctx, name: &str) -> Option<f64> {
