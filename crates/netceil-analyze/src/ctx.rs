@@ -127,7 +127,17 @@ impl<'a> Ctx<'a> {
         let traffic_in_results = run.results.as_ref().is_some_and(|r| {
             r.tx_packets > 0 || r.rx_app_packets > 0 || r.tx_bytes > 0 || r.rx_app_bytes > 0
         });
-        let (rows, rows_note) = if phases.has_load() {
+        let (rows, rows_note) = if let Some((span, key)) = own_load_span(run, &phases) {
+            (
+                span.clone(),
+                format!(
+                    "averages cover the rows netceil's own load ran, {}–{} of {} (keyed on {key})",
+                    span.start + 1,
+                    span.end,
+                    series.len()
+                ),
+            )
+        } else if phases.has_load() {
             let key = phases
                 .key
                 .as_ref()
@@ -524,6 +534,17 @@ impl<'a> Ctx<'a> {
         {
             return Some(t);
         }
+        // The workload's own TCP connections, read through sock_diag in their namespace: what
+        // its peers acknowledged is what it delivered, whatever interface carried it.
+        if let Some(m) = self.series().total(n::TCP_BYTES_ACKED_PER_S) {
+            if let Some(v) = self.mean_of(m).filter(|v| *v > 0.0) {
+                return Some(Throughput {
+                    bits_per_s: v * 8.0,
+                    metric: format!("{} × 8", m.id),
+                    measured_in_window: true,
+                });
+            }
+        }
         if let Some(t) = self
             .busiest(&[n::IFACE_RX_BITS_PER_S, n::IFACE_TX_BITS_PER_S])
             .and_then(from_series)
@@ -719,6 +740,7 @@ impl<'a> Ctx<'a> {
             n::LOAD_RX_PPS,
             n::LOAD_TX_PPS,
             n::LOAD_TRANSACTIONS_PER_S,
+            n::TCP_BYTES_ACKED_PER_S,
         ];
         if let Some(m) = workload
             .iter()
@@ -759,6 +781,35 @@ impl<'a> Ctx<'a> {
             (None, None) => NetActivity::Unknown,
         }
     }
+}
+
+/// For a live run whose split keyed on the workload's own figures: every row from the first
+/// to the last in which the workload moved anything. Those rows are the load by definition;
+/// the plateau rule that finds a load among idle rows of a log would cut a run whose rate fell
+/// after its first second (a TCP flow out of slow start into a small window) to that second.
+fn own_load_span(run: &Run, phases: &Phases) -> Option<(Range<usize>, String)> {
+    if !matches!(run.source, RunSource::Live) || !phases.has_load() {
+        return None;
+    }
+    let key = phases.key.as_ref()?;
+    if !key.name.starts_with("load_") {
+        return None;
+    }
+    let m = run.series.get(key)?;
+    let moved = |v: &Option<f64>| v.is_some_and(|x| x > 0.0);
+    let mut first = m.values.iter().position(moved)?;
+    let mut last = m.values.iter().rposition(moved)?;
+    // The first and last rows are partial when the load began or ended inside them: below
+    // half the span's median, they say more about the interval than about the load.
+    let level = stats::median(&present(&m.values[first..=last]))?;
+    let partial = |r: usize| m.values[r].is_none_or(|v| v < 0.5 * level);
+    while first < last && partial(first) {
+        first += 1;
+    }
+    while last > first && partial(last) {
+        last -= 1;
+    }
+    Some((first..last + 1, key.to_string()))
 }
 
 /// A finding with no evidence or advice yet.

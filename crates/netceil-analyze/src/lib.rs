@@ -459,6 +459,161 @@ mod tests {
         assert_eq!(top.parts[0].findings[0].cause, cause::HOT_CPU);
     }
 
+    /// One of netceil's own load threads, on `cpu`, at `pct` of a core.
+    fn own_thread(
+        s: &mut netceil_model::Series,
+        r: usize,
+        tid: &str,
+        comm: &str,
+        cpu: f64,
+        pct: f64,
+    ) {
+        let l = [
+            (n::LABEL_PID, "500"),
+            (n::LABEL_TID, tid),
+            (n::LABEL_COMM, comm),
+        ];
+        put(s, r, n::THREAD_CPU_PCT, &l, pct + noise(r, 0.5));
+        put(s, r, n::THREAD_SYSTEM_PCT, &l, pct * 0.9);
+        put(s, r, n::THREAD_VOLUNTARY_CS_PER_S, &l, 50.0);
+        put(s, r, n::THREAD_LAST_CPU, &l, cpu);
+    }
+
+    /// An unpaced UDP run's results: `sent` packets, `lost` of them.
+    fn unpaced_results(run: &mut Run, sent: u64, lost: u64, socket_drops: u64) {
+        run.workload = Some(Workload {
+            kind: WorkloadKind::Udp,
+            params: [("target".to_string(), serde_json::Value::Null)]
+                .into_iter()
+                .collect(),
+        });
+        run.results = Some(Results {
+            duration_s: 8.0,
+            tx_packets: sent,
+            tx_pps: sent as f64 / 8.0,
+            rx_app_packets: sent - lost,
+            rx_app_pps: (sent - lost) as f64 / 8.0,
+            lost_packets: lost,
+            kernel: netceil_model::KernelDelivery {
+                socket_drops: Some(socket_drops),
+                ..Default::default()
+            },
+            generator: netceil_model::GeneratorStats {
+                pacing: Some(netceil_model::PacingMode::None),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+    }
+
+    #[test]
+    fn a_readers_drops_follow_the_cores_that_starved_it() {
+        // Two senders fill both cores; the reader gets 46 % of CPU 0 and the socket overflows
+        // in every interval: the CPUs are the ceiling, the drops their symptom.
+        let mut run = live_run(8, |s, r| {
+            cpu_row(s, r, &[(5.0, 80.0, 15.0), (6.0, 84.0, 10.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 170e3);
+            put(s, r, n::LOAD_LOST_PER_S, &[], 130e3 + noise(r, 5e3));
+            own_thread(s, r, "201", "netceil-udp-tx0", 0.0, 80.0);
+            own_thread(s, r, "203", "netceil-udp-tx1", 1.0, 80.0);
+            own_thread(s, r, "202", "netceil-udp-rx", 0.0, 46.0);
+        });
+        run.meta.own_thread_ids = vec![201, 202, 203];
+        unpaced_results(&mut run, 2_400_000, 1_040_000, 1_040_000);
+        let (findings, ledger) = analyze_single(&run, &Options::default());
+        assert_eq!(findings[0].cause, cause::CPU_BOUND, "{}", findings[0]);
+        assert!(
+            findings[0].alternatives[0].starts_with("explains the buffer_drops finding"),
+            "{:?}",
+            findings[0].alternatives
+        );
+        let drops = ledger
+            .entries
+            .iter()
+            .find(|e| e.cause == cause::BUFFER_DROPS)
+            .unwrap();
+        assert_eq!(drops.state, EntryState::Symptom);
+        assert_eq!(drops.explained_by.as_deref(), Some("cpu:0,1"));
+        assert_eq!(drops.gain, None, "a symptom is not ranked by its own gain");
+    }
+
+    #[test]
+    fn a_saturated_sender_goes_before_a_little_bursty_loss_and_after_a_large_one() {
+        let run_with = |lost: u64| {
+            let mut run = live_run(8, |s, r| {
+                cpu_row(s, r, &[(1.0, 96.0, 2.0), (2.0, 40.0, 0.0)]);
+                put(s, r, n::LOAD_RX_PPS, &[], 378e3);
+                // Drops in two intervals of eight: bursts.
+                let burst = if r == 2 || r == 5 {
+                    lost as f64 / 2.0
+                } else {
+                    0.0
+                };
+                put(s, r, n::LOAD_LOST_PER_S, &[], burst);
+                own_thread(s, r, "201", "netceil-udp-tx0", 0.0, 99.0);
+                own_thread(s, r, "202", "netceil-udp-rx", 1.0, 42.0);
+            });
+            run.meta.own_thread_ids = vec![201, 202];
+            unpaced_results(&mut run, 3_024_000, lost, lost);
+            run
+        };
+        let (f, l) = analyze_single(&run_with(60_000), &Options::default());
+        assert_eq!(f[0].cause, cause::SENDER_SATURATED, "{}", f[0]);
+        let drops = l
+            .entries
+            .iter()
+            .find(|e| e.cause == cause::BUFFER_DROPS)
+            .unwrap();
+        assert_eq!(drops.state, EntryState::Saturated);
+        // A third of the packets lost in bursts while the receiver had room: the drops are
+        // no one's symptom, and recovering them would deliver half as much again.
+        let (_, l) = analyze_single(&run_with(1_000_000), &Options::default());
+        let drops = l
+            .entries
+            .iter()
+            .find(|e| e.cause == cause::BUFFER_DROPS)
+            .unwrap();
+        assert!(drops.explained_by.is_none(), "{drops:?}");
+        let g = drops.gain.as_ref().and_then(|g| g.factor).unwrap();
+        assert!((g - 1.5).abs() < 0.01, "{g}");
+    }
+
+    #[test]
+    fn a_thief_on_the_only_cpu_the_workload_may_use_is_named_while_another_idles() {
+        let mut run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(50.0, 45.0, 4.0), (1.0, 1.0, 0.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 90e3);
+            own_thread(s, r, "201", "netceil-udp-tx0", 0.0, 30.0);
+            own_thread(s, r, "202", "netceil-udp-rx", 0.0, 18.0);
+            if r % 2 == 0 {
+                put(
+                    s,
+                    r,
+                    n::PROC_CPU_PCT,
+                    &[
+                        (n::LABEL_PID, "900"),
+                        (n::LABEL_COMM, "spin"),
+                        (n::LABEL_CPU, "0"),
+                    ],
+                    50.0,
+                );
+            }
+        });
+        run.meta.own_thread_ids = vec![201, 202];
+        run.meta.workload_cpus = Some(vec![0]);
+        let f = analyze(&run);
+        assert_eq!(f[0].cause, cause::CPU_CONTENTION, "{}", f[0]);
+        assert!(f[0].summary.contains("spin (pid 900)"), "{}", f[0].summary);
+        assert!(
+            f[0].summary.contains("its affinity mask"),
+            "{}",
+            f[0].summary
+        );
+        // Without the mask the machine had a whole idle CPU: no contention is claimed.
+        run.meta.workload_cpus = None;
+        assert_ne!(analyze(&run)[0].cause, cause::CPU_CONTENTION);
+    }
+
     #[test]
     fn a_suite_where_nothing_binds_says_so_once() {
         let mut top = live_run(0, |_, _| {});

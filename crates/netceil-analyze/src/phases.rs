@@ -111,6 +111,9 @@ fn candidates(series: &Series) -> Vec<(&Metric, KeyKind)> {
         n::LOAD_TRANSACTIONS_PER_S,
         n::LOAD_TX_BITS_PER_S,
         n::LOAD_TX_PPS,
+        // The workload's own TCP connections (sock_diag): its traffic, in whatever network
+        // namespace it ran.
+        n::TCP_BYTES_ACKED_PER_S,
     ] {
         if let Some(m) = series.total(name) {
             out.push((m, KeyKind::Workload));

@@ -233,6 +233,22 @@ metric_names! {
     /// What receive-buffer autotuning expects the peer to send per RTT, bytes (ss
     /// `rcv_space`). Labels: `flow`, `pid`.
     TCP_RCV_SPACE_BYTES = "tcp_rcv_space_bytes", Bytes;
+    /// The sender's maximum segment size, bytes (ss `mss`). Labels: `flow`, `pid`.
+    TCP_SND_MSS_BYTES = "tcp_snd_mss_bytes", Bytes;
+    /// Data sent and not yet acknowledged, bytes: unacknowledged segments × the MSS (ss
+    /// `unacked` × `mss`). Set against the peer's window and the congestion window, it says
+    /// which of them is full. Labels: `flow`, `pid`.
+    TCP_IN_FLIGHT_BYTES = "tcp_in_flight_bytes", Bytes;
+    /// The socket's send buffer, bytes (ss `skmem` tb: SO_SNDBUF as granted or autotuned).
+    /// Labels: `flow`, `pid`.
+    TCP_SNDBUF_BYTES = "tcp_sndbuf_bytes", Bytes;
+    /// Bytes queued in the send buffer, sent or not (ss `skmem` w). Labels: `flow`, `pid`.
+    TCP_SEND_QUEUE_BYTES = "tcp_send_queue_bytes", Bytes;
+    /// The socket's receive buffer, bytes (ss `skmem` rb). Labels: `flow`, `pid`.
+    TCP_RCVBUF_BYTES = "tcp_rcvbuf_bytes", Bytes;
+    /// Bytes held in the receive buffer, not yet read by the application (ss `skmem` r).
+    /// Labels: `flow`, `pid`.
+    TCP_RECV_QUEUE_BYTES = "tcp_recv_queue_bytes", Bytes;
     /// Bytes the peer acknowledged per second (ss `bytes_acked`). Labels: none (sum over the
     /// flows) or `flow`, `pid`.
     TCP_BYTES_ACKED_PER_S = "tcp_bytes_acked_per_s", BytesPerSecond;

@@ -45,6 +45,8 @@ pub struct Flow {
     pub remote: SocketAddr,
     /// `None` when the kernel sent no `tcp_info` for it.
     pub info: Option<TcpInfo>,
+    /// The socket's buffers; `None` when the kernel sent no memory figures.
+    pub mem: Option<crate::sockdiag::SkMem>,
 }
 
 impl Flow {
@@ -239,6 +241,7 @@ impl FlowTracker {
                     local: s.local,
                     remote: s.remote,
                     info: s.info,
+                    mem: s.mem,
                 })
             })
             .collect();

@@ -124,6 +124,12 @@ pub const SLOW_TIER_METRICS: &[&str] = &[
     TCP_RETRANS_PER_S,
     TCP_SND_WND_BYTES,
     TCP_RCV_SPACE_BYTES,
+    TCP_SND_MSS_BYTES,
+    TCP_IN_FLIGHT_BYTES,
+    TCP_SNDBUF_BYTES,
+    TCP_SEND_QUEUE_BYTES,
+    TCP_RCVBUF_BYTES,
+    TCP_RECV_QUEUE_BYTES,
     TCP_BYTES_ACKED_PER_S,
     TCP_BYTES_RECEIVED_PER_S,
 ];
@@ -1745,7 +1751,12 @@ fn flow_values<'a>(
         );
         return;
     };
-    let gauges: [(&'static str, Unit, Option<f64>, &str); 6] = [
+    let in_flight = match (ci.unacked, ci.snd_mss) {
+        (Some(u), Some(m)) => Some(f64::from(u) * f64::from(m)),
+        _ => None,
+    };
+    let mem = f.mem.as_ref();
+    let gauges: [(&'static str, Unit, Option<f64>, &str); 12] = [
         (
             TCP_CWND,
             Unit::Count,
@@ -1781,6 +1792,37 @@ fn flow_values<'a>(
             Unit::Bytes,
             ci.rcv_space.map(f64::from),
             "tcpi_rcv_space",
+        ),
+        (
+            TCP_SND_MSS_BYTES,
+            Unit::Bytes,
+            ci.snd_mss.map(f64::from),
+            "tcpi_snd_mss",
+        ),
+        (TCP_IN_FLIGHT_BYTES, Unit::Bytes, in_flight, "tcpi_unacked"),
+        (
+            TCP_SNDBUF_BYTES,
+            Unit::Bytes,
+            mem.map(|m| f64::from(m.sndbuf)),
+            "INET_DIAG_SKMEMINFO",
+        ),
+        (
+            TCP_SEND_QUEUE_BYTES,
+            Unit::Bytes,
+            mem.map(|m| f64::from(m.wmem_queued)),
+            "INET_DIAG_SKMEMINFO",
+        ),
+        (
+            TCP_RCVBUF_BYTES,
+            Unit::Bytes,
+            mem.map(|m| f64::from(m.rcvbuf)),
+            "INET_DIAG_SKMEMINFO",
+        ),
+        (
+            TCP_RECV_QUEUE_BYTES,
+            Unit::Bytes,
+            mem.map(|m| f64::from(m.rmem_alloc)),
+            "INET_DIAG_SKMEMINFO",
         ),
     ];
     for (name, unit, v, field) in gauges {

@@ -30,6 +30,8 @@ pub const AF_INET6: u8 = 10;
 const IPPROTO_TCP: u8 = 6;
 /// `INET_DIAG_INFO`: the attribute that carries `struct tcp_info`.
 pub const INET_DIAG_INFO: u16 = 2;
+/// `INET_DIAG_SKMEMINFO`: the attribute that carries the socket's memory (`SK_MEMINFO_*`).
+pub const INET_DIAG_SKMEMINFO: u16 = 7;
 /// `TCP_ESTABLISHED` in the kernel's numbering of TCP states (include/net/tcp_states.h).
 pub const TCP_ESTABLISHED: u8 = 1;
 
@@ -71,10 +73,42 @@ pub struct TcpInfo {
     pub sndbuf_limited_us: Option<u64>,
     /// The peer's advertised receive window after scaling, bytes (`tcpi_snd_wnd`, Linux ≥ 5.4).
     pub snd_wnd: Option<u32>,
+    /// The sender's maximum segment size, bytes (`tcpi_snd_mss`).
+    pub snd_mss: Option<u32>,
+    /// Segments sent and not yet acknowledged (`tcpi_unacked`).
+    pub unacked: Option<u32>,
+}
+
+/// A socket's memory, from `INET_DIAG_SKMEMINFO` (the `SK_MEMINFO_*` array; ss `skmem`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkMem {
+    /// Bytes held in the receive queue (`rmem_alloc`; ss `r`).
+    pub rmem_alloc: u32,
+    /// The receive buffer (`rcvbuf`; ss `rb`).
+    pub rcvbuf: u32,
+    /// The send buffer (`sndbuf`; ss `tb`).
+    pub sndbuf: u32,
+    /// Bytes queued for sending, in flight or not (`wmem_queued`; ss `w`).
+    pub wmem_queued: u32,
+}
+
+impl SkMem {
+    /// Reads the array from the attribute's bytes; `None` when it is too short to hold the
+    /// fields above.
+    pub fn parse(raw: &[u8]) -> Option<SkMem> {
+        Some(SkMem {
+            rmem_alloc: u32_at(raw, 0)?,
+            rcvbuf: u32_at(raw, 4)?,
+            sndbuf: u32_at(raw, 12)?,
+            wmem_queued: u32_at(raw, 20)?,
+        })
+    }
 }
 
 /// Byte offsets in `struct tcp_info` (include/uapi/linux/tcp.h).
 pub mod offset {
+    pub const SND_MSS: usize = 16;
+    pub const UNACKED: usize = 24;
     pub const RTT: usize = 68;
     pub const SND_CWND: usize = 80;
     pub const RCV_SPACE: usize = 96;
@@ -117,6 +151,8 @@ impl TcpInfo {
             rwnd_limited_us: u64_at(raw, offset::RWND_LIMITED),
             sndbuf_limited_us: u64_at(raw, offset::SNDBUF_LIMITED),
             snd_wnd: u32_at(raw, offset::SND_WND),
+            snd_mss: u32_at(raw, offset::SND_MSS),
+            unacked: u32_at(raw, offset::UNACKED),
         }
     }
 }
@@ -136,6 +172,8 @@ pub struct TcpSocket {
     pub cookie: u64,
     /// `None` when the reply carried no `INET_DIAG_INFO`.
     pub info: Option<TcpInfo>,
+    /// `None` when the reply carried no `INET_DIAG_SKMEMINFO`.
+    pub mem: Option<SkMem>,
 }
 
 /// A reply that could not be read.
@@ -170,7 +208,7 @@ pub fn dump_request(family: u8, seq: u32) -> Vec<u8> {
     // (no filter on addresses, ports, interface or cookie).
     b.push(family);
     b.push(IPPROTO_TCP);
-    b.push(1 << (INET_DIAG_INFO - 1));
+    b.push((1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_SKMEMINFO - 1)));
     b.push(0);
     b.extend_from_slice(&(1u32 << TCP_ESTABLISHED).to_ne_bytes());
     b.resize(len, 0);
@@ -289,6 +327,7 @@ fn socket(payload: &[u8]) -> Result<TcpSocket, String> {
     let cookie_hi = u32_at(payload, 48).unwrap_or(0);
     let inode = u32_at(payload, 68).unwrap_or(0);
     let mut info = None;
+    let mut mem = None;
     let mut attrs = &payload[DIAG_MSG_LEN..];
     while attrs.len() >= 4 {
         let len = usize::from(u16_at(attrs, 0).unwrap_or(0));
@@ -302,6 +341,8 @@ fn socket(payload: &[u8]) -> Result<TcpSocket, String> {
         }
         if kind == INET_DIAG_INFO {
             info = Some(TcpInfo::parse(&attrs[4..len]));
+        } else if kind == INET_DIAG_SKMEMINFO {
+            mem = SkMem::parse(&attrs[4..len]);
         }
         attrs = &attrs[((len + 3) & !3).min(attrs.len())..];
     }
@@ -312,6 +353,7 @@ fn socket(payload: &[u8]) -> Result<TcpSocket, String> {
         inode: u64::from(inode),
         cookie: (u64::from(cookie_hi) << 32) | u64::from(cookie_lo),
         info,
+        mem,
     })
 }
 
@@ -517,6 +559,8 @@ mod tests {
         put32(offset::TOTAL_RETRANS, 3);
         put32(offset::MIN_RTT, 900);
         put32(offset::SND_WND, 65535);
+        put32(offset::SND_MSS, 1448);
+        put32(offset::UNACKED, 7);
         let mut put64 = |at: usize, v: u64| raw[at..at + 8].copy_from_slice(&v.to_ne_bytes());
         put64(offset::BYTES_ACKED, 1_000_001);
         put64(offset::BYTES_RECEIVED, 77);
@@ -575,6 +619,13 @@ mod tests {
         if info_len > 0 {
             p.extend(attr(INET_DIAG_INFO, &tcp_info_bytes(info_len)));
         }
+        // SK_MEMINFO_*: rmem_alloc, rcvbuf, wmem_alloc, sndbuf, fwd_alloc, wmem_queued,
+        // optmem, backlog, drops.
+        let mem: Vec<u8> = [300u32, 131_072, 0, 87_040, 0, 14_480, 0, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        p.extend(attr(INET_DIAG_SKMEMINFO, &mem));
         p
     }
 
@@ -590,7 +641,8 @@ mod tests {
         assert_eq!(u16_at(&r, 4), Some(SOCK_DIAG_BY_FAMILY));
         assert_eq!(u16_at(&r, 6), Some(NLM_F_REQUEST | NLM_F_DUMP));
         assert_eq!(u32_at(&r, 8), Some(9));
-        assert_eq!(&r[16..20], &[AF_INET6, 6, 0b10, 0]);
+        // Extensions: bit 1 asks for INET_DIAG_INFO (2), bit 6 for INET_DIAG_SKMEMINFO (7).
+        assert_eq!(&r[16..20], &[AF_INET6, 6, 0b100_0010, 0]);
         assert_eq!(u32_at(&r, 20), Some(0b10), "TCP_ESTABLISHED only");
         assert!(r[24..].iter().all(|&b| b == 0), "no socket id filter");
     }
@@ -631,6 +683,18 @@ mod tests {
             (Some(40_000), Some(10_000), Some(4_000))
         );
         assert_eq!(i.snd_wnd, Some(65535));
+        assert_eq!((i.snd_mss, i.unacked), (Some(1448), Some(7)));
+        assert_eq!(
+            s.mem,
+            Some(SkMem {
+                rmem_alloc: 300,
+                rcvbuf: 131_072,
+                sndbuf: 87_040,
+                wmem_queued: 14_480
+            })
+        );
+        // A memory array cut short is not read.
+        assert_eq!(SkMem::parse(&[0u8; 20]), None);
     }
 
     #[test]

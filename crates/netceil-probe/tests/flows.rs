@@ -45,6 +45,8 @@ fn info(c: Counters) -> TcpInfo {
         rwnd_limited_us: Some(c.rwnd_us),
         sndbuf_limited_us: Some(c.sndbuf_us),
         snd_wnd: Some(65535),
+        snd_mss: Some(1448),
+        unacked: Some(10),
     }
 }
 
@@ -56,6 +58,12 @@ fn socket(local: &str, remote: &str, inode: u64, info: TcpInfo) -> TcpSocket {
         inode,
         cookie: inode * 1000,
         info: Some(info),
+        mem: Some(netceil_probe::sockdiag::SkMem {
+            rmem_alloc: 0,
+            rcvbuf: 131_072,
+            sndbuf: 87_040,
+            wmem_queued: 14_480,
+        }),
     }
 }
 
@@ -168,6 +176,13 @@ fn each_busy_flow_and_the_sum_of_all_have_exact_values() {
     assert_value(&row, &flow(TCP_DELIVERY_RATE_BITS_PER_S, CLIENT, 100), 1e9);
     assert_value(&row, &flow(TCP_SND_WND_BYTES, CLIENT, 100), 65535.0);
     assert_value(&row, &flow(TCP_RCV_SPACE_BYTES, CLIENT, 100), 14600.0);
+    // In flight: 10 unacknowledged segments of 1448 bytes; the buffers from skmem.
+    assert_value(&row, &flow(TCP_SND_MSS_BYTES, CLIENT, 100), 1448.0);
+    assert_value(&row, &flow(TCP_IN_FLIGHT_BYTES, CLIENT, 100), 14480.0);
+    assert_value(&row, &flow(TCP_SNDBUF_BYTES, CLIENT, 100), 87040.0);
+    assert_value(&row, &flow(TCP_SEND_QUEUE_BYTES, CLIENT, 100), 14480.0);
+    assert_value(&row, &flow(TCP_RCVBUF_BYTES, CLIENT, 100), 131072.0);
+    assert_value(&row, &flow(TCP_RECV_QUEUE_BYTES, CLIENT, 100), 0.0);
     assert_value(&row, &flow(TCP_BYTES_ACKED_PER_S, CLIENT, 100), 10e6);
     assert_value(&row, &flow(TCP_BYTES_RECEIVED_PER_S, CLIENT, 100), 0.0);
     assert_value(&row, &flow(TCP_RETRANS_PER_S, CLIENT, 100), 2.0);

@@ -428,7 +428,6 @@ fn shared_core(ctx: &Ctx) -> Option<Entry> {
         cause::SENDER_SATURATED,
         cause::RECEIVER_SATURATED,
         cause::THREAD_SATURATED,
-        cause::CPU_BOUND,
     ] {
         e = e.explains(Explains::on(c, &[cpu]));
     }
@@ -604,6 +603,11 @@ fn measure_all_busy(ctx: &Ctx) -> Option<AllBusy> {
 /// Every core the workload may use busy under network load: say which cost binds.
 pub fn cpu_bound(ctx: &Ctx) -> Option<Entry> {
     if !cpu_could_bind(ctx) {
+        return None;
+    }
+    // Threads crowded onto the one core the workload may use: the shared-core finding names
+    // them, and says all this one would.
+    if ctx.cpu.cores.len() == 1 && sharing(ctx).is_some() {
         return None;
     }
     let m = measure_all_busy(ctx)?;

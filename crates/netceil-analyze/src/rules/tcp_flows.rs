@@ -16,12 +16,22 @@
 //! is only named a ceiling when the flows retransmitted: a loss-free flow on a short path is
 //! "cwnd-limited" by this count while the CPU sets its rate.
 //!
-//! Sizing: the limited time as a share of busy time, weighted by each flow's busy time. A
-//! ceiling from [`LIMITED_SHARE_MIN`] of busy time while the flows were busy at least
-//! [`BUSY_MIN_PCT`] of the time. Confidence: 0.5 + 0.4 × the mean of the limited share
-//! (50 % → 0, 95 % → 1) and how busy the flows were (50 % → 0, 95 % → 1), × the data factor.
+//! The kernel's own counts are not the only witness: a window that holds a flow is full. By
+//! Little's law a flow keeps acked-rate × RTT bytes in flight on average; when that fills the
+//! peer's advertised window while the congestion window is larger, the receive window is the
+//! limit; when the send queue fills the send buffer while neither window is full, the send
+//! buffer is (the kernel's `sndbuf_limited` counts only sends that found no room, and misses a
+//! writer that sleeps on a full buffer); when in-flight fills the congestion window below the
+//! peer's, congestion control is. Each interval of each busy flow is judged so, and the share
+//! of them is the second figure beside the kernel's.
+//!
+//! Sizing: the limited time as a share of busy time (weighted by each flow's busy time), or the
+//! share of busy flow-intervals whose window or buffer was full, whichever is larger. A
+//! ceiling from [`LIMITED_SHARE_MIN`] while the flows were busy at least [`BUSY_MIN_PCT`] of
+//! the time. Confidence: 0.5 + 0.4 × the mean of the limited share (50 % → 0, 95 % → 1) and how
+//! busy the flows were (50 % → 0, 95 % → 1), × the data factor.
 
-use netceil_model::{Finding, Metric, Quantity, Resource, Unit};
+use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
@@ -53,24 +63,130 @@ fn mean_of(ctx: &Ctx, name: &str) -> Option<f64> {
     aggregate(ctx, name).and_then(|m| ctx.mean_of(m))
 }
 
-/// The three limits over the load rows, % of busy time.
+/// The three limits over the load rows, % of busy time: the kernel's counts, raised to the
+/// share of full windows and buffers where that is larger.
 struct Limits {
     busy: f64,
     rwnd: Option<f64>,
     sndbuf: Option<f64>,
     cwnd: Option<f64>,
+    /// The kernel's own counts (tcpi_rwnd_limited, tcpi_sndbuf_limited, the rest of busy).
+    counted: [Option<f64>; 3],
     retrans_per_s: Option<f64>,
     flows: Option<f64>,
+    /// Share of busy flow-intervals with a full window or buffer, % (see the header).
+    full: Full,
+}
+
+/// Of the busy flow-intervals, the share (%) whose peer window, send buffer or congestion
+/// window was full, and how many intervals were judged.
+#[derive(Default, Clone, Copy)]
+struct Full {
+    rwnd: f64,
+    sndbuf: f64,
+    cwnd: f64,
+    judged: usize,
+}
+
+/// A window or buffer this full (of its size) is full.
+const FULL: f64 = 0.6;
+/// A window this much smaller than the other is the one that can fill.
+const SMALLER: f64 = 0.8;
+
+fn full_shares(ctx: &Ctx) -> Full {
+    let at = |m: Option<&Metric>, r: usize| m.and_then(|m| m.values.get(r).copied().flatten());
+    let (mut rwnd, mut sndbuf, mut cwnd, mut judged) = (0usize, 0usize, 0usize, 0usize);
+    for busy in ctx.series().by_name(n::TCP_BUSY_PCT) {
+        if busy.id.label(n::LABEL_FLOW).is_none() {
+            continue;
+        }
+        let sib = |name: &str| ctx.sibling(busy, name);
+        let (acked, rtt, wnd, cw, mss) = (
+            sib(n::TCP_BYTES_ACKED_PER_S),
+            sib(n::TCP_RTT_US),
+            sib(n::TCP_SND_WND_BYTES),
+            sib(n::TCP_CWND),
+            sib(n::TCP_SND_MSS_BYTES),
+        );
+        let (buf, queue) = (sib(n::TCP_SNDBUF_BYTES), sib(n::TCP_SEND_QUEUE_BYTES));
+        for r in ctx.rows.clone() {
+            if at(Some(busy), r).is_none_or(|b| b < BUSY_MIN_PCT) {
+                continue;
+            }
+            let (Some(a), Some(t)) = (at(acked, r), at(rtt, r)) else {
+                continue;
+            };
+            judged += 1;
+            // Little's law: bytes in flight on average.
+            let flight = a * t / 1e6;
+            let peer = at(wnd, r);
+            let cong = match (at(cw, r), at(mss, r)) {
+                (Some(c), Some(m)) => Some(c * m),
+                _ => None,
+            };
+            let fills = |w: Option<f64>| w.is_some_and(|w| w > 0.0 && flight >= FULL * w);
+            let below = |w: Option<f64>, other: Option<f64>| match (w, other) {
+                (Some(w), Some(o)) => w <= SMALLER * o,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if fills(peer) && below(peer, cong) {
+                rwnd += 1;
+            } else if fills(cong) && below(cong, peer) {
+                cwnd += 1;
+            } else if let (Some(b), Some(q)) = (at(buf, r), at(queue, r)) {
+                if b > 0.0 && q >= 0.8 * b {
+                    sndbuf += 1;
+                }
+            }
+        }
+    }
+    let pct = |k: usize| {
+        if judged == 0 {
+            0.0
+        } else {
+            100.0 * k as f64 / judged as f64
+        }
+    };
+    Full {
+        rwnd: pct(rwnd),
+        sndbuf: pct(sndbuf),
+        cwnd: pct(cwnd),
+        judged,
+    }
+}
+
+/// How busy the sending flows were: the busiest flow with a series of its own (both ends of
+/// a connection are the workload's when netceil runs both, and the receiving end is never
+/// busy, so a mean would halve it); `None` without per-flow series.
+fn sending_busy(ctx: &Ctx) -> Option<f64> {
+    ctx.series()
+        .by_name(n::TCP_BUSY_PCT)
+        .filter(|m| m.id.label(n::LABEL_FLOW).is_some())
+        .filter_map(|m| ctx.mean_of(m))
+        .reduce(f64::max)
 }
 
 fn measure(ctx: &Ctx) -> Option<Limits> {
+    let full = full_shares(ctx);
+    let larger = |counted: Option<f64>, seen: f64| match counted {
+        Some(c) => Some(c.max(seen)),
+        None => (full.judged > 0).then_some(seen),
+    };
+    let counted = [
+        mean_of(ctx, TCP_RWND_LIMITED_PCT),
+        mean_of(ctx, TCP_SNDBUF_LIMITED_PCT),
+        mean_of(ctx, TCP_CWND_LIMITED_PCT),
+    ];
     Some(Limits {
-        busy: mean_of(ctx, TCP_BUSY_PCT)?,
-        rwnd: mean_of(ctx, TCP_RWND_LIMITED_PCT),
-        sndbuf: mean_of(ctx, TCP_SNDBUF_LIMITED_PCT),
-        cwnd: mean_of(ctx, TCP_CWND_LIMITED_PCT),
+        busy: sending_busy(ctx).or_else(|| mean_of(ctx, TCP_BUSY_PCT))?,
+        rwnd: larger(counted[0], full.rwnd),
+        sndbuf: larger(counted[1], full.sndbuf),
+        cwnd: larger(counted[2], full.cwnd),
+        counted,
         retrans_per_s: mean_of(ctx, TCP_RETRANS_PER_S),
         flows: mean_of(ctx, TCP_FLOWS),
+        full,
     })
 }
 
@@ -141,7 +257,7 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
             Quantity::new(
                 l.busy,
                 Unit::Percent,
-                "of the time the flows had data to send (busy)",
+                "the time the flows had data to send (busy)",
             ),
             Quantity::new(
                 share * l.busy / 100.0,
@@ -155,8 +271,8 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
 }
 
 fn flows_words(l: &Limits) -> String {
-    match l.flows {
-        Some(n) if n >= 1.5 => format!("the {} flows", fmt::si(n)),
+    match l.flows.map(f64::round) {
+        Some(n) if n >= 3.0 => format!("the workload's {n:.0} TCP sockets"),
         _ => "the flow".into(),
     }
 }
@@ -172,15 +288,22 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
         ),
     ));
     for (name, v, what) in [
-        (TCP_RWND_LIMITED_PCT, l.rwnd, "receive-window limited"),
-        (TCP_SNDBUF_LIMITED_PCT, l.sndbuf, "send-buffer limited"),
-        (TCP_CWND_LIMITED_PCT, l.cwnd, "congestion-window limited"),
+        (TCP_RWND_LIMITED_PCT, l.counted[0], "receive-window limited"),
+        (TCP_SNDBUF_LIMITED_PCT, l.counted[1], "send-buffer limited"),
+        (
+            TCP_CWND_LIMITED_PCT,
+            l.counted[2],
+            "congestion-window limited",
+        ),
     ] {
         if let Some(v) = v {
             f.evidence.push(ctx.ev(
                 name,
                 Some(v),
-                format!("{what} {} of busy time", fmt::pct(v)),
+                format!(
+                    "{what} {} of busy time, by the kernel's count (tcp_info)",
+                    fmt::pct(v)
+                ),
             ));
         }
     }
@@ -191,13 +314,26 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
             format!("{} retransmitted", fmt::per_s(r)),
         ));
     }
+    if l.full.judged > 0 {
+        f.evidence.push(ctx.ev(
+            "tcp_full_windows",
+            Some(l.full.judged as f64),
+            format!(
+                "of {} busy flow-intervals, the peer's window was full in {}, the send buffer in {}, the congestion window in {} (acked rate × RTT in flight, against each)",
+                l.full.judged,
+                fmt::pct(l.full.rwnd),
+                fmt::pct(l.full.sndbuf),
+                fmt::pct(l.full.cwnd)
+            ),
+        ));
+    }
 }
 
 fn window_words(ctx: &Ctx, l: &Limits, share: f64, confidence: f64) -> Finding {
     let mut f = finding(
         cause::TCP_RECEIVE_WINDOW,
         format!(
-            "The receiver's window held {}: they waited for it {} of the time they had data to send {} (sock_diag tcp_info, as ss -ti counts it). The receiver advertised too little room: its receive buffer is small for the path, or its reader did not keep up.",
+            "The receiver's window held {}: it was the limit {} of the time there was data to send {} (sock_diag tcp_info, as ss -ti reads it). The receiver advertised too little room: its receive buffer is small for the path, or its reader did not keep up.",
             flows_words(l),
             fmt::pct(share),
             ctx.window_words()
