@@ -1,14 +1,16 @@
 //! Analyzes a Run saved as JSON (`netceil run … --json > run.json`) and prints its findings:
 //! a way to try the analyzer on live runs before the CLI wires it in.
 //!
-//! `cargo run -p netceil-analyze --example analyze_json -- run.json [--window 30s] [--cpus 8]`
+//! `cargo run -p netceil-analyze --example analyze_json -- run.json [--window 30s] [--cpus 8]
+//! [--ledger]` (`--ledger` prints the ledger as JSON instead).
 
-use netceil_analyze::{analyze_with, Options};
+use netceil_analyze::{analyze_with, ledgers, Options};
 use netceil_model::Run;
 
 fn main() {
     let mut opts = Options::default();
     let mut path = None;
+    let mut ledger = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -18,6 +20,7 @@ fn main() {
                     .and_then(|w| w.trim_end_matches('s').parse().ok())
             }
             "--cpus" => opts.cpus = args.next().and_then(|c| c.parse().ok()),
+            "--ledger" => ledger = true,
             _ => path = Some(a),
         }
     }
@@ -39,6 +42,11 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if ledger {
+        let all = ledgers(&run, &opts);
+        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+        return;
+    }
     for f in analyze_with(&run, &opts) {
         print!("{f}");
     }

@@ -115,6 +115,10 @@ pub struct Entry {
     /// limited time, a queue's drop share).
     pub scales: bool,
     pub relief: Relief,
+    /// Relieving it delivers what was already offered and lost there (drops at a queue, a
+    /// policer's discards): nothing upstream has to do more, so no other resource's headroom
+    /// caps its gain; its relief alone is the gain.
+    pub recovers_offered: bool,
     pub explains: Vec<Explains>,
     /// The finding written from this entry; for [`Class::Context`] only its evidence is used.
     pub finding: Finding,
@@ -134,6 +138,7 @@ impl Entry {
             errors: None,
             scales: false,
             relief: Relief::Unbounded,
+            recovers_offered: class == Class::Loss,
             explains: Vec::new(),
             finding,
         }
@@ -174,6 +179,15 @@ impl Entry {
     #[must_use]
     pub fn relief(mut self, relief: Relief) -> Entry {
         self.relief = relief;
+        self
+    }
+
+    /// What was offered and dropped here comes back on relief: the gain is `factor`
+    /// (offered ÷ delivered), uncapped by other resources (see [`Entry::recovers_offered`]).
+    #[must_use]
+    pub fn recovering(mut self, factor: f64) -> Entry {
+        self.recovers_offered = true;
+        self.relief = Relief::Factor(factor);
         self
     }
 
@@ -326,7 +340,7 @@ fn gain(entries: &[Entry], by: &[Option<usize>], i: usize, offered: Option<f64>)
     let me = &entries[i];
     // Drops are packets already sent: recovering them delivers more without anyone sending
     // more, so nothing upstream caps it; the relief itself (the share recovered) is the gain.
-    if me.class == Class::Loss {
+    if me.recovers_offered {
         let f = me.relief.factor();
         return Gain {
             factor: f.is_finite().then_some(f),

@@ -34,6 +34,9 @@ pub const YIELDING_NICE: i64 = 10;
 /// A thread this busy (% of one core) is saturated.
 pub const THREAD_SATURATED_PCT: f64 = 85.0;
 
+/// A thread below this share of a core (%) wanted nothing worth starving.
+pub const WANTS_CPU_PCT: f64 = 5.0;
+
 /// A core this busy (%) had no time left for a thread that wanted more.
 pub const CORE_FULL_PCT: f64 = 95.0;
 
@@ -188,8 +191,18 @@ impl CpuAccount {
     /// The workload's threads on `cpus` that were starved there (see [`CpuAccount::starved`]),
     /// of the given role (any, for `None`).
     pub fn starved_on(&self, cpus: &[u32], role: Option<Role>) -> Vec<&WorkThread> {
+        // netceil's own load threads when it ran the load (its main thread, sampler and signal
+        // thread sleep and want nothing); else the watched threads that did some work.
+        let own = self.threads.iter().any(|t| t.own);
         self.threads
             .iter()
+            .filter(|t| {
+                if own {
+                    t.own
+                } else {
+                    t.cpu_pct >= WANTS_CPU_PCT
+                }
+            })
             .filter(|t| t.cpu.is_none_or(|c| cpus.contains(&c)))
             .filter(|t| role.is_none_or(|r| t.role() == r))
             .filter(|t| self.starved(t).is_some())

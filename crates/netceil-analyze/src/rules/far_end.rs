@@ -293,7 +293,30 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         return None;
     };
     far_evidence(ctx, &m, &mut f);
+    let held = m.path_held();
     let mut e = Entry::claim(class, resource, f).explains(Explains::cause(cause::SATURATION));
+    if held {
+        // A limiter that discards what it does not pass: relieving it delivers what the sender
+        // already offered, and nothing downstream of the sender's core limits it more.
+        let arrived = mean(&m.arrivals).unwrap_or(0.0);
+        if arrived > 0.0 && m.r.tx_pps > 0.0 {
+            e = e
+                .sized(
+                    Quantity::new(
+                        arrived,
+                        Unit::PacketsPerSecond,
+                        "the rate it let through, flat",
+                    ),
+                    Quantity::new(
+                        arrived,
+                        Unit::PacketsPerSecond,
+                        "arrivals at the far interface",
+                    ),
+                )
+                .scaling()
+                .recovering(m.r.tx_pps / arrived);
+        }
+    }
     if class == Class::Ceiling && !matches!(e.resource, Resource::Shaper { .. }) {
         let softirq = e.cause == cause::SOFTIRQ_BOUND;
         let core = if softirq { m.soft } else { m.busy };

@@ -13,7 +13,8 @@ use netceil_model::{Finding, PacingMode, Quantity, Resource, Unit};
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
-use crate::ledger::{Class, Entry};
+use crate::ledger::{Class, Entry, Explains};
+use crate::resources::{Role, THREAD_SATURATED_PCT};
 use crate::stats::{mean_strength, ramp};
 
 /// The sender reached less than 99 % of the requested rate.
@@ -36,10 +37,19 @@ pub fn limited(ctx: &Ctx) -> Option<Entry> {
     } else {
         r.tx_bits_per_s
     };
-    Some(Entry::claim(Class::Ceiling, Resource::Generator, f).sized(
+    let mut e = Entry::claim(Class::Ceiling, Resource::Generator, f).sized(
         Quantity::new(asked, unit, how),
         Quantity::new(got, unit, "what the sender reached"),
-    ))
+    );
+    // A sender thread that filled its core by itself is why that core is hot.
+    for t in ctx.cpu.threads.iter().filter(|t| t.role() == Role::Sender) {
+        if let Some(c) = t.cpu.filter(|_| t.cpu_pct >= THREAD_SATURATED_PCT) {
+            e = e
+                .explains(Explains::on(cause::HOT_CPU, &[c]))
+                .explains(Explains::cause(cause::CPU_BOUND));
+        }
+    }
+    Some(e)
 }
 
 /// The generator-limited finding's figures and words.

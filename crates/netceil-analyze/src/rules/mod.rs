@@ -26,6 +26,7 @@ pub mod latency;
 pub mod link;
 pub mod locks;
 pub mod saturation;
+pub mod schedulers;
 pub mod shaper;
 pub mod snapshot;
 pub mod tcp_flows;
@@ -34,7 +35,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order: the ledger ranks what they find.
 pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
-    let rules: [fn(&Ctx) -> Option<Entry>; 26] = [
+    let rules: [fn(&Ctx) -> Option<Entry>; 27] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -61,6 +62,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
         far_end::check,
         disk::io_wait,
         tcp_flows::check,
+        schedulers::check,
     ];
     rules.iter().filter_map(|rule| rule(ctx)).collect()
 }

@@ -187,26 +187,33 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
             "the flat rate it held (no configured rate recorded)",
         ),
     };
-    Some(
-        Entry::claim(
-            Class::Ceiling,
-            Resource::Shaper {
-                name: where_words(best.bits),
-            },
-            f,
-        )
-        .sized(
-            Quantity::new(cap, Unit::BitsPerSecond, how),
-            Quantity::new(best.bits_mean, Unit::BitsPerSecond, "what it passed"),
-        )
-        .scaling()
-        .explains_all(&[
-            cause::SATURATION,
-            cause::BUFFER_DROPS,
-            cause::UNNAMED_CEILING,
-            cause::GENERATOR_LIMITED,
-        ]),
+    // A policer discards what it does not pass: relieving it delivers what was offered.
+    let recovered = best
+        .offered_bits
+        .filter(|o| best.policer && best.bits_mean > 0.0 && *o > best.bits_mean)
+        .map(|o| o / best.bits_mean);
+    let e = Entry::claim(
+        Class::Ceiling,
+        Resource::Shaper {
+            name: where_words(best.bits),
+        },
+        f,
     )
+    .sized(
+        Quantity::new(cap, Unit::BitsPerSecond, how),
+        Quantity::new(best.bits_mean, Unit::BitsPerSecond, "what it passed"),
+    )
+    .scaling()
+    .explains_all(&[
+        cause::SATURATION,
+        cause::BUFFER_DROPS,
+        cause::UNNAMED_CEILING,
+        cause::GENERATOR_LIMITED,
+    ]);
+    Some(match recovered {
+        Some(r) => e.recovering(r),
+        None => e,
+    })
 }
 
 fn words(

@@ -29,10 +29,6 @@ use crate::fmt;
 use crate::ledger::{pct, Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
 
-/// Below this share of the packets lost, a saturated sender is the run's ceiling and the drops
-/// a loss on top of it: the receiving side kept up on average and overflowed in bursts.
-pub const SMALL_LOSS: f64 = 0.10;
-
 /// A thread this busy (% of one core) is saturated.
 pub const SATURATED_PCT: f64 = 85.0;
 /// Loss above this share means delivery, not sending, was the limit.
@@ -189,9 +185,9 @@ fn pick<'a>(ctx: &Ctx, threads: &'a [(Role, ThreadLoad)]) -> Option<Pick<'a>> {
         (_, Some(rx)) if lossy || sender.is_none_or(|s| rx.cpu_pct >= s.cpu_pct) => {
             (Role::Receiver, rx, sender)
         }
-        // A little loss with the receiver not saturated is its buffer overflowing in bursts:
-        // the sender still set the rate (the buffer rule speaks for the loss).
-        (Some(tx), _) if loss.is_none_or(|l| l < SMALL_LOSS) => (Role::Sender, tx, receiver),
+        // Loss with the receiver not saturated is its buffer overflowing: the sender still set
+        // the offered rate, and the ledger weighs relieving the one against the other.
+        (Some(tx), _) => (Role::Sender, tx, receiver),
         _ => return None,
     };
     Some(Pick {
@@ -236,7 +232,10 @@ pub fn thread_entry(ctx: &Ctx, t: &ThreadLoad, pid: Option<&str>, f: Finding) ->
         pct(t.cpu_pct, "on a CPU, /proc/PID/task/TID/stat"),
     )
     .scaling();
-    if share_of_core.is_none_or(|s| s >= MOST_OF_ITS_CORE) {
+    // It made its core hot when it was most of the core's time and wanted the whole core by
+    // itself; a thread crowded onto a core with others was given its share (the shared-core
+    // finding explains it instead).
+    if t.cpu_pct >= SATURATED_PCT && share_of_core.is_none_or(|s| s >= MOST_OF_ITS_CORE) {
         let on: Vec<u32> = cpu.into_iter().collect();
         e = e
             .explains(if on.is_empty() {
@@ -683,11 +682,18 @@ mod tests {
     }
 
     #[test]
-    fn loss_with_no_thread_saturated_is_left_to_the_buffer_and_cpu_rules() {
-        // A fifth of the packets lost, the receiver not saturated: the loss is the story, and
-        // the buffer and CPU rules tell it.
+    fn a_full_sender_beside_a_large_loss_is_still_named_for_the_ledger_to_weigh() {
+        // A fifth of the packets lost, the receiver not saturated: the sender still set the
+        // offered rate; whether relieving it or the buffer gains more is the ledger's call.
         let run = unpaced_udp((99.0, 0.0), (50.0, 4000.0), 600_000, 40.0);
-        assert!(on(&run, unpaced_run).is_none());
+        let f = on(&run, unpaced_run).expect("sender");
+        assert_eq!(f.cause, cause::SENDER_SATURATED);
+        assert!(
+            f.summary
+                .contains("20 % of the packets lost at the receiving side's buffers"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]
