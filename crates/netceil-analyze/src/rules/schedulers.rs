@@ -49,8 +49,8 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
     if all.len() < 2 {
         return None;
     }
-    let (hot, rest): (Vec<&(String, f64)>, Vec<&(String, f64)>) =
-        all.iter().partition(|(_, u)| *u >= HOT_PCT);
+    type Util<'a> = Vec<&'a (String, f64)>;
+    let (hot, rest): (Util, Util) = all.iter().partition(|(_, u)| *u >= HOT_PCT);
     if hot.is_empty() {
         return None;
     }
