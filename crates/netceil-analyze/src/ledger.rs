@@ -45,7 +45,8 @@ pub enum Class {
     Ceiling,
     /// Errors at a resource (drops, retransmits): a ceiling only when nothing explains them.
     Loss,
-    /// Where the run saturated, not why: always follows a cause when there is one.
+    /// Where the run saturated, not why: follows a cause when one explains it, and otherwise
+    /// stands as the loss it is.
     Where,
     /// A finding that is not a ceiling on its own: a cost, arithmetic, something too small to
     /// limit anything. It is the verdict only when nothing else is claimed.
@@ -418,8 +419,8 @@ fn gain(entries: &[Entry], by: &[Option<usize>], i: usize, offered: Option<f64>)
 fn better(a: (&Entry, &Gain), b: (&Entry, &Gain)) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     let class = |e: &Entry| match e.class {
-        Class::Ceiling | Class::Loss => 0,
-        Class::Where => 1,
+        // Where loss began competes as what it is, a loss, when nothing explains it.
+        Class::Ceiling | Class::Loss | Class::Where => 0,
         Class::Noted => 2,
         Class::Context => 3,
     };

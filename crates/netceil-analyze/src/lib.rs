@@ -3,14 +3,16 @@
 //!
 //! The steps:
 //! 1. [`phases()`] splits the series into idle, ramp, load and tail; every average covers the load
-//!    phase only.
+//!    phase only (a live run's: the rows its own load ran).
 //! 2. One rule per cause (`rules::*`) looks at the load phase, the workload results and the lock
-//!    table, and returns a [`Finding`] only when its evidence is there. No network rule speaks
-//!    about a machine that carried no network load.
-//! 3. Findings are sorted by confidence; the first is the verdict, except that among findings
-//!    within a few points of the top the more specific mechanism goes first, so that repeats of
-//!    one workload get one verdict (`settle.rs`). The verdict names its runner-up, says when it
-//!    was a close call, and lists what the run could not observe (`Finding::not_checked`).
+//!    table, and contributes ledger entries: the resource, its capacity and use, the finding
+//!    written from those figures, what relieving it would allow, and what its saturation
+//!    explains, by measurement. `context.rs` sizes the resources no rule claimed (each core the
+//!    workload may use, its threads, the far end's cores), to rule them out.
+//! 3. One ranking reads the ledger (`ledger.rs`): explained entries follow their cause; among
+//!    the rest the largest gain from relief wins, then confidence. The verdict names its
+//!    runner-up, says when it was a close call, and lists what the run could not observe
+//!    (`Finding::not_checked`, `not_checked.rs`).
 //!
 //! **When nothing binds** the analyzer still says so, in exactly one finding, because a
 //! demanding reader wants to know whether the run saturated at all:
@@ -43,11 +45,11 @@ mod ctx;
 mod economy;
 mod fmt;
 pub mod ledger;
+mod not_checked;
 pub mod phases;
 mod resources;
 mod rules;
 pub mod search;
-mod settle;
 mod stats;
 mod verdict;
 
@@ -217,7 +219,7 @@ fn analyze_single(run: &Run, opts: &Options) -> (Vec<Finding>, Ledger) {
     if !run.meta.implausible.is_empty() {
         suspect(run, &mut findings, &mut book);
     }
-    findings[0].not_checked = settle::not_checked(&ctx);
+    findings[0].not_checked = not_checked::not_checked(&ctx);
     // The verdict says which rows its averages cover.
     if !ctx.series().is_empty() {
         findings[0].evidence.push(netceil_model::Evidence {

@@ -18,6 +18,11 @@
 //!   buffer) and the far NIC's missed packets are taken off it first, since they would look
 //!   the same. Loss in the path that is not flat is stated as evidence, not named a ceiling.
 //!
+//! Random loss in the path under a steady offer passes a steady share too, but with the
+//! spread of chance: each datagram gets through with probability p, so arrivals of n offered a
+//! row vary with cv √((1 − p) / (p n)). Arrivals four times flatter than that, or flat while
+//! the offer swung, were held at a rate.
+//!
 //! What looks the same: a sender that itself was saturated (then the run was generator-limited
 //! and the far end's full core may be the consequence of a ceiling here too). The rule needs
 //! the sender's busiest core below 90 % to call the far end alone the ceiling, and says so
@@ -228,9 +233,23 @@ fn measure<'a>(ctx: &Ctx<'a>) -> Option<Far<'a>> {
         .map(|m| ctx.values(m))
         .unwrap_or_default();
     let (cv_arr, cv_off) = (cv(&arrivals), cv(&offered));
+    // Random loss passes each datagram with probability p, so even a perfectly steady offer
+    // of n a row arrives with a binomial spread, cv = sqrt((1 − p) / (p n)); a limiter passes
+    // its rate, flatter than that.
+    let binomial_cv = match (mean(&arrivals), mean(&offered)) {
+        (Some(a), Some(o)) if a > 0.0 && o > a => {
+            let p = a / o;
+            let n = o * far.series.interval_s.max(1e-3);
+            Some(((1.0 - p) / (p * n)).sqrt())
+        }
+        _ => None,
+    };
     let flat = arrivals.len() >= 2
         && match (cv_arr, cv_off) {
-            (Some(a), Some(o)) => a <= 0.02 && o >= 0.01 && a <= o / 4.0,
+            (Some(a), Some(o)) => {
+                a <= 0.02
+                    && ((o >= 0.01 && a <= o / 4.0) || binomial_cv.is_some_and(|b| a <= b / 4.0))
+            }
             _ => false,
         };
     let path_dominates = in_path as f64 >= 0.5 * loss.total_lost.max(1) as f64
@@ -696,8 +715,17 @@ mod tests {
         // Arrivals that swing: not held at a rate.
         let ragged = [20e3, 90e3, 35e3, 80e3, 60e3, 95e3, 10e3, 70e3];
         assert!(on(&across(400_000, 600_000, &ragged, 0.0, 0.05), check).is_none());
-        // A steady offer: a lossy path passes a steady share too, so no limiter is named.
+        // A steady offer: a lossy path passes a steady share too, with a binomial spread (60 %
+        // of 100 kpps: cv 0.26 %) that these arrivals (cv 0.11 %) do not undercut enough, so
+        // no limiter is named.
         assert!(on(&across(400_000, 600_000, &flat, 0.0, 0.0), check).is_none());
+        // Arrivals far flatter than random loss could pass (20 % of a steady 100 kpps arriving
+        // within ±2 a second, where chance alone would spread them ±0.6 %): held at a rate.
+        let held = [
+            20e3, 20_002.0, 19_998.0, 20e3, 20_001.0, 19_999.0, 20e3, 20e3,
+        ];
+        let f = on(&across(800_000, 200_000, &held, 0.0, 0.0), check).expect("limiter");
+        assert_eq!(f.cause, cause::SHAPER, "{}", f.summary);
         // The far end's backlog dropped them before its interface counter saw them (a veth
         // counts only what the backlog took): the far end, not the path.
         let mut backlog = across(400_000, 600_000, &flat, 0.0, 0.05);

@@ -13,7 +13,7 @@ use netceil_model::{Finding, PacingMode, Quantity, Resource, Unit};
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
-use crate::ledger::{Class, Entry, Explains};
+use crate::ledger::{Class, Entry, Explains, Relief};
 use crate::resources::{Role, THREAD_SATURATED_PCT};
 use crate::stats::{mean_strength, ramp};
 
@@ -37,10 +37,19 @@ pub fn limited(ctx: &Ctx) -> Option<Entry> {
     } else {
         r.tx_bits_per_s
     };
-    let mut e = Entry::claim(Class::Ceiling, Resource::Generator, f).sized(
-        Quantity::new(asked, unit, how),
-        Quantity::new(got, unit, "what the sender reached"),
-    );
+    // Relieved, the sender offers what was asked; what arrives grows in proportion, whatever
+    // share of it the rest of the path loses.
+    let relief = if got > 0.0 && asked > got {
+        Relief::Factor(asked / got)
+    } else {
+        Relief::Nothing
+    };
+    let mut e = Entry::claim(Class::Ceiling, Resource::Generator, f)
+        .sized(
+            Quantity::new(asked, unit, how),
+            Quantity::new(got, unit, "what the sender reached"),
+        )
+        .relief(relief);
     // A sender thread that filled its core by itself is why that core is hot.
     for t in ctx.cpu.threads.iter().filter(|t| t.role() == Role::Sender) {
         if let Some(c) = t.cpu.filter(|_| t.cpu_pct >= THREAD_SATURATED_PCT) {

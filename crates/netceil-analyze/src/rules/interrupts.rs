@@ -56,7 +56,8 @@ struct Irq<'a> {
 pub fn check(ctx: &Ctx) -> Option<Entry> {
     let m = measure(ctx)?;
     let f = words(ctx, &m);
-    let mut e = Entry::claim(Class::Ceiling, Resource::Events, f);
+    let mut e =
+        Entry::claim(Class::Ceiling, Resource::Events, f).explains_all(&[cause::SATURATION]);
     if let Some(i) = m.intr {
         e.used = Some(Quantity::new(i, Unit::PerSecond, "interrupts"));
     }

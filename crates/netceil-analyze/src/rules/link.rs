@@ -367,6 +367,7 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
     };
     Some(
         Entry::claim(class, Resource::Link { name: name.clone() }, f)
+            .explains_all(&[cause::SATURATION])
             .sized(
                 Quantity::new(allows, Unit::BitsPerSecond, name),
                 Quantity::new(carried, Unit::BitsPerSecond, "carried"),

@@ -264,7 +264,7 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         });
     }
     let f = words(ctx, &z);
-    let mut e = Entry::claim(Class::Ceiling, resource, f);
+    let mut e = Entry::claim(Class::Ceiling, resource, f).explains_all(&[cause::SATURATION]);
     e = match capacity {
         Some(c) => e.sized(c, used),
         None => {

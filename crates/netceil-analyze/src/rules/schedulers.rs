@@ -94,7 +94,8 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
                 "utilized (time working, not spinning)",
             ),
         )
-        .scaling(),
+        .scaling()
+        .explains_all(&[cause::SATURATION]),
     )
 }
 
