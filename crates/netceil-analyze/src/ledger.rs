@@ -293,7 +293,8 @@ fn explains(cause: &Entry, effect: &Entry) -> bool {
     cause.explains.iter().any(|x| {
         x.cause == effect.cause
             && match (&x.cpus, effect.cpus()) {
-                (Some(want), Some(on)) => on.iter().any(|c| want.contains(c)),
+                // An entry on no listed CPU is on all of them.
+                (Some(want), Some(on)) => on.is_empty() || on.iter().any(|c| want.contains(c)),
                 _ => true,
             }
     })

@@ -165,7 +165,94 @@ fn stages(ctx: &Ctx) -> Vec<Stage> {
             Some("if the CPU serving that queue is saturated, spread it (RSS/RPS) instead"),
         ),
     );
-    [socket, backlog, tcp, nic].into_iter().flatten().collect()
+    let sndbuf = match k.and_then(|k| k.udp_sndbuf_errors) {
+        Some(e) => stage(
+            ctx,
+            "the sending socket's buffer",
+            "",
+            Some(("udp_sndbuf_errors", e)),
+            sndbuf_advice(),
+        ),
+        None => stage(
+            ctx,
+            "the sending socket's buffer",
+            n::UDP_SNDBUF_ERRORS_PER_S,
+            None,
+            sndbuf_advice(),
+        ),
+    };
+    let tx = stage(
+        ctx,
+        "an interface's transmit queue",
+        n::IFACE_TX_DROPPED_PER_S,
+        None,
+        advice(
+            "a longer transmit queue: ip link set IF txqueuelen 10000 (or ethtool -G IF tx 4096)",
+            "fewer packets dropped on the way out",
+            Some("if the link itself is full, a longer queue only adds delay"),
+        ),
+    );
+    let listen = stage(
+        ctx,
+        "a listening socket's accept queue",
+        n::TCP_LISTEN_DROPS_PER_S,
+        None,
+        advice(
+            "a longer accept queue: sysctl net.core.somaxconn=4096 and the application's listen() backlog, and an acceptor that keeps up",
+            "fewer connection attempts dropped (SYNs retried after a second)",
+            Some("an acceptor thread that is too slow is the root cause"),
+        ),
+    );
+    [
+        socket,
+        backlog,
+        tcp,
+        nic,
+        queueing_qdiscs(ctx),
+        sndbuf,
+        tx,
+        listen,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn sndbuf_advice() -> Advice {
+    advice(
+        "a bigger send buffer: sysctl net.core.wmem_max and SO_SNDBUF, or pace the sender",
+        "sends no longer fail for want of buffer",
+        Some("the queue behind it (qdisc, NIC) may be the slow part"),
+    )
+}
+
+/// Drops at qdiscs that only queue (pfifo, fq_codel…): their limit was reached because what
+/// drains them was slower. Shapers (which count overlimits) and ingress policers are the shaper
+/// rule's.
+fn queueing_qdiscs(ctx: &Ctx) -> Option<Stage> {
+    let per_s: f64 = ctx
+        .series()
+        .by_name(n::QDISC_DROPS_PER_S)
+        .filter(|m| m.id.label(n::LABEL_QDISC) != Some("ingress"))
+        .filter(|m| {
+            ctx.sibling(m, n::QDISC_OVERLIMITS_PER_S)
+                .and_then(|o| ctx.mean_of(o))
+                .is_none_or(|o| o < 1.0)
+        })
+        .filter_map(|m| ctx.mean_of(m))
+        .sum();
+    (per_s > 0.0).then(|| Stage {
+        name: "a qdisc's queue",
+        metric: n::QDISC_DROPS_PER_S.into(),
+        per_s,
+        total: ctx.duration_s().map(|d| per_s * d),
+        whole_run: false,
+        knob: advice(
+            "a longer qdisc queue (tc qdisc change dev IF root pfifo limit N, or fq_codel limit), or a faster device behind it",
+            "fewer packets dropped while the device drains the queue",
+            Some("a long queue adds latency (bufferbloat); AQM drops on purpose"),
+        ),
+    })
 }
 
 /// The packet rate the drops are compared with.
@@ -477,5 +564,24 @@ mod tests {
     #[test]
     fn idle_machine_has_no_buffer_finding() {
         assert!(on(&live_run(20, idle_row), check).is_none());
+    }
+
+    #[test]
+    fn drops_at_a_queueing_qdisc_name_its_queue_and_a_shapers_are_left_to_the_shaper() {
+        let run = live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_PPS, &[], 80e3);
+            let l = [(n::LABEL_IFACE, "veth0"), (n::LABEL_QDISC, "pfifo")];
+            put(s, r, n::QDISC_DROPS_PER_S, &l, 4e3 + noise(r, 100.0));
+            put(s, r, n::QDISC_OVERLIMITS_PER_S, &l, 0.0);
+        });
+        let f = on(&run, check).expect("qdisc drops");
+        assert!(f.summary.contains("a qdisc's queue"), "{}", f.summary);
+        let shaped = live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_PPS, &[], 80e3);
+            let l = [(n::LABEL_IFACE, "veth0"), (n::LABEL_QDISC, "tbf")];
+            put(s, r, n::QDISC_DROPS_PER_S, &l, 4e3);
+            put(s, r, n::QDISC_OVERLIMITS_PER_S, &l, 9e3);
+        });
+        assert!(on(&shaped, check).is_none());
     }
 }

@@ -260,6 +260,96 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
     f
 }
 
+/// Steal time from which the hypervisor is taking the CPU the workload needed (% of the CPUs).
+const STEAL_MIN_PCT: f64 = 10.0;
+/// …while the CPUs' busy time and steal together left at most this idle (%).
+const STEAL_IDLE_MAX_PCT: f64 = 25.0;
+
+/// The hypervisor as the thief: a virtual machine's CPUs given to other guests (steal time,
+/// `%steal` in vmstat, mpstat and sar). The guest cannot see who took them; the steal share
+/// says how much. Confidence: 0.5 + 0.4 × the mean of the steal share (10 % → 0, 40 % → 1) and
+/// how little was left idle (25 % → 0, 2 % → 1), × the data factor.
+pub fn steal(ctx: &Ctx) -> Option<Entry> {
+    if ctx.rows.is_empty() || ctx.offered_met() {
+        return None;
+    }
+    let steal = ctx.total_mean(n::CPU_STEAL_PCT)?;
+    let idle = ctx.machine_idle()?;
+    if steal < STEAL_MIN_PCT || idle > STEAL_IDLE_MAX_PCT {
+        return None;
+    }
+    let strength = mean_strength(&[
+        Some(ramp(steal, STEAL_MIN_PCT, 40.0)),
+        Some(ramp(idle, STEAL_IDLE_MAX_PCT, 2.0)),
+    ])
+    .unwrap_or(0.0);
+    let confidence = (0.5 + 0.4 * strength) * ctx.data_factor();
+    let cpus = ctx.cpus().unwrap_or(1);
+    let busy = (100.0 - idle - steal).max(1.0);
+    let mut f = finding(
+        cause::CPU_CONTENTION,
+        format!(
+            "The hypervisor took the CPU the workload needed: {} of the CPUs' time was stolen for other guests (steal) {}, while {} was left idle and this guest used {}.",
+            fmt::pct(steal),
+            ctx.window_words(),
+            fmt::pct(idle),
+            fmt::pct(busy)
+        ),
+        confidence,
+    );
+    f.evidence.push(ctx.ev(
+        n::CPU_STEAL_PCT,
+        Some(steal),
+        format!("steal {}", fmt::pct(steal)),
+    ));
+    f.evidence.push(ctx.ev(
+        n::CPU_IDLE_PCT,
+        Some(idle),
+        format!("idle {}", fmt::pct(idle)),
+    ));
+    f.advice.push(advice(
+        "a larger instance or dedicated cores (CPU pinning on the host, a dedicated-host or non-burstable instance type)",
+        "the stolen share comes back to the guest",
+        Some("burstable instances steal once their credits run out"),
+    ));
+    f.alternatives.push(
+        "a process inside the guest: ruled out as the thief, steal is time the guest never got"
+            .into(),
+    );
+    let all: Vec<u32> = (0..cpus).collect();
+    let e = Entry::claim(
+        Class::Ceiling,
+        Resource::Cpu {
+            cpus: all.clone(),
+            far: false,
+        },
+        f,
+    )
+    .with_id("cpu:all:steal")
+    .sized(
+        pct(100.0 * f64::from(cpus), format!("{cpus} CPU(s)")),
+        pct(steal * f64::from(cpus), "stolen by the hypervisor"),
+    )
+    .relief(Relief::Factor(((busy + steal) / busy).min(RELIEF_MAX)))
+    .explains_all(&[
+        cause::SATURATION,
+        cause::BUFFER_DROPS,
+        cause::GENERATOR_LIMITED,
+        cause::UNNAMED_CEILING,
+    ]);
+    Some(
+        [
+            cause::HOT_CPU,
+            cause::CPU_BOUND,
+            cause::SENDER_SATURATED,
+            cause::RECEIVER_SATURATED,
+            cause::THREAD_SATURATED,
+        ]
+        .iter()
+        .fold(e, |e, c| e.explains(Explains::on(c, &all))),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,5 +491,32 @@ mod tests {
             proc(s, r, "901", "sockperf", "0", 60.0);
         });
         assert!(on(&run, check).is_some());
+    }
+
+    #[test]
+    fn a_hypervisor_stealing_a_third_of_the_cpus_is_named_and_explains_them_looking_full() {
+        let run = imported_run(10, |s, r| {
+            put(s, r, n::CPU_USER_PCT, &[], 50.0 + noise(r, 2.0));
+            put(s, r, n::CPU_SYSTEM_PCT, &[], 12.0);
+            put(s, r, n::CPU_STEAL_PCT, &[], 33.0 + noise(r + 1, 2.0));
+            put(s, r, n::CPU_IDLE_PCT, &[], 3.0);
+            put(s, r, n::CS_PER_S, &[], 9000.0 + noise(r, 200.0));
+        });
+        let e = entry_on(&run, steal).expect("steal");
+        assert_eq!(e.cause, cause::CPU_CONTENTION);
+        assert!(
+            e.finding.summary.contains("hypervisor"),
+            "{}",
+            e.finding.summary
+        );
+        let f = crate::analyze(&run);
+        assert_eq!(f[0].cause, cause::CPU_CONTENTION, "{}", f[0]);
+        // A little steal on a machine with room is nothing.
+        let calm = imported_run(10, |s, r| {
+            put(s, r, n::CPU_USER_PCT, &[], 20.0);
+            put(s, r, n::CPU_STEAL_PCT, &[], 12.0);
+            put(s, r, n::CPU_IDLE_PCT, &[], 68.0);
+        });
+        assert!(entry_on(&calm, steal).is_none());
     }
 }

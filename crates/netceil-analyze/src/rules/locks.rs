@@ -161,9 +161,11 @@ pub const CPU_SHARE_MIN: f64 = 0.01;
 pub const WAITERS_MIN: f64 = 0.1;
 /// Without a window: the longest profile over which the top wait would still reach
 /// [`CPU_SHARE_MIN`] of one CPU's time; a wait that would need a profile shorter than this
-/// cannot matter (profiles are taken over seconds at least: `perf lock contention -- sleep
-/// 10`, 30 s of `debug.lock.prof`, and /proc/lock_stat since it was last cleared).
-pub const WINDOW_NEEDED_MIN_S: f64 = 10.0;
+/// cannot matter: profiles are taken over tens of seconds (`perf lock contention -- sleep 30`,
+/// 30 s of `debug.lock.prof`, /proc/lock_stat since it was last cleared, often hours), and the
+/// figure assumes one CPU, the least time there could have been. A shorter profile is said with
+/// `--window`, and then sized exactly.
+pub const WINDOW_NEEDED_MIN_S: f64 = 30.0;
 
 /// The top lock sized: its wait against the time available.
 struct Sized<'a> {

@@ -35,15 +35,17 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order: the ledger ranks what they find.
 pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
-    let rules: [fn(&Ctx) -> Option<Entry>; 27] = [
+    let rules: [fn(&Ctx) -> Option<Entry>; 29] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
         snapshot::drops,
         snapshot::skew,
+        snapshot::listen,
         cpu::hot_cpu,
         cpu::cpu_bound,
         contention::check,
+        contention::steal,
         interrupts::check,
         interrupts::system,
         latency::check,

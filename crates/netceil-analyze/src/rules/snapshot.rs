@@ -305,6 +305,64 @@ fn skew_finding(ctx: &Ctx) -> Option<(Finding, String)> {
     Some((f, cpu.to_string()))
 }
 
+/// A since-boot counter of /proc/net/snmp or /proc/net/netstat (`snmp_counter_total{proto,
+/// counter}`).
+fn snmp_total(s: &Series, proto: &str, counter: &str) -> Option<f64> {
+    s.by_name(netceil_model::names::SNMP_COUNTER_TOTAL)
+        .find(|m| m.id.label("proto") == Some(proto) && m.id.label("counter") == Some(counter))
+        .and_then(|m| m.values.first().copied().flatten())
+}
+
+/// Listen queues that overflowed since boot: connection attempts dropped because the accept
+/// queue was full (the acceptor did not keep up, or the backlog is short). A loss in the
+/// ledger, against the connections accepted.
+pub fn listen(ctx: &Ctx) -> Option<Entry> {
+    let s = ctx.series();
+    if !since_boot(s) {
+        return None;
+    }
+    let overflows = snmp_total(s, "TcpExt", "ListenOverflows")
+        .or_else(|| snmp_total(s, "TcpExt", "ListenDrops"))?;
+    let accepted = snmp_total(s, "Tcp", "PassiveOpens").unwrap_or(0.0);
+    let share = overflows / (overflows + accepted).max(1.0);
+    if overflows < LISTEN_OVERFLOWS_MIN || share < LISTEN_SHARE_MIN {
+        return None;
+    }
+    let mut f = finding(
+        cause::BUFFER_DROPS,
+        format!(
+            "Since boot (one snapshot, so not when): listening sockets' accept queues overflowed {} times against {} connections accepted ({}): connection attempts were dropped because the application did not accept them fast enough, or its backlog is short.",
+            fmt::si(overflows),
+            fmt::si(accepted),
+            fmt::pct(share * 100.0)
+        ),
+        0.35 + 0.2 * ramp(share, LISTEN_SHARE_MIN, 0.1),
+    );
+    f.evidence.push(ctx.ev_total(
+        format!(
+            "{}{{proto=TcpExt,counter=ListenOverflows}}",
+            netceil_model::names::SNMP_COUNTER_TOTAL
+        ),
+        Some(overflows),
+        format!("{} accept-queue overflows since boot", fmt::si(overflows)),
+    ));
+    f.advice.push(advice(
+        "sysctl net.core.somaxconn=4096 and a larger listen() backlog, and an acceptor that keeps up (more accept threads, SO_REUSEPORT)",
+        "fewer dropped connection attempts (each costs the client a SYN retry, a second or more)",
+        Some("a slow acceptor is the root cause; a longer queue only buys time"),
+    ));
+    Some(Entry::claim(
+        Class::Loss,
+        queue("a listening socket's accept queue"),
+        f,
+    ))
+}
+
+/// Accept-queue overflows worth a finding: at least this many…
+const LISTEN_OVERFLOWS_MIN: f64 = 1000.0;
+/// …and this share of the attempts.
+const LISTEN_SHARE_MIN: f64 = 0.001;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,5 +457,41 @@ mod tests {
         run.series.interval_s = 1.0;
         assert!(on(&run, squeeze).is_none());
         assert!(on(&run, skew).is_none());
+    }
+
+    #[test]
+    fn accept_queues_that_overflowed_since_boot_are_a_loss() {
+        let snap = |overflows: f64| {
+            let mut run = Run::new(
+                "s",
+                netceil_model::RunSource::Imported {
+                    format: "proc".into(),
+                    file: "netstat".into(),
+                },
+            );
+            let mut s = Series::new(0.0);
+            s.push_row(0.0);
+            let total = |proto: &str, counter: &str| {
+                netceil_model::MetricId::new(netceil_model::names::SNMP_COUNTER_TOTAL)
+                    .with("proto", proto)
+                    .with("counter", counter)
+            };
+            s.set(
+                &total("TcpExt", "ListenOverflows"),
+                netceil_model::Unit::Count,
+                overflows,
+            );
+            s.set(
+                &total("Tcp", "PassiveOpens"),
+                netceil_model::Unit::Count,
+                2_000_000.0,
+            );
+            run.series = s;
+            run
+        };
+        let f = on(&snap(90_000.0), listen).expect("listen overflows");
+        assert_eq!(f.cause, cause::BUFFER_DROPS);
+        assert!(f.summary.contains("90.0 k times"), "{}", f.summary);
+        assert!(on(&snap(40.0), listen).is_none());
     }
 }
