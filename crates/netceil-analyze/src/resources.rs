@@ -131,6 +131,10 @@ pub struct CpuAccount {
     /// Processes outside the workload (not its own, watched, children or peers; not the
     /// kernel's network threads; not niced), busiest first.
     pub strangers: Vec<Stranger>,
+    /// Processes of the workload the sampler did not follow thread by thread: its other end
+    /// (a `netceil serve`, an iperf3 server, in any namespace: `role=peer`) and a watched
+    /// process's children. What they got of each core, as for strangers.
+    pub peers: Vec<Stranger>,
     /// True when the process scan ran (the strangers list means "none seen", not "unknown").
     pub scanned: bool,
 }
@@ -161,14 +165,15 @@ impl CpuAccount {
                 _ => cores.push(core),
             }
         }
-        let (strangers, scanned) = strangers(ctx);
+        let procs = processes(ctx);
         CpuAccount {
             cores,
             outside,
             restricted: allowed.is_some(),
             threads: threads(ctx),
-            strangers,
-            scanned,
+            strangers: procs.strangers,
+            peers: procs.peers,
+            scanned: procs.scanned,
         }
     }
 
@@ -226,8 +231,40 @@ impl CpuAccount {
     /// What a claim that `cpus` were full explains, by measurement: the threads of the
     /// workload starved there, and what their starvation causes downstream (a reader that
     /// cannot keep up overflows its socket; a sender short of its core cannot reach its rate).
+    /// The workload's other processes (its other end) that were on `cpus` while those cores
+    /// were full and got less than a core there: a peer's reader starved as an own one would be.
+    pub fn starved_peers(&self, cpus: &[u32]) -> Vec<&Stranger> {
+        self.peers
+            .iter()
+            .filter(|p| {
+                let on = p.on(cpus);
+                (WANTS_CPU_PCT..THREAD_SATURATED_PCT).contains(&on)
+                    && p.by_cpu
+                        .keys()
+                        .filter(|c| cpus.contains(c))
+                        .all(|c| self.core(*c).is_some_and(|core| core.busy >= CORE_FULL_PCT))
+            })
+            .collect()
+    }
+
+    /// True when a reader of the workload (its own receiving threads, or its other end) was
+    /// starved on `cpus`: then a loss at its socket follows from those cores, even in a run
+    /// whose sender got the rate it asked for.
+    pub fn reader_starved_on(&self, cpus: &[u32]) -> bool {
+        !self.starved_peers(cpus).is_empty()
+            || self
+                .starved_on(cpus, None)
+                .iter()
+                .any(|t| t.role() != Role::Sender)
+    }
+
     pub fn starvation_explains(&self, cpus: &[u32]) -> Vec<Explains> {
         let mut out = vec![Explains::cause(cause::SATURATION)];
+        if !self.starved_peers(cpus).is_empty() {
+            out.push(Explains::cause(cause::BUFFER_DROPS));
+            out.push(Explains::cause(cause::TCP_RECEIVE_WINDOW));
+            out.push(Explains::cause(cause::RECEIVER_SATURATED));
+        }
         for t in self.starved_on(cpus, None) {
             let on = [t.cpu.unwrap_or(0)];
             match t.role() {
@@ -296,7 +333,7 @@ fn usual(values: &[f64]) -> Option<u32> {
 /// Processes outside the workload, from the process scan (`proc_cpu_pct`, every 2 s). A
 /// process has one series per CPU it was last seen on; its time is spread over them by how
 /// often it was seen there, so a process that moved is not counted twice.
-fn strangers(ctx: &Ctx) -> (Vec<Stranger>, bool) {
+fn processes(ctx: &Ctx) -> Procs {
     let s = ctx.series();
     let workload: Vec<&str> = s
         .by_name(n::THREAD_CPU_PCT)
@@ -337,31 +374,45 @@ fn strangers(ctx: &Ctx) -> (Vec<Stranger>, bool) {
             }
         }
     }
-    let mut out: Vec<Stranger> = by
-        .into_iter()
-        .filter(|(pid, (comm, in_workload, yields, _, _))| {
-            !workload.contains(&pid.as_str())
-                && !in_workload
-                && !yields
-                && !works_for_the_network(comm)
+    let spread = |pid: &str, comm: String, sums: BTreeMap<u32, f64>| {
+        let scans = scans_by_pid.get(pid).map_or(0, |s| s.len());
+        (scans > 0).then(|| Stranger {
+            comm,
+            by_cpu: sums
+                .into_iter()
+                .map(|(c, v)| (c, v / scans as f64))
+                .collect(),
+            pid: pid.to_string(),
         })
-        .filter_map(|(pid, (comm, _, _, sums, _))| {
-            let scans = scans_by_pid.get(&pid).map_or(0, |s| s.len());
-            (scans > 0).then(|| Stranger {
-                comm,
-                by_cpu: sums
-                    .into_iter()
-                    .map(|(c, v)| (c, v / scans as f64))
-                    .collect(),
-                pid,
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| b.total().total_cmp(&a.total()));
-    (
-        out,
-        scanned && !matches!(ctx.run.source, RunSource::Imported { .. }),
-    )
+    };
+    let mut out = Procs {
+        scanned: scanned && !matches!(ctx.run.source, RunSource::Imported { .. }),
+        ..Procs::default()
+    };
+    for (pid, (comm, in_workload, yields, sums, _)) in by {
+        if workload.contains(&pid.as_str()) || yields || works_for_the_network(&comm) {
+            continue;
+        }
+        let Some(p) = spread(&pid, comm, sums) else {
+            continue;
+        };
+        if in_workload {
+            out.peers.push(p);
+        } else {
+            out.strangers.push(p);
+        }
+    }
+    out.strangers
+        .sort_by(|a, b| b.total().total_cmp(&a.total()));
+    out
+}
+
+/// What the process scan saw besides the threads the sampler followed.
+#[derive(Default)]
+struct Procs {
+    strangers: Vec<Stranger>,
+    peers: Vec<Stranger>,
+    scanned: bool,
 }
 
 #[cfg(test)]

@@ -125,6 +125,25 @@ pub struct RunMeta {
     /// the machine has CPUs): the rows around it are suspect and are not analyzed as truth.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub implausible: Vec<Implausible>,
+    /// The CPU quota of the workload's cgroup (CFS bandwidth: `cpu.max`, `cpu.cfs_quota_us`),
+    /// when it had one, and what the workload did against it over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<CpuQuota>,
+}
+
+/// A cgroup's CPU quota against what the workload used of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuQuota {
+    /// The cgroup whose quota binds (the tightest from the workload's up to the root).
+    pub cgroup: String,
+    /// The quota, in CPUs (quota ÷ period).
+    pub cpus: f64,
+    /// CPUs the cgroup used on average over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_cpus: Option<f64>,
+    /// Share of the CFS periods in which the cgroup was throttled, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_pct: Option<f64>,
 }
 
 /// One impossible fact in an imported log, with where it is.

@@ -19,6 +19,7 @@
 //! measured is missing, with its reason, never 0.
 
 pub mod affinity;
+pub mod cgroup;
 mod error;
 pub mod flows;
 pub mod ids;

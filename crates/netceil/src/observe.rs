@@ -96,6 +96,8 @@ pub struct Recording<'s> {
     probes: Option<crate::probes::ProbeSession>,
     /// The live metrics endpoint (`--metrics-listen`), given every row stored.
     metrics: Option<crate::metrics::Publisher>,
+    /// The workload's pid and its cgroup's CPU quota at the start, when it had one.
+    quota: Option<(u32, netceil_probe::cgroup::CgroupCpu)>,
 }
 
 impl<'s> Recording<'s> {
@@ -108,6 +110,11 @@ impl<'s> Recording<'s> {
         run: &Run,
     ) -> anyhow::Result<Recording<'s>> {
         let (tx, rows) = channel();
+        // The workload's cgroup CPU quota, read now and at the end: how much of it was used.
+        let quota = pids
+            .first()
+            .and_then(|p| u32::try_from(*p).ok())
+            .and_then(|p| netceil_probe::cgroup::read(&ProcFs::new(), p).map(|q| (p, q)));
         let config = SamplerConfig {
             interval,
             ifaces: if ifaces.is_empty() {
@@ -136,6 +143,7 @@ impl<'s> Recording<'s> {
             attached: Vec::new(),
             probes: None,
             metrics: None,
+            quota,
         })
     }
 
@@ -251,6 +259,19 @@ impl<'s> Recording<'s> {
     /// Stops sampling and moves the recording into the run: series (with the workload's
     /// figures), interfaces, the sampler's own cost. Returns the rows not yet seen.
     pub fn stop(&mut self, run: &mut Run) -> Vec<Row> {
+        if let Some((pid, start)) = self.quota.take() {
+            let end = netceil_probe::cgroup::read(&ProcFs::new(), pid);
+            let (used, throttled) = end
+                .as_ref()
+                .map(|e| netceil_probe::cgroup::between(&start, e, self.elapsed_s()))
+                .unwrap_or((None, None));
+            run.meta.cpu_quota = Some(netceil_model::CpuQuota {
+                cgroup: start.path.clone(),
+                cpus: start.quota_cpus,
+                used_cpus: used,
+                throttled_pct: throttled,
+            });
+        }
         let mut rest: Vec<Row> = self.rows.try_iter().collect();
         let Some(handle) = self.handle.take() else {
             return rest;

@@ -49,6 +49,8 @@ struct Theft<'a> {
     capacity: f64,
     strangers: Vec<(&'a Stranger, f64)>,
     machine_idle: Option<f64>,
+    /// Judged on the full cores where the workload's other end ran, not on all it may use.
+    where_it_ran: bool,
 }
 
 impl Theft<'_> {
@@ -57,20 +59,28 @@ impl Theft<'_> {
     }
 }
 
-fn measure<'a>(ctx: &'a Ctx) -> Option<Theft<'a>> {
+/// The full cores where the workload's other end ran (a `netceil serve` or a server in another
+/// namespace, whose own affinity the run cannot see): whoever else ran there took them from
+/// the workload, however idle the cores the workload itself may use were.
+fn workload_full_cores(ctx: &Ctx) -> Vec<u32> {
     let acc = &ctx.cpu;
-    if !acc.scanned || acc.strangers.is_empty() {
-        return None;
-    }
-    let (cpus, busy) = if acc.cores.is_empty() {
-        let cpus: Vec<u32> = (0..ctx.cpus()?).collect();
-        (cpus, 100.0 - ctx.machine_idle()?)
-    } else {
-        let busy = mean(&acc.cores.iter().map(|c| c.busy).collect::<Vec<_>>())?;
-        (acc.cpus(), busy)
-    };
+    let mut cpus: Vec<u32> = acc
+        .cores
+        .iter()
+        .chain(acc.outside.iter())
+        .filter(|c| c.busy >= crate::resources::CORE_FULL_PCT)
+        .map(|c| c.cpu)
+        .filter(|&c| !acc.starved_peers(&[c]).is_empty())
+        .collect();
+    cpus.sort_unstable();
+    cpus
+}
+
+/// The strangers' time on `cpus`, the cores' mean busy %, as a theft.
+fn theft_on<'a>(ctx: &'a Ctx, cpus: Vec<u32>, busy: f64) -> Theft<'a> {
     // Strangers whose scans carried no CPU label are counted against the whole machine.
-    let mut strangers: Vec<(&Stranger, f64)> = acc
+    let mut strangers: Vec<(&Stranger, f64)> = ctx
+        .cpu
         .strangers
         .iter()
         .map(|s| {
@@ -87,14 +97,46 @@ fn measure<'a>(ctx: &'a Ctx) -> Option<Theft<'a>> {
         .collect();
     strangers.sort_by(|a, b| b.1.total_cmp(&a.1));
     let taken: f64 = strangers.iter().map(|(_, v)| v).sum();
-    Some(Theft {
+    Theft {
         capacity: 100.0 * cpus.len() as f64,
         cpus,
         busy,
         taken,
         strangers,
         machine_idle: ctx.machine_idle(),
-    })
+        where_it_ran: false,
+    }
+}
+
+/// The theft to judge: on every core the workload may use when that is a theft, else on the
+/// full cores where the workload or its other end ran.
+fn measure<'a>(ctx: &'a Ctx) -> Option<Theft<'a>> {
+    let acc = &ctx.cpu;
+    if !acc.scanned || acc.strangers.is_empty() {
+        return None;
+    }
+    let (cpus, busy) = if acc.cores.is_empty() {
+        let cpus: Vec<u32> = (0..ctx.cpus()?).collect();
+        (cpus, 100.0 - ctx.machine_idle()?)
+    } else {
+        let busy = mean(&acc.cores.iter().map(|c| c.busy).collect::<Vec<_>>())?;
+        (acc.cpus(), busy)
+    };
+    let all = theft_on(ctx, cpus, busy);
+    if 100.0 - all.busy <= IDLE_MAX && all.share() >= STRANGER_SHARE_MIN {
+        return Some(all);
+    }
+    let full = workload_full_cores(ctx);
+    let busy = mean(
+        &full
+            .iter()
+            .filter_map(|c| acc.core(*c))
+            .map(|c| c.busy)
+            .collect::<Vec<_>>(),
+    )?;
+    let mut t = theft_on(ctx, full, busy);
+    t.where_it_ran = true;
+    Some(t)
 }
 
 pub fn check(ctx: &Ctx) -> Option<Entry> {
@@ -191,7 +233,12 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
     } else {
         format!("the workload is pid {}", workload.join(", "))
     };
-    let whose = if ctx.cpu.restricted {
+    let whose = if t.where_it_ran {
+        format!(
+            "{}, full, where the workload's other end ran",
+            cpu_words(&t.cpus)
+        )
+    } else if ctx.cpu.restricted {
         format!(
             "{} (all the workload may use: its affinity mask)",
             cpu_words(&t.cpus)
@@ -199,7 +246,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
     } else {
         format!("the machine's {} CPUs", t.cpus.len())
     };
-    let machine = match (ctx.cpu.restricted, t.machine_idle) {
+    let machine = match (ctx.cpu.restricted || t.where_it_ran, t.machine_idle) {
         (true, Some(i)) if i > 100.0 - t.busy + 5.0 => {
             format!(
                 "; the machine as a whole was {} idle, but not where the workload could run",

@@ -35,8 +35,8 @@ use crate::cause;
 use crate::ctx::{advice, finding, Ctx, Os};
 use crate::fmt;
 use crate::ledger::{pct, Class, Entry, Explains};
-use crate::resources::{Core, WorkThread};
-use crate::stats::{mean, ramp};
+use crate::resources::Core;
+use crate::stats::{mean, mean_strength, ramp};
 
 /// A core the workload may use is hot from this busy share (%).
 pub const HOT_CPU_MIN_PCT: f64 = 85.0;
@@ -117,9 +117,10 @@ impl Hot {
 }
 
 /// A paced run that reached its rate was not capped by a core, however busy: a loss on the
-/// way is a buffer's, not a CPU ceiling.
-fn cpu_could_bind(ctx: &Ctx) -> bool {
-    ctx.net_possible() && !ctx.offered_met() && !ctx.rate_met()
+/// way is a buffer's, not a CPU ceiling, unless the reader that lost it (netceil's own, or the
+/// workload's other end) was starved on those cores.
+fn cpu_could_bind(ctx: &Ctx, cpus: &[u32]) -> bool {
+    ctx.net_possible() && !ctx.offered_met() && (!ctx.rate_met() || ctx.cpu.reader_starved_on(cpus))
 }
 
 fn measure_hot(ctx: &Ctx) -> Option<Hot> {
@@ -168,13 +169,13 @@ fn measure_hot(ctx: &Ctx) -> Option<Hot> {
 
 /// One or several cores saturated while the others had room.
 pub fn hot_cpu(ctx: &Ctx) -> Option<Entry> {
-    if !cpu_could_bind(ctx) {
-        return None;
-    }
     if let Some(e) = shared_core(ctx) {
         return Some(e);
     }
     let hot = measure_hot(ctx)?;
+    if !cpu_could_bind(ctx, &hot.cpus()) {
+        return None;
+    }
     let strength = (ramp(hot.busy(), 85.0, 97.0) + ramp(hot.others_mean, 70.0, 30.0)) / 2.0;
     let confidence = (0.45 + 0.5 * strength) * ctx.data_factor() * ctx.net_factor();
     let cpus = hot.cpus();
@@ -382,16 +383,49 @@ fn hot_advice(ctx: &Ctx, hot: &Hot, f: &mut Finding) {
 // Threads sharing a core
 
 /// The busy threads of the workload on one full core, when there are two or more.
-fn sharing<'a>(ctx: &'a Ctx) -> Option<(Core, Vec<&'a WorkThread>)> {
+/// One of the workload's threads, or one of its other processes (its other end), on a core.
+struct Sharer {
+    /// How it is named: `comm (tid)`, or `comm (pid N, the workload's other end)`.
+    name: String,
+    /// A tid to name the evidence's metric by, for a thread.
+    tid: Option<u32>,
+    pid: String,
+    cpu_pct: f64,
+    preempted_per_s: Option<f64>,
+}
+
+/// The busy threads and other processes of the workload on one full core, when there are two
+/// or more.
+fn sharing(ctx: &Ctx) -> Option<(Core, Vec<Sharer>)> {
     let allowed = ctx.cpu.cpus();
-    let mut best: Option<(Core, Vec<&WorkThread>)> = None;
+    let mut best: Option<(Core, Vec<Sharer>)> = None;
     for core in ctx.cpu.cores.iter().filter(|c| c.busy >= HOT_CPU_MIN_PCT) {
-        let mut group: Vec<&WorkThread> = ctx
+        let mut group: Vec<Sharer> = ctx
             .cpu
             .threads_on(core.cpu)
             .filter(|t| t.cpu_pct >= SHARING_THREAD_MIN_PCT)
+            .map(|t| Sharer {
+                name: format!("{} ({})", t.comm, t.tid),
+                tid: Some(t.tid),
+                pid: t.pid.map(|p| p.to_string()).unwrap_or_default(),
+                cpu_pct: t.cpu_pct,
+                preempted_per_s: t.nonvoluntary_cs,
+            })
             .collect();
         group.sort_by_key(|t| t.tid);
+        group.extend(
+            ctx.cpu
+                .peers
+                .iter()
+                .filter(|p| p.on(&[core.cpu]) >= SHARING_THREAD_MIN_PCT)
+                .map(|p| Sharer {
+                    name: format!("{} (pid {}, the workload's other end)", p.comm, p.pid),
+                    tid: None,
+                    pid: p.pid.clone(),
+                    cpu_pct: p.on(&[core.cpu]),
+                    preempted_per_s: None,
+                }),
+        );
         if group.len() >= 2
             && allowed.contains(&core.cpu)
             && best.as_ref().is_none_or(|(_, g)| group.len() > g.len())
@@ -406,6 +440,9 @@ fn sharing<'a>(ctx: &'a Ctx) -> Option<(Core, Vec<&'a WorkThread>)> {
 /// core, whatever else runs on the other CPUs.
 fn shared_core(ctx: &Ctx) -> Option<Entry> {
     let (core, group) = sharing(ctx)?;
+    if !cpu_could_bind(ctx, &[core.cpu]) {
+        return None;
+    }
     let others: Vec<&Core> = ctx.cpu.cores.iter().filter(|c| c.cpu != core.cpu).collect();
     let others_mean = mean(&others.iter().map(|c| c.busy).collect::<Vec<_>>()).unwrap_or(0.0);
     // Sharing a core while another idles says "affinity"; when every core is full the
@@ -437,16 +474,13 @@ fn shared_core(ctx: &Ctx) -> Option<Entry> {
 fn shared_words(
     ctx: &Ctx,
     core: &Core,
-    group: &[&WorkThread],
+    group: &[Sharer],
     others: &[&Core],
     others_mean: f64,
     confidence: f64,
 ) -> Finding {
     let cpu = core.cpu;
-    let names: Vec<String> = group
-        .iter()
-        .map(|t| format!("{} ({})", t.comm, t.tid))
-        .collect();
+    let names: Vec<String> = group.iter().map(|t| t.name.clone()).collect();
     let share: f64 = group.iter().map(|t| t.cpu_pct).sum();
     let mut f = finding(
         cause::HOT_CPU,
@@ -462,16 +496,20 @@ fn shared_words(
     );
     for t in group {
         let preempted = t
-            .nonvoluntary_cs
+            .preempted_per_s
             .filter(|p| *p >= 100.0)
             .map(|p| format!(", preempted {}", fmt::per_s(p)))
             .unwrap_or_default();
+        let metric = match t.tid {
+            Some(tid) => format!("{}{{tid={tid}}}", n::THREAD_CPU_PCT),
+            None => format!("{}{{pid={}}}", n::PROC_CPU_PCT, t.pid),
+        };
         f.evidence.push(ctx.ev(
-            format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
+            metric,
             Some(t.cpu_pct),
             format!(
                 "{} ran on CPU {cpu} at {} of a core{preempted}",
-                t.comm,
+                t.name,
                 fmt::pct(t.cpu_pct)
             ),
         ));
@@ -602,7 +640,7 @@ fn measure_all_busy(ctx: &Ctx) -> Option<AllBusy> {
 
 /// Every core the workload may use busy under network load: say which cost binds.
 pub fn cpu_bound(ctx: &Ctx) -> Option<Entry> {
-    if !cpu_could_bind(ctx) {
+    if !cpu_could_bind(ctx, &ctx.cpu.cpus()) {
         return None;
     }
     // Threads crowded onto the one core the workload may use: the shared-core finding names
@@ -775,6 +813,102 @@ fn all_busy_advice(small: Option<bool>, f: &mut Finding) {
         "rerun with larger messages at the same CPU: if the packet rate holds and bit/s rises, per-packet cost binds; if bit/s holds, per-byte cost does"
             .into(),
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A CPU quota
+
+/// Throttled in at least this share of the CFS periods (%), the quota held the workload.
+pub const THROTTLED_MIN_PCT: f64 = 10.0;
+/// …or it used at least this share of the quota.
+pub const QUOTA_USED_MIN: f64 = 0.85;
+
+/// The workload's cgroup CPU quota as the ceiling: it may use that share of the CPUs, and the
+/// scheduler throttled it there, so no core is full and every thread looks as if it had room.
+/// Confidence: 0.55 + 0.35 × the mean of the throttled share (10 % → 0, 60 % → 1) and the quota
+/// used (85 % → 0, 98 % → 1), those known.
+pub fn quota(ctx: &Ctx) -> Option<Entry> {
+    let q = ctx.run.meta.cpu_quota.as_ref()?;
+    if !ctx.net_possible() || ctx.offered_met() || q.cpus <= 0.0 {
+        return None;
+    }
+    let used_share = q.used_cpus.map(|u| u / q.cpus);
+    let held = q.throttled_pct.is_some_and(|t| t >= THROTTLED_MIN_PCT)
+        || used_share.is_some_and(|u| u >= QUOTA_USED_MIN);
+    if !held {
+        return None;
+    }
+    let strength = mean_strength(&[
+        q.throttled_pct.map(|t| ramp(t, THROTTLED_MIN_PCT, 60.0)),
+        used_share.map(|u| ramp(u, QUOTA_USED_MIN, 0.98)),
+    ])
+    .unwrap_or(0.0);
+    let confidence = (0.55 + 0.35 * strength) * ctx.data_factor();
+    let used_words = q
+        .used_cpus
+        .map(|u| format!(", used {} of a CPU", fmt::sig2(u)))
+        .unwrap_or_default();
+    let throttled_words = q
+        .throttled_pct
+        .map(|t| {
+            format!(
+                " and was throttled in {} of the scheduler's periods",
+                fmt::pct(t)
+            )
+        })
+        .unwrap_or_default();
+    let mut f = finding(
+        cause::CPU_BOUND,
+        format!(
+            "The workload's CPU quota was the ceiling: its cgroup {} may use {} of a CPU (CFS bandwidth){used_words}{throttled_words} {}; no core was full because the scheduler stopped the workload, not because it had nothing to do.",
+            q.cgroup,
+            fmt::sig2(q.cpus),
+            ctx.window_words()
+        ),
+        confidence,
+    );
+    f.evidence.push(ctx.ev_total(
+        "meta.cpu_quota.cpus",
+        Some(q.cpus),
+        format!("quota {} CPU ({})", fmt::sig2(q.cpus), q.cgroup),
+    ));
+    if let Some(t) = q.throttled_pct {
+        f.evidence.push(ctx.ev_total(
+            "meta.cpu_quota.throttled_pct",
+            Some(t),
+            format!("throttled in {} of CFS periods", fmt::pct(t)),
+        ));
+    }
+    f.advice.push(advice(
+        format!(
+            "raise the cgroup's quota (cpu.max, or cpu.cfs_quota_us) of {}, or run outside it",
+            q.cgroup
+        ),
+        "the workload gets the CPU it is asking for; the rate rises until its own ceiling",
+        Some("a quota is usually deliberate (a container's limit)"),
+    ));
+    let cpus = ctx.cpu.cpus();
+    let mut e = Entry::claim(Class::Ceiling, cpu_resource(&cpus), f)
+        .with_id("cpu:quota")
+        .explains_all(&[
+            cause::SATURATION,
+            cause::BUFFER_DROPS,
+            cause::GENERATOR_LIMITED,
+            cause::UNNAMED_CEILING,
+            cause::HOT_CPU,
+            cause::CPU_BOUND,
+            cause::SENDER_SATURATED,
+            cause::RECEIVER_SATURATED,
+            cause::THREAD_SATURATED,
+            cause::TCP_RECEIVE_WINDOW,
+        ]);
+    if let Some(u) = q.used_cpus {
+        e = e.sized(
+            pct(100.0 * q.cpus, "the cgroup's CPU quota"),
+            pct(100.0 * u, "used by the cgroup"),
+        );
+    }
+    Some(e)
 }
 
 #[cfg(test)]
@@ -1027,5 +1161,71 @@ mod tests {
         });
         assert!(on(&run, cpu_bound).is_none());
         assert!(on(&run, hot_cpu).is_none());
+    }
+
+    #[test]
+    fn a_cgroup_quota_that_throttled_the_workload_is_the_ceiling() {
+        let mut run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(5.0, 15.0, 2.0), (4.0, 6.0, 1.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 60e3);
+        });
+        run.meta.cpu_quota = Some(netceil_model::CpuQuota {
+            cgroup: "/netceil-quota".into(),
+            cpus: 0.25,
+            used_cpus: Some(0.248),
+            throttled_pct: Some(96.0),
+        });
+        let e = entry_on(&run, quota).expect("quota");
+        assert_eq!(e.cause, cause::CPU_BOUND);
+        assert!(
+            e.finding.summary.contains("/netceil-quota"),
+            "{}",
+            e.finding.summary
+        );
+        assert!((e.share.unwrap() - 0.992).abs() < 1e-6);
+        // A quota the workload never reached, never throttled at: nothing.
+        run.meta.cpu_quota = Some(netceil_model::CpuQuota {
+            cgroup: "/roomy".into(),
+            cpus: 2.0,
+            used_cpus: Some(0.3),
+            throttled_pct: Some(0.0),
+        });
+        assert!(entry_on(&run, quota).is_none());
+    }
+
+    #[test]
+    fn the_workloads_other_end_on_its_full_core_shares_it() {
+        let run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(10.0, 70.0, 19.0), (1.0, 1.0, 0.0)]);
+            put(s, r, n::LOAD_TX_PPS, &[], 120e3);
+            let l = [
+                (n::LABEL_PID, "9"),
+                (n::LABEL_TID, "11"),
+                (n::LABEL_COMM, "netceil-udp-tx0"),
+            ];
+            put(s, r, n::THREAD_CPU_PCT, &l, 62.0);
+            put(s, r, n::THREAD_LAST_CPU, &l, 0.0);
+            if r % 2 == 0 {
+                put(
+                    s,
+                    r,
+                    n::PROC_CPU_PCT,
+                    &[
+                        (n::LABEL_PID, "20"),
+                        (n::LABEL_COMM, "netceil"),
+                        (n::LABEL_CPU, "0"),
+                        (n::LABEL_ROLE, "peer"),
+                    ],
+                    30.0,
+                );
+            }
+        });
+        let f = on(&run, hot_cpu).expect("shared with the other end");
+        assert!(
+            f.summary
+                .contains("netceil (pid 20, the workload's other end)"),
+            "{}",
+            f.summary
+        );
     }
 }

@@ -8,7 +8,8 @@
 //! netceil measures no disk itself, so the finding says what is there and what to measure.
 //!
 //! Sizing: iowait as a share of CPU time. A ceiling from [`IOWAIT_BINDS_PCT`] while the CPUs
-//! were otherwise at most [`OTHER_BUSY_MAX_PCT`] busy and tasks were blocked (when recorded);
+//! were otherwise at most [`OTHER_BUSY_MAX_PCT`] busy and tasks were blocked (when recorded),
+//! unless a paced workload got its rate (then nothing held it, and the wait is only noted);
 //! from [`IOWAIT_NOTED_PCT`] it is noted. Confidence: 0.45 + 0.4 × the mean of the iowait
 //! share (20 % → 0, 60 % → 1) and blocked tasks (0.5 → 0, 3 → 1), × the data factor.
 
@@ -39,9 +40,12 @@ pub fn io_wait(ctx: &Ctx) -> Option<Entry> {
     }
     let busy = ctx.machine_busy().map(|(b, _)| b);
     let blocked = ctx.total_mean(n::PROCS_BLOCKED);
+    // A paced network workload that got its rate was held by nothing, whatever else waited on
+    // the disk: the wait is said, not claimed.
     let binds = iowait >= IOWAIT_BINDS_PCT
         && busy.is_none_or(|b| b <= OTHER_BUSY_MAX_PCT)
-        && blocked.is_none_or(|b| b >= BLOCKED_MIN);
+        && blocked.is_none_or(|b| b >= BLOCKED_MIN)
+        && !ctx.offered_met();
     let strength = mean_strength(&[
         Some(ramp(iowait, IOWAIT_BINDS_PCT, 60.0)),
         blocked.map(|b| ramp(b, BLOCKED_MIN, 3.0)),
@@ -149,5 +153,23 @@ mod tests {
         let e = entry_on(&waiting(25.0, 10.0, 0.0), io_wait).unwrap();
         assert_eq!(e.class, Class::Noted, "no task blocked: idle, not waiting");
         assert!(entry_on(&waiting(3.0, 10.0, 0.0), io_wait).is_none());
+    }
+
+    #[test]
+    fn a_paced_run_that_got_its_rate_was_held_by_no_disk() {
+        let mut run = waiting(45.0, 10.0, 4.0);
+        run.source = netceil_model::RunSource::Live;
+        run.results = Some(netceil_model::Results {
+            tx_packets: 100_000,
+            rx_app_packets: 100_000,
+            requested_pps: Some(20e3),
+            generator: netceil_model::GeneratorStats {
+                achieved_ratio: Some(1.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let e = entry_on(&run, io_wait).expect("noted");
+        assert_eq!(e.class, Class::Noted);
     }
 }

@@ -104,6 +104,64 @@ fn far_arrivals(far: &FarEnd) -> (Vec<f64>, u64) {
     (pps, missed)
 }
 
+/// A filter on the far end's ingress: datagrams its interface counted that never reached its
+/// IP layer, with no drop counted for them in between (a netdev ingress hook, a tc ingress
+/// policer in another namespace), and its IP layer's arrivals flatter than chance would pass
+/// them.
+struct Ingress {
+    /// Datagrams the far interface counted that neither its IP/UDP layer received nor any
+    /// counter dropped.
+    gap: u64,
+    /// The far IP layer's arrivals per second, mean.
+    rate: f64,
+    cv: Option<f64>,
+    binomial_cv: Option<f64>,
+}
+
+impl Ingress {
+    fn flat(&self) -> bool {
+        match (self.cv, self.binomial_cv) {
+            (Some(a), Some(b)) => a <= 0.02 && a <= b / 4.0,
+            _ => false,
+        }
+    }
+}
+
+fn ingress(far: &FarEnd, loss: &FarLoss, iface_pps: Option<f64>) -> Option<Ingress> {
+    let k = &far.kernel;
+    let counted = k.udp_in_datagrams? + k.udp_in_errors.unwrap_or(0);
+    let dropped = k.softnet_dropped.unwrap_or(0) + k.iface_rx_dropped.unwrap_or(0);
+    let gap = k.iface_rx_packets?.saturating_sub(counted + dropped);
+    if (gap as f64) < 0.5 * loss.total_lost.max(1) as f64 || (gap as f64) < 1e-3 * loss.sent as f64
+    {
+        return None;
+    }
+    let s = &far.series;
+    let rows = [n::IP_IN_RECEIVES_PER_S, n::UDP_IN_DATAGRAMS_PER_S]
+        .iter()
+        .find_map(|name| s.total(name))
+        .map(|m| {
+            let v = &m.values;
+            present(if v.len() > 2 { &v[1..v.len() - 1] } else { v })
+        })
+        .unwrap_or_default();
+    let rate = mean(&rows)?;
+    // The interface's own series when the far end sampled it, else its count over the test.
+    let iface_pps = iface_pps.or_else(|| {
+        (far.duration_s > 0.0).then(|| k.iface_rx_packets.unwrap_or(0) as f64 / far.duration_s)
+    });
+    let binomial_cv = iface_pps.filter(|i| *i > rate && rate > 0.0).map(|i| {
+        let p = rate / i;
+        ((1.0 - p) / (p * i * s.interval_s.max(1e-3))).sqrt()
+    });
+    Some(Ingress {
+        gap,
+        rate,
+        cv: cv(&rows),
+        binomial_cv,
+    })
+}
+
 /// Loss in the path between the hosts: what this host sent, less what the far interface
 /// counted (all its traffic: an upper bound on ours), less every drop either end counted that
 /// may have kept a packet from that counter (this host's egress; the far NIC's missed and
@@ -138,6 +196,7 @@ struct Far<'a> {
     cv_off: Option<f64>,
     flat: bool,
     path_dominates: bool,
+    ingress: Option<Ingress>,
 }
 
 impl Far<'_> {
@@ -254,7 +313,13 @@ fn measure<'a>(ctx: &Ctx<'a>) -> Option<Far<'a>> {
         };
     let path_dominates = in_path as f64 >= 0.5 * loss.total_lost.max(1) as f64
         && in_path as f64 >= 1e-3 * loss.sent as f64;
+    let ingress = if is_udp {
+        ingress(far, &loss, mean(&arrivals))
+    } else {
+        None
+    };
     Some(Far {
+        ingress,
         r,
         far,
         loss,
@@ -286,7 +351,16 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         cpus: vec![cpu],
         far: true,
     };
-    let (mut f, class, resource) = if m.path_held() {
+    let ingress_held = m.ingress.as_ref().is_some_and(Ingress::flat);
+    let (mut f, class, resource) = if ingress_held {
+        (
+            ingress_limiter(ctx, &m),
+            Class::Ceiling,
+            Resource::Shaper {
+                name: "the receiver's ingress".into(),
+            },
+        )
+    } else if m.path_held() {
         (
             path_limiter(ctx, &m),
             Class::Ceiling,
@@ -312,8 +386,31 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         return None;
     };
     far_evidence(ctx, &m, &mut f);
-    let held = m.path_held();
+    let held = m.path_held() && !ingress_held;
     let mut e = Entry::claim(class, resource, f).explains(Explains::cause(cause::SATURATION));
+    if let Some(g) = m.ingress.as_ref().filter(|_| ingress_held) {
+        if m.r.tx_pps > g.rate && g.rate > 0.0 {
+            e = e
+                .sized(
+                    Quantity::new(
+                        g.rate,
+                        Unit::PacketsPerSecond,
+                        "the rate it let through, flat",
+                    ),
+                    Quantity::new(
+                        g.rate,
+                        Unit::PacketsPerSecond,
+                        "arrivals at the far IP layer",
+                    ),
+                )
+                .scaling()
+                .recovering(m.r.tx_pps / g.rate);
+        }
+    }
+    if e.cause == cause::RECEIVER_SATURATED || e.cause == cause::SOFTIRQ_BOUND {
+        // A far core that could not keep up is why its socket overflowed.
+        e = e.explains(Explains::cause(cause::BUFFER_DROPS));
+    }
     if held {
         // A limiter that discards what it does not pass: relieving it delivers what the sender
         // already offered, and nothing downstream of the sender's core limits it more.
@@ -401,6 +498,39 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         "find the limiter on the path: the switch or router ports' drop counters, policers (tc police, nftables limit, cloud bandwidth caps), and each link's speed; then offer no more than it passes",
         "sent and arrived at the far interface agree",
         Some("a policer drops what exceeds its rate, so pacing at or below it is loss-free"),
+    ));
+    f
+}
+
+fn ingress_limiter(ctx: &Ctx, m: &Far) -> Finding {
+    let g = m.ingress.as_ref().expect("only called with an ingress gap");
+    let mut f = finding(
+        cause::SHAPER,
+        format!(
+            "A filter on the receiver's ingress held the traffic at {}: the far end's interface {} counted {} datagrams, its IP layer received only {}/s of them, flat (cv {:.2} % where chance would spread them {:.2} %), and no counter dropped the other {}. An ingress policer (an nftables netdev ingress rule, a tc ingress police action) or filter on the receiver.",
+            fmt::pps(g.rate),
+            m.far.kernel.iface.as_deref().unwrap_or("?"),
+            fmt::si(m.far.kernel.iface_rx_packets.unwrap_or(0) as f64),
+            fmt::si(g.rate),
+            g.cv.unwrap_or(0.0) * 100.0,
+            g.binomial_cv.unwrap_or(0.0) * 100.0,
+            fmt::si(g.gap as f64)
+        ),
+        (0.55 + 0.35 * ramp(g.gap as f64 / m.loss.sent.max(1) as f64, 1e-3, 0.2)) * ctx.data_factor(),
+    );
+    f.evidence.push(ctx.ev(
+        format!("far.{}", n::IP_IN_RECEIVES_PER_S),
+        Some(g.rate),
+        format!("the far IP layer received {}", fmt::pps(g.rate)),
+    ));
+    f.alternatives.push(
+        "random loss on the receiver: ruled out, the arrivals were flatter than chance allows"
+            .into(),
+    );
+    f.advice.push(advice(
+        "on the receiver: nft list ruleset (netdev ingress chains, limit rules) and tc -s filter show dev IF ingress",
+        "find the rule that drops above a rate; raise or remove it, or offer no more than it passes",
+        Some("a policer usually protects something: ask why it is there"),
     ));
     f
 }
@@ -737,5 +867,52 @@ mod tests {
         // The far interface counted them all: the loss was at the far end, not in the path.
         assert!(on(&across(400_000, 1_000_000, &flat, 0.0, 0.05), check)
             .is_none_or(|f| f.cause != cause::SHAPER));
+    }
+
+    #[test]
+    fn a_filter_on_the_receivers_ingress_held_the_rate_flatter_than_chance() {
+        // 1 M sent; the far interface counted them all, its IP layer took 3 670 a second (one
+        // datagram in 27), and no counter dropped the rest.
+        let mut run = run(40.0, [(10.0, 30.0, 5.0), (3.0, 10.0, 2.0)], 963_300, 0);
+        let res = run.results.as_mut().unwrap();
+        res.tx_pps = 100_000.0;
+        let far = res.far.as_mut().unwrap();
+        far.duration_s = 10.0;
+        far.app.udp_packets = 36_700;
+        far.kernel.iface = Some("veth1".into());
+        far.kernel.iface_rx_packets = Some(1_000_000);
+        far.kernel.udp_in_datagrams = Some(36_700);
+        far.kernel.udp_in_errors = Some(0);
+        let mut s = netceil_model::Series::new(1.0);
+        for (r, v) in [
+            7_390.0, 3_671.0, 3_670.0, 3_672.0, 3_669.0, 3_671.0, 3_670.0, 3_672.0,
+        ]
+        .iter()
+        .enumerate()
+        {
+            s.push_row((r + 1) as f64);
+            s.set(
+                &netceil_model::MetricId::new(n::IP_IN_RECEIVES_PER_S),
+                netceil_model::Unit::PerSecond,
+                *v,
+            );
+        }
+        far.series = s;
+        let f = on(&run, check).expect("ingress limiter");
+        assert_eq!(f.cause, cause::SHAPER);
+        assert!(f.summary.contains("receiver's ingress"), "{}", f.summary);
+        // The same gap with arrivals as ragged as chance: no limiter is named.
+        let far = run.results.as_mut().unwrap().far.as_mut().unwrap();
+        let id = netceil_model::MetricId::new(n::IP_IN_RECEIVES_PER_S);
+        for (r, v) in [
+            7_390.0, 3_500.0, 3_800.0, 3_600.0, 3_750.0, 3_560.0, 3_790.0, 3_672.0,
+        ]
+        .iter()
+        .enumerate()
+        {
+            far.series
+                .set_at(r, &id, netceil_model::Unit::PerSecond, *v);
+        }
+        assert!(on(&run, check).is_none_or(|f| f.cause != cause::SHAPER));
     }
 }

@@ -10,8 +10,8 @@
 //! chain` spin mutexes) are contended *because* sleep mutexes are: they are reported, never
 //! ranked as a cause.
 //!
-//! Fires when the top lock's waiters average ≥ 0.1 threads (wait ≥ 10 % of wall time) or its
-//! wait is ≥ 1 % of wall time × CPUs. Confidence: floor 0.4, band 0.5; strengths: its share of
+//! Fires when the top lock's wait is ≥ 2 % of wall time × CPUs with ≥ 0.1 threads waiting on
+//! average, or ≥ 0.5 threads wait on average whatever the CPUs (see `Sized::matters`). Confidence: floor 0.4, band 0.5; strengths: its share of
 //! CPU time (1 % → 0, 10 % → 1), its average waiters (0.1 → 0, 0.5 → 1) and its lead over the
 //! next lock (equal → 0, 3× → 1). Without a window the ranking is still given, at 0.3.
 
@@ -44,12 +44,32 @@ pub struct LockTotal {
 /// The lock's name without its call site: `net/route.c:197 (sleep mutex:rtentry)` → `rtentry`.
 pub fn lock_name(raw: &str) -> String {
     let t = raw.trim();
-    if let (Some(open), true) = (t.rfind('('), t.ends_with(')')) {
+    if let Some(open) = t.strip_suffix(')').and_then(matching_open) {
+        // `(TYPE:NAME)`: the type is what precedes the first colon; a name may hold colons and
+        // parentheses of its own (`sleep mutex:ixl0:RX(10)`).
         let inner = &t[open + 1..t.len() - 1];
-        let name = inner.rsplit_once(':').map_or(inner, |(_, n)| n);
+        let name = inner.split_once(':').map_or(inner, |(_, n)| n);
         return name.trim().to_string();
     }
     t.to_string()
+}
+
+/// The index of the `(` that the `)` just past the end of `t` closes.
+fn matching_open(t: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, c) in t.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Sums the rows of each lock and ranks them by total wait, largest first.
@@ -156,9 +176,13 @@ fn window(ctx: &Ctx) -> Option<(f64, &'static str)> {
 }
 
 /// A lock's wait as a share of window × CPUs from which it can limit the run…
-pub const CPU_SHARE_MIN: f64 = 0.01;
-/// …or its average waiters (wait ÷ window) from which it can.
+pub const CPU_SHARE_MIN: f64 = 0.02;
+/// …with at least this many waiters on average (wait ÷ window)…
 pub const WAITERS_MIN: f64 = 0.1;
+/// …or this many waiters alone, whatever the CPUs…
+pub const WAITERS_ALONE_MIN: f64 = 0.5;
+/// …or, with the CPU count unknown, this many.
+pub const WAITERS_UNKNOWN_CPUS_MIN: f64 = 0.25;
 /// Without a window: the longest profile over which the top wait would still reach
 /// [`CPU_SHARE_MIN`] of one CPU's time; a wait that would need a profile shorter than this
 /// cannot matter: profiles are taken over tens of seconds (`perf lock contention -- sleep 30`,
@@ -188,13 +212,19 @@ impl Sized<'_> {
     }
 
     /// Large enough to limit anything, as far as the figures can tell.
+    /// Relieving a lock gives its waiters their waiting time back: between the share of all
+    /// the CPUs' time (every CPU contends) and the average waiters (one thread does). It limits
+    /// the run when the smaller bound is a few per cent with a tenth of a thread waiting, or
+    /// when the larger alone says half a thread is always waiting (a serialization point for
+    /// whatever runs there); with the CPUs unknown, from a quarter of a thread.
     fn matters(&self) -> bool {
-        match self.win {
-            Some(_) => {
-                self.waiters.is_some_and(|w| w >= WAITERS_MIN)
-                    || self.cpu_share.is_some_and(|s| s >= CPU_SHARE_MIN)
+        let w = self.waiters.unwrap_or(0.0);
+        match (self.win, self.cpu_share) {
+            (Some(_), Some(share)) => {
+                (share >= CPU_SHARE_MIN && w >= WAITERS_MIN) || w >= WAITERS_ALONE_MIN
             }
-            None => self.window_needed_s() >= WINDOW_NEEDED_MIN_S,
+            (Some(_), None) => w >= WAITERS_UNKNOWN_CPUS_MIN,
+            (None, _) => self.window_needed_s() >= WINDOW_NEEDED_MIN_S,
         }
     }
 }
@@ -481,6 +511,11 @@ mod tests {
             "turnstile chain"
         );
         assert_eq!(lock_name("&rq->__lock"), "&rq->__lock");
+        // A name with colons and parentheses of its own (iflib's per-queue mutexes).
+        assert_eq!(
+            lock_name("net/iflib.c:2951 (sleep mutex:ixl0:RX(10))"),
+            "ixl0:RX(10)"
+        );
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order: the ledger ranks what they find.
 pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
-    let rules: [fn(&Ctx) -> Option<Entry>; 29] = [
+    let rules: [fn(&Ctx) -> Option<Entry>; 30] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -44,6 +44,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
         snapshot::listen,
         cpu::hot_cpu,
         cpu::cpu_bound,
+        cpu::quota,
         contention::check,
         contention::steal,
         interrupts::check,

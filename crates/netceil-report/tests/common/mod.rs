@@ -245,6 +245,12 @@ pub fn full_run() -> Run {
             },
             own_thread_ids: vec![4242, 4243],
             workload_cpus: Some(vec![0]),
+            cpu_quota: Some(netceil_model::CpuQuota {
+                cgroup: "/lab".into(),
+                cpus: 0.5,
+                used_cpus: Some(0.49),
+                throttled_pct: Some(60.0),
+            }),
             implausible: vec![netceil_model::Implausible {
                 line: Some(3),
                 what: "CPU 0 appears again at line 3 inside the block that began at line 1".into(),
