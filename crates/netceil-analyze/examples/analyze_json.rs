@@ -2,7 +2,8 @@
 //! a way to try the analyzer on live runs before the CLI wires it in.
 //!
 //! `cargo run -p netceil-analyze --example analyze_json -- run.json [--window 30s] [--cpus 8]
-//! [--ledger]` (`--ledger` prints the ledger as JSON instead).
+//! [--ledger|--causes]` (`--ledger` prints the ledger as JSON instead, `--causes` only the
+//! findings' causes, one a line, the top one first).
 
 use netceil_analyze::{analyze_with, ledgers, Options};
 use netceil_model::Run;
@@ -11,6 +12,7 @@ fn main() {
     let mut opts = Options::default();
     let mut path = None;
     let mut ledger = false;
+    let mut causes = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -21,11 +23,12 @@ fn main() {
             }
             "--cpus" => opts.cpus = args.next().and_then(|c| c.parse().ok()),
             "--ledger" => ledger = true,
+            "--causes" => causes = true,
             _ => path = Some(a),
         }
     }
     let Some(path) = path else {
-        eprintln!("usage: analyze_json RUN.json [--window SECONDS] [--cpus N]");
+        eprintln!("usage: analyze_json RUN.json [--window SECONDS] [--cpus N] [--ledger|--causes]");
         std::process::exit(2);
     };
     let text = match std::fs::read_to_string(&path) {
@@ -48,6 +51,10 @@ fn main() {
         return;
     }
     for f in analyze_with(&run, &opts) {
-        print!("{f}");
+        if causes {
+            println!("{}", f.cause);
+        } else {
+            print!("{f}");
+        }
     }
 }

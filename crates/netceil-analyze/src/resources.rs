@@ -40,6 +40,11 @@ pub const WANTS_CPU_PCT: f64 = 5.0;
 /// A core this busy (%) had no time left for a thread that wanted more.
 pub const CORE_FULL_PCT: f64 = 95.0;
 
+/// Cores the workload may use this busy on average (%) left a runnable thread nowhere to go:
+/// the scheduler moves a waiting thread to an idle core, so a thread below a core on a core
+/// at least [`THREAD_SATURATED_PCT`] busy, while all of them were this busy, was starved too.
+pub const ALL_FULL_PCT: f64 = 90.0;
+
 /// What one of netceil's own load threads does, from the name netceil gave it (trusted only
 /// for the threads whose ids the load engine recorded); other threads' roles are unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,14 +221,26 @@ impl CpuAccount {
 
     /// A thread held below a core by its core being full of other work: it got less than it
     /// could have used (under [`THREAD_SATURATED_PCT`]) while that core had no time left
-    /// ([`CORE_FULL_PCT`]), so whatever filled the core is its ceiling, not the thread. A
+    /// ([`CORE_FULL_PCT`]), or nearly none while every other core it could move to was as busy
+    /// ([`ALL_FULL_PCT`]), so whatever filled the cores is its ceiling, not the thread. A
     /// thread whose core was not recorded is judged against the cores the workload may use.
     pub fn starved(&self, t: &WorkThread) -> Option<f64> {
         let busy = match t.cpu.and_then(|c| self.core(c)) {
             Some(core) => core.busy,
-            None => mean(&self.cores.iter().map(|c| c.busy).collect::<Vec<_>>())?,
+            None => self.all_busy()?,
         };
-        (t.cpu_pct < THREAD_SATURATED_PCT && busy >= CORE_FULL_PCT).then_some(busy)
+        (t.cpu_pct < THREAD_SATURATED_PCT && self.full(busy)).then_some(busy)
+    }
+
+    /// The mean busy share (%) of the cores the workload may use.
+    fn all_busy(&self) -> Option<f64> {
+        mean(&self.cores.iter().map(|c| c.busy).collect::<Vec<_>>())
+    }
+
+    /// True when a core this busy (%) left a thread that wanted more no time to get it.
+    fn full(&self, busy: f64) -> bool {
+        busy >= CORE_FULL_PCT
+            || (busy >= THREAD_SATURATED_PCT && self.all_busy().is_some_and(|a| a >= ALL_FULL_PCT))
     }
 }
 
@@ -242,7 +259,7 @@ impl CpuAccount {
                     && p.by_cpu
                         .keys()
                         .filter(|c| cpus.contains(c))
-                        .all(|c| self.core(*c).is_some_and(|core| core.busy >= CORE_FULL_PCT))
+                        .all(|c| self.core(*c).is_some_and(|core| self.full(core.busy)))
             })
             .collect()
     }
@@ -464,5 +481,38 @@ mod tests {
         assert!(acc.restricted);
         assert_eq!(acc.cpus(), vec![0]);
         assert_eq!(acc.outside.len(), 1);
+    }
+
+    /// A reader at 44 % of a core on CPU 0, busy `core0` %, beside CPU 1 busy `core1` %.
+    fn reader_beside(core0: f64, core1: f64) -> netceil_model::Run {
+        live_run(10, |s, r| {
+            cpu_row(
+                s,
+                r,
+                &[(20.0, core0 - 20.0, 0.0), (20.0, core1 - 20.0, 0.0)],
+            );
+            put(s, r, n::LOAD_RX_PPS, &[], 1e4);
+            let t: &[(&str, &str)] = &[(n::LABEL_TID, "7"), (n::LABEL_COMM, "reader")];
+            put(s, r, n::THREAD_CPU_PCT, t, 44.0);
+            put(s, r, n::THREAD_LAST_CPU, t, 0.0);
+        })
+    }
+
+    #[test]
+    fn a_thread_below_a_core_is_starved_only_when_no_core_had_time_for_it() {
+        let opts = Options::default();
+        let starved = |run: &netceil_model::Run| {
+            let ctx = Ctx::new(run, &opts);
+            let acc = CpuAccount::new(&ctx);
+            acc.starved(&acc.threads[0]).is_some()
+        };
+        // Its own core full.
+        assert!(starved(&reader_beside(97.0, 30.0)));
+        // Its core nearly full and the other as busy: nowhere to move to.
+        assert!(starved(&reader_beside(87.0, 99.0)));
+        // Its core nearly full, but the other had room the scheduler would have given it.
+        assert!(!starved(&reader_beside(87.0, 70.0)));
+        // Both busy, but its own core had a quarter idle it did not take: it wanted no more.
+        assert!(!starved(&reader_beside(75.0, 99.0)));
     }
 }

@@ -233,6 +233,22 @@ fn shares_that_cannot_add_up_are_marked() {
 }
 
 #[test]
+fn a_small_negative_share_in_a_row_that_adds_up_is_tolerated() {
+    // sysstat prints a counter that stepped back as a negative idle; the rest of the row
+    // adds up with it, so the row is the kernel's accounting, not a damaged file.
+    let i = damaged("sar-P-ALL-negative-idle.txt", Format::Sar);
+    marked(&i, 10, "%idle of CPU 0 is -20 at line 10");
+    marked(&i, 11, "%idle of CPU 1 is -8 at line 11");
+    assert_eq!(
+        i.run.meta.implausible.len(),
+        2,
+        "{:?}",
+        i.run.meta.implausible
+    );
+    assert_eq!(values(&i, &cpu("cpu_idle_pct", 0))[0], Some(-8.0));
+}
+
+#[test]
 fn time_that_runs_backwards_is_marked() {
     let i = damaged("sar-u-pasted-twice.txt", Format::Sar);
     marked(

@@ -30,6 +30,15 @@
 //! ceiling from [`LIMITED_SHARE_MIN`] while the flows were busy at least [`BUSY_MIN_PCT`] of
 //! the time. Confidence: 0.5 + 0.4 × the mean of the limited share (50 % → 0, 95 % → 1) and how
 //! busy the flows were (50 % → 0, 95 % → 1), × the data factor.
+//!
+//! A sender that fills the peer's window had more to send than the window let out, so a
+//! sending thread near a full core beside a peer window that was full in at least
+//! [`FILLED_EXPLAINS_SENDER`] of the judged intervals is the window's symptom (a small window
+//! costs more CPU per byte: more segments and acks), not a ceiling of its own; a sender short
+//! of CPU leaves the window part empty instead. The kernel's counts alone do not say that
+//! (they count time, not fill). A full send buffer does not clear the sender so: on loopback
+//! the sending thread itself delivers what it queued, and a writer that never slept on its
+//! buffer was not held by it.
 
 use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
@@ -92,6 +101,9 @@ struct Full {
 const FULL: f64 = 0.6;
 /// A window this much smaller than the other is the one that can fill.
 const SMALLER: f64 = 0.8;
+/// Share of judged busy flow-intervals (%) with the peer's window full, from which a busy
+/// sending thread is the window's symptom (see the header).
+pub const FILLED_EXPLAINS_SENDER: f64 = 80.0;
 
 fn full_shares(ctx: &Ctx) -> Full {
     let at = |m: Option<&Metric>, r: usize| m.and_then(|m| m.values.get(r).copied().flatten());
@@ -245,28 +257,33 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         ),
     };
     debug_assert_eq!(f.cause, cause);
+    let e = Entry::claim(
+        Class::Ceiling,
+        Resource::TcpFlow {
+            limit: limit.into(),
+        },
+        f,
+    )
+    .sized(
+        Quantity::new(
+            l.busy,
+            Unit::Percent,
+            "the time the flows had data to send (busy)",
+        ),
+        Quantity::new(
+            share * l.busy / 100.0,
+            Unit::Percent,
+            format!("of the time held by the {limit}"),
+        ),
+    )
+    .explains(Explains::cause(cause::SATURATION))
+    .explains(Explains::cause(cause::UNNAMED_CEILING));
     Some(
-        Entry::claim(
-            Class::Ceiling,
-            Resource::TcpFlow {
-                limit: limit.into(),
-            },
-            f,
-        )
-        .sized(
-            Quantity::new(
-                l.busy,
-                Unit::Percent,
-                "the time the flows had data to send (busy)",
-            ),
-            Quantity::new(
-                share * l.busy / 100.0,
-                Unit::Percent,
-                format!("of the time held by the {limit}"),
-            ),
-        )
-        .explains(Explains::cause(cause::SATURATION))
-        .explains(Explains::cause(cause::UNNAMED_CEILING)),
+        if h == Held::ReceiveWindow && l.full.rwnd >= FILLED_EXPLAINS_SENDER {
+            e.explains(Explains::cause(cause::SENDER_SATURATED))
+        } else {
+            e
+        },
     )
 }
 
@@ -433,5 +450,38 @@ mod tests {
     #[test]
     fn flows_with_little_to_send_were_held_by_nothing() {
         assert!(entry_on(&flows(20.0, 95.0, 0.0, 5.0, 0.0), check).is_none());
+    }
+
+    /// One busy flow whose in flight (acked rate × RTT) is `flight` bytes against a peer
+    /// window of 8 KiB and a congestion window of 10 × 64 KiB; the kernel counts a fifth of
+    /// busy time as receive-window limited.
+    fn one_flow(flight: f64) -> netceil_model::Run {
+        live_run(10, |s, r| {
+            put(s, r, netceil_model::names::LOAD_RX_BITS_PER_S, &[], 2e9);
+            let f: &[(&str, &str)] = &[(n::LABEL_FLOW, "1")];
+            put(s, r, TCP_BUSY_PCT, f, 99.0);
+            put(s, r, TCP_RWND_LIMITED_PCT, f, 20.0);
+            put(s, r, TCP_SNDBUF_LIMITED_PCT, f, 0.0);
+            put(s, r, TCP_CWND_LIMITED_PCT, f, 80.0);
+            put(s, r, n::TCP_BYTES_ACKED_PER_S, f, flight / 50e-6);
+            put(s, r, n::TCP_RTT_US, f, 50.0);
+            put(s, r, n::TCP_SND_WND_BYTES, f, 8192.0);
+            put(s, r, n::TCP_CWND, f, 10.0);
+            put(s, r, n::TCP_SND_MSS_BYTES, f, 65483.0);
+        })
+    }
+
+    #[test]
+    fn a_full_peer_window_makes_the_busy_sender_its_symptom() {
+        let e = entry_on(&one_flow(8000.0), check).expect("window");
+        assert_eq!(e.cause, cause::TCP_RECEIVE_WINDOW);
+        assert!(e
+            .explains
+            .contains(&Explains::cause(cause::SENDER_SATURATED)));
+        // Half full: the kernel's count alone is too small to name the window, and a sender
+        // that leaves the window part empty is not cleared by it.
+        assert!(entry_on(&one_flow(3000.0), check).is_none_or(|e| !e
+            .explains
+            .contains(&Explains::cause(cause::SENDER_SATURATED))));
     }
 }

@@ -475,6 +475,10 @@ pub(crate) const VMSTAT_SHARES: ShareRange = ShareRange {
 /// [`check_shares`]).
 pub(crate) const SHARE_SKEW: f64 = 5.0;
 
+/// How far below 0 a share may read in a row that still adds up to 100 (a counter that
+/// stepped back between two reads, the rest of the row consistent with it).
+pub(crate) const NEGATIVE_SKEW: f64 = 15.0;
+
 /// Whether a CPU row is an offline CPU as sysstat prints it: every share 0, idle included.
 pub(crate) fn is_offline(shares: &[(&str, f64)]) -> bool {
     !shares.is_empty() && shares.iter().all(|(_, v)| *v == 0.0)
@@ -497,11 +501,15 @@ pub(crate) fn check_shares(
         return;
     }
     // A few points past 0 or 100 are the kernel's tick accounting near full load (a CPU's
-    // idle and iowait ticks counted a little apart from its busy ones; sysstat prints the
-    // negative remainder as it finds it); past that margin no accounting explains them.
+    // idle and iowait counters can step back a little on tickless kernels, and sysstat prints
+    // the negative remainder as it finds it, the row still adding up to 100); past that margin,
+    // or negative in a row that does not add up, no accounting explains them.
+    let sum: f64 = shares.iter().map(|(_, v)| v).sum();
+    let adds_up = (range.low..=range.high).contains(&sum);
+    let floor = if adds_up { -NEGATIVE_SKEW } else { -SHARE_SKEW };
     if let Some((name, v)) = shares
         .iter()
-        .find(|(_, v)| *v > 100.0 + SHARE_SKEW || *v < -SHARE_SKEW)
+        .find(|(_, v)| *v > 100.0 + SHARE_SKEW || *v < floor)
     {
         checks.mark(
             Check::Shares,
@@ -513,7 +521,6 @@ pub(crate) fn check_shares(
         );
         return;
     }
-    let sum: f64 = shares.iter().map(|(_, v)| v).sum();
     let without: f64 = shares
         .iter()
         .filter(|(n, _)| !optional.contains(n))
