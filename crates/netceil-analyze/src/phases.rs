@@ -6,9 +6,11 @@
 //!
 //! The split keys on one metric, the first that shows a load, in this order:
 //! 1. the workload's own figures (`load_rx_bits_per_s`, `load_rx_pps`, …): zero when idle;
-//! 2. the busiest interface's bit rate, then packet rate: background traffic is ignored below
+//! 2. the bytes its TCP connections had acked (sock_diag), from 125 kB/s (1 Mbit/s): less is
+//!    a control connection beside the real traffic, such as iperf3's for a UDP test;
+//! 3. the busiest interface's bit rate, then packet rate: background traffic is ignored below
 //!    1 Mbit/s or 1000 pkt/s;
-//! 3. activity: `cs_per_s`, `intr_per_s`, `cpu_busy_pct` (imported logs without throughput),
+//! 4. activity: `cs_per_s`, `intr_per_s`, `cpu_busy_pct` (imported logs without throughput),
 //!    which must rise at least 2× above their idle level (5th percentile) to count.
 //!
 //! With `idle` the idle level and `plateau` the median of the rows above the midpoint between
@@ -111,13 +113,16 @@ fn candidates(series: &Series) -> Vec<(&Metric, KeyKind)> {
         n::LOAD_TRANSACTIONS_PER_S,
         n::LOAD_TX_BITS_PER_S,
         n::LOAD_TX_PPS,
-        // The workload's own TCP connections (sock_diag): its traffic, in whatever network
-        // namespace it ran.
-        n::TCP_BYTES_ACKED_PER_S,
     ] {
         if let Some(m) = series.total(name) {
             out.push((m, KeyKind::Workload));
         }
+    }
+    // The workload's own TCP connections (sock_diag): its traffic, in whatever network
+    // namespace it ran, once it is more than a control connection's few bytes (iperf3's UDP
+    // tests keep one beside the datagrams).
+    if let Some(m) = series.total(n::TCP_BYTES_ACKED_PER_S) {
+        out.push((m, KeyKind::Traffic));
     }
     for names in [
         [n::IFACE_RX_BITS_PER_S, n::IFACE_TX_BITS_PER_S],
@@ -185,6 +190,7 @@ fn split(values: &[Option<f64>], kind: KeyKind, unit: Unit) -> Result<Phases, St
         KeyKind::Traffic => {
             let floor = match unit {
                 Unit::BitsPerSecond => 1e6,
+                Unit::BytesPerSecond => 125e3,
                 Unit::PacketsPerSecond => 1e3,
                 _ => 0.0,
             };
@@ -311,6 +317,34 @@ mod tests {
         let level = p.load_level.unwrap();
         assert!((level - 25000.0).abs() < 1500.0, "{level}");
         assert_eq!(p.load_window_s(&s), Some((5.0, 25.0)));
+    }
+
+    #[test]
+    fn a_control_connections_few_bytes_are_not_the_load() {
+        // iperf3 -u: its TCP control connection acks a few hundred bytes in the first second;
+        // the datagrams show on the interface for five.
+        let mut s = series(
+            n::TCP_BYTES_ACKED_PER_S,
+            Unit::BytesPerSecond,
+            &[123.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        );
+        for (row, v) in [2.9e8, 3e8, 3e8, 3e8, 3e8, 0.0].into_iter().enumerate() {
+            let id = MetricId::new(n::IFACE_RX_BITS_PER_S).with(n::LABEL_IFACE, "lo");
+            s.set_at(row, &id, Unit::BitsPerSecond, v);
+        }
+        let p = phases(&s);
+        assert_eq!(
+            p.key.map(|k| k.name),
+            Some(n::IFACE_RX_BITS_PER_S.to_string())
+        );
+        assert_eq!(p.load, 0..5);
+        // A real transfer keys on the connection's own bytes.
+        let s = series(
+            n::TCP_BYTES_ACKED_PER_S,
+            Unit::BytesPerSecond,
+            &[0.0, 1e8, 1e8, 1e8, 0.0],
+        );
+        assert_eq!(phases(&s).load, 1..4);
     }
 
     #[test]

@@ -38,6 +38,36 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     quantile(xs, 0.5)
 }
 
+/// The chi-square distribution's 0.1 % quantile for `k` degrees of freedom: exact values to
+/// 10, the Wilson–Hilferty approximation above (which errs low there, the safe side for
+/// [`flatter_than_chance`]).
+fn chi2_q001(k: usize) -> f64 {
+    const EXACT: [f64; 10] = [
+        1.571e-6, 0.002001, 0.02430, 0.09080, 0.2102, 0.3811, 0.5985, 0.8571, 1.152, 1.479,
+    ];
+    match k {
+        0 => 0.0,
+        1..=10 => EXACT[k - 1],
+        _ => {
+            let k = k as f64;
+            let a = 2.0 / (9.0 * k);
+            k * (1.0 - a - 3.090_232 * a.sqrt()).max(0.0).powi(3)
+        }
+    }
+}
+
+/// Whether `n` rows whose population cv was `observed` are flatter than rows spread by
+/// chance with cv `chance` could be, but one time in a thousand: n·(observed/chance)² is
+/// chi-square with n − 1 degrees of freedom. Few rows can only pass for very flat ones (two
+/// rows never do), so a steady lossy path is not mistaken for a limiter by luck.
+pub fn flatter_than_chance(observed: f64, chance: f64, n: usize) -> bool {
+    if n < 3 || chance <= 0.0 || !observed.is_finite() || !chance.is_finite() {
+        return false;
+    }
+    let r = observed / chance;
+    n as f64 * r * r <= chi2_q001(n - 1)
+}
+
 /// Population standard deviation.
 pub fn stddev(xs: &[f64]) -> Option<f64> {
     let m = mean(xs)?;
@@ -71,6 +101,43 @@ pub fn mean_strength(parts: &[Option<f64>]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows of a steady offer passed by chance (normal spread, cv `chance`) are called flat
+    /// about one time in a thousand whatever their count; rows held at a rate are.
+    #[test]
+    fn chance_is_rarely_flat_and_a_held_rate_is() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut uniform = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let chance = 0.0016;
+        for n in [3, 5, 10, 30] {
+            let trials = 20_000;
+            let mut flat = 0;
+            for _ in 0..trials {
+                let rows: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let (u, v) = (uniform().max(1e-300), uniform());
+                        let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                        19_000.0 * (1.0 + chance * z)
+                    })
+                    .collect();
+                if flatter_than_chance(cv(&rows).unwrap(), chance, n) {
+                    flat += 1;
+                }
+            }
+            let rate = flat as f64 / trials as f64;
+            assert!(rate < 0.003, "{n} rows: flat {rate} of the time by chance");
+        }
+        assert!(flatter_than_chance(chance / 100.0, chance, 3));
+        assert!(flatter_than_chance(chance / 10.0, chance, 5));
+        assert!(!flatter_than_chance(0.0, chance, 2));
+        // The approximation joins the table without a jump the wrong way.
+        assert!(chi2_q001(11) >= chi2_q001(10) && chi2_q001(11) < 2.0);
+    }
 
     #[test]
     fn quantiles_interpolate() {

@@ -20,8 +20,9 @@
 //!
 //! Random loss in the path under a steady offer passes a steady share too, but with the
 //! spread of chance: each datagram gets through with probability p, so arrivals of n offered a
-//! row vary with cv √((1 − p) / (p n)). Arrivals four times flatter than that, or flat while
-//! the offer swung, were held at a rate.
+//! row vary with cv √((1 − p) / (p n)). Arrivals flatter than that beyond what chance gives
+//! one time in a thousand over the rows there are ([`flatter_than_chance`]: with five rows,
+//! a cv below 0.13 of chance's), or flat while the offer swung, were held at a rate.
 //!
 //! What looks the same: a sender that itself was saturated (then the run was generator-limited
 //! and the far end's full core may be the consequence of a ceiling here too). The rule needs
@@ -37,7 +38,7 @@ use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
 use crate::fmt;
 use crate::ledger::{Class, Entry, Explains};
-use crate::stats::{cv, mean, present, ramp};
+use crate::stats::{cv, flatter_than_chance, mean, present, ramp};
 
 /// Where the far end's packets died, and how many.
 struct FarLoss {
@@ -116,12 +117,14 @@ struct Ingress {
     rate: f64,
     cv: Option<f64>,
     binomial_cv: Option<f64>,
+    /// How many rows the cv is over.
+    rows: usize,
 }
 
 impl Ingress {
     fn flat(&self) -> bool {
         match (self.cv, self.binomial_cv) {
-            (Some(a), Some(b)) => a <= 0.02 && a <= b / 4.0,
+            (Some(a), Some(b)) => a <= 0.02 && flatter_than_chance(a, b, self.rows),
             _ => false,
         }
     }
@@ -159,6 +162,7 @@ fn ingress(far: &FarEnd, loss: &FarLoss, iface_pps: Option<f64>) -> Option<Ingre
         rate,
         cv: cv(&rows),
         binomial_cv,
+        rows: rows.len(),
     })
 }
 
@@ -307,7 +311,8 @@ fn measure<'a>(ctx: &Ctx<'a>) -> Option<Far<'a>> {
         && match (cv_arr, cv_off) {
             (Some(a), Some(o)) => {
                 a <= 0.02
-                    && ((o >= 0.01 && a <= o / 4.0) || binomial_cv.is_some_and(|b| a <= b / 4.0))
+                    && ((o >= 0.01 && a <= o / 4.0)
+                        || binomial_cv.is_some_and(|b| flatter_than_chance(a, b, arrivals.len())))
             }
             _ => false,
         };
