@@ -248,13 +248,29 @@ impl Far<'_> {
     }
 
     /// Held at a rate in the path: most of the loss never reached the far interface, and
-    /// arrivals stayed flat while the offer swung, below the offer.
+    /// arrivals stayed flat while the offer swung (or flatter than chance), below the offer;
+    /// or most of what was sent vanished there while arrivals held steady (see
+    /// [`Far::most_lost_in_path`]).
     fn path_held(&self) -> bool {
         self.path_dominates
-            && self.flat
+            && (self.flat || self.most_lost_in_path())
             && mean(&self.arrivals).is_some_and(|a| a < 0.97 * self.r.tx_pps)
     }
+
+    /// Most of what was sent ([`MOST_LOST`] or more) never reached the far end, and what did
+    /// arrived at a steady rate (cv at most 2 %). A steady offer cannot tell a limiter from
+    /// random loss by the arrivals' swings, but loss that large is what a limiter below the
+    /// offer does; random loss on that scale is a broken link, which the words name as the
+    /// alternative, with the way to tell (a limiter's arrivals stay put when the offer moves).
+    fn most_lost_in_path(&self) -> bool {
+        self.in_path as f64 >= MOST_LOST * self.loss.sent as f64
+            && self.cv_arr.is_some_and(|c| c <= 0.02)
+            && self.arrivals.len() >= 2
+    }
 }
+
+/// Share of what was sent that, lost in the path, makes a steady arrival rate a limiter's.
+const MOST_LOST: f64 = 0.5;
 
 fn measure<'a>(ctx: &Ctx<'a>) -> Option<Far<'a>> {
     let r = ctx.run.results.as_ref()?;
@@ -465,23 +481,38 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
     } else {
         String::new()
     };
+    let share = m.in_path as f64 / m.loss.sent.max(1) as f64;
+    let how = if m.flat {
+        format!(
+            "arrivals there stayed flat while the {} offered swung",
+            fmt::pps(m.r.tx_pps)
+        )
+    } else {
+        format!(
+            "{} of what was sent vanished there while arrivals held steady (cv {:.2} %)",
+            fmt::pct(share * 100.0),
+            m.cv_arr.unwrap_or(0.0) * 100.0
+        )
+    };
+    let swing = if m.flat {
+        0.2 * ramp(
+            m.cv_off.unwrap_or(0.0) / m.cv_arr.unwrap_or(1.0).max(1e-6),
+            4.0,
+            20.0,
+        )
+    } else {
+        0.0
+    };
     let mut f = finding(
         cause::SHAPER,
         format!(
-            "Something in the path between this host and the receiver {} held the traffic at {}{bits}: {} of the {} datagrams sent never reached the far end's interface, neither end counted a drop for them, and arrivals there stayed flat while the {} offered swung. A policer, a shaper or a full link between the hosts.",
+            "Something in the path between this host and the receiver {} held the traffic at {}{bits}: {} of the {} datagrams sent never reached the far end's interface, neither end counted a drop for them, and {how}. A policer, a shaper or a full link between the hosts.",
             m.host(),
             fmt::pps(held),
             fmt::si(m.in_path as f64),
             fmt::si(m.loss.sent as f64),
-            fmt::pps(m.r.tx_pps)
         ),
-        (0.5 + 0.2 * ramp(m.in_path as f64 / m.loss.sent.max(1) as f64, 1e-3, 0.05)
-            + 0.2 * ramp(
-                m.cv_off.unwrap_or(0.0) / m.cv_arr.unwrap_or(1.0).max(1e-6),
-                4.0,
-                20.0,
-            ))
-            * ctx.data_factor(),
+        (0.5 + 0.2 * ramp(share, 1e-3, 0.05) + swing) * ctx.data_factor(),
     );
     f.evidence.push(ctx.ev(
         format!(
@@ -496,9 +527,14 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
             m.cv_off.unwrap_or(0.0) * 100.0
         ),
     ));
-    f.alternatives.push(
-        "random loss in the path: ruled out because arrivals did not follow the offered rate's swings (a lossy path passes a fixed share of whatever is offered)".into(),
-    );
+    f.alternatives.push(if m.flat {
+        "random loss in the path: ruled out because arrivals did not follow the offered rate's swings (a lossy path passes a fixed share of whatever is offered)".into()
+    } else {
+        format!(
+            "random loss of {} in the path (a failing link): not ruled out by this run, whose offer held too steady to show whether arrivals follow it; run at a lower rate: a limiter still passes the same rate, a lossy path a fixed share",
+            fmt::pct(share * 100.0)
+        )
+    });
     f.advice.push(advice(
         "find the limiter on the path: the switch or router ports' drop counters, policers (tc police, nftables limit, cloud bandwidth caps), and each link's speed; then offer no more than it passes",
         "sent and arrived at the far interface agree",
@@ -861,6 +897,25 @@ mod tests {
         ];
         let f = on(&across(800_000, 200_000, &held, 0.0, 0.0), check).expect("limiter");
         assert_eq!(f.cause, cause::SHAPER, "{}", f.summary);
+        // Most of a steady offer vanished in the path and arrivals held steady, no flatter
+        // than chance: a limiter, with random loss that large left as the alternative to test.
+        let steady = [
+            20e3, 20_060.0, 19_940.0, 20e3, 20_050.0, 19_950.0, 20e3, 20e3,
+        ];
+        let f = on(&across(800_000, 200_000, &steady, 0.0, 0.0), check).expect("limiter");
+        assert_eq!(f.cause, cause::SHAPER, "{}", f.summary);
+        assert!(
+            f.summary.contains("80 % of what was sent vanished"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.alternatives
+                .iter()
+                .any(|a| a.contains("random loss of 80 %")),
+            "{:?}",
+            f.alternatives
+        );
         // The far end's backlog dropped them before its interface counter saw them (a veth
         // counts only what the backlog took): the far end, not the path.
         let mut backlog = across(400_000, 600_000, &flat, 0.0, 0.05);
