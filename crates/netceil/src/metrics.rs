@@ -164,8 +164,18 @@ pub fn expose(name: &str, unit: Unit) -> Exposed {
         match unit {
             Unit::Percent => (&["_pct", "_percent"], "", Some("ratio"), 100.0),
             Unit::Ratio => (&["_ratio"], "", Some("ratio"), 1.0),
-            Unit::BitsPerSecond => (&["_bits_per_s", "_bps"], "", Some("bytes_per_second"), 8.0),
-            Unit::BytesPerSecond => (&["_bytes_per_s"], "", Some("bytes_per_second"), 1.0),
+            Unit::BitsPerSecond => (
+                &["_bits_per_s", "_bps", "_per_s"],
+                "",
+                Some("bytes_per_second"),
+                8.0,
+            ),
+            Unit::BytesPerSecond => (
+                &["_bytes_per_s", "_per_s"],
+                "",
+                Some("bytes_per_second"),
+                1.0,
+            ),
             Unit::PacketsPerSecond => (
                 &["_pps", "_packets_per_s"],
                 "_packets",
@@ -1076,6 +1086,22 @@ pub(crate) fn from_flag(addr: Option<SocketAddr>) -> Result<Option<MetricsServer
 mod tests {
     use super::*;
     use netceil_model::{names as n, Evidence, RunSource};
+
+    /// promtool refuses abbreviated units in a name (`_per_s`, `_pct`, `_us`…), so no model
+    /// metric, whatever its name ends in, may keep one once exposed.
+    #[test]
+    fn no_model_metric_is_exposed_with_an_abbreviated_unit() {
+        for (name, unit) in n::ALL {
+            let family = expose(name, *unit).family();
+            let words: Vec<&str> = family.split('_').collect();
+            for bad in ["s", "pct", "pps", "bps", "us", "ms", "ns"] {
+                let abbreviated = words.iter().enumerate().any(|(i, w)| {
+                    *w == bad && (bad != "s" || words.get(i.wrapping_sub(1)) == Some(&"per"))
+                });
+                assert!(!abbreviated, "{name} ({unit:?}) is exposed as {family}");
+            }
+        }
+    }
 
     #[test]
     fn the_prometheus_text_format_renames_counters_and_info_and_drops_what_it_lacks() {
