@@ -129,6 +129,11 @@ pub struct RunMeta {
     /// when it had one, and what the workload did against it over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_quota: Option<CpuQuota>,
+    /// How long the lock table was gathered, seconds, when netceil gathered it itself (the
+    /// locks probe's attach time). The lock waits are sized against this window × the CPUs;
+    /// an imported profile's window is given with `analyze --window`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks_window_s: Option<f64>,
 }
 
 /// A cgroup's CPU quota against what the workload used of it.

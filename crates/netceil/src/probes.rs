@@ -20,6 +20,8 @@ struct Collected {
     attached: Vec<Probe>,
     refused: Vec<(Probe, String)>,
     stack_every: u32,
+    /// Wall time from attaching to the last read, seconds.
+    attached_s: f64,
 }
 
 /// Probes attached and being read.
@@ -88,6 +90,7 @@ impl ProbeSession {
             .name("netceil-probes".into())
             .spawn(move || {
                 let lock = || p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let attached_at = Instant::now();
                 let mut snaps = vec![lock().snapshot()];
                 let mut comm = HashMap::new();
                 let mut next = Instant::now() + interval;
@@ -117,6 +120,7 @@ impl ProbeSession {
                     attached: p.attached().to_vec(),
                     refused,
                     stack_every: p.config().lock_stack_every,
+                    attached_s: attached_at.elapsed().as_secs_f64(),
                 }
             })
             .map_err(|e| {
@@ -183,6 +187,7 @@ impl ProbeSession {
             });
             let (table, notes) = merge::lock_table(&c.locks.0, &c.locks.1, &ksyms, c.stack_every);
             run.locks = table;
+            run.meta.locks_window_s = Some(c.attached_s);
             run.notes.extend(notes);
         }
         let names: Vec<&str> = c.attached.iter().map(|p| p.name()).collect();

@@ -134,7 +134,8 @@ fn the_locks_probe_catches_a_contended_pipe_in_someone_elses_program() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     leaves_nothing(|| {
-        // Four writers on one pipe: each write takes the pipe's mutex.
+        // Four writers on one pipe: each write takes the pipe's mutex. Enough of them to
+        // last a few one-second rows even on a quiet machine.
         let (code, run, err) = netceil(&[
             "watch",
             "--probe",
@@ -144,7 +145,7 @@ fn the_locks_probe_catches_a_contended_pipe_in_someone_elses_program() {
             "--",
             "sh",
             "-c",
-            "for i in 1 2 3 4; do dd if=/dev/zero bs=4096 count=100000 status=none & done | dd of=/dev/null bs=4096 status=none",
+            "for i in 1 2 3 4; do dd if=/dev/zero bs=4096 count=400000 status=none & done | dd of=/dev/null bs=4096 status=none",
         ]);
         assert_eq!(code, 0, "{err}");
         assert!(err.contains("probes attached: locks"), "{err}");

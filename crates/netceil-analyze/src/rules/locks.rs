@@ -153,6 +153,9 @@ fn window(ctx: &Ctx) -> Option<(f64, &'static str)> {
     if let Some(w) = ctx.opts.window_s.filter(|w| *w > 0.0) {
         return Some((w, "as given"));
     }
+    if let Some(w) = ctx.run.meta.locks_window_s.filter(|w| *w > 0.0) {
+        return Some((w, "the lock probe's attach time"));
+    }
     if let Some(&last) = ctx.series().t_s.last() {
         if last > 0.0 {
             return Some((last, "the run's length"));
@@ -549,6 +552,18 @@ mod tests {
         let f = run_with(&run, Some(30.0), Some(8)).unwrap();
         assert!(f.summary.contains("on rt"), "{}", f.summary);
         assert!(f.alternatives[0].contains("turnstile chain"));
+    }
+
+    /// A lock table netceil's own probe gathered carries the probe's attach time: a wait of a
+    /// short run is sized against that, not judged as if the profile could have been 30 s.
+    #[test]
+    fn the_probes_attach_time_is_the_window() {
+        let mut run = profile(vec![lock("pipe->mutex", 0.23)]);
+        assert!(run_with(&run, None, Some(2)).is_none());
+        run.meta.locks_window_s = Some(0.8);
+        run.meta.host.cpus = Some(2);
+        let f = run_with(&run, None, Some(2)).expect("0.23 s of 1.6 CPU-s is a ceiling");
+        assert!(f.summary.contains("pipe->mutex"), "{}", f.summary);
     }
 
     #[test]

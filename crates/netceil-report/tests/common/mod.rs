@@ -255,6 +255,7 @@ pub fn full_run() -> Run {
                 line: Some(3),
                 what: "CPU 0 appears again at line 3 inside the block that began at line 1".into(),
             }],
+            locks_window_s: Some(9.5),
         },
         series: full_series(),
         results: Some(full_results()),
