@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::cli::AnalyzeArgs;
 use crate::observe::open_store;
-use crate::{summary, Failure};
+use crate::{summary, Done, Failure, Outcome};
 
 fn read_input(arg: &str) -> Result<String, Failure> {
     let bytes = if arg == "-" {
@@ -89,7 +89,7 @@ fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
     Ok(imported.run)
 }
 
-pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
+pub fn run(args: AnalyzeArgs) -> Outcome {
     let store = open_store(args.no_store);
     let options = netceil_analyze::Options {
         window_s: args.window.map(|d| d.as_secs_f64()),
@@ -134,7 +134,7 @@ pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
             runs.push(run);
         }
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if args.json {
         let mut doc = if runs.len() == 1 {
             serde_json::to_value(&runs[0])
@@ -155,7 +155,7 @@ pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
         }
         serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
-        return Ok(0);
+        return Ok(stored_or_not(&args, store.as_ref()));
     }
     for run in &runs {
         writeln!(out, "{}", describe(run)).context("writing to stdout")?;
@@ -172,7 +172,12 @@ pub fn run(args: AnalyzeArgs) -> Result<u8, Failure> {
         }
         .context("writing to stdout")?;
     }
-    Ok(0)
+    Ok(stored_or_not(&args, store.as_ref()))
+}
+
+/// Runs that were to be stored and were not (the store could not be opened): exit code 1.
+fn stored_or_not(args: &AnalyzeArgs, store: Option<&netceil_store::Store>) -> Done {
+    crate::observe::store_outcome(args.no_store, store.is_some())
 }
 
 fn describe(run: &Run) -> String {

@@ -7,9 +7,9 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::cli::{Cli, GenShell, ManArgs};
-use crate::Failure;
+use crate::{Done, Failure, Outcome};
 
-pub fn completions(shell: GenShell) -> Result<u8, Failure> {
+pub fn completions(shell: GenShell) -> Outcome {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     let shell = match shell {
@@ -20,14 +20,13 @@ pub fn completions(shell: GenShell) -> Result<u8, Failure> {
         GenShell::Powershell => clap_complete::Shell::PowerShell,
     };
     clap_complete::generate(shell, &mut cmd, "netceil", &mut out);
-    std::io::stdout()
-        .lock()
+    crate::out::stdout()
         .write_all(&out)
         .context("writing to stdout")?;
-    Ok(0)
+    Ok(Done::Success)
 }
 
-pub fn man(args: ManArgs) -> Result<u8, Failure> {
+pub fn man(args: ManArgs) -> Outcome {
     let cmd = Cli::command();
     match &args.out {
         None => {
@@ -35,19 +34,26 @@ pub fn man(args: ManArgs) -> Result<u8, Failure> {
             clap_mangen::Man::new(cmd)
                 .render(&mut page)
                 .context("rendering the man page")?;
-            std::io::stdout()
-                .lock()
+            crate::out::stdout()
                 .write_all(&page)
                 .context("writing to stdout")?;
         }
         Some(dir) => {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Failure::of_path(
+                    &e,
+                    anyhow::anyhow!(
+                        "--out {}: cannot make a directory there: {e}",
+                        dir.display()
+                    ),
+                )
+            })?;
             let mut written = 0;
             write_pages(&cmd, "netceil", dir, &mut written)?;
             eprintln!("netceil: {written} man pages written to {}", dir.display());
         }
     }
-    Ok(0)
+    Ok(Done::Success)
 }
 
 /// One page for `cmd` (named `name`), then one per subcommand, `netceil-lab-up.1` style.
@@ -63,7 +69,12 @@ fn write_pages(
     clap_mangen::Man::new(cmd.clone())
         .render(&mut page)
         .context("rendering a man page")?;
-    std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(&path, page).map_err(|e| {
+        Failure::of_path(
+            &e,
+            anyhow::anyhow!("--out: cannot write {}: {e}", path.display()),
+        )
+    })?;
     *written += 1;
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         write_pages(sub, &format!("{name}-{}", sub.get_name()), dir, written)?;

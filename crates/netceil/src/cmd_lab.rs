@@ -23,7 +23,7 @@ use netceil_model::{MetricId, Run, Unit};
 use serde_json::json;
 
 use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
-use crate::Failure;
+use crate::{Done, Failure, Outcome};
 
 /// The port the receiver listens on inside the lab (the lab's namespaces hold nothing else).
 const PORT: u16 = 5201;
@@ -79,7 +79,7 @@ fn need_root() -> Result<(), Failure> {
     }
 }
 
-pub fn run(args: LabArgs) -> Result<u8, Failure> {
+pub fn run(args: LabArgs) -> Outcome {
     match args.command {
         LabCommand::Up(a) => {
             need_root()?;
@@ -88,17 +88,17 @@ pub fn run(args: LabArgs) -> Result<u8, Failure> {
             let spec = LabSpec::new(&name, t, a.mtu).map_err(lab_failure)?;
             let j = journal()?;
             topo::up_persistent(&j, &spec).map_err(lab_failure)?;
-            println!(
+            crate::outln!(
                 "lab {name} is up: {} ({}), MTU {}",
                 t.name(),
                 t.path(),
                 spec.mtu
             );
             print_spec(&spec);
-            println!(
+            crate::outln!(
                 "run across it: netceil lab run --name {name} -- run udp --size 64 --duration 10\ntake it down: netceil lab down {name}"
             );
-            Ok(0)
+            Ok(Done::Success)
         }
         LabCommand::Down(a) => {
             need_root()?;
@@ -122,24 +122,28 @@ pub fn run(args: LabArgs) -> Result<u8, Failure> {
                 topo::down(&j, &name).map_err(lab_failure)?
             };
             for x in &r.reverted {
-                println!("reverted: {x}");
+                crate::outln!("reverted: {x}");
             }
             if r.reverted.is_empty() && r.failed.is_empty() {
-                println!("nothing to revert");
+                crate::outln!("nothing to revert");
             }
             for x in &r.failed {
                 eprintln!("netceil: could not revert {x}");
             }
-            Ok(if r.failed.is_empty() { 0 } else { 1 })
+            Ok(if r.failed.is_empty() {
+                Done::Success
+            } else {
+                Done::Reported
+            })
         }
         LabCommand::List => {
             let j = journal()?;
             let labs = topo::persistent_labs(&j).map_err(lab_failure)?;
             if labs.is_empty() {
-                println!("no lab is up");
+                crate::outln!("no lab is up");
             }
             for l in &labs {
-                println!(
+                crate::outln!(
                     "{}  {}  MTU {}  {}",
                     l.name,
                     l.topology.name(),
@@ -153,7 +157,7 @@ pub fn run(args: LabArgs) -> Result<u8, Failure> {
             }
             let stale = j.stale().map_err(lab_failure)?;
             if !stale.is_empty() {
-                println!(
+                crate::outln!(
                     "left by a killed netceil: {}; `netceil lab down --all` reverts them",
                     stale
                         .iter()
@@ -165,13 +169,13 @@ pub fn run(args: LabArgs) -> Result<u8, Failure> {
             if nix::unistd::geteuid().is_root() {
                 let orphans = topo::orphan_namespaces(&j).map_err(lab_failure)?;
                 if !orphans.is_empty() {
-                    println!(
+                    crate::outln!(
                         "netceil namespaces no journal here accounts for: {}",
                         orphans.join(", ")
                     );
                 }
             }
-            Ok(0)
+            Ok(Done::Success)
         }
         LabCommand::Run(a) => lab_run(a),
         LabCommand::Compare(a) => lab_compare(a),
@@ -179,12 +183,17 @@ pub fn run(args: LabArgs) -> Result<u8, Failure> {
 }
 
 fn print_spec(spec: &LabSpec) {
-    println!(
+    crate::outln!(
         "  sender    {} {} {}\n  receiver  {} {} {}",
-        spec.ns_a, spec.iface_a, spec.addr_a, spec.ns_b, spec.iface_b, spec.addr_b
+        spec.ns_a,
+        spec.iface_a,
+        spec.addr_a,
+        spec.ns_b,
+        spec.iface_b,
+        spec.addr_b
     );
     if let Some(m) = &spec.ns_m {
-        println!("  middle    {m} {}", spec.middle_ifaces.join(" "));
+        crate::outln!("  middle    {m} {}", spec.middle_ifaces.join(" "));
     }
 }
 
@@ -600,14 +609,14 @@ fn run_once(
     let stdout = reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
     if stdout.is_empty() {
-        return Err(Failure {
-            code: u8::try_from(status.code().unwrap_or(1)).unwrap_or(1),
-            error: anyhow!(
+        return Err(Failure::with_code(
+            status.code().unwrap_or(1),
+            anyhow!(
                 "the workload failed in {} ({status}): {}",
                 spec.ns_a,
                 stderr.trim()
             ),
-        });
+        ));
     }
     let mut run: Run = serde_json::from_slice(&stdout).context("reading the sender's JSON run")?;
     let totals = sampler.merge_into(&mut run);
@@ -784,7 +793,7 @@ fn verdict_of(run: &Run) -> String {
         .unwrap_or_else(|| "no finding".into())
 }
 
-fn lab_run(a: LabRunArgs) -> Result<u8, Failure> {
+fn lab_run(a: LabRunArgs) -> Outcome {
     need_root()?;
     let w = workload(&a.workload)?;
     let knobs = a
@@ -860,7 +869,7 @@ fn lab_run(a: LabRunArgs) -> Result<u8, Failure> {
         eprintln!("netceil: {p}");
     }
     outcome?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if a.json {
         let doc = json!({
             "lab": { "name": spec.name, "topology": spec.topology.name(), "mtu": spec.mtu },
@@ -884,9 +893,9 @@ fn lab_run(a: LabRunArgs) -> Result<u8, Failure> {
         write!(out, "{}", knob_table(&knobs, &results)).context("writing to stdout")?;
     }
     if !problems.is_empty() {
-        return Ok(1);
+        return Ok(Done::Reported);
     }
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(Done::Success)
 }
 
 /// How throughput, cs/s and in/s moved with each knob value, and which value won.
@@ -965,7 +974,7 @@ struct TopoResult {
     ceiling_pps: Option<f64>,
 }
 
-fn lab_compare(a: LabCompareArgs) -> Result<u8, Failure> {
+fn lab_compare(a: LabCompareArgs) -> Outcome {
     need_root()?;
     let w = workload(&a.workload)?;
     let topologies = a
@@ -1094,7 +1103,7 @@ fn lab_compare(a: LabCompareArgs) -> Result<u8, Failure> {
         std::fs::write(path, netceil_report::html_report(&runs))
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &report.json).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
@@ -1105,9 +1114,9 @@ fn lab_compare(a: LabCompareArgs) -> Result<u8, Failure> {
         }
     }
     if !problems.is_empty() {
-        return Ok(1);
+        return Ok(Done::Reported);
     }
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(Done::Success)
 }
 
 /// The run whose packet rate is the median of its topology's repeats.

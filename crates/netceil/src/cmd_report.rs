@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::cli::{CompareArgs, CompareFormat, ExportArgs, ExportFormat, ReportArgs};
 use crate::cmd_store::{open, resolve};
-use crate::Failure;
+use crate::{Done, Failure, Outcome};
 
 /// Writes to a file, or to stdout for `-`; the file is written whole or not at all.
 fn write_to(
@@ -15,14 +15,14 @@ fn write_to(
     write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
 ) -> Result<(), Failure> {
     if path == Path::new("-") {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         write(&mut out)?;
         out.flush().context("writing to stdout")?;
         return Ok(());
     }
     let tmp = path.with_extension("partial");
     let file = File::create(&tmp)
-        .map_err(|e| Failure::usage(anyhow!("cannot create {}: {e}", tmp.display())))?;
+        .map_err(|e| Failure::of_path(&e, anyhow!("cannot create {}: {e}", tmp.display())))?;
     let mut w = BufWriter::new(file);
     write(&mut w)?;
     w.flush()
@@ -32,7 +32,7 @@ fn write_to(
     Ok(())
 }
 
-pub fn export(args: ExportArgs) -> Result<u8, Failure> {
+pub fn export(args: ExportArgs) -> Outcome {
     let store = open()?;
     let id = resolve(&store, &args.run)?;
     let run = store
@@ -55,10 +55,10 @@ pub fn export(args: ExportArgs) -> Result<u8, Failure> {
             args.format
         );
     }
-    Ok(0)
+    Ok(Done::Success)
 }
 
-pub fn report(args: ReportArgs) -> Result<u8, Failure> {
+pub fn report(args: ReportArgs) -> Outcome {
     let store = open()?;
     let mut runs = Vec::new();
     for spec in &args.runs {
@@ -81,10 +81,10 @@ pub fn report(args: ReportArgs) -> Result<u8, Failure> {
             if runs.len() == 1 { "" } else { "s" }
         );
     }
-    Ok(0)
+    Ok(Done::Success)
 }
 
-pub fn compare(args: CompareArgs) -> Result<u8, Failure> {
+pub fn compare(args: CompareArgs) -> Outcome {
     let store = open()?;
     let a = store
         .get_run(&resolve(&store, &args.a)?)
@@ -93,7 +93,7 @@ pub fn compare(args: CompareArgs) -> Result<u8, Failure> {
         .get_run(&resolve(&store, &args.b)?)
         .context("reading run B")?;
     let c = netceil_report::compare(&a, &b);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     match args.format {
         CompareFormat::Table => write!(out, "{}", netceil_report::compare_table(&c)),
         CompareFormat::Markdown => write!(out, "{}", netceil_report::compare_markdown(&c)),
@@ -103,5 +103,5 @@ pub fn compare(args: CompareArgs) -> Result<u8, Failure> {
         }
     }
     .context("writing to stdout")?;
-    Ok(0)
+    Ok(Done::Success)
 }

@@ -23,7 +23,7 @@ use crate::cli::{
 use crate::live::Live;
 use crate::observe::{open_store, terminal_width, LiveTable, Recording};
 use crate::table::{LoadFigures, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
-use crate::{host, kernel, load_failure, remote, summary, Failure};
+use crate::{host, kernel, load_failure, remote, summary, Failure, Outcome};
 
 /// The default run's parts: short enough that the whole suite takes about 20 s.
 const SUITE_PART: Duration = Duration::from_secs(6);
@@ -49,7 +49,7 @@ impl Plan {
     }
 }
 
-pub fn run(args: RunArgs) -> Result<u8, Failure> {
+pub fn run(args: RunArgs) -> Outcome {
     let common = args.common;
     let (mut top, wire_id) = new_live_run(&common);
     let suite = args.workload.is_none();
@@ -80,17 +80,24 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         m.analyze_live(live);
     }
     let mut parts = Vec::new();
+    let mut failure = None;
     for p in &plans {
         if crate::stop_flag().load(Ordering::SeqCst) {
             break;
         }
         let from = h.rec.elapsed_s();
         let results = match p {
-            Plan::Udp(cfg, _) => measure_udp(cfg, &mut h)?,
-            Plan::Tcp(cfg, _) => measure_tcp(cfg, &mut h)?,
-            Plan::Rr(cfg, _) => measure_rr(cfg, &mut h)?,
+            Plan::Udp(cfg, _) => measure_udp(cfg, &mut h),
+            Plan::Tcp(cfg, _) => measure_tcp(cfg, &mut h),
+            Plan::Rr(cfg, _) => measure_rr(cfg, &mut h),
         };
-        parts.push((p.spec(), results, from, h.rec.elapsed_s()));
+        match results {
+            Ok(r) => parts.push((p.spec(), r, from, h.rec.elapsed_s())),
+            Err(f) => {
+                failure = Some(f);
+                break;
+            }
+        }
     }
     // The load engine's threads by OS thread id, so the analyzer leaves exactly these out of
     // the system's threads. The sampler's own thread is not among them: its cost is
@@ -99,6 +106,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     let leftover = h.rec.stop(&mut top);
     h.rec.store_rows(&leftover);
     let interrupted = crate::stop_flag().load(Ordering::SeqCst);
+    let measured_parts = parts.len();
     if suite {
         // The headline is the UDP part: the packet-rate ceiling, on the whole run's clock.
         let headline = parts.first().map(|(_, r, _, _)| r.clone());
@@ -110,21 +118,43 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     } else {
         top.results = parts.into_iter().next().map(|(_, r, _, _)| r);
     }
-    top.meta.complete = !interrupted;
+    top.meta.complete = !interrupted && failure.is_none();
     if interrupted {
-        top.notes
-            .push("interrupted (Ctrl-C): results cover the time measured so far".into());
+        top.notes.push(format!(
+            "{}: results cover the time measured so far",
+            crate::exit::interrupted()
+        ));
+    }
+    if let Some(f) = &failure {
+        let which = match plans.len() {
+            1 => "the test".to_string(),
+            n => format!("part {} of {n}", measured_parts + 1),
+        };
+        top.notes.push(format!(
+            "{which} was not measured: {}",
+            crate::exit::message(&f.error)
+        ));
     }
     netceil_analyze::analyze_into(&mut top);
     if let Some(m) = &metrics {
         m.set_findings(&top.findings);
     }
+    // A test refused before any load went out has left nothing in the store.
     let stored = h.rec.finish(&top);
-    emit(&top, common.json, stored.as_deref(), store.as_ref())?;
+    let measured = top.results.is_some();
+    if measured || failure.is_none() {
+        emit(&top, common.json, stored.as_deref(), store.as_ref())?;
+    }
     if let Some(m) = metrics {
         m.linger(args.metrics.metrics_linger.unwrap_or_default());
     }
-    Ok(if interrupted { 130 } else { 0 })
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(crate::observe::store_outcome(
+            common.no_store,
+            stored.is_some(),
+        )),
+    }
 }
 
 pub(crate) fn now_unix_s() -> f64 {
@@ -409,9 +439,21 @@ fn via_serve<C: Clone>(
     measure: impl FnOnce(&C, &mut Harness) -> Result<Results, Failure>,
 ) -> Result<Results, Failure> {
     let Some(control) = target else {
+        h.measured = true;
         return measure(cfg, h);
     };
-    let session = remote::Session::open(control, h.key.as_ref(), spec(cfg))?;
+    let session = match remote::Session::open(control, h.key.as_ref(), spec(cfg)) {
+        Ok(s) => s,
+        Err(f) => {
+            // Refused (or no server) before any load went out: a run that measured nothing
+            // is not kept.
+            if !h.measured {
+                h.rec.abandon();
+            }
+            return Err(f);
+        }
+    };
+    h.measured = true;
     let granted_at = h.rec.elapsed_s();
     let mut cfg = cfg.clone();
     retarget(&mut cfg, session.data_addr());
@@ -622,6 +664,8 @@ pub(crate) struct Harness<'s> {
     quiet: bool,
     wide: bool,
     part: Option<(Live, LiveTable)>,
+    /// Whether any load has gone out yet (a test refused before that leaves no run).
+    measured: bool,
 }
 
 impl<'s> Harness<'s> {
@@ -630,6 +674,7 @@ impl<'s> Harness<'s> {
         store: Option<&'s Store>,
         run: &Run,
     ) -> Result<Harness<'s>, Failure> {
+        crate::observe::check_interval(common.sample_interval, "--sample-interval")?;
         let key = match &common.key_file {
             Some(p) => Some(netceil_ctl::Key::from_file(p).map_err(Failure::usage)?),
             None => None,
@@ -667,6 +712,7 @@ impl<'s> Harness<'s> {
             quiet: common.quiet,
             wide: common.wide,
             part: None,
+            measured: false,
         })
     }
 
@@ -710,7 +756,7 @@ pub(crate) fn emit(
     stored: Option<&str>,
     store: Option<&Store>,
 ) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if as_json {
         serde_json::to_writer_pretty(&mut out, run).context("writing JSON to stdout")?;
         writeln!(out).context("writing to stdout")?;

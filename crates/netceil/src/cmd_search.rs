@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::cli::{SearchArgs, SearchUdpArgs, SearchWorkload};
 use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, part_of, Harness};
 use crate::observe::open_store;
-use crate::{fmt, Failure};
+use crate::{fmt, Failure, Outcome};
 
 /// A loss tolerance from `0`, `0.5%` or `2 %`.
 fn parse_tolerance(text: &str) -> Result<f64, Failure> {
@@ -187,7 +187,7 @@ impl Measurer for UdpTrials<'_, '_> {
     fn measure(&mut self, rate_pps: f64, duration: Duration) -> Result<TrialResult, String> {
         if crate::stop_flag().load(Ordering::SeqCst) {
             self.stopped = true;
-            return Err("interrupted (Ctrl-C)".into());
+            return Err(crate::exit::interrupted());
         }
         let cfg = udp::UdpConfig {
             rate: Some(Rate::PacketsPerSecond(rate_pps)),
@@ -351,7 +351,7 @@ impl Settings {
     }
 }
 
-pub fn run(args: SearchArgs) -> Result<u8, Failure> {
+pub fn run(args: SearchArgs) -> Outcome {
     let SearchWorkload::Udp(a) = &args.workload;
     let common = args.common.clone();
     let overhead = udp_payload_to_frame(0, common.ipv6);
@@ -567,7 +567,8 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     }
     if interrupted {
         top.notes.push(format!(
-            "interrupted (Ctrl-C): the knees cover the sizes finished so far; `netceil search udp --resume {run_id}` goes on from here"
+            "{}: the knees cover the sizes finished so far; `netceil search udp --resume {run_id}` goes on from here",
+            crate::exit::interrupted()
         ));
     }
     top.notes.push(format!(
@@ -578,12 +579,15 @@ pub fn run(args: SearchArgs) -> Result<u8, Failure> {
     if common.json {
         crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         write!(out, "{}", knee_table(&top)).context("writing to stdout")?;
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
     crate::cmd_run::steps_metrics_done(metrics, &top, &args.metrics);
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(crate::observe::store_outcome(
+        common.no_store,
+        stored.is_some(),
+    ))
 }
 
 fn rate_of(p: &Run) -> String {

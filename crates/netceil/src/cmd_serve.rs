@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use crate::cli::ServeArgs;
 use crate::serve::{serve, ServeConfig, ServeTotals};
-use crate::Failure;
+use crate::{Done, Failure, Outcome};
 
-pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
+pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
     if deprecated_name {
         eprintln!(
             "netceil: `recv` is deprecated and will be removed; it now runs `netceil serve` (the same flags)"
@@ -45,7 +45,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
         if json {
             eprintln!("{line}");
         } else {
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::out::stdout();
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
         }
@@ -96,7 +96,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
     if let Some(m) = metrics {
         m.linger(args.metrics.metrics_linger.unwrap_or_default());
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &totals.json()).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
@@ -110,7 +110,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Result<u8, Failure> {
         )
         .context("writing to stdout")?;
     }
-    Ok(0)
+    Ok(Done::Success)
 }
 
 /// Samples this host while serving and hands every row, with the server's totals, to the

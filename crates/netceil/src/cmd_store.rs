@@ -7,7 +7,7 @@ use netceil_store::{RunFilter, RunSummary, Store};
 use std::io::Write;
 
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
-use crate::{fmt, summary, Failure};
+use crate::{fmt, summary, Done, Failure, Outcome};
 
 /// Opens the store for reading; here a missing or broken store is an error, not a warning.
 pub fn open() -> Result<Store, Failure> {
@@ -60,14 +60,14 @@ fn headline(s: &RunSummary) -> String {
     }
 }
 
-pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
+pub fn runs(args: RunsArgs) -> Outcome {
     let store = open()?;
     let filter = RunFilter {
         labels: args.labels.into_iter().collect(),
         last: args.last,
     };
     let list = store.list(&filter).context("listing runs")?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if args.json {
         let rows: Vec<_> = list
             .iter()
@@ -81,11 +81,11 @@ pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
             .collect();
         serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
-        return Ok(0);
+        return Ok(Done::Success);
     }
     if list.is_empty() {
         writeln!(out, "no runs in {}", store.path().display()).context("writing to stdout")?;
-        return Ok(0);
+        return Ok(Done::Success);
     }
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -118,16 +118,16 @@ pub fn runs(args: RunsArgs) -> Result<u8, Failure> {
         ]);
     }
     writeln!(out, "{t}").context("writing to stdout")?;
-    Ok(0)
+    Ok(Done::Success)
 }
 
-pub fn show(args: ShowArgs) -> Result<u8, Failure> {
+pub fn show(args: ShowArgs) -> Outcome {
     let store = open()?;
     let id = resolve(&store, &args.run)?;
     let run = store
         .get_run(&id)
         .with_context(|| format!("reading run {id}"))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if args.explain {
         let opts = netceil_analyze::Options::default();
         if args.json {
@@ -140,12 +140,12 @@ pub fn show(args: ShowArgs) -> Result<u8, Failure> {
         } else {
             write!(out, "{}", summary::explain(&run, &opts)).context("writing to stdout")?;
         }
-        return Ok(0);
+        return Ok(Done::Success);
     }
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
-        return Ok(0);
+        return Ok(Done::Success);
     }
     writeln!(
         out,
@@ -179,21 +179,32 @@ pub fn show(args: ShowArgs) -> Result<u8, Failure> {
             .join(" ");
         writeln!(out, "labels: {labels}").context("writing to stdout")?;
     }
-    writeln!(
-        out,
-        "{} intervals of {} s recorded",
-        run.series.len(),
-        run.series.interval_s
-    )
-    .context("writing to stdout")?;
+    writeln!(out, "{}", intervals_line(&run.series)).context("writing to stdout")?;
     write!(out, "{}", summary::render(&run)).context("writing to stdout")?;
     for f in &run.findings {
         write!(out, "{f}").context("writing to stdout")?;
     }
-    Ok(0)
+    Ok(Done::Success)
 }
 
-pub fn rm(args: RmArgs) -> Result<u8, Failure> {
+/// How many intervals were recorded, and how long each is. A run killed before its end, by a
+/// netceil older than its store, kept no interval: that is said, not "0 s".
+fn intervals_line(series: &netceil_model::Series) -> String {
+    if series.interval_s > 0.0 {
+        format!(
+            "{} intervals of {} s recorded",
+            series.len(),
+            series.interval_s
+        )
+    } else {
+        format!(
+            "{} intervals recorded (the sampling interval was not stored)",
+            series.len()
+        )
+    }
+}
+
+pub fn rm(args: RmArgs) -> Outcome {
     let store = open()?;
     // Resolve every spec first, so a typo in the third removes nothing.
     let ids = args
@@ -205,7 +216,7 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         store
             .delete(&id)
             .with_context(|| format!("removing run {id}"))?;
-        println!("removed {id}");
+        crate::outln!("removed {id}");
     }
-    Ok(0)
+    Ok(Done::Success)
 }

@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::cli::{SweepArgs, SweepWorkload};
 use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, part_of, Harness};
 use crate::observe::open_store;
-use crate::Failure;
+use crate::{Failure, Outcome};
 
 /// `0us..12us/0.1us`: start, end and step, in ns.
 pub fn parse_interval_range(text: &str) -> Result<(f64, f64, f64), String> {
@@ -326,7 +326,7 @@ pub(crate) fn resumable(
     Ok((old, id))
 }
 
-pub fn run(args: SweepArgs) -> Result<u8, Failure> {
+pub fn run(args: SweepArgs) -> Outcome {
     let common = args.common.clone();
     let a = match &args.workload {
         SweepWorkload::Udp(a) => a,
@@ -536,19 +536,23 @@ pub fn run(args: SweepArgs) -> Result<u8, Failure> {
     }
     if interrupted {
         top.notes.push(format!(
-            "interrupted (Ctrl-C): the knees cover the sizes finished so far; `netceil sweep udp --resume {run_id}` goes on from here"
+            "{}: the knees cover the sizes finished so far; `netceil sweep udp --resume {run_id}` goes on from here",
+            crate::exit::interrupted()
         ));
     }
     let stored = h.rec.finish(&top);
     if common.json {
         crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         write!(out, "{}", knee_table(&top, count)).context("writing to stdout")?;
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
     crate::cmd_run::steps_metrics_done(metrics, &top, &args.metrics);
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(crate::observe::store_outcome(
+        common.no_store,
+        stored.is_some(),
+    ))
 }
 
 /// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
@@ -706,7 +710,7 @@ pub fn run_tcp(
     a: &crate::cli::SweepTcpArgs,
     common: &crate::cli::CommonRunArgs,
     metrics_args: &crate::cli::MetricsArgs,
-) -> Result<u8, Failure> {
+) -> Outcome {
     use netceil_model::names as n;
     if a.flows.is_empty() || a.flows.contains(&0) {
         return Err(Failure::usage(anyhow!(
@@ -808,7 +812,7 @@ pub fn run_tcp(
     if common.json {
         crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         let mut t =
             String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
         for (i, s) in steps.iter().enumerate() {
@@ -841,7 +845,10 @@ pub fn run_tcp(
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
     crate::cmd_run::steps_metrics_done(metrics, &top, metrics_args);
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(crate::observe::store_outcome(
+        common.no_store,
+        stored.is_some(),
+    ))
 }
 
 #[cfg(test)]
@@ -925,7 +932,7 @@ pub fn run_param(
     a: &crate::cli::SweepParamArgs,
     common: &crate::cli::CommonRunArgs,
     metrics_args: &crate::cli::MetricsArgs,
-) -> Result<u8, Failure> {
+) -> Outcome {
     use clap::Parser as _;
     let params = a
         .params
@@ -1033,14 +1040,17 @@ pub fn run_param(
     if common.json {
         crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         for l in &lines {
             writeln!(out, "{l}").context("writing to stdout")?;
         }
         emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
     crate::cmd_run::steps_metrics_done(metrics, &top, metrics_args);
-    Ok(if interrupted { 130 } else { 0 })
+    Ok(crate::observe::store_outcome(
+        common.no_store,
+        stored.is_some(),
+    ))
 }
 
 fn combo_words(combo: &[(String, String)]) -> String {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::cli::WatchArgs;
 use crate::observe::{open_store, terminal_width, LiveTable, Recording};
 use crate::table::LoadFigures;
-use crate::Failure;
+use crate::{Done, Failure, Outcome};
 
 /// How much of a launched command's output is kept in the run; the rest is counted.
 const OUTPUT_KEEP: usize = 1 << 20;
@@ -62,13 +62,22 @@ fn wake_on_exit(
         .context("starting the thread that waits for the command")
 }
 
-pub fn run(args: WatchArgs) -> Result<u8, Failure> {
-    if args.interval < netceil_probe::sampler::MIN_INTERVAL {
-        return Err(Failure::usage(anyhow!(
-            "--interval {:?}: the shortest is 10ms",
-            args.interval
-        )));
+/// Every `--pid` must be a live process: a typo would otherwise record nothing, silently.
+fn check_pids(pids: &[i32]) -> Result<(), Failure> {
+    for &pid in pids {
+        let there = pid > 0 && std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if !there {
+            return Err(Failure::usage(anyhow!(
+                "--pid {pid}: no such process; expected the PID of a running process"
+            )));
+        }
     }
+    Ok(())
+}
+
+pub fn run(args: WatchArgs) -> Outcome {
+    crate::observe::check_interval(args.interval, "--interval")?;
+    check_pids(&args.pids)?;
     // Before anything starts: a bad address costs nothing.
     let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let stop = crate::stop_flag();
@@ -173,7 +182,7 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         if args.json {
             eprintln!("{line}");
         } else {
-            println!("{line}");
+            crate::outln!("{line}");
         }
     };
     // Nothing here polls: the observer's own cost is the point. The loop sleeps until the
@@ -210,7 +219,13 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
                 }
             }
         }
-        if ended || stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+        // The reader of the table went away (`| head -1`): nothing more to show, so stop as
+        // on Ctrl-C, keeping the run.
+        if ended
+            || stop.load(Ordering::SeqCst)
+            || crate::out::closed()
+            || deadline.is_some_and(|d| Instant::now() >= d)
+        {
             break;
         }
     }
@@ -224,7 +239,7 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
     // terminal, or we end it, and wait so nothing is left behind. The pid is still ours to
     // signal: the waiter thread only peeks (WNOWAIT), and nothing has reaped it yet.
     if let (Some(c), None) = (child.as_mut(), exit_status) {
-        stopped_by_duration = !stop.load(Ordering::SeqCst);
+        stopped_by_duration = !stop.load(Ordering::SeqCst) && !crate::out::closed();
         let status = end_command(c)?;
         // It may have ended on its own between the check and the signal: then its own exit
         // status stands, and --duration stopped nothing.
@@ -263,9 +278,9 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
             "the command was still running when --duration ended: netceil stopped it ({}) and exits {DURATION_EXIT}",
             exit_status.map_or("?".into(), |s| s.to_string())
         ));
-        DURATION_EXIT
+        Some(DURATION_EXIT)
     } else {
-        exit_status.map_or(0, exit_code)
+        exit_status.map(exit_code)
     };
     if let (Some(s), false) = (exit_status, stopped_by_duration) {
         run.notes.push(format!("command exited with {s}"));
@@ -276,7 +291,7 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         m.set_findings(&run.findings);
     }
     let stored = rec.finish(&run);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
@@ -294,17 +309,20 @@ pub fn run(args: WatchArgs) -> Result<u8, Failure> {
         .context("writing to stdout")?;
         write!(out, "{}", crate::summary::verdict(&run)).context("writing to stdout")?;
         write!(out, "{}", crate::summary::missing(&run.series)).context("writing to stdout")?;
-        match (stored, &store) {
-            (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
-            _ => writeln!(out, "not stored"),
-        }
-        .context("writing to stdout")?;
+        crate::cmd_run::emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
     }
     drop(out);
     if let Some(m) = metrics {
         m.linger(args.metrics.metrics_linger.unwrap_or_default());
     }
-    Ok(code)
+    let done = crate::observe::store_outcome(args.no_store, stored.is_some());
+    Ok(match code {
+        // The reader of stdout stopped the watch, not the command.
+        _ if crate::out::closed() => done,
+        // A command that did its part keeps the exit code 0 only if its run was kept.
+        Some(0) | None => done,
+        Some(c) => Done::Passed(c),
+    })
 }
 
 /// netceil's exit code when `--duration` ended a command that was still running (timeout(1)'s).

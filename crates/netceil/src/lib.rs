@@ -1,5 +1,9 @@
 //! The netceil binary: command line, wiring and terminal output. The work is done in the
 //! library crates; this crate decides what to run and how to show it.
+//!
+//! Output goes through [`out`] (`crate::outln!`, `out::stdout()`), never `println!`, which
+//! panics when the reader of stdout has gone.
+#![warn(clippy::print_stdout)]
 
 mod cli;
 mod cmd_analyze;
@@ -12,12 +16,14 @@ mod cmd_serve;
 mod cmd_store;
 mod cmd_sweep;
 mod cmd_watch;
+pub mod exit;
 mod fmt;
 mod host;
 mod kernel;
 mod live;
 pub mod metrics;
 mod observe;
+pub mod out;
 mod parse;
 mod probes;
 mod remote;
@@ -27,90 +33,15 @@ mod table;
 
 use clap::Parser;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
-/// An error and the exit code it deserves: 2 for bad input, 1 for everything else.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub error: anyhow::Error,
-}
-
-impl Failure {
-    pub fn usage(error: impl Into<anyhow::Error>) -> Failure {
-        Failure {
-            code: 2,
-            error: error.into(),
-        }
-    }
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(e: E) -> Failure {
-        Failure {
-            code: 1,
-            error: e.into(),
-        }
-    }
-}
+pub use exit::{on_stop, stop_flag, Done, Failure, Outcome};
 
 /// Maps a load-engine error to its exit code: the user's input (2) or the system (1).
 pub(crate) fn load_failure(e: netceil_load::LoadError) -> Failure {
     if e.is_usage() {
         Failure::usage(e)
     } else {
-        Failure::from(e)
-    }
-}
-
-/// What to call, besides setting the flag, when Ctrl-C or SIGTERM arrives: wakes threads that
-/// sleep until something happens instead of polling the flag.
-type Waker = Box<dyn Fn() + Send>;
-
-fn wakers() -> &'static std::sync::Mutex<Vec<Waker>> {
-    static WAKERS: std::sync::Mutex<Vec<Waker>> = std::sync::Mutex::new(Vec::new());
-    &WAKERS
-}
-
-/// Set by Ctrl-C (SIGINT) and SIGTERM; every loop polls it (or registers [`on_stop`]) and
-/// ends cleanly, keeping its results.
-pub fn stop_flag() -> Arc<AtomicBool> {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let f = flag.clone();
-        // If a handler is already installed (tests calling in-process), keep going without one.
-        let _ = ctrlc::set_handler(move || {
-            if f.swap(true, Ordering::SeqCst) {
-                // A second Ctrl-C means "now": the first one already asked nicely.
-                std::process::exit(130);
-            }
-            wake_all();
-        });
-        flag
-    })
-    .clone()
-}
-
-/// Calls `wake` when Ctrl-C or SIGTERM arrives, or at once if one already has.
-pub fn on_stop(wake: impl Fn() + Send + 'static) {
-    let flag = stop_flag();
-    wakers()
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(Box::new(wake));
-    if flag.load(Ordering::SeqCst) {
-        wake_all();
-    }
-}
-
-fn wake_all() {
-    let wakers = wakers()
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    for wake in wakers.iter() {
-        wake();
+        Failure::runtime(e)
     }
 }
 
@@ -126,11 +57,11 @@ fn die_with_parent() {
     else {
         return;
     };
-    let flag = stop_flag();
+    let _ = stop_flag();
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
-    // The parent may have died before the signal was asked for.
+    // The parent may have died before the signal was asked for: as if it had come.
     if nix::unistd::getppid().as_raw() != parent {
-        flag.store(true, Ordering::SeqCst);
+        exit::request_stop(exit::Stop::Signal(nix::sys::signal::Signal::SIGTERM));
     }
 }
 
@@ -164,21 +95,22 @@ pub fn main() -> ExitCode {
         cli::Command::Report(args) => cmd_report::report(args),
         cli::Command::Compare(args) => cmd_report::compare(args),
     };
-    match outcome {
-        Ok(code) => ExitCode::from(code),
-        Err(f) => {
-            if is_broken_pipe(&f.error) {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("netceil: {:#}", f.error);
-            ExitCode::from(f.code)
-        }
-    }
+    finish(&outcome)
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+/// Says what went wrong (once) and turns the outcome into the exit code.
+fn finish(outcome: &Outcome) -> ExitCode {
+    // Flushed first, so that what could not be written is known before the code is chosen.
+    let _ = std::io::Write::flush(&mut out::stdout());
+    let stop = exit::stop_cause();
+    let stdout = out::state();
+    if let Err(f) = outcome {
+        if !(out::closed() && exit::is_broken_pipe(&f.error)) {
+            eprintln!("netceil: {}", exit::message(&f.error));
+        }
+    }
+    if let Some(e) = out::failure() {
+        eprintln!("netceil: writing to stdout: {e}");
+    }
+    ExitCode::from(exit::exit_code(outcome, stop, stdout))
 }

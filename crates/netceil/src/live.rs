@@ -54,7 +54,7 @@ impl Live {
             Some(bar) => bar.println(text),
             None if self.to_stderr => eprintln!("{text}"),
             None => {
-                let mut out = std::io::stdout().lock();
+                let mut out = crate::out::stdout();
                 // A closed pipe ends output, not the run: the summary write reports it.
                 let _ = writeln!(out, "{text}");
             }

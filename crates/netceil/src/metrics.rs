@@ -1071,10 +1071,8 @@ pub(crate) fn from_flag(addr: Option<SocketAddr>) -> Result<Option<MetricsServer
     let Some(addr) = addr else {
         return Ok(None);
     };
-    let server = MetricsServer::start(addr).map_err(|e| Failure {
-        code: e.exit_code(),
-        error: anyhow!(e),
-    })?;
+    let server = MetricsServer::start(addr)
+        .map_err(|e| Failure::with_code(e.exit_code().into(), anyhow!(e)))?;
     eprintln!(
         "netceil: serving OpenMetrics at http://{}/metrics",
         server.local_addr()

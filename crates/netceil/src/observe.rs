@@ -76,6 +76,27 @@ pub fn open_store(no_store: bool) -> Option<Store> {
     }
 }
 
+/// How a command that records a run ends when nothing else went wrong: a run that was to be
+/// stored and was not (the store could not be opened, or a write failed) is a failure, exit
+/// code 1; why was said on stderr when it happened, and the summary says "not stored".
+pub fn store_outcome(no_store: bool, stored: bool) -> crate::Done {
+    if no_store || stored {
+        crate::Done::Success
+    } else {
+        crate::Done::Reported
+    }
+}
+
+/// Checks a sampling interval given by `flag` before anything starts: bad input, exit 2.
+pub fn check_interval(interval: Duration, flag: &str) -> Result<(), crate::Failure> {
+    SamplerConfig {
+        interval,
+        ..SamplerConfig::default()
+    }
+    .validate()
+    .map_err(|e| crate::Failure::usage(anyhow::anyhow!("{flag}: {e}")))
+}
+
 /// The workload's figures for one interval, as series values.
 pub type LoadValues = Vec<(MetricId, Unit, f64)>;
 
@@ -90,6 +111,8 @@ pub struct Recording<'s> {
     rows: Receiver<Row>,
     started: Instant,
     writer: Option<RunWriter<'s>>,
+    /// The store the writer writes to.
+    store: Option<&'s Store>,
     /// Workload values attached to sampler rows, by the row's `t_s`, re-applied to the final series.
     attached: Vec<(f64, LoadValues)>,
     /// eBPF probes beside the sampler (`--probe`), merged into the run at [`Recording::stop`].
@@ -127,7 +150,14 @@ impl<'s> Recording<'s> {
         };
         let handle = spawn_sampler(ProcFs::new(), config, Arc::new(AtomicBool::new(false)), tx)
             .context("starting the sampler thread")?;
-        let writer = store.and_then(|s| match s.begin_run(run) {
+        // The run is stored with its interval from the start: a run killed before its end
+        // still says how long its rows are.
+        let mut begun = Run::new(run.run_id.clone(), run.source.clone());
+        begun.workload = run.workload.clone();
+        begun.meta = run.meta.clone();
+        begun.notes = run.notes.clone();
+        begun.series.interval_s = interval.as_secs_f64();
+        let writer = store.and_then(|s| match s.begin_run(&begun) {
             Ok(w) => Some(w),
             Err(e) => {
                 eprintln!("netceil: this run will not be stored: {e}");
@@ -140,6 +170,7 @@ impl<'s> Recording<'s> {
             rows,
             started: Instant::now(),
             writer,
+            store,
             attached: Vec::new(),
             probes: None,
             metrics: None,
@@ -312,6 +343,19 @@ impl<'s> Recording<'s> {
         if let Some(w) = self.writer.as_mut() {
             if let Err(e) = w.add_part(index, part) {
                 eprintln!("netceil: could not store part {} now: {e}", index + 1);
+            }
+        }
+    }
+
+    /// Removes the run from the store, as if it had never begun: for a test the far end
+    /// refused before any load went out, which measured nothing.
+    pub fn abandon(&mut self) {
+        if let Some(w) = self.writer.take() {
+            let id = w.run_id().to_string();
+            drop(w);
+            let Some(store) = self.store else { return };
+            if let Err(e) = store.delete(&id) {
+                eprintln!("netceil: could not remove the empty run {id} from the store: {e}");
             }
         }
     }

@@ -48,7 +48,18 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 /// `HOST:PORT` or `IP:PORT` (`[v6]:PORT`), resolved now to its first address.
+/// Port 0 is refused: it names no server.
 pub fn parse_host_port(text: &str) -> Result<std::net::SocketAddr, String> {
+    let a = resolve_host_port(text)?;
+    if a.port() == 0 {
+        return Err(format!(
+            "'{text}': port 0 names no server; give the port `netceil serve` printed"
+        ));
+    }
+    Ok(a)
+}
+
+fn resolve_host_port(text: &str) -> Result<std::net::SocketAddr, String> {
     use std::net::ToSocketAddrs;
     if let Ok(a) = text.parse() {
         return Ok(a);
@@ -160,7 +171,14 @@ mod tests {
             .unwrap()
             .ip()
             .is_loopback());
-        for bad in ["localhost", "not-an-address", "x:y", ""] {
+        for bad in [
+            "localhost",
+            "not-an-address",
+            "x:y",
+            "",
+            "127.0.0.1:0",
+            "[::1]:0",
+        ] {
             assert!(parse_host_port(bad).is_err(), "{bad}");
         }
     }

@@ -93,10 +93,10 @@ fn man_pages_render_and_name_their_flags() {
         }
         _ => eprintln!("man(1) is not installed: the rendering check is skipped"),
     }
-    // An unwritable directory is an error naming it, not a panic.
+    // A directory that cannot be made there is bad input, an error naming it, not a panic.
     netceil()
         .args(["man", "--out", "/proc/netceil-man"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(contains("/proc/netceil-man"));
 }
