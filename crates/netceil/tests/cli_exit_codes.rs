@@ -114,6 +114,14 @@ fn closed_port() -> String {
     format!("127.0.0.1:{port}")
 }
 
+/// The PID of a process that has ended and been reaped.
+fn gone_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
@@ -144,8 +152,9 @@ fn subcommands() -> Vec<String> {
 struct Row {
     command: &'static str,
     ok: Vec<String>,
-    bad: Vec<String>,
-    runtime: Option<(Vec<String>, &'static str)>,
+    bad: Vec<Vec<String>>,
+    /// Arguments, and the store to use (empty: the test's own).
+    runtime: Vec<(Vec<String>, &'static str)>,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -159,93 +168,119 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
     let vmstat = fixture("vmstat/linux-procps4.txt");
     let out_file = env.dir.join("report.html").display().to_string();
     let closed = closed_port();
+    let gone = gone_pid().to_string();
     let (a, b) = (ids[0].as_str(), ids[1].as_str());
     vec![
         Row {
             command: "run",
             ok: args(&["run", "-q", "udp", "--rate", "2k", "--duration", "300ms"]),
-            bad: args(&["run", "--sample-interval", "1ms", "udp", "--duration", "1s"]),
-            runtime: Some((
-                args(&["run", "-q", "--to", &closed, "udp", "--duration", "1s"]),
-                "",
-            )),
+            bad: vec![
+                args(&["run", "--sample-interval", "1ms", "udp", "--duration", "1s"]),
+                args(&["run", "--to", "127.0.0.1:0", "udp", "--duration", "1s"]),
+            ],
+            runtime: vec![
+                (
+                    args(&["run", "-q", "--to", &closed, "udp", "--duration", "1s"]),
+                    "",
+                ),
+                // The run could not be stored: not a success.
+                (
+                    args(&["run", "-q", "udp", "--rate", "2k", "--duration", "300ms"]),
+                    BROKEN_DB,
+                ),
+            ],
         },
         Row {
             command: "watch",
             ok: args(&["watch", "-q", "--interval", "100ms", "--duration", "300ms"]),
-            bad: args(&["watch", "--interval", "2h", "--duration", "1s"]),
+            bad: vec![
+                args(&["watch", "--interval", "2h", "--duration", "1s"]),
+                args(&["watch", "--pid", &gone, "--duration", "1s"]),
+            ],
             // The run could not be stored: not a success.
-            runtime: Some((
+            runtime: vec![(
                 args(&["watch", "-q", "--interval", "100ms", "--duration", "300ms"]),
                 BROKEN_DB,
-            )),
+            )],
         },
         Row {
             command: "analyze",
             ok: args(&["analyze", &vmstat]),
-            bad: args(&["analyze", "/nonexistent/vmstat.txt"]),
-            runtime: Some((args(&["analyze", &vmstat]), BROKEN_DB)),
+            bad: vec![args(&["analyze", "/nonexistent/vmstat.txt"])],
+            runtime: vec![(args(&["analyze", &vmstat]), BROKEN_DB)],
         },
         Row {
             command: "runs",
             ok: args(&["runs"]),
-            bad: args(&["runs", "--last", "many"]),
-            runtime: Some((args(&["runs"]), BROKEN_DB)),
+            bad: vec![args(&["runs", "--last", "many"])],
+            runtime: vec![(args(&["runs"]), BROKEN_DB)],
         },
         Row {
             command: "show",
             ok: args(&["show", a]),
-            bad: args(&["show", "no-such-run"]),
-            runtime: Some((args(&["show", a]), BROKEN_DB)),
+            bad: vec![args(&["show", "no-such-run"])],
+            runtime: vec![(args(&["show", a]), BROKEN_DB)],
         },
         Row {
             command: "rm",
             ok: args(&["rm", ids[2].as_str()]),
-            bad: args(&["rm", "no-such-run"]),
-            runtime: Some((args(&["rm", a]), BROKEN_DB)),
+            bad: vec![args(&["rm", "no-such-run"])],
+            runtime: vec![(args(&["rm", a]), BROKEN_DB)],
         },
         Row {
             command: "export",
             ok: args(&["export", a, "--format", "csv"]),
-            bad: args(&["export", "no-such-run"]),
-            runtime: Some((args(&["export", a]), BROKEN_DB)),
+            bad: vec![args(&["export", "no-such-run"])],
+            runtime: vec![(args(&["export", a]), BROKEN_DB)],
         },
         Row {
             command: "report",
             ok: args(&["report", a, "-o", &out_file]),
-            bad: args(&["report", "no-such-run", "-o", &out_file]),
-            runtime: Some((args(&["report", a, "-o", &out_file]), BROKEN_DB)),
+            bad: vec![args(&["report", "no-such-run", "-o", &out_file])],
+            runtime: vec![(args(&["report", a, "-o", &out_file]), BROKEN_DB)],
         },
         Row {
             command: "compare",
             ok: args(&["compare", a, b]),
-            bad: args(&["compare", a, "no-such-run"]),
-            runtime: Some((args(&["compare", a, b]), BROKEN_DB)),
+            bad: vec![args(&["compare", a, "no-such-run"])],
+            runtime: vec![(args(&["compare", a, b]), BROKEN_DB)],
         },
         Row {
             command: "serve",
             ok: args(&["serve", "--listen", "127.0.0.1:0", "--duration", "300ms"]),
             // Without a key, only loopback.
-            bad: args(&["serve", "--listen", "192.0.2.1:5301", "--duration", "1s"]),
-            runtime: None,
+            bad: vec![args(&[
+                "serve",
+                "--listen",
+                "192.0.2.1:5301",
+                "--duration",
+                "1s",
+            ])],
+            runtime: vec![],
         },
         Row {
             command: "recv",
             ok: args(&["recv", "--listen", "127.0.0.1:0", "--duration", "300ms"]),
-            bad: args(&["recv", "--listen", "192.0.2.1:5301", "--duration", "1s"]),
-            runtime: None,
+            bad: vec![args(&[
+                "recv",
+                "--listen",
+                "192.0.2.1:5301",
+                "--duration",
+                "1s",
+            ])],
+            runtime: vec![],
         },
         Row {
             command: "completions",
             ok: args(&["completions", "bash"]),
-            bad: args(&["completions", "no-such-shell"]),
-            runtime: None,
+            bad: vec![args(&["completions", "no-such-shell"])],
+            runtime: vec![],
         },
         Row {
             command: "man",
             ok: args(&["man"]),
-            bad: args(&["man", "--out", "/etc/passwd"]),
-            runtime: None,
+            bad: vec![args(&["man", "--out", "/etc/passwd"])],
+            runtime: vec![],
         },
         Row {
             command: "search",
@@ -269,11 +304,11 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
                 "--max-trials",
                 "2",
             ]),
-            bad: args(&["search", "udp", "--no-store", "--loss", "200%"]),
-            runtime: Some((
+            bad: vec![args(&["search", "udp", "--no-store", "--loss", "200%"])],
+            runtime: vec![(
                 args(&["search", "udp", "-q", "--to", &closed, "--sizes", "64"]),
                 "",
-            )),
+            )],
         },
         Row {
             command: "sweep",
@@ -289,25 +324,25 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
                 "--count",
                 "50",
             ]),
-            bad: args(&["sweep", "udp", "--no-store", "--interval", "fast"]),
-            runtime: Some((
+            bad: vec![args(&["sweep", "udp", "--no-store", "--interval", "fast"])],
+            runtime: vec![(
                 args(&[
                     "sweep", "udp", "-q", "--to", &closed, "--sizes", "64", "--count", "50",
                 ]),
                 "",
-            )),
+            )],
         },
         Row {
             command: "lab",
             ok: args(&["lab", "list"]),
-            bad: args(&["lab", "down"]),
-            runtime: None,
+            bad: vec![args(&["lab", "down"])],
+            runtime: vec![],
         },
         Row {
             command: "help",
             ok: args(&["help", "run"]),
-            bad: args(&["help", "no-such-command"]),
-            runtime: None,
+            bad: vec![args(&["help", "no-such-command"])],
+            runtime: vec![],
         },
     ]
 }
@@ -365,8 +400,10 @@ fn every_command_exits_by_the_table() {
             continue;
         }
         check(&r.ok, "", 0);
-        check(&r.bad, "", 2);
-        if let Some((a, db)) = &r.runtime {
+        for a in &r.bad {
+            check(a, "", 2);
+        }
+        for (a, db) in &r.runtime {
             check(a, db, 1);
         }
     }
@@ -683,6 +720,20 @@ fn a_refused_to_stores_no_run() {
         env.stored().is_empty(),
         "a run that reached no server is not kept"
     );
+    for args in [
+        &["search", "udp", "-q", "--sizes", "64"][..],
+        &["sweep", "udp", "-q", "--sizes", "64", "--count", "50"],
+    ] {
+        let port = closed_port();
+        let mut argv = vec![args[0], args[1], "--to", &port];
+        argv.extend_from_slice(&args[2..]);
+        let (code, _, err) = env.run(&argv);
+        assert_eq!(code, Some(1), "{argv:?}: {err}");
+        assert!(
+            env.stored().is_empty(),
+            "{argv:?}: a test that reached no server is not kept"
+        );
+    }
 
     // A server with another key.
     let theirs = env.dir.join("theirs.key");
