@@ -15,11 +15,11 @@ use crate::{Done, Failure, Outcome};
 /// How much of a launched command's output is kept in the run; the rest is counted.
 const OUTPUT_KEEP: usize = 1 << 20;
 
+/// A thread reading one of the child's pipes: the bytes kept, and how many there were.
+type Reader = std::thread::JoinHandle<(Vec<u8>, usize)>;
+
 /// Reads a child's pipe, echoing it to our stderr and keeping the first [`OUTPUT_KEEP`] bytes.
-fn collect(
-    mut pipe: impl Read + Send + 'static,
-    echo: bool,
-) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
+fn collect(mut pipe: impl Read + Send + 'static, echo: bool) -> Reader {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut total = 0usize;
@@ -259,19 +259,8 @@ pub fn run(args: WatchArgs) -> Outcome {
             }
         }
     }
-    if let Some((out, err)) = readers {
-        for (name, h) in [("stdout", out), ("stderr", err)] {
-            let (kept, total) = h
-                .join()
-                .map_err(|_| anyhow!("the {name} reader panicked"))?;
-            if total > 0 {
-                let mut text = String::from_utf8_lossy(&kept).into_owned();
-                if total > kept.len() {
-                    text.push_str(&format!("\n[{} more bytes not kept]", total - kept.len()));
-                }
-                run.notes.push(format!("command {name}:\n{text}"));
-            }
-        }
+    if let Some(readers) = readers {
+        keep_output(readers, &mut run)?;
     }
     let code = if stopped_by_duration {
         run.notes.push(format!(
@@ -291,27 +280,7 @@ pub fn run(args: WatchArgs) -> Outcome {
         m.set_findings(&run.findings);
     }
     let stored = rec.finish(&run);
-    let mut out = crate::out::stdout();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
-        writeln!(out).context("writing to stdout")?;
-    } else {
-        let cost = run
-            .meta
-            .sampler_cpu_pct
-            .map_or("unknown".into(), |p| format!("{p:.3} % of one core"));
-        writeln!(
-            out,
-            "{} intervals of {:?} recorded; sampler CPU {cost}",
-            run.series.len(),
-            args.interval
-        )
-        .context("writing to stdout")?;
-        write!(out, "{}", crate::summary::verdict(&run)).context("writing to stdout")?;
-        write!(out, "{}", crate::summary::missing(&run.series)).context("writing to stdout")?;
-        crate::cmd_run::emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
-    }
-    drop(out);
+    emit(&run, &args, stored.as_deref(), store.as_ref())?;
     if let Some(m) = metrics {
         m.linger(args.metrics.metrics_linger.unwrap_or_default());
     }
@@ -323,6 +292,53 @@ pub fn run(args: WatchArgs) -> Outcome {
         Some(0) | None => done,
         Some(c) => Done::Passed(c),
     })
+}
+
+/// The launched command's stdout and stderr, kept in the run's notes.
+fn keep_output(readers: (Reader, Reader), run: &mut Run) -> Result<(), Failure> {
+    let (out, err) = readers;
+    for (name, h) in [("stdout", out), ("stderr", err)] {
+        let (kept, total) = h
+            .join()
+            .map_err(|_| anyhow!("the {name} reader panicked"))?;
+        if total > 0 {
+            let mut text = String::from_utf8_lossy(&kept).into_owned();
+            if total > kept.len() {
+                text.push_str(&format!("\n[{} more bytes not kept]", total - kept.len()));
+            }
+            run.notes.push(format!("command {name}:\n{text}"));
+        }
+    }
+    Ok(())
+}
+
+/// The watch's summary (or the run as JSON) on stdout.
+fn emit(
+    run: &Run,
+    args: &WatchArgs,
+    stored: Option<&str>,
+    store: Option<&netceil_store::Store>,
+) -> Result<(), Failure> {
+    let mut out = crate::out::stdout();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, run).context("writing JSON")?;
+        writeln!(out).context("writing to stdout")?;
+        return Ok(());
+    }
+    let cost = run
+        .meta
+        .sampler_cpu_pct
+        .map_or("unknown".into(), |p| format!("{p:.3} % of one core"));
+    writeln!(
+        out,
+        "{} intervals of {:?} recorded; sampler CPU {cost}",
+        run.series.len(),
+        args.interval
+    )
+    .context("writing to stdout")?;
+    write!(out, "{}", crate::summary::verdict(run)).context("writing to stdout")?;
+    write!(out, "{}", crate::summary::missing(&run.series)).context("writing to stdout")?;
+    crate::cmd_run::emit_plain(&mut out, stored, store)
 }
 
 /// netceil's exit code when `--duration` ended a command that was still running (timeout(1)'s).
