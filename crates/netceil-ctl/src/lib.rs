@@ -26,15 +26,22 @@
 //! - Every read has a deadline ([`read_frame`]); the server drops a client that is silent past it.
 //! - Before authentication, no answer is longer than the message that caused it
 //!   ([`fit_reply`]), so the server cannot be used to amplify traffic.
+//! - Handshake slots are shared fairly ([`Slots`]): one host holds a bounded share, and the
+//!   newest connection always gets a slot, so a flood cannot lock keyed clients out; what
+//!   strangers do is logged with their host, in bounded volume ([`LogLimiter`]).
 
+mod admission;
 mod auth;
 mod frame;
 mod limits;
+mod loglimit;
 mod msg;
 
+pub use admission::{Admission, Displaced, Evicted, Host, Slots, MAX_HANDSHAKES_PER_HOST};
 pub use auth::{fresh_nonce, hex, unhex, Key, KeyError, NONCE_LEN};
 pub use frame::{decode, encode, read_frame, write_frame, Decoded, FrameError};
 pub use limits::{Limits, Refusal};
+pub use loglimit::{LogBounds, LogLimiter, Summary};
 pub use msg::{ClientMsg, Grant, ServerMsg, TestKind, TestSpec};
 
 /// The control protocol's number. A client and server that differ refuse each other with a

@@ -1,7 +1,7 @@
 //! `netceil serve` (and its old name, `recv`): the far end for `netceil run … --to`.
 
 use anyhow::Context;
-use netceil_ctl::{Key, Limits};
+use netceil_ctl::{Admission, Key, Limits};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -54,6 +54,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
     let cfg = ServeConfig {
         listen: args.listen,
         key: key.clone(),
+        admission: Admission::new(limits.max_clients),
         limits,
         duration: args.duration,
         rcvbuf: args.rcvbuf,
@@ -104,9 +105,11 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
         let t = totals.json();
         writeln!(
             out,
-            "served: {} test(s) granted, {} completed; {} refused, {} failed authentication, {} timed out, {} malformed, {} turned away; strays: {} datagram(s) on the control port ({} more dropped by the kernel before they were read), {} on test ports (none answered)",
+            "served: {} test(s) granted, {} completed; {} refused, {} failed authentication, {} timed out, {} malformed, {} closed before authenticating, {} turned away, {} displaced by newer connections (at most {} handshakes at once, {} from one host); strays: {} datagram(s) on the control port ({} more dropped by the kernel before they were read), {} on test ports (none answered)",
             t["tests_granted"], t["tests_completed"], t["refused"], t["auth_failures"],
-            t["timed_out"], t["malformed"], t["turned_away"], t["port_strays"], t["port_stray_drops"], t["test_strays"]
+            t["timed_out"], t["malformed"], t["closed_before_auth"], t["turned_away"], t["evicted"],
+            t["peaks"]["handshakes"], t["peaks"]["handshakes_one_host"],
+            t["port_strays"], t["port_stray_drops"], t["test_strays"]
         )
         .context("writing to stdout")?;
     }

@@ -12,14 +12,19 @@
 //! with ICMP), a test's data socket counts datagrams from other hosts or runs as strays and
 //! answers only its peer, never with more bytes than arrived; and before authentication the
 //! control connection's answers are no longer than what the client sent.
+//!
+//! Nobody can hold the handshake slots against keyed clients: one host holds a bounded share
+//! of them, and a new connection always gets one, displacing the oldest handshake of the host
+//! holding the most. Every refusal, timeout, failed proof and displaced handshake is said as
+//! it happens, naming the client, in a volume a flood cannot grow.
 
 use anyhow::Context;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use netceil_ctl::{
-    decode, fit_reply, fresh_nonce, hex, unhex, write_frame, ClientMsg, Decoded, FrameError, Grant,
-    Key, Limits, ServerMsg, TestKind, TestSpec, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN,
-    PROTO,
+    decode, fit_reply, fresh_nonce, hex, unhex, write_frame, Admission, ClientMsg, Decoded,
+    Displaced, Evicted, FrameError, Grant, Host, Key, Limits, ServerMsg, Slots, TestKind, TestSpec,
+    MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
 };
 use netceil_model::{FarApp, FarEnd};
 use netceil_probe::{spawn_sampler, ProcFs, SamplerConfig};
@@ -30,6 +35,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::kernel;
+
+mod events;
+use events::{Event, EventLog};
 
 const LISTENER: Token = Token(usize::MAX);
 /// How long the loop sleeps at most: how late it sees the stop flag.
@@ -48,6 +56,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     pub key: Option<Key>,
     pub limits: Limits,
+    /// The handshake slots: `limits.max_clients` in all, and a bounded share per host.
+    pub admission: Admission,
     /// Stop serving after this long (tests, scripts).
     pub duration: Option<Duration>,
     /// Receive buffer for tests' UDP sockets.
@@ -59,8 +69,13 @@ pub struct ServeConfig {
 #[derive(Debug, Default)]
 pub struct ServeTotals {
     pub control_connections: AtomicU64,
-    /// Connections closed at accept because `max_clients` were open.
+    /// Connections closed at accept: from another host, to a server without a key.
     pub turned_away: AtomicU64,
+    /// Handshakes closed to make room for a newer connection (their host held its bound, or
+    /// the most when every slot was taken).
+    pub evicted: AtomicU64,
+    /// Clients that closed before they authenticated.
+    pub closed_before_auth: AtomicU64,
     /// Connections dropped for silence past a step's deadline.
     pub timed_out: AtomicU64,
     /// Connections dropped for a malformed, oversized or out-of-order message.
@@ -84,6 +99,9 @@ pub struct ServeTotals {
     pub test_stray_bytes: AtomicU64,
     /// Datagrams and bytes the data sockets sent (echoes, Fin reports): all to granted peers.
     pub tests_refused_connections: AtomicU64,
+    /// The most handshakes held at once, and by one host.
+    pub peak_handshakes: AtomicU64,
+    pub peak_handshakes_one_host: AtomicU64,
 }
 
 impl ServeTotals {
@@ -92,6 +110,8 @@ impl ServeTotals {
         serde_json::json!({
             "control_connections": g(&self.control_connections),
             "turned_away": g(&self.turned_away),
+            "evicted": g(&self.evicted),
+            "closed_before_auth": g(&self.closed_before_auth),
             "timed_out": g(&self.timed_out),
             "malformed": g(&self.malformed),
             "refused": g(&self.refused),
@@ -106,6 +126,12 @@ impl ServeTotals {
             "test_strays": g(&self.test_strays),
             "test_stray_bytes": g(&self.test_stray_bytes),
             "test_refused_connections": g(&self.tests_refused_connections),
+            // Not counters: kept apart, so the metrics endpoint (which exports the numbers
+            // above as counters) leaves them out.
+            "peaks": {
+                "handshakes": g(&self.peak_handshakes),
+                "handshakes_one_host": g(&self.peak_handshakes_one_host),
+            },
         })
     }
 }
@@ -119,6 +145,16 @@ enum Step {
         client: [u8; NONCE_LEN],
         server: [u8; NONCE_LEN],
     },
+}
+
+impl Step {
+    /// What the server waits for at this step.
+    fn awaited(&self) -> &'static str {
+        match self {
+            Step::Hello => "its hello",
+            Step::Request { .. } => "its request",
+        }
+    }
 }
 
 struct Conn {
@@ -158,150 +194,316 @@ pub fn serve(
             .spawn(move || count_strays(&sink, &stop, &totals))
             .context("starting the stray counter")?
     };
-    let mut poll = Poll::new().context("epoll_create")?;
+    let poll = Poll::new().context("epoll_create")?;
     ready(local);
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
         .context("epoll_ctl")?;
-    let tests_running = Arc::new(AtomicUsize::new(0));
-    let next_test = AtomicU64::new(1);
-    let mut conns: Vec<Option<Conn>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
-    let mut open = 0usize;
-    let mut events = Events::with_capacity(256);
     let end = cfg.duration.map(|d| Instant::now() + d);
-    let step = Duration::from_millis(cfg.limits.step_timeout_ms);
-    let mut test_threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
-    while !stop.load(Ordering::Relaxed) && end.is_none_or(|e| Instant::now() < e) {
+    let mut h = Handshakes {
+        step: Duration::from_millis(cfg.limits.step_timeout_ms),
+        slots: Slots::new(cfg.admission),
+        cfg: &cfg,
+        poll,
+        listener,
+        local,
+        log: EventLog::new(say.clone()),
+        totals,
+        stop: stop.clone(),
+        say,
+        running: Arc::new(AtomicUsize::new(0)),
+        next_test: AtomicU64::new(1),
+        test_threads: Vec::new(),
+        accept_again: false,
+    };
+    let mut events = Events::with_capacity(256);
+    let outcome = loop {
+        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e) {
+            break Ok(());
+        }
+        if let Err(e) = h.turn(&mut events) {
+            break Err(e);
+        }
+    };
+    stop.store(true, Ordering::SeqCst);
+    h.finish();
+    let _ = sink_thread.join();
+    outcome
+}
+
+/// The handshake loop: one thread, every control connection that has not been granted a
+/// test, each in a slot of [`Slots`] (one host holds a bounded share; the newest connection
+/// always gets one).
+struct Handshakes<'a> {
+    cfg: &'a ServeConfig,
+    step: Duration,
+    poll: Poll,
+    listener: TcpListener,
+    local: SocketAddr,
+    slots: Slots<Conn>,
+    log: EventLog,
+    totals: Arc<ServeTotals>,
+    stop: Arc<AtomicBool>,
+    say: Say,
+    running: Arc<AtomicUsize>,
+    next_test: AtomicU64,
+    test_threads: Vec<std::thread::JoinHandle<()>>,
+    /// An accept failed for want of descriptors or memory: try again soon, even without a
+    /// new event (epoll reports the listener once per new connection).
+    accept_again: bool,
+}
+
+impl Handshakes<'_> {
+    /// One turn of the loop: wait for events (at most a tick, or the nearest deadline),
+    /// handle them, drop clients past their deadline.
+    fn turn(&mut self, events: &mut Events) -> anyhow::Result<()> {
         let now = Instant::now();
-        let wait = conns
-            .iter()
-            .flatten()
-            .map(|c| c.deadline.saturating_duration_since(now))
-            .min()
-            .unwrap_or(TICK)
-            .min(TICK);
-        match poll.poll(&mut events, Some(wait)) {
+        let wait = if self.accept_again {
+            Duration::from_millis(10)
+        } else {
+            self.slots
+                .iter()
+                .map(|(_, c)| c.deadline.saturating_duration_since(now))
+                .min()
+                .unwrap_or(TICK)
+                .min(TICK)
+        };
+        match self.poll.poll(events, Some(wait)) {
             Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e).context("epoll_wait"),
         }
-        for ev in &events {
-            if ev.token() == LISTENER {
-                loop {
-                    match listener.accept() {
-                        Ok((mut stream, peer)) => {
-                            totals.control_connections.fetch_add(1, Ordering::Relaxed);
-                            if open >= cfg.limits.max_clients as usize
-                                || (cfg.key.is_none() && !peer.ip().is_loopback())
-                            {
-                                totals.turned_away.fetch_add(1, Ordering::Relaxed);
-                                continue;
-                            }
-                            let slot = free.pop().unwrap_or_else(|| {
-                                conns.push(None);
-                                conns.len() - 1
-                            });
-                            if poll
-                                .registry()
-                                .register(&mut stream, Token(slot), Interest::READABLE)
-                                .is_err()
-                            {
-                                free.push(slot);
-                                continue;
-                            }
-                            let local = stream.local_addr().unwrap_or(local);
-                            conns[slot] = Some(Conn {
-                                stream,
-                                peer,
-                                local,
-                                buf: Vec::new(),
-                                step: Step::Hello,
-                                deadline: Instant::now() + step,
-                                bytes_in: 0,
-                                bytes_out: 0,
-                            });
-                            open += 1;
-                        }
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                        // Out of descriptors or the like: the next tick tries again.
-                        Err(_) => break,
-                    }
-                }
-                continue;
-            }
-            let slot = ev.token().0;
-            let Some(conn) = conns.get_mut(slot).and_then(Option::as_mut) else {
-                continue;
-            };
-            let outcome = advance(conn, &cfg, &totals, &tests_running, &next_test, step);
-            match outcome {
-                Advance::Wait => continue,
-                Advance::Close => {}
-                Advance::Granted(test) => {
-                    let mut c = conns[slot].take().expect("present");
-                    let _ = poll.registry().deregister(&mut c.stream);
-                    free.push(slot);
-                    open -= 1;
-                    account_preauth(&totals, &c);
-                    let ctx = TestCtx {
-                        peer: c.peer,
-                        local: c.local,
-                        key: cfg.key.clone(),
-                        limits: cfg.limits.clone(),
-                        rcvbuf: (cfg.rcvbuf, cfg.rcvbuf_force),
-                        stop: stop.clone(),
-                        totals: totals.clone(),
-                        running: tests_running.clone(),
-                        say: say.clone(),
-                    };
-                    // The handshake is over: the test thread talks to the client with
-                    // blocking reads and timeouts.
-                    let std_stream = std::net::TcpStream::from(c.stream);
-                    if std_stream.set_nonblocking(false).is_err() {
-                        tests_running.fetch_sub(1, Ordering::SeqCst);
-                        continue;
-                    }
-                    match std::thread::Builder::new()
-                        .name(format!("netceil-test{}", test.0))
-                        .spawn(move || run_test(std_stream, *test.1, test.0, test.2, ctx))
-                    {
-                        Ok(h) => test_threads.push(h),
-                        Err(e) => {
-                            tests_running.fetch_sub(1, Ordering::SeqCst);
-                            say(format!("cannot start a test thread: {e}"));
-                        }
-                    }
-                    continue;
-                }
-            }
-            if let Some(mut c) = conns[slot].take() {
-                let _ = poll.registry().deregister(&mut c.stream);
-                account_preauth(&totals, &c);
-                free.push(slot);
-                open -= 1;
+        self.log.roll(Instant::now());
+        if std::mem::take(&mut self.accept_again) {
+            self.accept_all();
+        }
+        for ev in events.iter() {
+            match ev.token() {
+                LISTENER => self.accept_all(),
+                Token(slot) => self.on_ready(slot),
             }
         }
-        // Deadlines: a client silent past its step is dropped.
-        let now = Instant::now();
-        for (slot, c) in conns.iter_mut().enumerate() {
-            if c.as_ref().is_some_and(|c| c.deadline <= now) {
-                let mut c = c.take().expect("checked");
-                let _ = poll.registry().deregister(&mut c.stream);
-                account_preauth(&totals, &c);
-                totals.timed_out.fetch_add(1, Ordering::Relaxed);
-                free.push(slot);
-                open -= 1;
+        self.expire(Instant::now());
+        let (one_host, open) = self.slots.peaks();
+        let t = &self.totals;
+        t.peak_handshakes.fetch_max(open as u64, Ordering::Relaxed);
+        t.peak_handshakes_one_host
+            .fetch_max(one_host as u64, Ordering::Relaxed);
+        self.test_threads.retain(|h| !h.is_finished());
+        Ok(())
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) if out_of_resources(&e) => {
+                    // Make room as for a full table: the heaviest host's oldest handshake.
+                    let evicted = self.slots.evict_heaviest(Displaced::OutOfDescriptors);
+                    self.log.out_of_descriptors(&e, evicted.is_some());
+                    match evicted {
+                        Some(ev) => self.close_evicted(ev),
+                        None => {
+                            self.accept_again = true;
+                            break;
+                        }
+                    }
+                }
+                Err(_) => {
+                    self.accept_again = true;
+                    break;
+                }
             }
         }
-        test_threads.retain(|h| !h.is_finished());
     }
-    stop.store(true, Ordering::SeqCst);
-    for h in test_threads {
-        let _ = h.join();
+
+    /// A new control connection: it gets a slot (displacing another if need be), unless
+    /// this server takes loopback clients only.
+    fn admit(&mut self, stream: TcpStream, peer: SocketAddr) {
+        self.totals
+            .control_connections
+            .fetch_add(1, Ordering::Relaxed);
+        if self.cfg.key.is_none() && !peer.ip().is_loopback() {
+            self.totals.turned_away.fetch_add(1, Ordering::Relaxed);
+            self.log.note(peer, Event::TurnedAway, || {
+                format!("control connection from {peer}: turned away: without --key-file this server serves loopback clients only")
+            });
+            return;
+        }
+        let host = Host::from(peer.ip());
+        if let Some(ev) = self.slots.make_room(host) {
+            self.close_evicted(ev);
+        }
+        let local = stream.local_addr().unwrap_or(self.local);
+        let deadline = Instant::now() + self.step;
+        let registry = self.poll.registry();
+        // A failed registration drops (closes) the stream and takes no slot.
+        let _ = self.slots.insert_with(host, |slot| {
+            let mut stream = stream;
+            registry.register(&mut stream, Token(slot), Interest::READABLE)?;
+            Ok::<_, std::io::Error>(Conn {
+                stream,
+                peer,
+                local,
+                buf: Vec::new(),
+                step: Step::Hello,
+                deadline,
+                bytes_in: 0,
+                bytes_out: 0,
+            })
+        });
     }
-    let _ = sink_thread.join();
-    Ok(())
+
+    fn on_ready(&mut self, slot: usize) {
+        let Some(conn) = self.slots.get_mut(slot) else {
+            return;
+        };
+        match advance(conn, self.cfg, &self.running, &self.next_test, self.step) {
+            Advance::Wait => {}
+            Advance::Close(closed) => {
+                if let Some((_, c)) = self.slots.remove(slot) {
+                    self.close(c, closed);
+                }
+            }
+            Advance::Granted(test) => {
+                if let Some((_, c)) = self.slots.remove(slot) {
+                    self.grant(c, test);
+                }
+            }
+        }
+    }
+
+    /// Drops every client silent past its step's deadline.
+    fn expire(&mut self, now: Instant) {
+        let late: Vec<usize> = self
+            .slots
+            .iter()
+            .filter(|(_, c)| c.deadline <= now)
+            .map(|(slot, _)| slot)
+            .collect();
+        for slot in late {
+            if let Some((_, c)) = self.slots.remove(slot) {
+                let why = format!(
+                    "timed out: silent for {:.1} s waiting for {} (serve --step-timeout)",
+                    self.step.as_secs_f64(),
+                    c.step.awaited()
+                );
+                self.close(
+                    c,
+                    Closed {
+                        kind: Event::TimedOut,
+                        why,
+                    },
+                );
+            }
+        }
+    }
+
+    fn close_evicted(&mut self, ev: Evicted<Conn>) {
+        let b = self.slots.bounds();
+        let why = match ev.why {
+            Displaced::HostAtBound => format!(
+                "closed to make room: its host {} opened more than the {} handshakes one host may hold",
+                ev.host, b.max_per_host
+            ),
+            Displaced::TableFull => format!(
+                "closed to make room: all {} handshake slots (serve --max-clients) were taken and its host {} held the most",
+                b.max_open, ev.host
+            ),
+            Displaced::OutOfDescriptors => format!(
+                "closed to make room: out of file descriptors, and its host {} held the most handshakes",
+                ev.host
+            ),
+        };
+        self.close(
+            ev.value,
+            Closed {
+                kind: Event::Displaced,
+                why,
+            },
+        );
+    }
+
+    /// Ends a handshake without a grant: counted, said (naming the client), closed.
+    fn close(&mut self, mut c: Conn, closed: Closed) {
+        let _ = self.poll.registry().deregister(&mut c.stream);
+        account_preauth(&self.totals, &c);
+        let t = &self.totals;
+        let counter = match closed.kind {
+            Event::Displaced => Some(&t.evicted),
+            Event::TimedOut => Some(&t.timed_out),
+            Event::Malformed => Some(&t.malformed),
+            Event::Refused => Some(&t.refused),
+            Event::AuthFailed => Some(&t.auth_failures),
+            Event::Abandoned => Some(&t.closed_before_auth),
+            Event::TurnedAway | Event::Failed => None,
+        };
+        if let Some(n) = counter {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        let peer = c.peer;
+        self.log.note(peer, closed.kind, || {
+            format!("control connection from {peer}: {}", closed.why)
+        });
+    }
+
+    /// Hands an authenticated client to its own test thread.
+    fn grant(&mut self, mut c: Conn, test: (u64, Box<TestSpec>, [[u8; NONCE_LEN]; 2])) {
+        self.totals.tests_granted.fetch_add(1, Ordering::Relaxed);
+        let _ = self.poll.registry().deregister(&mut c.stream);
+        account_preauth(&self.totals, &c);
+        let ctx = TestCtx {
+            peer: c.peer,
+            local: c.local,
+            key: self.cfg.key.clone(),
+            limits: self.cfg.limits.clone(),
+            rcvbuf: (self.cfg.rcvbuf, self.cfg.rcvbuf_force),
+            stop: self.stop.clone(),
+            totals: self.totals.clone(),
+            running: self.running.clone(),
+            say: self.say.clone(),
+        };
+        // The handshake is over: the test thread talks to the client with blocking reads and
+        // timeouts.
+        let std_stream = std::net::TcpStream::from(c.stream);
+        if std_stream.set_nonblocking(false).is_err() {
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        match std::thread::Builder::new()
+            .name(format!("netceil-test{}", test.0))
+            .spawn(move || run_test(std_stream, *test.1, test.0, test.2, ctx))
+        {
+            Ok(h) => self.test_threads.push(h),
+            Err(e) => {
+                self.running.fetch_sub(1, Ordering::SeqCst);
+                (self.say)(format!("cannot start a test thread: {e}"));
+            }
+        }
+    }
+
+    /// After the loop: waits for the tests, says what the log held back.
+    fn finish(&mut self) {
+        for h in self.test_threads.drain(..) {
+            let _ = h.join();
+        }
+        self.log.finish();
+    }
+}
+
+/// Accept errors that a closed descriptor can cure: the process's or the system's file
+/// table is full, or the kernel is short of socket memory.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    use nix::errno::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        [Errno::EMFILE, Errno::ENFILE, Errno::ENOBUFS, Errno::ENOMEM].contains(&Errno::from_raw(n))
+    })
 }
 
 fn account_preauth(totals: &ServeTotals, c: &Conn) {
@@ -348,9 +550,25 @@ fn count_strays(sink: &UdpSocket, stop: &AtomicBool, totals: &ServeTotals) {
     }
 }
 
+/// Why a handshake ended without a grant: counted, and said naming the client.
+struct Closed {
+    kind: Event,
+    why: String,
+}
+
+impl Advance {
+    /// Ends the handshake: `kind`, and `why` as said naming the client.
+    fn close(kind: Event, why: impl Into<String>) -> Advance {
+        Advance::Close(Closed {
+            kind,
+            why: why.into(),
+        })
+    }
+}
+
 enum Advance {
     Wait,
-    Close,
+    Close(Closed),
     /// Test id, the test, and the client's nonces (for the grant's MAC).
     Granted((u64, Box<TestSpec>, [[u8; NONCE_LEN]; 2])),
 }
@@ -359,7 +577,6 @@ enum Advance {
 fn advance(
     c: &mut Conn,
     cfg: &ServeConfig,
-    totals: &ServeTotals,
     running: &AtomicUsize,
     next_test: &AtomicU64,
     step: Duration,
@@ -367,28 +584,42 @@ fn advance(
     let mut chunk = [0u8; 1024];
     loop {
         match c.stream.read(&mut chunk) {
-            Ok(0) => return Advance::Close,
+            Ok(0) => {
+                return Advance::close(
+                    Event::Abandoned,
+                    "closed by the client before it authenticated",
+                )
+            }
             Ok(n) => {
                 c.bytes_in += n;
                 c.buf.extend_from_slice(&chunk[..n]);
                 if c.buf.len() > MAX_CLIENT_FRAME + 4 {
-                    totals.malformed.fetch_add(1, Ordering::Relaxed);
-                    return Advance::Close;
+                    return Advance::close(
+                        Event::Malformed,
+                        format!("malformed: over {MAX_CLIENT_FRAME} bytes without a whole message"),
+                    );
                 }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return Advance::Close,
+            Err(e) => {
+                return Advance::close(
+                    Event::Abandoned,
+                    format!("failed before it authenticated ({e})"),
+                )
+            }
         }
     }
     let (msg, consumed) = match decode::<ClientMsg>(&c.buf, MAX_CLIENT_FRAME) {
         Ok(Decoded::NeedMore { .. }) => return Advance::Wait,
         Ok(Decoded::Frame { msg, consumed }) => (msg, consumed),
         Err(e) => {
-            totals.malformed.fetch_add(1, Ordering::Relaxed);
             // A client of another protocol gets one short line, within what it sent.
             refuse(c, format!("unreadable control message: {e}"));
-            return Advance::Close;
+            return Advance::close(
+                Event::Malformed,
+                format!("malformed: unreadable control message: {e}"),
+            );
         }
     };
     c.buf.drain(..consumed);
@@ -403,31 +634,35 @@ fn advance(
             },
         ) => {
             if proto != PROTO {
-                totals.refused.fetch_add(1, Ordering::Relaxed);
-                refuse(
-                    c,
-                    format!(
-                        "version skew: the client (netceil {}) speaks control protocol {proto}, this server (netceil {}) speaks {PROTO}; run the same netceil release on both ends",
-                        clip(&netceil, 40),
-                        env!("CARGO_PKG_VERSION")
-                    ),
+                let why = format!(
+                    "version skew: the client (netceil {}) speaks control protocol {proto}, this server (netceil {}) speaks {PROTO}; run the same netceil release on both ends",
+                    clip(&netceil, 40),
+                    env!("CARGO_PKG_VERSION")
                 );
-                return Advance::Close;
+                refuse(c, why.clone());
+                return Advance::close(Event::Refused, format!("refused: {why}"));
             }
             let client = match unhex(&nonce).and_then(|v| <[u8; NONCE_LEN]>::try_from(v).ok()) {
                 Some(n) => n,
                 None => {
-                    totals.malformed.fetch_add(1, Ordering::Relaxed);
-                    return Advance::Close;
+                    return Advance::close(
+                        Event::Malformed,
+                        "malformed: a hello whose nonce is not 16 bytes of hex",
+                    )
                 }
             };
             if consumed < MIN_HELLO_FRAME {
                 // An unpadded hello could be a reflection probe: no answer.
-                totals.malformed.fetch_add(1, Ordering::Relaxed);
-                return Advance::Close;
+                return Advance::close(Event::Malformed, format!("malformed: a hello of {consumed} bytes, under the {MIN_HELLO_FRAME} answered (not answered)"));
             }
-            let Ok(server) = fresh_nonce() else {
-                return Advance::Close;
+            let server = match fresh_nonce() {
+                Ok(n) => n,
+                Err(e) => {
+                    return Advance::close(
+                        Event::Failed,
+                        format!("no nonce for it from the kernel ({e})"),
+                    )
+                }
             };
             let ch = ServerMsg::Challenge {
                 proto: PROTO,
@@ -436,7 +671,10 @@ fn advance(
                 key_required: cfg.key.is_some(),
             };
             if !send_within_budget(c, ch) {
-                return Advance::Close;
+                return Advance::close(
+                    Event::Abandoned,
+                    "the challenge could not be sent at once (the client stopped reading)",
+                );
             }
             c.step = Step::Request { client, server };
             c.deadline = Instant::now() + step;
@@ -450,19 +688,22 @@ fn advance(
                     .as_deref()
                     .is_some_and(|m| key.verify(MAC_REQUEST, &[&client, &server, &body], m));
                 if !ok {
-                    totals.auth_failures.fetch_add(1, Ordering::Relaxed);
-                    refuse(
-                        c,
-                        "authentication failed: the request's HMAC does not match this server's key (--key-file on both ends must hold the same secret)".into(),
+                    let why = "authentication failed: the request's HMAC does not match this server's key (--key-file on both ends must hold the same secret)";
+                    refuse(c, why.into());
+                    return Advance::close(
+                        Event::AuthFailed,
+                        if mac.is_none() {
+                            "authentication failed: a request without an HMAC".into()
+                        } else {
+                            why.to_string()
+                        },
                     );
-                    return Advance::Close;
                 }
             }
             // From here the client is authenticated (or on loopback without a key).
             if let Err(r) = cfg.limits.check(&test) {
-                totals.refused.fetch_add(1, Ordering::Relaxed);
                 refuse(c, format!("refused: {r}"));
-                return Advance::Close;
+                return Advance::close(Event::Refused, format!("refused: {r}"));
             }
             let max = cfg.limits.max_tests as usize;
             if running
@@ -471,23 +712,21 @@ fn advance(
                 })
                 .is_err()
             {
-                totals.refused.fetch_add(1, Ordering::Relaxed);
-                refuse(
-                    c,
-                    format!(
-                        "busy: {max} test(s) already running, this server's limit (serve --max-tests); try again when they end"
-                    ),
+                let why = format!(
+                    "busy: {max} test(s) already running, this server's limit (serve --max-tests); try again when they end"
                 );
-                return Advance::Close;
+                refuse(c, why.clone());
+                return Advance::close(Event::Refused, format!("refused: {why}"));
             }
             let id = next_test.fetch_add(1, Ordering::Relaxed);
-            totals.tests_granted.fetch_add(1, Ordering::Relaxed);
             Advance::Granted((id, Box::new(test), [client, server]))
         }
         _ => {
-            totals.malformed.fetch_add(1, Ordering::Relaxed);
             refuse(c, "a control message out of order".into());
-            Advance::Close
+            Advance::close(
+                Event::Malformed,
+                "malformed: a control message out of order",
+            )
         }
     }
 }

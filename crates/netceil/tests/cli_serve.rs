@@ -78,7 +78,12 @@ impl Server {
     }
 
     /// Stops it with SIGINT (by its PID) and returns its totals.
-    fn finish(mut self) -> Value {
+    fn finish(self) -> Value {
+        self.finish_with_lines().0
+    }
+
+    /// Stops it with SIGINT (by its PID); returns its totals and every event line it wrote.
+    fn finish_with_lines(mut self) -> (Value, Vec<String>) {
         let mut child = self.child.take().unwrap();
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
@@ -91,7 +96,13 @@ impl Server {
             .unwrap();
         // Stopped by Ctrl-C: 130, as for every command (its totals are still written).
         assert_eq!(child.wait().unwrap().code(), Some(130));
-        serde_json::from_str(&out).expect("serve's totals as JSON")
+        let totals = serde_json::from_str(&out).expect("serve's totals as JSON");
+        // The reader ends at the stderr's end, closing the channel.
+        let mut lines = std::mem::take(&mut self.seen);
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            lines.push(l);
+        }
+        (totals, lines)
     }
 }
 
@@ -334,6 +345,80 @@ fn serve_refuses_other_hosts_without_a_key() {
         .unwrap();
 }
 
+/// Every handshake slot taken by a flood from many hosts (40 loopback addresses, 10
+/// connections each, reopened as they close, against 64 slots): a client from a host holding
+/// fewer slots still gets through, three times in three, since the newest connection displaces
+/// the oldest of the host holding the most. No root needed: 127.0.0.0/8 is all loopback.
+#[test]
+fn a_flood_from_many_hosts_filling_every_slot_does_not_lock_others_out() {
+    allow_descriptors(4096);
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "serve",
+        "--listen",
+        &addr.to_string(),
+        "--max-clients",
+        "64",
+    ]);
+    cmd.args(["--duration", "40"]);
+    let server = Server::start(cmd);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sources: Vec<std::net::Ipv4Addr> = (2..42)
+        .map(|n| std::net::Ipv4Addr::new(127, 0, 0, n))
+        .collect();
+    let started = Instant::now();
+    let flood = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let until = started + Duration::from_secs(20);
+            idle_flood(addr, &sources, 400, &stop, until, 200_000)
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let mut failed = Vec::new();
+    for i in 1..=3 {
+        let out = Command::new(BIN)
+            .args(["run", "udp", "--to", &addr.to_string(), "--rate", "5k"])
+            .args(["--duration", "1", "-q", "--no-store"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            failed.push(format!(
+                "test {i}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flood = flood.join().unwrap();
+    eprintln!("flood: {flood:?}");
+    assert!(
+        failed.is_empty(),
+        "{} of 3 tests failed during the flood:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    assert!(
+        flood.opened >= 400 && flood.closed_by_server > 0,
+        "{flood:?}"
+    );
+    assert_eq!(flood.bytes_answered, 0);
+    let (totals, lines) = server.finish_with_lines();
+    assert_eq!(totals["tests_completed"], 3, "{totals:#}");
+    assert_eq!(
+        totals["peaks"]["handshakes"], 64,
+        "every slot was taken: {totals:#}"
+    );
+    assert!(totals["evicted"].as_u64().unwrap() > 0, "{totals:#}");
+    assert!(
+        lines.iter().any(|l| l.contains("all 64 handshake slots")),
+        "{}",
+        lines.join("\n")
+    );
+}
+
 // ---- three namespaces as three hosts (root) ----
 
 fn skip_reason() -> Option<String> {
@@ -371,8 +456,9 @@ struct Hosts {
 const SERVER: &str = "198.18.0.2";
 
 impl Hosts {
-    fn new() -> Hosts {
-        let tag = format!("netceil-serve-test-{}", std::process::id());
+    /// Three namespaces named after this process and `test` (tests run in parallel).
+    fn new(test: &str) -> Hosts {
+        let tag = format!("netceil-serve-{test}-{}", std::process::id());
         let h = Hosts {
             a: format!("{tag}-a"),
             b: format!("{tag}-b"),
@@ -427,14 +513,20 @@ impl Drop for Hosts {
 
 /// Runs `f` on a thread that entered network namespace `ns` (setns is per thread).
 fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    spawn_in_netns(ns, f).join().expect("thread")
+}
+
+/// Starts `f` on a thread that enters network namespace `ns` first.
+fn spawn_in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
     let path = format!("/run/netns/{ns}");
     std::thread::spawn(move || {
         let fd = std::fs::File::open(&path).expect("netns file");
         nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
         f()
     })
-    .join()
-    .expect("thread")
 }
 
 /// A netceil datagram header (18 bytes) of `kind`, padded to `len`.
@@ -486,7 +578,7 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
         eprintln!("skipped: {why}");
         return;
     }
-    let hosts = Hosts::new();
+    let hosts = Hosts::new("test");
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
     std::fs::write(&key, "three-hosts-test-secret-0123456789\n").unwrap();
@@ -675,6 +767,11 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
         "{totals:#}"
     );
     assert!(totals["preauth_bytes_out"].as_u64() <= totals["preauth_bytes_in"].as_u64());
+    tear_down(hosts);
+}
+
+/// Deletes the namespaces and checks that none is left.
+fn tear_down(hosts: Hosts) {
     let names = [hosts.a.clone(), hosts.b.clone(), hosts.c.clone()];
     drop(hosts);
     let left = String::from_utf8(
@@ -688,6 +785,217 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
     for n in names {
         assert!(!left.contains(&n), "{n} left behind");
     }
+}
+
+/// What an idle-connection flood did.
+#[derive(Debug, Default)]
+struct Flood {
+    /// Connections opened in all.
+    opened: u64,
+    /// Connections the server closed (each was reopened).
+    closed_by_server: u64,
+    /// Connects that failed or took over 200 ms.
+    connect_failures: u64,
+    /// Bytes the server sent to the flood.
+    bytes_answered: u64,
+}
+
+/// A TCP connection to `to` from source address `from` (the system's choice if `None`),
+/// given up after 200 ms.
+fn connect_from(from: Option<std::net::Ipv4Addr>, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use nix::sys::socket::{self as s, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+    use std::os::fd::AsRawFd;
+    let wait = Duration::from_millis(200);
+    let (Some(ip), SocketAddr::V4(to4)) = (from, to) else {
+        return TcpStream::connect_timeout(&to, wait);
+    };
+    let fd = s::socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // connect(2) gives up after SO_SNDTIMEO.
+    s::setsockopt(
+        &fd,
+        sockopt::SendTimeout,
+        &nix::sys::time::TimeVal::new(0, 200_000),
+    )?;
+    s::bind(
+        fd.as_raw_fd(),
+        &SockaddrIn::from(std::net::SocketAddrV4::new(ip, 0)),
+    )?;
+    s::connect(fd.as_raw_fd(), &SockaddrIn::from(to4))?;
+    Ok(TcpStream::from(fd))
+}
+
+/// Holds `n` idle TCP connections to `to`, the i-th from `from[i % from.len()]` (or from the
+/// calling namespace's own address if `from` is empty), reopening each as the server closes
+/// it, until `stop`, `until`, or `max_opens` connections in all.
+fn idle_flood(
+    to: SocketAddr,
+    from: &[std::net::Ipv4Addr],
+    n: usize,
+    stop: &std::sync::atomic::AtomicBool,
+    until: Instant,
+    max_opens: u64,
+) -> Flood {
+    let mut f = Flood::default();
+    let mut conns: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let mut buf = [0u8; 4096];
+    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+        && Instant::now() < until
+        && f.opened < max_opens
+    {
+        for (i, c) in conns.iter_mut().enumerate() {
+            if let Some(s) = c {
+                match s.read(&mut buf) {
+                    Ok(0) => {}
+                    Ok(k) => {
+                        f.bytes_answered += k as u64;
+                        continue;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => {}
+                }
+                f.closed_by_server += 1;
+                *c = None;
+            }
+            if f.opened >= max_opens || Instant::now() >= until {
+                break;
+            }
+            let source = (!from.is_empty()).then(|| from[i % from.len()]);
+            match connect_from(source, to) {
+                Ok(s) => {
+                    s.set_nonblocking(true).unwrap();
+                    f.opened += 1;
+                    *c = Some(s);
+                }
+                Err(_) => f.connect_failures += 1,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    f
+}
+
+/// Lets this process hold `n` more descriptors than the usual 1024, when the hard limit allows.
+fn allow_descriptors(n: u64) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    if soft < n {
+        setrlimit(Resource::RLIMIT_NOFILE, n.min(hard), hard).unwrap();
+    }
+}
+
+/// Issue 23, item 4: one unauthenticated host holding 2000 idle connections (reopened as
+/// they close) locked every keyed client out of the 1024 handshake slots. Now a host holds a
+/// bounded share, the newest handshake always gets a slot, and a keyed test from another host
+/// succeeds three times in three while the flood goes on; serve names the flooding host in
+/// its log, a bounded number of times.
+#[test]
+fn an_idle_connection_flood_from_one_host_does_not_lock_keyed_clients_out() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    allow_descriptors(8192);
+    let hosts = Hosts::new("flood");
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "flood-test-secret-0123456789abcdef\n").unwrap();
+    let key = key.to_str().unwrap();
+    let control = format!("{SERVER}:5302");
+    let mut cmd = hosts.exec(&hosts.b);
+    cmd.args(["serve", "--listen", &control, "--key-file", key]);
+    cmd.args(["--duration", "40"]);
+    let server = Server::start(cmd);
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let to: SocketAddr = control.parse().unwrap();
+    let started = Instant::now();
+    let flood = {
+        let stop = stop.clone();
+        spawn_in_netns(&hosts.c, move || {
+            idle_flood(
+                to,
+                &[],
+                2000,
+                &stop,
+                started + Duration::from_secs(25),
+                400_000,
+            )
+        })
+    };
+    // Let the flood fill every slot it can before the keyed client comes.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut took = Vec::new();
+    let mut failed = Vec::new();
+    for i in 1..=3 {
+        let t = Instant::now();
+        let out = hosts
+            .exec(&hosts.a)
+            .args(["run", "udp", "--to", &control, "--key-file", key])
+            .args([
+                "--rate",
+                "5k",
+                "--duration",
+                "1",
+                "--json",
+                "-q",
+                "--no-store",
+            ])
+            .output()
+            .unwrap();
+        took.push(t.elapsed());
+        let received = serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["results"]["far"]["app"]["udp_packets"].as_u64());
+        if !out.status.success() || received.is_none_or(|n| n < 1000) {
+            failed.push(format!(
+                "test {i}: {received:?} datagrams counted there; {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flood = flood.join().unwrap();
+    eprintln!("flood: {flood:?}; keyed tests took {took:?}");
+    assert!(
+        failed.is_empty(),
+        "{} of 3 keyed tests failed during the flood:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    assert!(
+        flood.opened >= 2000 && flood.closed_by_server > 0,
+        "the flood did not run: {flood:?}"
+    );
+    assert_eq!(flood.bytes_answered, 0, "the flood was answered");
+    for t in &took {
+        assert!(*t < Duration::from_secs(10), "a keyed test took {t:?}");
+    }
+    let (totals, lines) = server.finish_with_lines();
+    assert_eq!(totals["tests_completed"], 3, "{totals:#}");
+    assert!(totals["evicted"].as_u64().unwrap() > 0, "{totals:#}");
+    // The flooding host is named in the log, a bounded number of times however many
+    // connections it made.
+    let named: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("198.18.1.1"))
+        .map(String::as_str)
+        .collect();
+    eprintln!(
+        "serve's lines naming the flooding host:\n{}",
+        named.join("\n")
+    );
+    assert!(!named.is_empty(), "the flooding host is never named");
+    assert!(
+        named.len() <= 40,
+        "{} lines name the flooding host",
+        named.len()
+    );
+    tear_down(hosts);
 }
 
 #[test]
