@@ -20,7 +20,8 @@ pub struct Limits {
     pub max_duration_ms: u64,
     /// Payload bytes one test may send in all.
     pub max_bytes: u64,
-    /// Control connections open at once (most of them in their handshake).
+    /// Control connections in their handshake at once (granted tests count against
+    /// `max_tests` instead); one host holds a bounded share ([`crate::Admission`]).
     pub max_clients: u32,
     /// How long each handshake step may take, ms: a silent client is dropped after it.
     pub step_timeout_ms: u64,

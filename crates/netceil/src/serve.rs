@@ -573,6 +573,41 @@ enum Advance {
     Granted((u64, Box<TestSpec>, [[u8; NONCE_LEN]; 2])),
 }
 
+/// Reads what a handshaking client has sent so far into its buffer; the end of the
+/// handshake if it closed, failed, or sent more than a message without finishing one.
+fn read_ready(c: &mut Conn) -> Result<(), Advance> {
+    let mut chunk = [0u8; 1024];
+    loop {
+        match c.stream.read(&mut chunk) {
+            Ok(0) => {
+                return Err(Advance::close(
+                    Event::Abandoned,
+                    "closed by the client before it authenticated",
+                ))
+            }
+            Ok(n) => {
+                c.bytes_in += n;
+                c.buf.extend_from_slice(&chunk[..n]);
+                if c.buf.len() > MAX_CLIENT_FRAME + 4 {
+                    return Err(Advance::close(
+                        Event::Malformed,
+                        format!("malformed: over {MAX_CLIENT_FRAME} bytes without a whole message"),
+                    ));
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Advance::close(
+                    Event::Abandoned,
+                    format!("failed before it authenticated ({e})"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads what the client sent and moves its handshake on.
 fn advance(
     c: &mut Conn,
@@ -581,34 +616,8 @@ fn advance(
     next_test: &AtomicU64,
     step: Duration,
 ) -> Advance {
-    let mut chunk = [0u8; 1024];
-    loop {
-        match c.stream.read(&mut chunk) {
-            Ok(0) => {
-                return Advance::close(
-                    Event::Abandoned,
-                    "closed by the client before it authenticated",
-                )
-            }
-            Ok(n) => {
-                c.bytes_in += n;
-                c.buf.extend_from_slice(&chunk[..n]);
-                if c.buf.len() > MAX_CLIENT_FRAME + 4 {
-                    return Advance::close(
-                        Event::Malformed,
-                        format!("malformed: over {MAX_CLIENT_FRAME} bytes without a whole message"),
-                    );
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => {
-                return Advance::close(
-                    Event::Abandoned,
-                    format!("failed before it authenticated ({e})"),
-                )
-            }
-        }
+    if let Err(closed) = read_ready(c) {
+        return closed;
     }
     let (msg, consumed) = match decode::<ClientMsg>(&c.buf, MAX_CLIENT_FRAME) {
         Ok(Decoded::NeedMore { .. }) => return Advance::Wait,

@@ -160,7 +160,7 @@ fn loopback_serve_refuses_skew_strangers_and_slow_clients_without_amplifying() {
         "--duration",
         "30",
     ]);
-    let server = Server::start(cmd);
+    let mut server = Server::start(cmd);
 
     // A slow-loris client: connects and sends nothing. It is dropped after the step timeout.
     let mut loris = TcpStream::connect(addr).unwrap();
@@ -186,6 +186,10 @@ fn loopback_serve_refuses_skew_strangers_and_slow_clients_without_amplifying() {
     assert!(got.is_empty(), "a silent client gets nothing: {got:?}");
     let waited = t.elapsed();
     assert!(waited < Duration::from_secs(5), "dropped after {waited:?}");
+    // Said as it happens, naming the client.
+    let me = loris.local_addr().unwrap().to_string();
+    let line = server.wait_for("timed out", Duration::from_secs(5));
+    assert!(line.contains(&me) && line.contains("its hello"), "{line}");
 
     // Version skew: a clear refusal naming both versions, within the hello's size.
     let mut c = TcpStream::connect(addr).unwrap();
@@ -198,6 +202,9 @@ fn loopback_serve_refuses_skew_strangers_and_slow_clients_without_amplifying() {
         text.contains("version skew") && text.contains("99"),
         "{text}"
     );
+    let me = c.local_addr().unwrap().to_string();
+    let line = server.wait_for("version skew", Duration::from_secs(5));
+    assert!(line.contains(&me) && line.contains("refused"), "{line}");
 
     // An unpadded hello (a reflection probe) gets no answer at all.
     let mut c = TcpStream::connect(addr).unwrap();
@@ -620,6 +627,9 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("authentication failed"), "{e}");
+    // A failed proof is said as it happens, naming the client.
+    let line = server.wait_for("authentication failed", Duration::from_secs(5));
+    assert!(line.contains("198.18.0.1:"), "{line}");
     let out = hosts
         .exec(&hosts.a)
         .args([
