@@ -20,6 +20,23 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
+    /// The path is there but is not a regular file (a directory, a FIFO, a device, a socket).
+    #[error("the run store {path} is {what}, not a file; point NETCEIL_DB at a file (it is made if missing)")]
+    NotAFile { path: PathBuf, what: &'static str },
+
+    /// The file could not be looked at or read.
+    #[error("run store {path}: {op} failed: {source}")]
+    Io {
+        /// What was being done: "looking at", "opening", "reading".
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// Whether the file is a netceil store cannot be told without writing to it.
+    #[error("cannot tell whether {path} is a netceil run store without writing to it: {detail}; it was left as it was")]
+    Unknown { path: PathBuf, detail: String },
+
     /// An SQLite call failed.
     #[error("run store {path}: {op} failed: {source}")]
     Sqlite {
@@ -34,7 +51,8 @@ pub enum StoreError {
     #[error("{path} is not a netceil run store: {detail}; move it away or point NETCEIL_DB at another file")]
     NotAStore { path: PathBuf, detail: String },
 
-    /// The file was written by a newer netceil; it is left untouched.
+    /// The file was written by a newer netceil; it is left untouched (nothing is written to it
+    /// or beside it).
     #[error("run store {path} has schema version {found}, but this netceil knows versions up to {supported}; upgrade netceil (the file was not changed)")]
     TooNew {
         path: PathBuf,

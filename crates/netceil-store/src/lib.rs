@@ -18,6 +18,7 @@
 //! the sample encoding in `samples`.
 
 mod error;
+mod inspect;
 mod path;
 mod read;
 mod samples;

@@ -40,6 +40,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i32 = 0x6E63_5253;
 
 /// One forward step of the schema.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Migration {
     /// What the step does, for error messages.
     pub description: &'static str,
@@ -187,31 +188,101 @@ fn sql(op: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> MigrateError {
     move |source| MigrateError::Sqlite { op, source }
 }
 
+/// What identifies a database: its application id, its schema version and its tables.
+#[derive(Debug)]
+pub(crate) struct Schema {
+    pub application_id: i32,
+    pub version: i64,
+    pub tables: Vec<String>,
+}
+
+/// Reads the application id, the version and the table list. On a connection outside a
+/// transaction they are read in one read transaction: one snapshot. Read apart, a process that
+/// opened the same new file a moment earlier could commit its schema between them, and its
+/// tables would be seen without its version (a netceil store taken for another program's
+/// database). Inside a transaction they are read in that one.
+pub(crate) fn read_schema(conn: &Connection) -> rusqlite::Result<Schema> {
+    let snapshot = if conn.is_autocommit() {
+        Some(rusqlite::Transaction::new_unchecked(
+            conn,
+            TransactionBehavior::Deferred,
+        )?)
+    } else {
+        None
+    };
+    let application_id = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if let Some(tx) = snapshot {
+        tx.commit()?;
+    }
+    Ok(Schema {
+        application_id,
+        version,
+        tables,
+    })
+}
+
+/// Why a database with `id` is not netceil's.
+pub(crate) fn foreign_id_detail(id: i32) -> String {
+    format!("an SQLite database with application_id {id:#x}, not netceil's {APPLICATION_ID:#x}")
+}
+
+/// Why a database without an application id, but with tables or a version, is not netceil's.
+pub(crate) fn foreign_detail(schema: &Schema) -> String {
+    format!(
+        "an SQLite database of another program (schema version {}, tables: {})",
+        schema.version,
+        if schema.tables.is_empty() {
+            "none".to_string()
+        } else {
+            schema.tables.join(", ")
+        }
+    )
+}
+
+/// The file's schema version, read in one snapshot, once it is known to be a netceil store
+/// (or an empty database) that this build can read. Writes nothing.
+pub(crate) fn check(conn: &Connection, supported: i64) -> Result<i64, MigrateError> {
+    let schema = read_schema(conn).map_err(sql("reading the schema"))?;
+    if schema.application_id == APPLICATION_ID {
+        if schema.version > supported {
+            return Err(MigrateError::TooNew {
+                found: schema.version,
+                supported,
+            });
+        }
+        return Ok(schema.version);
+    }
+    if schema.application_id != 0 {
+        return Err(MigrateError::Foreign(foreign_id_detail(
+            schema.application_id,
+        )));
+    }
+    // application_id 0: either a brand-new file or someone else's database.
+    if schema.tables.is_empty() && schema.version == 0 {
+        Ok(0)
+    } else {
+        Err(MigrateError::Foreign(foreign_detail(&schema)))
+    }
+}
+
 /// Brings the database to the last of `steps`, returning how many steps it applied (0 when it
-/// was already up to date, in which case nothing is written).
+/// was already up to date, in which case nothing is written). The steps, the application id
+/// and the version are written in one transaction: a failure leaves the file as it was.
 pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, MigrateError> {
     let supported = steps.len() as i64;
     // Checked before taking the write lock, so an up-to-date or too-new file is only read.
-    // The version, the application id and the table list are read in one read transaction:
-    // one snapshot. Read apart, a process that opened the same new file a moment earlier
-    // could commit its schema between them, and its tables would be seen without its version
-    // (a netceil store taken for another program's database).
-    let found = {
-        let snapshot = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Deferred)
-            .map_err(sql("starting a read of the schema"))?;
-        let found = checked_version(&snapshot, supported)?;
-        snapshot
-            .commit()
-            .map_err(sql("ending the read of the schema"))?;
-        found
-    };
-    if found == supported {
+    if check(conn, supported)? == supported {
         return Ok(0);
     }
     let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
         .map_err(sql("taking the write lock to migrate the schema"))?;
     // Another process may have migrated while we waited for the lock.
-    let found = checked_version(&tx, supported)?;
+    let found = check(&tx, supported)?;
     let start = usize::try_from(found).unwrap_or(0);
     for (i, step) in steps.iter().enumerate().skip(start) {
         tx.execute_batch(step.sql).map_err(sql(format!(
@@ -228,57 +299,6 @@ pub(crate) fn migrate(conn: &Connection, steps: &[Migration]) -> Result<usize, M
     tx.commit()
         .map_err(sql("committing the schema migration"))?;
     Ok(steps.len() - start)
-}
-
-/// The file's schema version, once it is known to be a netceil store (or a new, empty file)
-/// that this build can read.
-fn checked_version(conn: &Connection, supported: i64) -> Result<i64, MigrateError> {
-    let found = user_version(conn)?;
-    if found > supported {
-        return Err(MigrateError::TooNew { found, supported });
-    }
-    check_application_id(conn, found)?;
-    Ok(found)
-}
-
-fn user_version(conn: &Connection) -> Result<i64, MigrateError> {
-    conn.pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(sql("reading the schema version"))
-}
-
-/// Refuses another program's SQLite file instead of adding tables to it.
-fn check_application_id(conn: &Connection, version: i64) -> Result<(), MigrateError> {
-    let app_id: i32 = conn
-        .pragma_query_value(None, "application_id", |r| r.get(0))
-        .map_err(sql("reading application_id"))?;
-    if app_id == APPLICATION_ID {
-        return Ok(());
-    }
-    if app_id != 0 {
-        return Err(MigrateError::Foreign(format!(
-            "an SQLite database with application_id {app_id:#x}, not netceil's {APPLICATION_ID:#x}"
-        )));
-    }
-    // application_id 0: either a brand-new file or someone else's database.
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
-        .and_then(|mut st| {
-            st.query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()
-        })
-        .map_err(sql("listing tables"))?;
-    if tables.is_empty() && version == 0 {
-        Ok(())
-    } else {
-        Err(MigrateError::Foreign(format!(
-            "an SQLite database of another program (schema version {version}, tables: {})",
-            if tables.is_empty() {
-                "none".to_string()
-            } else {
-                tables.join(", ")
-            }
-        )))
-    }
 }
 
 #[cfg(test)]
@@ -298,6 +318,10 @@ mod tests {
         sql: "CREATE TABLE c (z INTEGER); THIS IS NOT SQL;",
     };
 
+    fn user_version(conn: &Connection) -> i64 {
+        read_schema(conn).unwrap().version
+    }
+
     fn tables(conn: &Connection) -> Vec<String> {
         conn.prepare("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY name")
             .unwrap()
@@ -311,9 +335,9 @@ mod tests {
     fn applies_only_pending_steps_in_order() {
         let conn = Connection::open_in_memory().unwrap();
         assert_eq!(migrate(&conn, &[STEP_A]).unwrap(), 1);
-        assert_eq!(user_version(&conn).unwrap(), 1);
+        assert_eq!(user_version(&conn), 1);
         assert_eq!(migrate(&conn, &[STEP_A, STEP_B]).unwrap(), 1);
-        assert_eq!(user_version(&conn).unwrap(), 2);
+        assert_eq!(user_version(&conn), 2);
         assert_eq!(tables(&conn), ["a", "b"]);
         // STEP_A ran once: had it run again, CREATE TABLE a would have failed.
         let rows: i64 = conn
@@ -332,7 +356,7 @@ mod tests {
             MigrateError::Sqlite { op, .. } => assert!(op.contains("2 → 3 (broken)"), "{op}"),
             other => panic!("unexpected {other:?}"),
         }
-        assert_eq!(user_version(&conn).unwrap(), 1);
+        assert_eq!(user_version(&conn), 1);
         assert_eq!(tables(&conn), ["a"]);
     }
 
@@ -348,7 +372,7 @@ mod tests {
                 supported: 1
             }
         ));
-        assert_eq!(user_version(&conn).unwrap(), 2);
+        assert_eq!(user_version(&conn), 2);
     }
 
     #[test]
@@ -364,7 +388,7 @@ mod tests {
     fn real_schema_applies_to_an_empty_database() {
         let conn = Connection::open_in_memory().unwrap();
         assert_eq!(migrate(&conn, MIGRATIONS).unwrap(), MIGRATIONS.len());
-        assert_eq!(user_version(&conn).unwrap(), latest_version());
+        assert_eq!(user_version(&conn), latest_version());
         let expected = [
             "findings",
             "knees",

@@ -5,18 +5,21 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use netceil_model::{Finding, Run, RunSource, WorkloadKind};
-use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{
+    params, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{self, MigrateError, MIGRATIONS};
+use crate::inspect::{inspect, Found};
+use crate::schema::{self, MigrateError, Migration, MIGRATIONS};
 use crate::write::verdict;
 use crate::writer::{RunWriter, SeriesState};
 use crate::{default_path, Result, StoreError};
 
 /// How long a write waits for another process's transaction before giving up. Appends hold
 /// the lock for a millisecond; a large import may hold it for seconds.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// At most this many ids are named when a prefix is ambiguous.
 const SHOWN_CANDIDATES: usize = 10;
@@ -81,11 +84,37 @@ pub struct RunSummary {
     pub parts: usize,
 }
 
+/// How [`Store::setup`] prepares a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A new or empty file, to record into: WAL mode first, then the schema made.
+    Create,
+    /// A netceil store, to record into: its schema brought up to date (in one transaction, so
+    /// a failed step leaves the file as it was), then WAL mode.
+    Write,
+    /// A file only read: its journal mode is left as it is, nothing is migrated, and the
+    /// connection refuses writes.
+    Read,
+    /// A database in memory.
+    Memory,
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path`, creating its parent directories, and
     /// brings its schema up to date.
+    ///
+    /// Nothing is written to the file, or beside it, before it is known to be a netceil store
+    /// this build can use, or a new or empty file. Anything else is refused as it is:
+    /// [`StoreError::NotAFile`] for a directory, a FIFO or a device, [`StoreError::NotAStore`]
+    /// for random bytes or another program's SQLite database, [`StoreError::TooNew`] for a
+    /// store of a newer netceil. An empty file becomes a store.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
-        let path = path.as_ref().to_path_buf();
+        Store::open_with(path.as_ref(), MIGRATIONS)
+    }
+
+    /// [`Store::open`] with the schema `steps` given (tests give broken ones).
+    fn open_with(path: &Path, steps: &'static [Migration]) -> Result<Store> {
+        let path = path.to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 dir: dir.to_path_buf(),
@@ -93,23 +122,40 @@ impl Store {
                 source,
             })?;
         }
-        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
-            op: "opening".into(),
-            path: path.clone(),
-            source,
-        })?;
-        Store::setup(conn, path, true)
+        let mode = match inspect(&path, steps.len() as i64)? {
+            Found::Nothing | Found::Empty => Mode::Create,
+            Found::Store { .. } => Mode::Write,
+        };
+        let conn = Store::connect(&path, true)?;
+        Store::setup(conn, path, mode, steps)
+    }
+
+    /// Opens the store at `path` for the commands that only read it. Nothing is created: a
+    /// missing or empty file reads as a store without runs. A store of this schema is read as
+    /// it is, its journal mode unchanged, through a connection that refuses writes; an older
+    /// one is migrated (a netceil store, in one transaction), since only the current schema can
+    /// be read. Anything else is refused untouched, as by [`Store::open`].
+    pub fn open_for_reading(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        let latest = schema::latest_version();
+        match inspect(&path, latest)? {
+            Found::Nothing | Found::Empty => {
+                let conn = Store::connect_memory(&path)?;
+                Store::setup(conn, path, Mode::Memory, MIGRATIONS)
+            }
+            Found::Store { version } if version < latest => Store::open(&path),
+            Found::Store { .. } => {
+                let conn = Store::connect(&path, false)?;
+                Store::setup(conn, path, Mode::Read, MIGRATIONS)
+            }
+        }
     }
 
     /// A private, empty store that lives as long as the handle (for tests and `--no-store`).
     pub fn open_in_memory() -> Result<Store> {
         let path = PathBuf::from(":memory:");
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
-            op: "opening".into(),
-            path: path.clone(),
-            source,
-        })?;
-        Store::setup(conn, path, false)
+        let conn = Store::connect_memory(&path)?;
+        Store::setup(conn, path, Mode::Memory, MIGRATIONS)
     }
 
     /// Opens the store at [`default_path`].
@@ -117,7 +163,45 @@ impl Store {
         Store::open(default_path()?)
     }
 
-    fn setup(conn: Connection, path: PathBuf, on_disk: bool) -> Result<Store> {
+    /// Opens the store at [`default_path`] for reading ([`Store::open_for_reading`]).
+    pub fn open_default_for_reading() -> Result<Store> {
+        Store::open_for_reading(default_path()?)
+    }
+
+    /// An SQLite connection to the file at `path`, read-write; the file is created only when
+    /// `create` is set. The path is a file name, never a URI or SQLite's `:memory:`.
+    fn connect(path: &Path, create: bool) -> Result<Connection> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let name = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            Path::new(".").join(path)
+        };
+        Connection::open_with_flags(name, flags).map_err(|source| StoreError::Sqlite {
+            op: "opening".into(),
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// A private database in memory; `path` names it in messages.
+    fn connect_memory(path: &Path) -> Result<Connection> {
+        Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
+            op: "opening".into(),
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    fn setup(
+        conn: Connection,
+        path: PathBuf,
+        mode: Mode,
+        steps: &'static [Migration],
+    ) -> Result<Store> {
         let store_err = |op: &str, source: rusqlite::Error| match source.sqlite_error_code() {
             // Random bytes, or an SQLite file damaged in its first pages.
             Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
@@ -132,53 +216,57 @@ impl Store {
                 source,
             },
         };
+        let migrate_err = |e: MigrateError| match e {
+            MigrateError::Sqlite { op, source } => store_err(&op, source),
+            MigrateError::TooNew { found, supported } => StoreError::TooNew {
+                path: path.clone(),
+                found,
+                supported,
+            },
+            MigrateError::Foreign(detail) => StoreError::NotAStore {
+                path: path.clone(),
+                detail,
+            },
+        };
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| store_err("setting the busy timeout", e))?;
-        if on_disk {
-            // WAL lets readers and one writer work at once, and a killed writer loses only
-            // its uncommitted transaction. NORMAL sync keeps every commit across a process
-            // crash; only a power cut can drop the last few, never corrupting the file.
-            // Changing the journal mode while another process opens the same new file can
-            // fail at once with "database is locked", without waiting in the busy handler:
-            // try again until the busy timeout.
-            let started = std::time::Instant::now();
-            loop {
-                match conn
-                    .pragma_update_and_check(None, "journal_mode", "wal", |r| r.get::<_, String>(0))
-                {
-                    Ok(_) => break,
-                    Err(e)
-                        if matches!(
-                            e.sqlite_error_code(),
-                            Some(
-                                rusqlite::ErrorCode::DatabaseBusy
-                                    | rusqlite::ErrorCode::DatabaseLocked
-                            )
-                        ) && started.elapsed() < BUSY_TIMEOUT =>
-                    {
-                        std::thread::sleep(std::time::Duration::from_millis(5));
-                    }
-                    Err(e) => return Err(store_err("switching to WAL mode", e)),
-                }
-            }
+        let latest = steps.len() as i64;
+        if mode == Mode::Read {
+            conn.pragma_update(None, "query_only", true)
+                .map_err(|e| store_err("making the connection read-only", e))?;
+        } else if mode != Mode::Memory {
+            // The file's header said it is new, empty or ours; read that again through this
+            // connection, in one snapshot, before the first write.
+            schema::check(&conn, latest).map_err(migrate_err)?;
+            // NORMAL sync keeps every commit across a process crash; only a power cut can drop
+            // the last few, never corrupting the file.
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(|e| store_err("setting synchronous=NORMAL", e))?;
         }
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(|e| store_err("enabling foreign keys", e))?;
-        let migrations_applied = match schema::migrate(&conn, MIGRATIONS) {
-            Ok(n) => n,
-            Err(MigrateError::Sqlite { op, source }) => return Err(store_err(&op, source)),
-            Err(MigrateError::TooNew { found, supported }) => {
-                return Err(StoreError::TooNew {
-                    path,
-                    found,
-                    supported,
-                })
+        let wal = |conn: &Connection| {
+            Store::use_wal(conn).map_err(|e| store_err("switching to WAL mode", e))
+        };
+        let migrations_applied = match mode {
+            Mode::Create => {
+                wal(&conn)?;
+                schema::migrate(&conn, steps).map_err(migrate_err)?
             }
-            Err(MigrateError::Foreign(detail)) => {
-                return Err(StoreError::NotAStore { path, detail })
+            Mode::Write => {
+                let applied = schema::migrate(&conn, steps).map_err(migrate_err)?;
+                wal(&conn)?;
+                applied
             }
+            Mode::Read => {
+                if schema::check(&conn, latest).map_err(migrate_err)? < latest {
+                    // Replaced by an older store since it was inspected: migrate it.
+                    drop(conn);
+                    return Store::open_with(&path, steps);
+                }
+                0
+            }
+            Mode::Memory => schema::migrate(&conn, steps).map_err(migrate_err)?,
         };
         Ok(Store {
             conn,
@@ -187,7 +275,35 @@ impl Store {
         })
     }
 
-    /// The file this store lives in (`:memory:` for an in-memory store).
+    /// Switches the file to WAL, which lets readers and one writer work at once; a killed
+    /// writer loses only its uncommitted transaction.
+    fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+        // Changing the journal mode while another process opens the same new file can fail at
+        // once with "database is locked", without waiting in the busy handler: try again until
+        // the busy timeout.
+        let started = std::time::Instant::now();
+        loop {
+            match conn
+                .pragma_update_and_check(None, "journal_mode", "wal", |r| r.get::<_, String>(0))
+            {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        )
+                    ) && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The file this store lives in (`:memory:` for an in-memory store). A store opened for
+    /// reading where there is no store yet names the file it looked at.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -522,4 +638,112 @@ struct RawSummary {
     last_t_s: Option<f64>,
     findings: i64,
     parts: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use netceil_model::{Run, RunSource};
+
+    use super::*;
+
+    /// Every file in `dir` with its bytes.
+    fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let bytes = std::fs::read(&p).unwrap();
+                (p, bytes)
+            })
+            .collect()
+    }
+
+    fn raw(path: &Path) -> Connection {
+        Connection::open(path).unwrap()
+    }
+
+    /// A store of schema version 2 holding one run, left in `journal_mode`: made with the
+    /// current schema, then taken back by undoing step 3.
+    fn older_store(path: &Path, journal_mode: &str) {
+        let store = Store::open(path).unwrap();
+        store
+            .put_run(&Run::new("old-run", RunSource::Live))
+            .unwrap();
+        drop(store);
+        let conn = raw(path);
+        conn.execute_batch(
+            "ALTER TABLE locks DROP COLUMN stack;
+             ALTER TABLE locks DROP COLUMN kind;
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        conn.pragma_update(None, "journal_mode", journal_mode)
+            .unwrap();
+    }
+
+    fn journal_mode(path: &Path) -> String {
+        raw(path)
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_older_store_is_migrated_and_keeps_its_runs() {
+        for (mode, reading) in [("wal", false), ("delete", false), ("wal", true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("runs.db");
+            older_store(&path, mode);
+            let store = if reading {
+                Store::open_for_reading(&path).unwrap()
+            } else {
+                Store::open(&path).unwrap()
+            };
+            assert_eq!(store.migrations_applied(), MIGRATIONS.len() - 2);
+            assert_eq!(store.get_run("old-run").unwrap().run_id, "old-run");
+            drop(store);
+            let schema = schema::read_schema(&raw(&path)).unwrap();
+            assert_eq!(schema.version, schema::latest_version());
+            assert_eq!(schema.application_id, schema::APPLICATION_ID);
+            assert_eq!(journal_mode(&path), "wal");
+        }
+    }
+
+    const BROKEN: &[Migration] = &[
+        MIGRATIONS[0],
+        MIGRATIONS[1],
+        Migration {
+            description: "a step that fails half-way",
+            sql: "CREATE TABLE half (x INTEGER); THIS IS NOT SQL;",
+        },
+    ];
+
+    /// A migration that fails leaves an older store exactly as it was: not half-migrated, and
+    /// not switched from its rollback journal to WAL either.
+    #[test]
+    fn a_failed_migration_leaves_an_older_store_as_it_was() {
+        for mode in ["delete", "wal"] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("runs.db");
+            older_store(&path, mode);
+            let before = snapshot(dir.path());
+            let err = Store::open_with(&path, BROKEN)
+                .err()
+                .expect("the broken step fails");
+            let text = err.to_string();
+            assert!(
+                text.contains("2 → 3 (a step that fails half-way)"),
+                "{text}"
+            );
+            assert!(
+                snapshot(dir.path()) == before,
+                "journal mode {mode}: the file or its directory changed"
+            );
+            // The store is still a good version-2 store: the real step 3 applies.
+            let store = Store::open(&path).unwrap();
+            assert_eq!(store.migrations_applied(), 1);
+            assert_eq!(store.get_run("old-run").unwrap().run_id, "old-run");
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::cli::{CompareArgs, CompareFormat, ExportArgs, ExportFormat, ReportArgs};
-use crate::cmd_store::{open, resolve};
+use crate::cmd_store::{open_for_reading, resolve};
 use crate::{Done, Failure, Outcome};
 
 /// Writes to a file, or to stdout for `-`; the file is written whole or not at all.
@@ -33,7 +33,7 @@ fn write_to(
 }
 
 pub fn export(args: ExportArgs) -> Outcome {
-    let store = open()?;
+    let store = open_for_reading()?;
     let id = resolve(&store, &args.run)?;
     let run = store
         .get_run(&id)
@@ -59,7 +59,7 @@ pub fn export(args: ExportArgs) -> Outcome {
 }
 
 pub fn report(args: ReportArgs) -> Outcome {
-    let store = open()?;
+    let store = open_for_reading()?;
     let mut runs = Vec::new();
     for spec in &args.runs {
         let id = resolve(&store, spec)?;
@@ -85,7 +85,7 @@ pub fn report(args: ReportArgs) -> Outcome {
 }
 
 pub fn compare(args: CompareArgs) -> Outcome {
-    let store = open()?;
+    let store = open_for_reading()?;
     let a = store
         .get_run(&resolve(&store, &args.a)?)
         .context("reading run A")?;

@@ -9,9 +9,15 @@ use std::io::Write;
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
 use crate::{fmt, summary, Done, Failure, Outcome};
 
-/// Opens the store for reading; here a missing or broken store is an error, not a warning.
+/// Opens the store to change it (`rm`); here a broken store is an error, not a warning.
 pub fn open() -> Result<Store, Failure> {
     Store::open_default().map_err(|e| Failure::from(anyhow::Error::new(e)))
+}
+
+/// Opens the store only to read it: nothing is created, converted or written. A broken store
+/// is an error, not a warning; a missing one has no runs.
+pub fn open_for_reading() -> Result<Store, Failure> {
+    Store::open_default_for_reading().map_err(|e| Failure::from(anyhow::Error::new(e)))
 }
 
 /// A run spec (id, unique prefix, or `last`) to a full id; an unknown or ambiguous one is the
@@ -61,7 +67,7 @@ fn headline(s: &RunSummary) -> String {
 }
 
 pub fn runs(args: RunsArgs) -> Outcome {
-    let store = open()?;
+    let store = open_for_reading()?;
     let filter = RunFilter {
         labels: args.labels.into_iter().collect(),
         last: args.last,
@@ -122,7 +128,7 @@ pub fn runs(args: RunsArgs) -> Outcome {
 }
 
 pub fn show(args: ShowArgs) -> Outcome {
-    let store = open()?;
+    let store = open_for_reading()?;
     let id = resolve(&store, &args.run)?;
     let run = store
         .get_run(&id)

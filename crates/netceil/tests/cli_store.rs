@@ -138,3 +138,108 @@ fn ctrl_c_ends_watch_cleanly_and_keeps_what_was_sampled() {
     );
     assert!(run["series"]["t_s"].as_array().unwrap().len() >= 4);
 }
+
+/// Every file in `dir` with its bytes.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// `bytes` with `patches` (offset, new bytes) written over them.
+fn patched(bytes: &[u8], patches: &[(usize, &[u8])]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for (at, new) in patches {
+        out[*at..*at + new.len()].copy_from_slice(new);
+    }
+    out
+}
+
+/// Another program's database and a newer netceil's store, each in rollback-journal mode: no
+/// command converts them to WAL, writes to them or leaves files beside them, and each says why
+/// it does not use them.
+#[test]
+fn a_file_that_is_not_this_builds_store_is_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    json(netceil(&db).args([
+        "watch",
+        "--duration",
+        "1",
+        "--interval",
+        "200ms",
+        "--json",
+        "-q",
+    ]));
+    let store = std::fs::read(&db).unwrap();
+    assert_eq!(&store[..16], b"SQLite format 3\0");
+    // Header bytes 18-19: the file format (1 = rollback journal, 2 = WAL); 60: the schema
+    // version; 68: the application id. The store was closed cleanly, so there is no WAL log
+    // and the file alone is the database.
+    let rollback: (usize, &[u8]) = (18, &[1, 1]);
+    let cases: [(&str, Vec<u8>, &str); 2] = [
+        (
+            "another program's database",
+            patched(&store, &[rollback, (68, &0x4142_4344_i32.to_be_bytes())]),
+            "not a netceil run store",
+        ),
+        (
+            "a newer netceil's store",
+            patched(&store, &[rollback, (60, &99_i32.to_be_bytes())]),
+            "schema version 99",
+        ),
+    ];
+    let commands: [&[&str]; 6] = [
+        &["runs"],
+        &["show", "last"],
+        &["export", "last"],
+        &["compare", "last", "last"],
+        &["rm", "last"],
+        &["watch", "--duration", "1", "--interval", "200ms", "-q"],
+    ];
+    for (what, bytes, expected) in &cases {
+        std::fs::write(&db, bytes).unwrap();
+        let before = snapshot(dir.path());
+        for args in commands {
+            let out = netceil(&db).args(args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(expected) && stderr.contains(&db.display().to_string()),
+                "{what}, {args:?}: {stderr}"
+            );
+            if args[0] == "watch" {
+                assert!(stderr.contains("will not be stored"), "{stderr}");
+            } else {
+                assert!(!out.status.success(), "{what}, {args:?}: {stderr}");
+            }
+            assert!(
+                snapshot(dir.path()) == before,
+                "{what}: `netceil {}` changed the file or left files beside it",
+                args.join(" ")
+            );
+        }
+    }
+}
+
+/// Commands that only read the store make nothing when there is none yet.
+#[test]
+fn reading_commands_create_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("not/yet/runs.db");
+    let listed = json(netceil(&db).args(["runs", "--json"]));
+    assert_eq!(listed, serde_json::json!([]));
+    let out = netceil(&db).arg("runs").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no runs in"));
+    netceil(&db).args(["show", "last"]).assert().code(2);
+    netceil(&db).args(["export", "last"]).assert().code(2);
+    assert!(
+        !dir.path().join("not").exists(),
+        "a reading command made the store or its directory"
+    );
+}
