@@ -144,13 +144,24 @@ fn look_inside(path: &Path, header: &Header, supported: i64) -> Result<Found> {
     let sidecar = |suffix: &str| {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
-        PathBuf::from(name).exists()
+        std::fs::metadata(PathBuf::from(name)).ok().map(|m| m.len())
     };
+    let (log, index) = (sidecar("-wal"), sidecar("-shm").is_some());
     // A rollback-journal database is read with shared locks, which write nothing; a hot
     // journal makes the read fail rather than be rolled back. A WAL database needs its -wal
     // and -shm files to be read live, and a read-only connection would create and leave them,
     // so without them it is read as it lies (immutable): with no log, the file is all there is.
-    let immutable = header.wal && !(sidecar("-wal") && sidecar("-shm"));
+    // A log without its index could only be read by recovering it, which any later read-write
+    // connection would also write back into the file: the file is left alone.
+    if header.wal && log.is_some_and(|len| len > 0) && !index {
+        return Err(StoreError::Unknown {
+            path: path.to_path_buf(),
+            detail: "its WAL log (-wal) is there without its index (-shm), and reading it \
+                     would recover the log into the file"
+                .to_string(),
+        });
+    }
+    let immutable = header.wal && !(log.is_some() && index);
     let uri = format!(
         "file:{}?mode=ro{}",
         uri_path(path),

@@ -92,8 +92,9 @@ enum Mode {
     /// A netceil store, to record into: its schema brought up to date (in one transaction, so
     /// a failed step leaves the file as it was), then WAL mode.
     Write,
-    /// A file only read: its journal mode is left as it is, nothing is migrated, and the
-    /// connection refuses writes.
+    /// A netceil store, only to read: its journal mode is left as it is and the connection
+    /// refuses writes. Only an older store is written to, migrated in one transaction, since
+    /// only the current schema can be read.
     Read,
     /// A database in memory.
     Memory,
@@ -131,10 +132,10 @@ impl Store {
     }
 
     /// Opens the store at `path` for the commands that only read it. Nothing is created: a
-    /// missing or empty file reads as a store without runs. A store of this schema is read as
-    /// it is, its journal mode unchanged, through a connection that refuses writes; an older
-    /// one is migrated (a netceil store, in one transaction), since only the current schema can
-    /// be read. Anything else is refused untouched, as by [`Store::open`].
+    /// missing or empty file reads as a store without runs. A store is read as it is, its
+    /// journal mode unchanged, through a connection that refuses writes; only an older one is
+    /// migrated first (in one transaction), since only the current schema can be read.
+    /// Anything else is refused untouched, as by [`Store::open`].
     pub fn open_for_reading(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         let latest = schema::latest_version();
@@ -143,7 +144,6 @@ impl Store {
                 let conn = Store::connect_memory(&path)?;
                 Store::setup(conn, path, Mode::Memory, MIGRATIONS)
             }
-            Found::Store { version } if version < latest => Store::open(&path),
             Found::Store { .. } => {
                 let conn = Store::connect(&path, false)?;
                 Store::setup(conn, path, Mode::Read, MIGRATIONS)
@@ -231,10 +231,7 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| store_err("setting the busy timeout", e))?;
         let latest = steps.len() as i64;
-        if mode == Mode::Read {
-            conn.pragma_update(None, "query_only", true)
-                .map_err(|e| store_err("making the connection read-only", e))?;
-        } else if mode != Mode::Memory {
+        if matches!(mode, Mode::Create | Mode::Write) {
             // The file's header said it is new, empty or ours; read that again through this
             // connection, in one snapshot, before the first write.
             schema::check(&conn, latest).map_err(migrate_err)?;
@@ -259,12 +256,11 @@ impl Store {
                 applied
             }
             Mode::Read => {
-                if schema::check(&conn, latest).map_err(migrate_err)? < latest {
-                    // Replaced by an older store since it was inspected: migrate it.
-                    drop(conn);
-                    return Store::open_with(&path, steps);
-                }
-                0
+                // Writes nothing unless the store is older; `migrate` checks the schema first.
+                let applied = schema::migrate(&conn, steps).map_err(migrate_err)?;
+                conn.pragma_update(None, "query_only", true)
+                    .map_err(|e| store_err("making the connection read-only", e))?;
+                applied
             }
             Mode::Memory => schema::migrate(&conn, steps).map_err(migrate_err)?,
         };
@@ -691,7 +687,12 @@ mod tests {
 
     #[test]
     fn an_older_store_is_migrated_and_keeps_its_runs() {
-        for (mode, reading) in [("wal", false), ("delete", false), ("wal", true)] {
+        for (mode, reading) in [
+            ("wal", false),
+            ("delete", false),
+            ("wal", true),
+            ("delete", true),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("runs.db");
             older_store(&path, mode);
@@ -706,7 +707,9 @@ mod tests {
             let schema = schema::read_schema(&raw(&path)).unwrap();
             assert_eq!(schema.version, schema::latest_version());
             assert_eq!(schema.application_id, schema::APPLICATION_ID);
-            assert_eq!(journal_mode(&path), "wal");
+            // Recording switches an older store to WAL; reading leaves its journal mode.
+            let expected = if reading { mode } else { "wal" };
+            assert_eq!(journal_mode(&path), expected);
         }
     }
 

@@ -273,3 +273,31 @@ fn a_character_device_is_refused_without_growing_or_leaving_files() {
         assert!(err.to_string().contains("a character device"), "{err}");
     }
 }
+
+/// A WAL database whose tables are still only in its log, copied without the log's index
+/// (-shm): read as it lies it looks empty, but any read-write open would recover the log into
+/// the file. It is refused, and the file and its log stay as they were.
+#[test]
+fn a_wal_log_without_its_index_is_left_alone() {
+    let live = tempfile::tempdir().unwrap();
+    let live_path = live.path().join("theirs.db");
+    let conn = rusqlite::Connection::open(&live_path).unwrap();
+    conn.pragma_update(None, "journal_mode", "wal").unwrap();
+    conn.execute_batch("CREATE TABLE inbox (msg TEXT); INSERT INTO inbox VALUES ('hello');")
+        .unwrap();
+    // Copied while the owner still has it open: the table is in the log, not yet in the file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("theirs.db");
+    std::fs::copy(&live_path, &path).unwrap();
+    std::fs::copy(
+        live.path().join("theirs.db-wal"),
+        dir.path().join("theirs.db-wal"),
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(&header(&path)[18..20], &[2, 2], "a WAL database");
+    let messages = refused_untouched(&path, |e| {
+        matches!(e, StoreError::Unknown { .. } | StoreError::NotAStore { .. })
+    });
+    assert!(messages[0].contains("-shm"), "{}", messages[0]);
+}
