@@ -10,6 +10,11 @@
 //! power loss leaves pending lines whose owner is gone; [`Journal::recover`] reverts them, and
 //! [`Journal::stale`] lets every netceil start warn about them. Changes a `lab up` leaves in
 //! place on purpose are marked persistent, and only `lab down` reverts them.
+//!
+//! A namespace's change also covers its owner record under /run/netceil ([`crate::owner`]):
+//! written after the `do` line, before the namespace is made, and removed with it. A namespace
+//! is deleted on undo only while its record still names the change's owner, so an undo that
+//! comes late never deletes a namespace of the same name that someone else made since.
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, Write};
@@ -17,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::owner::{netns_exists, Owner, Record, Registry};
 use crate::topo::LabSpec;
 use crate::{exec, LabError, Result};
 
@@ -90,24 +96,29 @@ enum Line {
 pub struct Pending {
     pub id: String,
     pub pid: u32,
+    /// The owner's start time (clock ticks since boot).
+    pub start: u64,
     pub persistent: bool,
     pub change: Change,
     /// Its owner still runs.
     pub owner_alive: bool,
 }
 
-/// A process's start time in clock ticks since boot (field 22 of /proc/PID/stat), so that
-/// a PID the kernel reused is not taken for the process that wrote the journal.
-fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+impl Pending {
+    /// The process that made the change.
+    pub fn owner(&self) -> Owner {
+        Owner {
+            pid: self.pid,
+            start: self.start,
+        }
+    }
 }
 
-/// The journal file.
+/// The journal file, and the owner records of the namespaces it creates.
 #[derive(Debug, Clone)]
 pub struct Journal {
     path: PathBuf,
+    registry: Registry,
 }
 
 /// The journal's file name, beside the run store.
@@ -115,7 +126,24 @@ pub const FILE_NAME: &str = "lab-journal.jsonl";
 
 impl Journal {
     pub fn at(path: impl Into<PathBuf>) -> Journal {
-        Journal { path: path.into() }
+        Journal {
+            path: path.into(),
+            registry: Registry::default(),
+        }
+    }
+
+    /// The same journal, with its namespaces' owner records kept in `registry`.
+    pub fn with_registry(self, registry: Registry) -> Journal {
+        Journal { registry, ..self }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Another journal (another store's), with the same owner records.
+    pub fn other(&self, path: impl Into<PathBuf>) -> Journal {
+        Journal::at(path).with_registry(self.registry.clone())
     }
 
     /// The journal beside a store file.
@@ -165,8 +193,7 @@ impl Journal {
     /// Writes a change before it is made; returns its id for [`Journal::undone`].
     pub fn record(&self, change: &Change, persistent: bool) -> Result<String> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let pid = std::process::id();
-        let start = start_ticks(pid).unwrap_or(0);
+        let Owner { pid, start } = Owner::me();
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let id = format!("{pid}.{start}.{seq}");
         self.append(&Line::Do {
@@ -222,9 +249,10 @@ impl Journal {
         Ok(open
             .into_iter()
             .map(|(id, pid, start, persistent, change)| Pending {
-                owner_alive: start_ticks(pid) == Some(start),
+                owner_alive: Owner { pid, start }.alive(),
                 id,
                 pid,
+                start,
                 persistent,
                 change,
             })
@@ -245,7 +273,7 @@ impl Journal {
     pub fn recover(&self, pick: impl Fn(&Pending) -> bool) -> Result<Recovery> {
         let mut report = Recovery::default();
         for p in self.pending()?.into_iter().rev().filter(|p| pick(p)) {
-            match undo(&p.change) {
+            match self.undo(&p.change, &p.owner()) {
                 Ok(()) => {
                     self.undone(&p.id)?;
                     report.reverted.push(p.change.describe());
@@ -264,41 +292,64 @@ pub struct Recovery {
     pub failed: Vec<String>,
 }
 
-fn netns_exists(name: &str) -> bool {
-    Path::new("/run/netns").join(name).exists()
-}
+impl Journal {
+    /// Reverts one change `owner` made. A change inside a namespace that is gone went with it.
+    pub fn undo(&self, change: &Change, owner: &Owner) -> Result<()> {
+        match change {
+            Change::Netns { name } => self.undo_netns(name, owner),
+            Change::File {
+                netns,
+                path,
+                original,
+            } => match netns {
+                Some(ns) if !netns_exists(ns) => Ok(()),
+                // Already as it was (the change never happened, or was undone): nothing to write.
+                _ if exec::read_file(netns.as_deref(), path).is_ok_and(|v| v == *original) => {
+                    Ok(())
+                }
+                _ => exec::write_file(netns.as_deref(), path, original),
+            },
+            Change::Coalesce {
+                netns,
+                iface,
+                param,
+                original,
+            } => {
+                if !netns_exists(netns) {
+                    return Ok(());
+                }
+                exec::in_ns(netns, "ethtool", &["-C", iface, param, original]).map(|_| ())
+            }
+            Change::Lab { .. } => Ok(()),
+        }
+    }
 
-/// Reverts one change. A change inside a namespace that is gone went with it.
-pub fn undo(change: &Change) -> Result<()> {
-    match change {
-        Change::Netns { name } => {
-            if netns_exists(name) {
-                exec::run("ip", &["netns", "del", name])?;
-            }
-            Ok(())
+    /// Deletes a namespace `owner` made, and its owner record; unless the record names someone
+    /// else now (ours went before, and a namespace of that name was made since).
+    fn undo_netns(&self, name: &str, owner: &Owner) -> Result<()> {
+        match self.registry.read(name) {
+            Ok(Some(rec)) if rec.owner() != *owner => return Ok(()),
+            Ok(_) => {}
+            // A record torn by a kill before the namespace was made protects nothing.
+            Err(_) if !netns_exists(name) => return self.registry.release(name, None),
+            Err(e) => return Err(e),
         }
-        Change::File {
-            netns,
-            path,
-            original,
-        } => match netns {
-            Some(ns) if !netns_exists(ns) => Ok(()),
-            // Already as it was (the change never happened, or was undone): nothing to write.
-            _ if exec::read_file(netns.as_deref(), path).is_ok_and(|v| v == *original) => Ok(()),
-            _ => exec::write_file(netns.as_deref(), path, original),
-        },
-        Change::Coalesce {
-            netns,
-            iface,
-            param,
-            original,
-        } => {
-            if !netns_exists(netns) {
-                return Ok(());
-            }
-            exec::in_ns(netns, "ethtool", &["-C", iface, param, original]).map(|_| ())
+        if netns_exists(name) {
+            exec::run("ip", &["netns", "del", name])?;
         }
-        Change::Lab { .. } => Ok(()),
+        self.registry.release(name, Some(owner))
+    }
+
+    /// The owner record of a namespace this process is about to make.
+    fn record_for(&self, netns: &str, persistent: bool) -> Record {
+        let Owner { pid, start } = Owner::me();
+        Record {
+            netns: netns.to_string(),
+            pid,
+            start,
+            persistent,
+            journal: std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()),
+        }
     }
 }
 
@@ -349,7 +400,7 @@ impl Session {
                 Ok(())
             }
             Err(e) => {
-                if undo(&change).is_ok() {
+                if self.journal.undo(&change, &Owner::me()).is_ok() {
                     let _ = self.journal.undone(&id);
                 }
                 Err(e)
@@ -357,14 +408,32 @@ impl Session {
         }
     }
 
-    /// Creates a network namespace.
+    /// Creates a network namespace: journaled, then claimed by an owner record, then made. A
+    /// namespace that could not be made is not deleted: it may be someone else's.
     pub fn netns(&mut self, name: &str) -> Result<()> {
-        self.change(
-            Change::Netns {
-                name: name.to_string(),
-            },
-            || exec::run("ip", &["netns", "add", name]).map(|_| ()),
-        )
+        let change = Change::Netns {
+            name: name.to_string(),
+        };
+        let id = self.journal.record(&change, self.persistent)?;
+        let claimed = self
+            .journal
+            .registry
+            .claim(&self.journal.record_for(name, self.persistent));
+        let made = claimed.and_then(|()| {
+            exec::run("ip", &["netns", "add", name]).inspect_err(|_| {
+                let _ = self.journal.registry.release(name, Some(&Owner::me()));
+            })
+        });
+        match made {
+            Ok(_) => {
+                self.changes.push((id, change));
+                Ok(())
+            }
+            Err(e) => {
+                self.journal.undone(&id)?;
+                Err(e)
+            }
+        }
     }
 
     /// Writes `value` to a file (sysctl, /sys knob) after journaling what it held.
@@ -388,7 +457,7 @@ impl Session {
                 kept.push((id, change));
                 continue;
             }
-            match undo(&change) {
+            match self.journal.undo(&change, &Owner::me()) {
                 Ok(()) => {
                     if let Err(e) = self.journal.undone(&id) {
                         self.problems.push(e.to_string());

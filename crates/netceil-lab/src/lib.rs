@@ -10,6 +10,9 @@
 //!   value, to an append-only file beside the run store and synced. A [`journal::Session`]
 //!   undoes its changes when dropped (success, error, Ctrl-C, panic); after a `kill -9`
 //!   [`journal::Journal::recover`] (`netceil lab down --all`) undoes what the dead process left.
+//! - [`owner`]: who owns each lab namespace on the machine (a record under /run/netceil with
+//!   the creator's PID and start time), so that one store's `lab down --all` removes only
+//!   orphans, and never another store's live lab.
 //!
 //! The commands run are `ip`, `nft`, `ethtool` and `cat`/`sh` inside namespaces (`ip netns
 //! exec`, which also mounts the namespace's own /sys); nothing here sends traffic.
@@ -18,6 +21,7 @@ pub mod exec;
 pub mod journal;
 pub mod knob;
 pub mod nsdev;
+pub mod owner;
 pub mod topo;
 
 /// What went wrong in the lab, in words that name the command or file.
@@ -36,6 +40,9 @@ pub enum LabError {
     /// The journal file could not be read or written.
     #[error("the lab journal {path}: {detail}")]
     Journal { path: String, detail: String },
+    /// An owner record under /run/netceil could not be read or written.
+    #[error("the lab's owner record {path}: {detail}")]
+    Record { path: String, detail: String },
     /// Bad input: a name, a knob, a value.
     #[error("{0}")]
     Usage(String),

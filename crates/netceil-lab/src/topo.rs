@@ -21,7 +21,8 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::exec;
-use crate::journal::{Change, Session};
+use crate::journal::{Change, Journal, Pending, Recovery, Session};
+use crate::owner::{netns_exists, Status};
 use crate::{LabError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,6 +110,13 @@ pub struct LabSpec {
 
 /// The prefix of everything the lab names.
 pub const PREFIX: &str = "netceil-";
+
+/// The lab a namespace belongs to (`netceil-NAME-a` → `NAME`), if it is named as the lab
+/// names its namespaces.
+pub fn lab_of(netns: &str) -> Option<&str> {
+    let (name, side) = netns.strip_prefix(PREFIX)?.rsplit_once('-')?;
+    (matches!(side, "a" | "b" | "m") && check_name(name).is_ok()).then_some(name)
+}
 
 /// Lab names: short, lower-case, so that namespace names stay readable.
 pub fn check_name(name: &str) -> Result<()> {
@@ -231,10 +239,12 @@ const NFT_CONNTRACK: &str = "table inet netceil {
 /// session, which deletes what was made.
 pub fn up(session: &mut Session, spec: &LabSpec) -> Result<()> {
     for ns in spec.namespaces() {
-        if std::path::Path::new("/run/netns").join(ns).exists() {
+        if netns_exists(ns) {
             return Err(LabError::Usage(format!(
-                "lab '{}' is already up (namespace {ns} exists); `netceil lab down {}` first, or give another --name",
-                spec.name, spec.name
+                "lab '{}' is already up (namespace {ns} exists; {}); `netceil lab down {}` first, or give another --name",
+                spec.name,
+                session.journal().registry().status(ns),
+                spec.name
             )));
         }
     }
@@ -378,38 +388,183 @@ pub fn persistent_labs(journal: &crate::journal::Journal) -> Result<Vec<LabSpec>
         .collect())
 }
 
-/// `lab down NAME`: reverts everything journaled for the lab (its namespaces and its entry).
-pub fn down(journal: &crate::journal::Journal, name: &str) -> Result<crate::journal::Recovery> {
-    check_name(name)?;
-    let prefix = format!("{PREFIX}{name}-");
-    let r = journal.recover(|p| match &p.change {
+/// Whether a journaled change is part of lab `name`.
+fn belongs_to(p: &Pending, name: &str) -> bool {
+    match &p.change {
         Change::Lab { spec } => spec.name == name,
-        Change::Netns { name: ns } => ns.starts_with(&prefix),
+        Change::Netns { name: ns } => lab_of(ns) == Some(name),
         _ => false,
-    })?;
-    if r.reverted.is_empty() && r.failed.is_empty() {
+    }
+}
+
+/// A lab on this machine that is not this store's to take down: another store's, or one a
+/// netceil of this store that still runs is using.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostLab {
+    pub name: String,
+    pub namespaces: Vec<String>,
+    /// Who owns it: the best-protected of its namespaces.
+    pub status: Status,
+    /// Its namespaces are in this store's journal.
+    pub this_store: bool,
+}
+
+/// The labs on this machine that `lab down --all` of this store leaves alone or may only
+/// remove as orphans: every lab namespace this journal does not hold, and those it holds for
+/// a process that still runs. By lab name, with who owns each.
+pub fn others(journal: &Journal) -> Result<Vec<HostLab>> {
+    let pending = journal.pending()?;
+    let mut labs: Vec<HostLab> = Vec::new();
+    for ns in exec::namespaces()?
+        .into_iter()
+        .filter(|n| n.starts_with(PREFIX))
+    {
+        let ours = pending
+            .iter()
+            .find(|p| matches!(&p.change, Change::Netns { name } if *name == ns));
+        let status = match ours {
+            // This store's, kept or left by the dead: `lab list` shows them from the journal.
+            Some(p) if !p.owner_alive => continue,
+            Some(p) => Status::Running {
+                owner: p.owner(),
+                journal: journal.path().to_path_buf(),
+            },
+            None => journal.registry().status(&ns),
+        };
+        let name = lab_of(&ns)
+            .unwrap_or_else(|| ns.strip_prefix(PREFIX).unwrap_or(&ns))
+            .to_string();
+        match labs.iter_mut().find(|l| l.name == name) {
+            Some(l) => {
+                if status.rank() > l.status.rank() {
+                    l.status = status;
+                }
+                l.namespaces.push(ns);
+                l.namespaces.sort();
+                l.this_store |= ours.is_some();
+            }
+            None => labs.push(HostLab {
+                name,
+                namespaces: vec![ns],
+                status,
+                this_store: ours.is_some(),
+            }),
+        }
+    }
+    Ok(labs)
+}
+
+/// What `lab down` did, and what it left alone.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Teardown {
+    pub recovery: Recovery,
+    /// Labs that are not this store's and were left alone, with whose they are.
+    pub left: Vec<HostLab>,
+    /// A lab of someone else's that was removed (orphaned, or named with --force).
+    pub removed: Option<HostLab>,
+}
+
+/// Removes a lab that is not (only) this store's: through its owner's journal when there is
+/// one, so that journal records it and a dead owner's other changes (its knobs) are reverted
+/// too; then whatever is left of it directly.
+fn remove(journal: &Journal, lab: &HostLab, r: &mut Recovery) {
+    if let Some(path) = lab.status.journal() {
+        let dead = match &lab.status {
+            Status::Orphaned {
+                owner,
+                persistent: false,
+                ..
+            } => Some(*owner),
+            _ => None,
+        };
+        let theirs = journal.other(path);
+        match theirs.recover(|p| belongs_to(p, &lab.name) || dead == Some(p.owner())) {
+            Ok(x) => {
+                r.reverted.extend(x.reverted);
+                r.failed.extend(x.failed);
+            }
+            Err(e) => r.failed.push(e.to_string()),
+        }
+    }
+    for ns in &lab.namespaces {
+        if netns_exists(ns) {
+            match exec::run("ip", &["netns", "del", ns]) {
+                Ok(_) => r.reverted.push(format!("network namespace {ns}")),
+                Err(e) => r.failed.push(format!("network namespace {ns}: {e}")),
+            }
+        }
+        if let Err(e) = journal.registry().release(ns, None) {
+            r.failed.push(e.to_string());
+        }
+    }
+}
+
+/// `lab down --all`: everything this store's journal holds whose owner is gone (the labs
+/// `lab up` kept, and what a killed netceil left), and every other lab on the machine whose
+/// owner is gone. Labs whose owner runs, labs another store keeps up and labs nothing says
+/// the owner of are left alone and listed.
+pub fn down_all(journal: &Journal) -> Result<Teardown> {
+    let mut recovery = journal.recover(|p| !p.owner_alive)?;
+    let mut left = Vec::new();
+    for lab in others(journal)? {
+        if lab.status.orphaned() {
+            remove(journal, &lab, &mut recovery);
+        } else {
+            left.push(lab);
+        }
+    }
+    recovery.reverted.extend(journal.registry().sweep());
+    Ok(Teardown {
+        recovery,
+        left,
+        removed: None,
+    })
+}
+
+/// `lab down NAME`: reverts everything journaled for the lab (its namespaces and its entry).
+/// A lab another process still uses, another store keeps up, or nothing says the owner of is
+/// refused, saying whose it is, unless `force`.
+pub fn down(journal: &Journal, name: &str, force: bool) -> Result<Teardown> {
+    check_name(name)?;
+    let refuse = |status: &Status| {
+        LabError::Usage(format!(
+            "lab '{name}' is not this command's to take down: {status}; `netceil lab down {name} --force` removes it anyway"
+        ))
+    };
+    let mine: Vec<Pending> = journal
+        .pending()?
+        .into_iter()
+        .filter(|p| belongs_to(p, name))
+        .collect();
+    let lab = others(journal)?.into_iter().find(|l| l.name == name);
+    if !mine.is_empty() {
+        // This store's: refused only while a process that still runs holds it.
+        let live = lab.filter(|l| matches!(l.status, Status::Running { .. }));
+        if let (Some(l), false) = (&live, force) {
+            return Err(refuse(&l.status));
+        }
+        let recovery = journal.recover(|p| belongs_to(p, name))?;
+        return Ok(Teardown {
+            recovery,
+            left: Vec::new(),
+            removed: live,
+        });
+    }
+    let Some(lab) = lab else {
         return Err(LabError::Usage(format!(
             "no lab '{name}' is up (`netceil lab list` shows them)"
         )));
+    };
+    if !lab.status.orphaned() && !force {
+        return Err(refuse(&lab.status));
     }
-    Ok(r)
-}
-
-/// Namespaces with the lab's prefix that no journal entry accounts for (a journal beside
-/// another store, or deleted by hand).
-pub fn orphan_namespaces(journal: &crate::journal::Journal) -> Result<Vec<String>> {
-    let known: Vec<String> = journal
-        .pending()?
-        .into_iter()
-        .filter_map(|p| match p.change {
-            Change::Netns { name } => Some(name),
-            _ => None,
-        })
-        .collect();
-    Ok(exec::namespaces()?
-        .into_iter()
-        .filter(|n| n.starts_with(PREFIX) && !known.contains(n))
-        .collect())
+    let mut recovery = Recovery::default();
+    remove(journal, &lab, &mut recovery);
+    Ok(Teardown {
+        recovery,
+        left: Vec::new(),
+        removed: Some(lab),
+    })
 }
 
 #[cfg(test)]
@@ -430,6 +585,10 @@ mod tests {
         assert!(LabSpec::new("Bad Name", Topology::Direct, 1500).is_err());
         assert!(LabSpec::new("ok", Topology::Direct, 70000).is_err());
         assert!(Topology::parse("bridge-nf").is_ok());
+        assert_eq!(lab_of("netceil-x1-m"), Some("x1"));
+        assert_eq!(lab_of("netceil-x-y-a"), Some("x-y"), "lab x-y, not lab x");
+        assert_eq!(lab_of("netceil-x1-q"), None);
+        assert_eq!(lab_of("other-x1-a"), None);
         let e = Topology::parse("vxlan").unwrap_err().to_string();
         assert!(e.contains("direct, bridge, routed"), "{e}");
         for t in Topology::ALL {

@@ -78,10 +78,11 @@ pub struct LabArgs {
 pub enum LabCommand {
     /// Build a topology and leave it up (until `lab down`).
     Up(LabUpArgs),
-    /// Take a lab down, or with --all revert everything netceil's journal holds (after a
-    /// kill -9 too) and remove every netceil- namespace.
+    /// Take a lab down, or with --all revert what this store's journal holds (after a kill -9
+    /// too) and remove the labs whose owner is gone; a lab another netceil still runs or keeps
+    /// up is left alone unless --force names it.
     Down(LabDownArgs),
-    /// The labs that are up, and changes a killed netceil left.
+    /// The labs that are up, whose each is, and changes a killed netceil left.
     List,
     /// Run a workload (`run`, `sweep` or `search`) across a topology: the sender in one
     /// namespace, `netceil recv` in the other.
@@ -108,9 +109,13 @@ pub struct LabDownArgs {
     /// The lab to take down.
     #[arg(conflicts_with = "all")]
     pub name: Option<String>,
-    /// Every lab, and every change the journal holds.
+    /// Every lab of this store and every change its journal holds whose owner is gone, and
+    /// every other netceil lab whose owner is gone.
     #[arg(long)]
     pub all: bool,
+    /// Take the named lab down even though another netceil still runs it or keeps it up.
+    #[arg(long, requires = "name")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

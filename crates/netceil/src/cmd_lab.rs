@@ -103,34 +103,16 @@ pub fn run(args: LabArgs) -> Outcome {
         LabCommand::Down(a) => {
             need_root()?;
             let j = journal()?;
-            let r = if a.all {
-                let r = j.recover(|_| true).map_err(lab_failure)?;
-                let mut r = r;
-                for ns in topo::orphan_namespaces(&j).map_err(lab_failure)? {
-                    match netceil_lab::exec::run("ip", &["netns", "del", &ns]) {
-                        Ok(_) => r
-                            .reverted
-                            .push(format!("network namespace {ns} (not in the journal)")),
-                        Err(e) => r.failed.push(e.to_string()),
-                    }
-                }
-                r
+            let t = if a.all {
+                topo::down_all(&j).map_err(lab_failure)?
             } else {
                 let name = a.name.ok_or_else(|| {
                     Failure::usage(anyhow!("lab down: give a lab's name, or --all"))
                 })?;
-                topo::down(&j, &name).map_err(lab_failure)?
+                topo::down(&j, &name, a.force).map_err(lab_failure)?
             };
-            for x in &r.reverted {
-                crate::outln!("reverted: {x}");
-            }
-            if r.reverted.is_empty() && r.failed.is_empty() {
-                crate::outln!("nothing to revert");
-            }
-            for x in &r.failed {
-                eprintln!("netceil: could not revert {x}");
-            }
-            Ok(if r.failed.is_empty() {
+            print_teardown(&t, a.force);
+            Ok(if t.recovery.failed.is_empty() {
                 Done::Success
             } else {
                 Done::Reported
@@ -139,7 +121,12 @@ pub fn run(args: LabArgs) -> Outcome {
         LabCommand::List => {
             let j = journal()?;
             let labs = topo::persistent_labs(&j).map_err(lab_failure)?;
-            if labs.is_empty() {
+            let others = if nix::unistd::geteuid().is_root() {
+                topo::others(&j).map_err(lab_failure)?
+            } else {
+                Vec::new()
+            };
+            if labs.is_empty() && others.is_empty() {
                 crate::outln!("no lab is up");
             }
             for l in &labs {
@@ -166,19 +153,60 @@ pub fn run(args: LabArgs) -> Outcome {
                         .join("; ")
                 );
             }
-            if nix::unistd::geteuid().is_root() {
-                let orphans = topo::orphan_namespaces(&j).map_err(lab_failure)?;
-                if !orphans.is_empty() {
-                    crate::outln!(
-                        "netceil namespaces no journal here accounts for: {}",
-                        orphans.join(", ")
-                    );
-                }
+            for l in &others {
+                crate::outln!("{}", describe_other(l));
             }
             Ok(Done::Success)
         }
         LabCommand::Run(a) => lab_run(a),
         LabCommand::Compare(a) => lab_compare(a),
+    }
+}
+
+/// A lab that is not this store's (or that a running netceil of this store holds), with whose
+/// it is and what `lab down` will do with it.
+fn describe_other(l: &topo::HostLab) -> String {
+    let what = if l.status.orphaned() {
+        "`netceil lab down --all` removes it".to_string()
+    } else {
+        format!(
+            "left alone by `lab down --all`; `netceil lab down {} --force` removes it",
+            l.name
+        )
+    };
+    format!(
+        "lab {} ({}){}: {}; {what}",
+        l.name,
+        l.namespaces.join(", "),
+        if l.this_store {
+            ""
+        } else {
+            ", of another store"
+        },
+        l.status
+    )
+}
+
+fn print_teardown(t: &topo::Teardown, forced: bool) {
+    if let Some(l) = &t.removed {
+        crate::outln!(
+            "lab {}: {}; taken down{}",
+            l.name,
+            l.status,
+            if forced { " (--force)" } else { "" }
+        );
+    }
+    for x in &t.recovery.reverted {
+        crate::outln!("reverted: {x}");
+    }
+    if t.recovery.reverted.is_empty() && t.recovery.failed.is_empty() {
+        crate::outln!("nothing to revert");
+    }
+    for l in &t.left {
+        crate::outln!("left alone: {}", describe_other(l));
+    }
+    for x in &t.recovery.failed {
+        eprintln!("netceil: could not revert {x}");
     }
 }
 
@@ -421,39 +449,53 @@ impl Drop for Reaped {
     }
 }
 
-/// A random secret in a file only root can read, removed when dropped.
-struct LabKey(std::path::PathBuf);
+/// The lab's secret, shared by its two ends without a path in any file system: an anonymous,
+/// sealed memory file (memfd) that each child gets as its standard input and reads as
+/// `--key-file /proc/self/fd/0`. It vanishes with the last descriptor, so a `kill -9` of any
+/// of the three processes leaves nothing behind, and nothing else can open it: not an
+/// environment variable (every descendant inherits those, and they show in
+/// /proc/PID/environ), and not a pipe (a single reader, and not a regular file).
+struct LabKey(std::os::fd::OwnedFd);
+
+/// What the children give as `--key-file`: their standard input.
+const KEY_PATH: &str = "/proc/self/fd/0";
 
 impl LabKey {
     fn new() -> Result<LabKey, Failure> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let nonce = netceil_ctl::fresh_nonce().map_err(Failure::from)?;
-        let path = std::env::temp_dir().join(format!(
-            "netceil-lab-key-{}-{}",
-            std::process::id(),
-            netceil_ctl::hex(&nonce[..4])
-        ));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
-        let secret = [netceil_ctl::fresh_nonce().map_err(Failure::from)?, nonce].concat();
+        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+        use nix::sys::memfd::{memfd_create, MFdFlags};
+        let secret = [
+            netceil_ctl::fresh_nonce().map_err(Failure::from)?,
+            netceil_ctl::fresh_nonce().map_err(Failure::from)?,
+        ]
+        .concat();
+        let fd = memfd_create(
+            "netceil-lab-key",
+            MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+        )
+        .context("creating the lab's key (memfd_create)")?;
+        let mut f = std::fs::File::from(fd);
         f.write_all(netceil_ctl::hex(&secret).as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-        Ok(LabKey(path))
+            .context("writing the lab's key")?;
+        // Nobody changes it from now on, not even through /proc.
+        fcntl(
+            &f,
+            FcntlArg::F_ADD_SEALS(
+                SealFlag::F_SEAL_WRITE
+                    | SealFlag::F_SEAL_SHRINK
+                    | SealFlag::F_SEAL_GROW
+                    | SealFlag::F_SEAL_SEAL,
+            ),
+        )
+        .context("sealing the lab's key")?;
+        Ok(LabKey(f.into()))
     }
 
-    fn path_str(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for LabKey {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+    /// The key as a child's standard input (each child reopens it at its start).
+    fn stdin(&self) -> Result<Stdio, Failure> {
+        Ok(Stdio::from(
+            self.0.try_clone().context("passing the lab's key")?,
+        ))
     }
 }
 
@@ -478,7 +520,7 @@ fn run_once(
         "--listen".into(),
         target.clone(),
         "--key-file".into(),
-        key.path_str(),
+        KEY_PATH.into(),
         "--duration".into(),
         RECV_LIMIT.into(),
         // The lab's workloads are the user's own: the server's limits must not cut them.
@@ -504,7 +546,7 @@ fn run_once(
         Command::new("ip")
             .args(&recv_args)
             .env(crate::DIE_WITH_PARENT, std::process::id().to_string())
-            .stdin(Stdio::null())
+            .stdin(key.stdin()?)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -537,7 +579,7 @@ fn run_once(
         "--to".into(),
         target,
         "--key-file".into(),
-        key.path_str(),
+        KEY_PATH.into(),
         "--json".into(),
     ]);
     for (k, v) in labels {
@@ -550,7 +592,7 @@ fn run_once(
         Command::new("ip")
             .args(&sender_args)
             .env(crate::DIE_WITH_PARENT, std::process::id().to_string())
-            .stdin(Stdio::null())
+            .stdin(key.stdin()?)
             .stdout(Stdio::piped())
             .stderr(if quiet {
                 Stdio::piped()

@@ -1,7 +1,10 @@
 //! `netceil lab`, live, as root: every topology comes up, passes traffic and goes down; knob
 //! sweeps restore what they changed on success, on a failing workload, on SIGINT, and after a
-//! `kill -9` followed by `lab down --all`. Before and after each test the namespaces, the host's
-//! links, the nftables ruleset and the knobs the tests touch are compared.
+//! `kill -9` followed by `lab down --all`. Two stores' labs coexist: each store's `lab list`
+//! says whose the other's is, and `lab down --all` removes another's lab only once its owner is
+//! gone (or `--force` names it). The lab's secret never lands in a file. Before and after each
+//! test the namespaces, the owner records, the host's links, the nftables ruleset and the knobs
+//! the tests touch are compared.
 //!
 //! Without root (or without `ip`/`nft`) each test says why and passes without running.
 
@@ -59,6 +62,7 @@ fn out(cmd: &str, args: &[&str]) -> String {
 fn machine_state() -> String {
     let mut s = String::new();
     s.push_str(&out("ip", &["-all", "netns", "list"]));
+    s.push_str(&format!("records: {:?}\n", dir_names(RUN_DIR)));
     // Link names and flags, not counters.
     for l in out("ip", &["-o", "link"]).lines() {
         s.push_str(l.split(" link/").next().unwrap_or(l));
@@ -72,6 +76,20 @@ fn machine_state() -> String {
         ));
     }
     s
+}
+
+/// Where netceil keeps the owner records of its namespaces.
+const RUN_DIR: &str = "/run/netceil";
+
+/// The names in a directory, sorted; `None` when it does not exist.
+fn dir_names(dir: &str) -> Option<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Some(v)
 }
 
 fn knob(path: &str) -> String {
@@ -561,4 +579,332 @@ fn bad_lab_input_exits_2_before_anything_is_built() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+fn ns_exists(ns: &str) -> bool {
+    std::path::Path::new("/run/netns").join(ns).exists()
+}
+
+fn running(child: &mut std::process::Child) -> bool {
+    matches!(child.try_wait(), Ok(None))
+}
+
+/// What a test started and made, stopped and removed however the test ends (an assertion
+/// that fails included): its processes by PID, its labs' namespaces and owner records by name
+/// (the test made them), the knob back to what it was.
+struct Cleanup {
+    children: Vec<std::process::Child>,
+    labs: Vec<String>,
+    knob: Option<(&'static str, String)>,
+}
+
+impl Cleanup {
+    fn new() -> Cleanup {
+        Cleanup {
+            children: Vec::new(),
+            labs: Vec::new(),
+            knob: None,
+        }
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            if running(c) {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !lab_children(c.id()).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        for lab in &self.labs {
+            for side in ["a", "b", "m"] {
+                let ns = format!("netceil-{lab}-{side}");
+                if ns_exists(&ns) {
+                    let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+                }
+                let _ = std::fs::remove_file(format!("{RUN_DIR}/{ns}.json"));
+            }
+        }
+        let _ = std::fs::remove_dir(RUN_DIR);
+        if let Some((path, value)) = &self.knob {
+            let _ = std::fs::write(path, value);
+        }
+    }
+}
+
+/// A `lab run` of a topology built for it (lab `r{PID}`), bounded at 30 s.
+fn start_lab(env: &Env, topo: &str, knob: Option<&str>) -> std::process::Child {
+    let mut args = vec!["lab", "run", topo, "-q", "--no-store"];
+    if let Some(k) = knob {
+        args.extend(["--knob", k]);
+    }
+    args.extend([
+        "--",
+        "run",
+        "udp",
+        "--size",
+        "64",
+        "--rate",
+        "2k",
+        "--duration",
+        "30",
+    ]);
+    env.netceil()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("lab starts")
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn two_stores_labs_coexist_and_down_all_removes_the_others_only_once_its_owner_is_gone() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = machine_state();
+    let (env_a, env_b) = (Env::new(), Env::new());
+    let budget = "/proc/sys/net/core/netdev_budget";
+    let original = knob(budget);
+    let mut c = Cleanup::new();
+    c.knob = Some((budget, original.clone()));
+    c.children.push(start_lab(&env_a, "direct", None));
+    c.children.push(start_lab(
+        &env_b,
+        "direct",
+        Some("net.core.netdev_budget=171"),
+    ));
+    let (pid_a, pid_b) = (c.children[0].id(), c.children[1].id());
+    c.labs = vec![format!("r{pid_a}"), format!("r{pid_b}")];
+    wait_for(20, "A's sender started", || lab_children(pid_a).len() >= 2);
+    wait_for(20, "B's sender started", || lab_children(pid_b).len() >= 2);
+    assert_eq!(knob(budget), "171");
+
+    // Each store's list says whose the other's lab is.
+    for (env, other) in [(&env_a, pid_b), (&env_b, pid_a)] {
+        let list = text(&run_ok(env.netceil().args(["lab", "list"])));
+        let line = list
+            .lines()
+            .find(|l| l.starts_with(&format!("lab r{other} ")))
+            .unwrap_or_else(|| panic!("no line for lab r{other}:\n{list}"));
+        assert!(
+            line.contains("of another store")
+                && line.contains(&format!("running, owned by netceil PID {other} ")),
+            "{line}"
+        );
+    }
+    // Neither store's `down --all` touches the other's running lab.
+    for (env, other, i) in [(&env_a, pid_b, 1), (&env_b, pid_a, 0)] {
+        let said = text(&run_ok(env.netceil().args(["lab", "down", "--all"])));
+        assert!(!said.contains("reverted: network namespace"), "{said}");
+        assert!(
+            said.contains(&format!("left alone: lab r{other} ")),
+            "{said}"
+        );
+        assert!(ns_exists(&format!("netceil-r{other}-a")), "{said}");
+        assert!(running(&mut c.children[i]), "the other lab's run goes on");
+    }
+    assert_eq!(knob(budget), "171", "B's knob is B's while B runs");
+
+    // B is killed: its lab is an orphan now, and A's `down --all` removes it, knob included.
+    c.children[1].kill().unwrap();
+    c.children[1].wait().unwrap();
+    wait_for(10, "B's processes to end", || {
+        lab_children(pid_b).is_empty()
+    });
+    let list = text(&run_ok(env_a.netceil().args(["lab", "list"])));
+    assert!(
+        list.contains(&format!(
+            "orphaned: its owner, netceil PID {pid_b}, is gone"
+        )),
+        "{list}"
+    );
+    let said = text(&run_ok(env_a.netceil().args(["lab", "down", "--all"])));
+    assert!(
+        said.contains(&format!("reverted: network namespace netceil-r{pid_b}-a"))
+            && said.contains("netdev_budget"),
+        "{said}"
+    );
+    assert!(!ns_exists(&format!("netceil-r{pid_b}-a")));
+    assert_eq!(knob(budget), original);
+    // A's own lab runs on, and B's journal knows its changes were reverted.
+    assert!(ns_exists(&format!("netceil-r{pid_a}-a")));
+    assert!(running(&mut c.children[0]));
+    let o = env_b.netceil().args(["runs"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("lab down --all"),
+        "{}",
+        text(&o)
+    );
+
+    // A stops by itself on SIGINT and takes its lab with it.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid_a as i32),
+        nix::sys::signal::SIGINT,
+    )
+    .unwrap();
+    let started = Instant::now();
+    while running(&mut c.children[0]) {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "A did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(c);
+    assert_eq!(machine_state(), before);
+}
+
+#[test]
+fn another_stores_kept_lab_is_left_alone_until_forced_or_its_journal_is_gone() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = machine_state();
+    let (env_a, env_b) = (Env::new(), Env::new());
+    let name = format!("k{}", std::process::id());
+    let mut c = Cleanup::new();
+    c.labs = vec![name.clone()];
+    run_ok(
+        env_a
+            .netceil()
+            .args(["lab", "up", "direct", "--name", &name]),
+    );
+    let ns = format!("netceil-{name}-a");
+
+    // B leaves A's kept lab alone, and says whose it is.
+    let said = text(&run_ok(env_b.netceil().args(["lab", "down", "--all"])));
+    assert!(said.contains(&format!("left alone: lab {name} ")), "{said}");
+    assert!(ns_exists(&ns), "{said}");
+    let o = env_b
+        .netceil()
+        .args(["lab", "down", &name])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("kept up by `netceil lab up`") && text(&o).contains("--force"),
+        "{}",
+        text(&o)
+    );
+    assert!(ns_exists(&ns));
+
+    // Named with --force, it goes, and A's journal records that it went.
+    let said = text(&run_ok(
+        env_b.netceil().args(["lab", "down", &name, "--force"]),
+    ));
+    assert!(
+        said.contains(&format!("lab {name}: kept up by `netceil lab up`"))
+            && said.contains("(--force)")
+            && said.contains(&format!("reverted: network namespace {ns}")),
+        "{said}"
+    );
+    assert!(!ns_exists(&ns));
+    let list = text(&run_ok(env_a.netceil().args(["lab", "list"])));
+    assert!(list.contains("no lab is up"), "{list}");
+
+    // Up again, then its store is deleted: nothing keeps it, and B's `down --all` removes it.
+    run_ok(
+        env_a
+            .netceil()
+            .args(["lab", "up", "direct", "--name", &name]),
+    );
+    assert!(ns_exists(&ns));
+    let journal = env_a.db.parent().unwrap().join("lab-journal.jsonl");
+    std::fs::remove_file(&journal).unwrap();
+    let list = text(&run_ok(env_b.netceil().args(["lab", "list"])));
+    assert!(list.contains("no longer holds it"), "{list}");
+    let said = text(&run_ok(env_b.netceil().args(["lab", "down", "--all"])));
+    assert!(
+        said.contains(&format!("reverted: network namespace {ns}")),
+        "{said}"
+    );
+    assert!(!ns_exists(&ns));
+    drop(c);
+    assert_eq!(machine_state(), before);
+}
+
+/// The lab's secret files a lab process `pid` made in the temporary directory.
+fn key_files(pid: u32) -> Vec<String> {
+    let prefix = format!("netceil-lab-key-{pid}-");
+    dir_names(&std::env::temp_dir().display().to_string())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn the_labs_secret_never_lands_in_a_file_not_even_after_kill_9() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = machine_state();
+    let env = Env::new();
+    let mut c = Cleanup::new();
+    // A normal run authenticates (its run arrives) and leaves no key behind.
+    let child = env
+        .netceil()
+        .args([
+            "lab",
+            "run",
+            "direct",
+            "-q",
+            "--no-store",
+            "--json",
+            "--",
+            "run",
+            "udp",
+            "--size",
+            "64",
+            "--rate",
+            "5k",
+            "--duration",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    c.labs.push(format!("r{pid}"));
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["steps"][0]["runs"][0]["results"]["rx_app_packets"].as_u64() > Some(1000));
+    assert_eq!(key_files(pid), Vec::<String>::new());
+
+    // While a lab runs, no key file exists; after its kill -9 and recovery, none either.
+    c.children.push(start_lab(&env, "direct", None));
+    let pid = c.children[0].id();
+    c.labs.push(format!("r{pid}"));
+    wait_for(20, "the sender started", || lab_children(pid).len() >= 2);
+    assert_eq!(key_files(pid), Vec::<String>::new(), "while it runs");
+    c.children[0].kill().unwrap();
+    c.children[0].wait().unwrap();
+    wait_for(10, "the lab's processes to end", || {
+        lab_children(pid).is_empty()
+    });
+    run_ok(env.netceil().args(["lab", "down", "--all"]));
+    assert_eq!(key_files(pid), Vec::<String>::new(), "after kill -9");
+    drop(c);
+    assert_eq!(machine_state(), before);
 }
