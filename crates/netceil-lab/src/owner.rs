@@ -156,12 +156,13 @@ impl std::fmt::Display for Status {
                 journal.display()
             ),
             Status::Orphaned {
+                owner,
                 journal,
                 persistent: true,
-                ..
             } => write!(
                 f,
-                "orphaned: `lab up` kept it, but its journal {} no longer holds it",
+                "orphaned: `lab up` (PID {}) is gone, and its journal {} no longer holds it as a lab that is up (the journal was removed, or `lab up` was killed before the lab was up)",
+                owner.pid,
                 journal.display()
             ),
             Status::Unknown { why } => write!(f, "owner unknown: {why}"),
@@ -391,8 +392,16 @@ pub fn status_of(rec: &Record) -> Status {
     let netns = Change::Netns {
         name: rec.netns.clone(),
     };
+    // Kept only once `lab up` finished: its last step journals the lab itself. A `lab up`
+    // killed before that left namespaces nothing keeps.
+    let kept = |p: &[crate::journal::Pending]| {
+        p.iter().any(|p| p.change == netns)
+            && p.iter().any(|p| {
+                matches!(&p.change, Change::Lab { spec } if spec.namespaces().contains(&rec.netns.as_str()))
+            })
+    };
     match Journal::at(&journal).pending() {
-        Ok(p) if p.iter().any(|p| p.change == netns) => Status::Kept { owner, journal },
+        Ok(p) if kept(&p) => Status::Kept { owner, journal },
         Ok(_) => Status::Orphaned {
             owner,
             journal,
@@ -464,13 +473,24 @@ mod tests {
         let line = format!(
             "{{\"do\":\"x\",\"pid\":{GONE},\"start\":1,\"persistent\":true,\"change\":{{\"what\":\"netns\",\"name\":\"{ns}\"}}}}\n"
         );
+        // A `lab up` killed before the lab was up: its namespace is held, the lab is not.
         std::fs::write(&jpath, &line).unwrap();
+        assert!(reg.status(ns).orphaned(), "{:?}", reg.status(ns));
+        let lab = Change::Lab {
+            spec: crate::topo::LabSpec::new("unit-owner", crate::topo::Topology::Direct, 1500)
+                .unwrap(),
+        };
+        let lab = format!(
+            "{{\"do\":\"y\",\"pid\":{GONE},\"start\":1,\"persistent\":true,\"change\":{}}}\n",
+            serde_json::to_string(&lab).unwrap()
+        );
+        std::fs::write(&jpath, format!("{line}{lab}")).unwrap();
         assert!(
             matches!(reg.status(ns), Status::Kept { .. }),
             "{:?}",
             reg.status(ns)
         );
-        std::fs::write(&jpath, format!("{line}{{\"undo\":\"x\"}}\n")).unwrap();
+        std::fs::write(&jpath, format!("{line}{lab}{{\"undo\":\"x\"}}\n")).unwrap();
         assert!(reg.status(ns).orphaned());
         std::fs::write(&jpath, "{\"do\":").unwrap();
         let s = reg.status(ns);

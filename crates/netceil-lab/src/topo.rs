@@ -410,8 +410,9 @@ pub struct HostLab {
 }
 
 /// The labs on this machine that `lab down --all` of this store leaves alone or may only
-/// remove as orphans: every lab namespace this journal does not hold, and those it holds for
-/// a process that still runs. By lab name, with who owns each.
+/// remove as orphans: every lab namespace this journal does not hold, those it holds for a
+/// process that still runs, and those a `lab up` killed half-way left. By lab name, with who
+/// owns each.
 pub fn others(journal: &Journal) -> Result<Vec<HostLab>> {
     let pending = journal.pending()?;
     let mut labs: Vec<HostLab> = Vec::new();
@@ -422,9 +423,21 @@ pub fn others(journal: &Journal) -> Result<Vec<HostLab>> {
         let ours = pending
             .iter()
             .find(|p| matches!(&p.change, Change::Netns { name } if *name == ns));
+        let kept = |ns: &str| {
+            pending.iter().any(
+                |p| matches!(&p.change, Change::Lab { spec } if spec.namespaces().contains(&ns)),
+            )
+        };
         let status = match ours {
-            // This store's, kept or left by the dead: `lab list` shows them from the journal.
-            Some(p) if !p.owner_alive => continue,
+            // This store's, kept by `lab up` or left by a killed run: `lab list` shows them
+            // from the journal.
+            Some(p) if !p.owner_alive && (!p.persistent || kept(&ns)) => continue,
+            // Left by a `lab up` killed before the lab was up: nothing else shows it.
+            Some(p) if !p.owner_alive => Status::Orphaned {
+                owner: p.owner(),
+                journal: journal.path().to_path_buf(),
+                persistent: true,
+            },
             Some(p) => Status::Running {
                 owner: p.owner(),
                 journal: journal.path().to_path_buf(),

@@ -591,10 +591,13 @@ fn running(child: &mut std::process::Child) -> bool {
 
 /// What a test started and made, stopped and removed however the test ends (an assertion
 /// that fails included): its processes by PID, its labs' namespaces and owner records by name
-/// (the test made them), the knob back to what it was.
+/// (the test made them), the key files a netceil that wrote them (before the fix) left for
+/// the lab processes it started, the knob back to what it was.
 struct Cleanup {
     children: Vec<std::process::Child>,
     labs: Vec<String>,
+    /// Lab processes the test started and already waited for.
+    ended: Vec<u32>,
     knob: Option<(&'static str, String)>,
 }
 
@@ -603,6 +606,7 @@ impl Cleanup {
         Cleanup {
             children: Vec::new(),
             labs: Vec::new(),
+            ended: Vec::new(),
             knob: None,
         }
     }
@@ -630,6 +634,16 @@ impl Drop for Cleanup {
             }
         }
         let _ = std::fs::remove_dir(RUN_DIR);
+        let pids = self
+            .children
+            .iter()
+            .map(|c| c.id())
+            .chain(self.ended.clone());
+        for pid in pids {
+            for f in key_files(pid) {
+                let _ = std::fs::remove_file(std::env::temp_dir().join(f));
+            }
+        }
         if let Some((path, value)) = &self.knob {
             let _ = std::fs::write(path, value);
         }
@@ -886,6 +900,7 @@ fn the_labs_secret_never_lands_in_a_file_not_even_after_kill_9() {
         .unwrap();
     let pid = child.id();
     c.labs.push(format!("r{pid}"));
+    c.ended.push(pid);
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
