@@ -40,19 +40,23 @@ pub enum KeyError {
 
 impl Key {
     /// Reads a key file: its bytes with surrounding whitespace removed (so `echo secret > f`
-    /// and a base64 line both work), at least 16 of them.
+    /// and a base64 line both work), at least 16 of them. At most [`MAX_KEY`] + 1 bytes are
+    /// read, whatever the file says its length is (`/dev/zero` says 0).
     pub fn from_file(path: &Path) -> Result<Key, KeyError> {
+        use netceil_model::input::{read_bytes, InputError};
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|source| KeyError::Read {
+        let file = std::fs::File::open(path).map_err(|source| KeyError::Read {
             path: shown.clone(),
             source,
         })?;
-        if meta.len() > MAX_KEY as u64 {
-            return Err(KeyError::Long { path: shown });
-        }
-        let raw = std::fs::read(path).map_err(|source| KeyError::Read {
-            path: shown.clone(),
-            source,
+        let raw = read_bytes(file, &shown, MAX_KEY).map_err(|e| match e {
+            InputError::Read { source, .. } => KeyError::Read {
+                path: shown.clone(),
+                source,
+            },
+            _ => KeyError::Long {
+                path: shown.clone(),
+            },
         })?;
         Key::from_bytes(&raw).ok_or(KeyError::Short {
             path: shown,
@@ -163,6 +167,17 @@ mod tests {
         let good = dir.join("good");
         std::fs::write(&good, "0123456789abcdef0123\n").unwrap();
         assert!(Key::from_file(&good).is_ok());
+        let long = dir.join("long");
+        std::fs::write(&long, "k".repeat(MAX_KEY)).unwrap();
+        assert!(Key::from_file(&long).is_ok());
+        std::fs::write(&long, "k".repeat(MAX_KEY + 1)).unwrap();
+        let e = Key::from_file(&long).unwrap_err().to_string();
+        assert!(e.contains("over 4096 bytes"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+        // Devices say their length is 0; the read is bounded all the same.
+        for endless in ["/dev/zero", "/dev/urandom"] {
+            let e = Key::from_file(Path::new(endless)).unwrap_err().to_string();
+            assert!(e.contains(endless) && e.contains("over 4096 bytes"), "{e}");
+        }
     }
 }

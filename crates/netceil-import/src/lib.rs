@@ -4,6 +4,7 @@
 //!
 //! Every reader is a pure, total function from text to a [`Run`]: it never panics, reads no
 //! file itself, and every error names the file, the line, the column and what was expected.
+//! The text comes through [`read_log`], which bounds the whole and each line.
 //! A log cut short imports what is valid and says so in [`Imported::warnings`]; columns a
 //! reader does not know are kept as extra metrics, never dropped.
 //!
@@ -14,9 +15,12 @@
 
 mod error;
 pub mod formats;
+mod read;
 
 pub use error::{ImportError, NotThisFormat};
 pub use formats::{detect, import, terminal_text, Format};
+pub use netceil_model::input::InputError;
+pub use read::{read_log, LOG_LIMITS, MAX_LINE_BYTES, MAX_LOG_BYTES};
 
 use netceil_model::{Annotations, Run};
 use std::collections::BTreeMap;

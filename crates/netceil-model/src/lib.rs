@@ -2,9 +2,11 @@
 //!
 //! Every path in and out of netceil goes through [`Run`]: a live run, a watched run and an
 //! imported log all become one, and the analyzer, store and reports only ever see a `Run`.
-//! This crate is platform-independent and does no I/O.
+//! This crate is platform-independent and opens nothing: its only reading is [`input`]'s
+//! bounded reading from a reader it is handed.
 
 mod finding;
+pub mod input;
 mod ledger;
 pub mod names;
 mod results;
@@ -26,4 +28,5 @@ pub use run::{
 pub use series::{Metric, MetricId, MissingValue, Series};
 pub use units::{
     bus_data_rate, frame_to_udp_payload, udp_payload_to_frame, Rate, RateParseError, Unit,
+    MAX_BITS_PER_S, MAX_PACKETS_PER_S, MIN_BITS_PER_S, MIN_PACKETS_PER_S,
 };

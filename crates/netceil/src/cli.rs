@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::parse::{
-    parse_count, parse_duration, parse_host_port, parse_label, parse_link, parse_size,
-    parse_throughput,
+    long_duration, parse_count, parse_host_port, parse_label, parse_link, parse_pps, parse_rate,
+    parse_size, parse_throughput, run_duration, sample_interval, step_timeout,
 };
 
 /// Find the ceiling of this machine's network I/O and name what sets it.
@@ -226,10 +226,10 @@ pub struct SweepTcpArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
     pub flows: Vec<u32>,
     /// Rate per flow in bit/s (1Mbit); default unpaced.
-    #[arg(long, allow_hyphen_values = true)]
-    pub rate_per_flow: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
+    pub rate_per_flow: Option<f64>,
     /// Length of each step.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "5s")]
     pub step_duration: Duration,
     /// Bytes per write (K, M, G binary).
     #[arg(long, value_parser = parse_size, default_value = "128K")]
@@ -297,21 +297,21 @@ pub struct SearchUdpArgs {
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub loss: Vec<String>,
     /// Length of the trials that decide (the final phase and the verification).
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub trial: Duration,
     /// Length of the first, short trials; they double phase by phase up to --trial.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "1s")]
     pub initial_trial: Duration,
     /// Relative width the final interval must reach: (upper − lower) / upper.
     #[arg(long, default_value = "1%")]
     pub precision: String,
     /// Lowest rate worth trying, packets/s.
-    #[arg(long, default_value = "1k")]
-    pub min_rate: String,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pps, value_name = "RATE", default_value = "1k")]
+    pub min_rate: f64,
     /// Highest rate to try, packets/s. Default: what the generator sends flat out, measured
     /// by a short unpaced trial per size.
-    #[arg(long)]
-    pub max_rate: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pps, value_name = "RATE")]
+    pub max_rate: Option<f64>,
     /// Most trials per frame size, verifications included.
     #[arg(long, default_value_t = 40)]
     pub max_trials: usize,
@@ -351,7 +351,7 @@ pub struct MetricsArgs {
     /// With --metrics-listen: keep serving this long after the end, so that a scraper sees
     /// the final findings (one scrape interval, e.g. 15s). A Ctrl-C ends the wait (a
     /// second one, when the first ended the command).
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration, requires = "metrics_listen")]
+    #[arg(long, global = true, value_name = "DURATION", allow_hyphen_values = true, value_parser = run_duration, requires = "metrics_listen")]
     pub metrics_linger: Option<Duration>,
 }
 
@@ -379,7 +379,7 @@ pub struct CommonRunArgs {
     #[arg(long, short, global = true)]
     pub quiet: bool,
     /// Sampling interval of the machine's counters, 10ms to 1h.
-    #[arg(long, global = true, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, global = true, allow_hyphen_values = true, value_parser = sample_interval, default_value = "1s")]
     pub sample_interval: Duration,
     /// Show every column of the live table, whatever the terminal's width.
     #[arg(long, global = true)]
@@ -425,10 +425,10 @@ pub struct UdpArgs {
     #[arg(long, value_parser = parse_size)]
     pub frame_size: Option<usize>,
     /// Send rate: packets/s (200k, 1.5M) or bits of payload per second (100Mbit, 1Gbit). Default: as fast as possible.
-    #[arg(long, conflicts_with = "interval", allow_hyphen_values = true)]
-    pub rate: Option<String>,
+    #[arg(long, conflicts_with = "interval", allow_hyphen_values = true, value_parser = parse_rate)]
+    pub rate: Option<netceil_model::Rate>,
     /// Gap between packets (5us, 1500ns, 1ms); the alternative to --rate.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration)]
     pub interval: Option<Duration>,
     /// Stop after this many packets (or at --duration, whichever comes first).
     #[arg(long)]
@@ -446,7 +446,7 @@ pub struct UdpArgs {
     #[arg(long, value_enum, default_value_t = PacingArg::Sleep)]
     pub pacing: PacingArg,
     /// Run length (10, 2.5s, 500ms, 1m).
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,
     /// Receive buffer to request on the receiver's socket, bytes (e.g. 4K to provoke drops).
     /// Without it the socket keeps the system default (net.core.rmem_default), as an ordinary
@@ -488,8 +488,8 @@ pub struct TcpArgs {
     #[arg(long, default_value_t = 1)]
     pub flows: u32,
     /// Rate per flow in bit/s (1Mbit, 500kbit); default unpaced.
-    #[arg(long, allow_hyphen_values = true)]
-    pub rate_per_flow: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
+    pub rate_per_flow: Option<f64>,
     /// Bytes per write (128K = 131072; K, M, G are binary here, as in iperf3).
     #[arg(long, value_parser = parse_size, default_value = "128K")]
     pub msg_size: usize,
@@ -499,7 +499,7 @@ pub struct TcpArgs {
     /// Where per-flow pacing is enforced.
     #[arg(long, value_enum, default_value_t = TcpPacingArg::Auto)]
     pub pacing: TcpPacingArg,
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,
 }
 
@@ -517,12 +517,12 @@ pub struct RrArgs {
     #[arg(long, value_parser = parse_size, default_value = "64")]
     pub size: usize,
     /// Transactions per second in total (10k); default closed loop, one outstanding per flow.
-    #[arg(long, allow_hyphen_values = true)]
-    pub rate: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pps)]
+    pub rate: Option<f64>,
     /// Concurrent connections (or UDP sockets).
     #[arg(long, default_value_t = 1)]
     pub flows: u32,
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,
 }
 
@@ -553,7 +553,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<std::path::PathBuf>,
     /// Stop after this long (default: until Ctrl-C).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = long_duration)]
     pub duration: Option<Duration>,
     /// Flows (sockets or connections) one test may use.
     #[arg(long, default_value_t = 64)]
@@ -562,13 +562,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 2)]
     pub max_tests: u32,
     /// Packets per second one test may send (declared, and measured per second).
-    #[arg(long, value_parser = parse_count, default_value = "5M")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_count, default_value = "5M")]
     pub max_rate: u64,
     /// Payload bit rate one test may send (declared, and measured per second).
-    #[arg(long, value_parser = parse_throughput, default_value = "40Gbit")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, default_value = "40Gbit")]
     pub max_bits: f64,
     /// Length of one test.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "60s")]
     pub max_duration: Duration,
     /// Payload bytes one test may send in all.
     #[arg(long, value_parser = parse_size, default_value = "64G")]
@@ -577,7 +577,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1024)]
     pub max_clients: u32,
     /// How long a client may take over each handshake step before it is dropped.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = step_timeout, default_value = "5s")]
     pub step_timeout: Duration,
     /// Receive buffer to request on tests' UDP sockets, bytes (default: the system's
     /// net.core.rmem_default).
@@ -600,10 +600,10 @@ pub struct WatchArgs {
     /// Stop after this long (default: until the command exits, or Ctrl-C). With a command
     /// still running when it ends, netceil sends it SIGTERM (SIGKILL 2 s later if needed) and
     /// exits 124, as timeout(1) does; a command that ended on its own first gives its own code.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration)]
     pub duration: Option<Duration>,
     /// Sampling interval, 10ms to 1h.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = sample_interval, default_value = "1s")]
     pub interval: Duration,
     /// Interfaces to show and record (repeatable); default: every interface that is up.
     #[arg(long = "iface", value_name = "IF")]
@@ -736,19 +736,19 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "auto|NAME")]
     pub format: Option<String>,
     /// The sampling interval of a log whose lines carry no time (vmstat 1 → 1s).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration)]
     pub interval: Option<Duration>,
     /// The throughput seen while the log was taken, which the log cannot know (18MB/s, 700Mbit).
-    #[arg(long, value_parser = parse_throughput, value_name = "RATE")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
     pub throughput: Option<f64>,
     /// The link speed the traffic crossed (1G, 10G, 40Gbit).
-    #[arg(long, value_parser = parse_link, value_name = "SPEED")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_link, value_name = "SPEED")]
     pub link: Option<f64>,
     /// The bus the NIC sits on (PCIe1.1x1, "PCIe 3.0 x8", PCI32/33).
     #[arg(long)]
     pub bus: Option<String>,
     /// The wall time a lock profile covers (profiling ran for 30s before the dump).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = long_duration)]
     pub window: Option<Duration>,
     /// The CPUs a lock profile's waits are summed over (default: the run's own CPU count).
     #[arg(long)]

@@ -6,29 +6,23 @@
 use anyhow::{anyhow, Context};
 use netceil_import::{detect, import, Format, ImportOptions};
 use netceil_model::{bus_data_rate, Annotations, Run};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use crate::cli::AnalyzeArgs;
 use crate::observe::open_store;
 use crate::{summary, Done, Failure, Outcome};
 
+/// The log named by `arg` (`-`: standard input), read within the importers' limits.
 fn read_input(arg: &str) -> Result<String, Failure> {
-    let bytes = if arg == "-" {
-        let mut b = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut b)
-            .context("reading stdin")?;
-        b
+    let text = if arg == "-" {
+        netceil_import::read_log(std::io::stdin().lock(), arg)
     } else {
-        std::fs::read(arg).map_err(|e| Failure::usage(anyhow!("cannot read {arg}: {e}")))?
+        let file = std::fs::File::open(arg)
+            .map_err(|e| Failure::usage(anyhow!("cannot read {arg}: {e}")))?;
+        netceil_import::read_log(file, arg)
     };
-    String::from_utf8(bytes).map_err(|e| {
-        Failure::usage(anyhow!(
-            "{arg}: not text (invalid UTF-8 at byte {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })
+    text.map_err(Failure::usage)
 }
 
 fn annotations(args: &AnalyzeArgs) -> Result<Annotations, Failure> {

@@ -322,15 +322,21 @@ pub(crate) fn udp_payload(a: &UdpArgs, ipv6: bool, default_frame: usize) -> Resu
 }
 
 fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, Failure> {
-    let rate = a
-        .rate
-        .as_deref()
-        .map(Rate::parse)
-        .transpose()
-        .map_err(|e| Failure::usage(anyhow!("--rate: {e}")))?;
+    let payload_bytes = udp_payload(a, common.ipv6, 64)?;
+    if let Some(r) = a.rate {
+        // A bit rate is a packet rate only once the payload is known.
+        let pps = r.packets_per_second(payload_bytes);
+        if pps > netceil_model::MAX_PACKETS_PER_S {
+            return Err(Failure::usage(anyhow!(
+                "--rate {r} is {} at {payload_bytes}-byte payloads, above {}, the fastest rate netceil takes",
+                Rate::PacketsPerSecond(pps),
+                Rate::PacketsPerSecond(netceil_model::MAX_PACKETS_PER_S)
+            )));
+        }
+    }
     let cfg = udp::UdpConfig {
-        payload_bytes: udp_payload(a, common.ipv6, 64)?,
-        rate,
+        payload_bytes,
+        rate: a.rate,
         interval_ns: a.interval.map(|d| d.as_nanos() as f64),
         pacing: a.pacing.into(),
         burst: a.burst,
@@ -350,7 +356,7 @@ fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, F
     let params = obj(json!({
         "payload_bytes": cfg.payload_bytes,
         "frame_bytes": udp_payload_to_frame(cfg.payload_bytes, cfg.ipv6),
-        "rate": a.rate, "interval_ns": cfg.interval_ns, "pacing": cfg.pacing,
+        "rate": a.rate.map(|r| r.to_string()), "interval_ns": cfg.interval_ns, "pacing": cfg.pacing,
         "burst": cfg.burst, "count": cfg.count, "duration_s": cfg.duration.as_secs_f64(),
         "flows": cfg.flows, "threads": cfg.threads, "ipv6": cfg.ipv6,
         "target": cfg.target.map(|t| t.to_string()), "rcvbuf": cfg.rcvbuf, "rcvbuf_force": cfg.rcvbuf_force, "gso": cfg.gso,
@@ -359,17 +365,7 @@ fn udp_plan(a: &UdpArgs, common: &CommonRunArgs, wire_id: u16) -> Result<Plan, F
 }
 
 pub(crate) fn tcp_plan(a: &TcpArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
-    let rate_per_flow_bps = a
-        .rate_per_flow
-        .as_deref()
-        .map(|r| match Rate::parse(r) {
-            Ok(Rate::BitsPerSecond(b)) => Ok(b),
-            Ok(Rate::PacketsPerSecond(_)) => Err(Failure::usage(anyhow!(
-                "--rate-per-flow {r}: give a bit rate such as 1Mbit or 500kbit (TCP is a byte stream)"
-            ))),
-            Err(e) => Err(Failure::usage(anyhow!("--rate-per-flow: {e}"))),
-        })
-        .transpose()?;
+    let rate_per_flow_bps = a.rate_per_flow;
     let cfg = tcp::TcpConfig {
         flows: a.flows,
         msg_size: a.msg_size,
@@ -395,17 +391,7 @@ pub(crate) fn tcp_plan(a: &TcpArgs, common: &CommonRunArgs) -> Result<Plan, Fail
 }
 
 fn rr_plan(a: &RrArgs, common: &CommonRunArgs) -> Result<Plan, Failure> {
-    let rate_tps = a
-        .rate
-        .as_deref()
-        .map(|r| match Rate::parse(r) {
-            Ok(Rate::PacketsPerSecond(t)) => Ok(t),
-            Ok(Rate::BitsPerSecond(_)) => Err(Failure::usage(anyhow!(
-                "--rate {r}: give transactions per second, e.g. 10k"
-            ))),
-            Err(e) => Err(Failure::usage(anyhow!("--rate: {e}"))),
-        })
-        .transpose()?;
+    let rate_tps = a.rate;
     let cfg = rr::RrConfig {
         proto: match a.proto {
             ProtoArg::Tcp => rr::RrProto::Tcp,

@@ -41,7 +41,7 @@ pub fn parse_interval_range(text: &str) -> Result<(f64, f64, f64), String> {
         if x.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ') == "0" {
             return Ok(0.0);
         }
-        crate::parse::parse_duration(x)
+        crate::parse::run_duration(x)
             .map(|d| d.as_nanos() as f64)
             .map_err(|e| format!("--interval: {e}"))
     };
@@ -356,6 +356,17 @@ pub fn run(args: SweepArgs) -> Outcome {
     }
     if settings.cycles == 0 {
         return Err(Failure::usage(anyhow!("--cycles: at least one")));
+    }
+    // Each cycle runs for its train four times over, and 5 s more (see `measure`): the
+    // longest must still be a run netceil takes.
+    let longest_s = settings.count as f64 * end / 1e9 * 4.0 + 5.0;
+    if crate::parse::secs_within(longest_s, crate::parse::RUN).is_none() {
+        return Err(Failure::usage(anyhow!(
+            "--count {} at --interval {}: a cycle would take longer than {}, the longest run",
+            settings.count,
+            settings.interval,
+            crate::parse::format_duration(crate::parse::RUN.max)
+        )));
     }
     let pairs: Vec<(usize, usize)> = settings.sizes.iter().map(|&s| (s, s)).collect();
     crate::kernel::check_path_mtu(common.to, "--sizes", &pairs)
@@ -725,7 +736,7 @@ pub fn run_tcp(
             crate::cmd_run::tcp_plan(
                 &crate::cli::TcpArgs {
                     flows: f,
-                    rate_per_flow: a.rate_per_flow.clone(),
+                    rate_per_flow: a.rate_per_flow,
                     msg_size: a.msg_size,
                     threads: a.threads,
                     pacing: crate::cli::TcpPacingArg::Auto,

@@ -1,34 +1,157 @@
 //! Parsers for flag values: durations, sizes and labels. Each error says what was expected.
 
+use netceil_model::{Rate, RateParseError};
 use std::time::Duration;
 
-/// `10` (seconds), `2.5s`, `500ms`, `5us`, `5µs`, `1500ns`, `1m`, `1h`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+/// The durations one option takes: from `min` to `max`, both included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+const NS: Duration = Duration::from_nanos(1);
+
+/// A run, a trial, a step, a gap between packets, a log's sampling interval: up to 7 days
+/// (a week-long soak is the longest test anyone runs; anything longer is a typo).
+pub const RUN: Span = Span {
+    min: NS,
+    max: Duration::from_secs(7 * 86_400),
+};
+/// The sampler's interval: what `netceil_probe::sampler::SamplerConfig` accepts, 10 ms to 1 h.
+pub const SAMPLE: Span = Span {
+    min: netceil_probe::sampler::MIN_INTERVAL,
+    max: Duration::from_secs(3600),
+};
+/// How long a server runs, or what a lock profile covers: up to a year.
+pub const LONG: Span = Span {
+    min: NS,
+    max: Duration::from_secs(366 * 86_400),
+};
+/// A handshake step's timeout: a slow client's turn, 1 ms to 1 h.
+pub const STEP: Span = Span {
+    min: Duration::from_millis(1),
+    max: Duration::from_secs(3600),
+};
+
+/// Units and their length in nanoseconds, longest first: the order [`format_duration`] tries.
+const UNITS: [(&str, u128); 7] = [
+    ("d", 86_400_000_000_000),
+    ("h", 3_600_000_000_000),
+    ("m", 60_000_000_000),
+    ("s", 1_000_000_000),
+    ("ms", 1_000_000),
+    ("us", 1_000),
+    ("ns", 1),
+];
+
+/// Nanoseconds in one `unit`.
+fn unit_ns(unit: &str) -> Option<u128> {
+    let unit = match unit {
+        "" => "s",
+        "min" => "m",
+        "µs" => "us",
+        u => u,
+    };
+    UNITS.iter().find(|(u, _)| *u == unit).map(|(_, ns)| *ns)
+}
+
+/// `10` (seconds), `2.5s`, `500ms`, `5us`, `5µs`, `1500ns`, `1m`, `1h`, `1d`, within `span`.
+/// The number is read exactly, as a decimal (no float rounding), and rounded to the nearest
+/// nanosecond; whatever the text, the answer is a duration in the span or an error that says
+/// what was expected.
+pub fn parse_duration_in(text: &str, span: Span) -> Result<Duration, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("'{text}': a duration must be positive"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| {
-        format!("'{text}' is not a duration; expected e.g. 10, 2.5s, 500ms, 5us, 1500ns")
-    })?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "ns" => value / 1e9,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "'{text}': unknown unit '{other}'; expected ns, us, ms, s, m or h"
-            ))
-        }
+    let syntax = || {
+        format!("'{text}' is not a duration; expected e.g. 10, 2.5s, 500ms, 5us, 1500ns, 1m or 1h")
     };
-    if !(secs > 0.0 && secs.is_finite()) {
-        return Err(format!("'{text}': a duration must be greater than zero"));
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty() || frac.contains('.') {
+        return Err(syntax());
     }
-    Ok(Duration::from_secs_f64(secs))
+    let unit = unit.trim();
+    let per = unit_ns(unit).ok_or_else(|| {
+        format!("'{text}': unknown unit '{unit}'; expected ns, us, ms, s, m, h or d")
+    })?;
+    let too_long = || {
+        format!(
+            "'{text}' is longer than {}, the most this option takes",
+            format_duration(span.max)
+        )
+    };
+    // Digits past the 20th of the fraction are below a nanosecond of any unit.
+    let frac = &frac[..frac.len().min(20)];
+    let digits = |d: &str| -> Option<u128> {
+        d.bytes().try_fold(0u128, |n, b| {
+            n.checked_mul(10)?.checked_add(u128::from(b - b'0'))
+        })
+    };
+    let scale = 10u128.pow(frac.len() as u32);
+    let ns = digits(int)
+        .and_then(|i| i.checked_mul(scale)?.checked_add(digits(frac)?))
+        .and_then(|n| n.checked_mul(per)?.checked_add(scale / 2))
+        .map(|n| n / scale)
+        .ok_or_else(too_long)?;
+    if ns == 0 {
+        return Err(format!("'{text}': a duration must be positive"));
+    }
+    if ns > span.max.as_nanos() {
+        return Err(too_long());
+    }
+    if ns < span.min.as_nanos() {
+        return Err(format!(
+            "'{text}' is shorter than {}, the least this option takes",
+            format_duration(span.min)
+        ));
+    }
+    // Within span.max, so within u64 nanoseconds.
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+/// `7d`, `1500ms`, `90s`: the largest unit that holds the duration whole; what
+/// [`parse_duration_in`] reads back to the same duration.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    let (unit, per) = UNITS
+        .iter()
+        .find(|(_, per)| ns % per == 0)
+        .unwrap_or(&("ns", 1));
+    format!("{}{unit}", ns / per)
+}
+
+/// A duration given as float seconds (a stored setting, a computed length), if it lies
+/// within `span`.
+pub fn secs_within(secs: f64, span: Span) -> Option<Duration> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| span.min <= *d && *d <= span.max)
+}
+
+/// A run's length, a trial, a step, a gap: see [`RUN`].
+pub fn run_duration(text: &str) -> Result<Duration, String> {
+    parse_duration_in(text, RUN)
+}
+
+/// A sampling interval: see [`SAMPLE`].
+pub fn sample_interval(text: &str) -> Result<Duration, String> {
+    parse_duration_in(text, SAMPLE)
+}
+
+/// A server's lifetime, a lock profile's window: see [`LONG`].
+pub fn long_duration(text: &str) -> Result<Duration, String> {
+    parse_duration_in(text, LONG)
+}
+
+/// A handshake step's timeout: see [`STEP`].
+pub fn step_timeout(text: &str) -> Result<Duration, String> {
+    parse_duration_in(text, STEP)
 }
 
 /// Bytes: `64`, `1472`, `4K` (4096), `128K`, `1M`, `1G`; K/M/G are binary, as iperf3's -l.
@@ -77,23 +200,62 @@ fn resolve_host_port(text: &str) -> Result<std::net::SocketAddr, String> {
         .ok_or_else(|| format!("'{text}' resolves to no address"))
 }
 
-/// A count per second, decimal: `1000`, `200k`, `5M`.
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
-        Some((i, 'M')) => (&t[..i], 1e6),
-        Some((i, 'G')) => (&t[..i], 1e9),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{text}' is not a count; expected e.g. 1000, 200k or 5M"))?;
-    if !(v.is_finite() && v > 0.0) || v * mult > u64::MAX as f64 {
-        return Err(format!("'{text}' must be a positive count"));
+/// A send rate as [`Rate::parse`] reads it (the one rate parser, with its bounds): packets/s
+/// (`200k`, `1.5M`) or bits/s (`100Mbit`, `1Gbit/s`, `18MB/s`).
+pub fn parse_rate(text: &str) -> Result<Rate, String> {
+    Rate::parse(text).map_err(|e| e.to_string())
+}
+
+/// Packets (or transactions) per second: `1000`, `200k`, `5M`; a bit rate is refused.
+pub fn parse_pps(text: &str) -> Result<f64, String> {
+    match parse_rate(text)? {
+        Rate::PacketsPerSecond(p) => Ok(p),
+        Rate::BitsPerSecond(_) => Err(format!(
+            "'{text}' is a bit rate; give packets per second, e.g. 1000, 200k or 5M"
+        )),
     }
-    Ok((v * mult).round() as u64)
+}
+
+/// A whole number of packets per second (a limit): `1000`, `200k`, `5M`.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    match parse_pps(text)?.round() {
+        p if p >= 1.0 => Ok(p as u64),
+        _ => Err(format!("'{text}': at least 1 packet per second")),
+    }
+}
+
+/// A bit rate: `700Mbit`, `1.5Gbit/s`, `1Mbit`; an upper-case `B` means bytes (`18MB/s`
+/// decimal, `18MiB/s` binary). A packet rate is refused.
+pub fn parse_throughput(text: &str) -> Result<f64, String> {
+    let bad = || format!("'{text}' is not a bit rate; expected e.g. 18MB/s, 700Mbit or 1.5Gbit/s");
+    match Rate::parse(text) {
+        Ok(Rate::BitsPerSecond(b)) => Ok(b),
+        Ok(Rate::PacketsPerSecond(_)) | Err(RateParseError::Syntax(_) | RateParseError::Empty) => {
+            Err(bad())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A link speed: `1G`, `10G`, `40Gbit`, `100M`, `2.5G`, `1.6T` (bits per second, decimal,
+/// when no unit is given).
+pub fn parse_link(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    // The number as Rate::parse reads it; after it, nothing or only a decimal prefix.
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || ".+-e".contains(c));
+    let bare = unit.trim().len() <= 1 && unit.trim().chars().all(|c| "kKmMgGtT".contains(c));
+    let t = if bare {
+        format!("{t}bit")
+    } else {
+        t.to_string()
+    };
+    parse_throughput(&t).map_err(|e| {
+        if e.contains("not a bit rate") {
+            format!("'{text}' is not a link speed; expected e.g. 1G, 10G, 40Gbit or 100M")
+        } else {
+            e
+        }
+    })
 }
 
 /// `key=value`.
@@ -102,56 +264,6 @@ pub fn parse_label(text: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
         _ => Err(format!(
             "'{text}' is not a label; expected KEY=VALUE, e.g. nic=msk0"
-        )),
-    }
-}
-
-/// A throughput as a person quotes it, to bit/s. An upper-case `B` means bytes (`18MB/s`
-/// decimal, `18MiB/s` binary); anything else is bits (`700Mbit`, `700Mb/s`, `1.5Gbit/s`).
-pub fn parse_throughput(text: &str) -> Result<f64, String> {
-    let bad =
-        || format!("'{text}' is not a throughput; expected e.g. 18MB/s, 700Mbit or 1.5Gbit/s");
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = (t[..split].trim(), t[split..].trim());
-    let value: f64 = num.parse().map_err(|_| bad())?;
-    if value <= 0.0 {
-        return Err(format!("'{text}' must be greater than zero"));
-    }
-    if unit.contains('B') {
-        let mult = match unit.trim_end_matches("/s") {
-            "B" => 1.0,
-            "kB" | "KB" => 1e3,
-            "MB" => 1e6,
-            "GB" => 1e9,
-            "KiB" => 1024.0,
-            "MiB" => 1024.0 * 1024.0,
-            "GiB" => 1024.0 * 1024.0 * 1024.0,
-            _ => return Err(bad()),
-        };
-        return Ok(value * mult * 8.0);
-    }
-    let unit = unit.to_ascii_lowercase().replace("b/s", "bit");
-    match netceil_model::Rate::parse(&format!("{num}{unit}")) {
-        Ok(netceil_model::Rate::BitsPerSecond(b)) => Ok(b),
-        _ => Err(bad()),
-    }
-}
-
-/// A link speed: `1G`, `10G`, `40Gbit`, `100M`, `2.5G` (bits per second, decimal).
-pub fn parse_link(text: &str) -> Result<f64, String> {
-    let t = text.trim().to_ascii_lowercase();
-    let t = t
-        .trim_end_matches("/s")
-        .trim_end_matches("bps")
-        .trim_end_matches("bit")
-        .trim_end_matches("b");
-    match netceil_model::Rate::parse(&format!("{t}bit")) {
-        Ok(netceil_model::Rate::BitsPerSecond(b)) => Ok(b),
-        _ => Err(format!(
-            "'{text}' is not a link speed; expected e.g. 1G, 10G, 40Gbit or 100M"
         )),
     }
 }
@@ -185,6 +297,7 @@ mod tests {
 
     #[test]
     fn counts() {
+        assert_eq!(parse_count("1e3"), Ok(1000));
         assert_eq!(parse_count("5M"), Ok(5_000_000));
         assert_eq!(parse_count("200k"), Ok(200_000));
         assert_eq!(parse_count(" 1000 "), Ok(1000));
@@ -196,16 +309,121 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("5us").unwrap(), Duration::from_micros(5));
-        assert_eq!(parse_duration("2.5s").unwrap(), Duration::from_millis(2500));
+        let d = run_duration;
+        assert_eq!(d("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(d("5us").unwrap(), Duration::from_micros(5));
+        assert_eq!(d("5µs").unwrap(), Duration::from_micros(5));
+        assert_eq!(d("2.5s").unwrap(), Duration::from_millis(2500));
+        assert_eq!(d(" .5 ms ").unwrap(), Duration::from_micros(500));
+        assert_eq!(d("1500ns").unwrap(), Duration::from_nanos(1500));
+        assert_eq!(d("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(d("2min").unwrap(), Duration::from_secs(120));
+        assert_eq!(d("7d").unwrap(), RUN.max);
+        // Exact decimals, no float rounding: 0.1 s is 100 ms to the nanosecond.
+        assert_eq!(d("0.1").unwrap(), Duration::from_millis(100));
         assert_eq!(
-            parse_duration("1500ns").unwrap(),
-            Duration::from_nanos(1500)
+            d("1.0000000015s").unwrap(),
+            Duration::from_nanos(1_000_000_002)
         );
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("-1s").is_err());
+        for bad in [
+            "",
+            ".",
+            "s",
+            "1..2s",
+            "5 parsecs",
+            "+5",
+            "1e3s",
+            "inf",
+            "NaN",
+        ] {
+            assert!(d(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_out_of_bounds_say_so() {
+        let e = run_duration("99999999999999999999s").unwrap_err();
+        assert!(e.contains("longer than 7d"), "{e}");
+        let e = run_duration("99999999999999999999999999999999999999999999d").unwrap_err();
+        assert!(e.contains("longer than 7d"), "{e}");
+        let e = run_duration("8d").unwrap_err();
+        assert!(e.contains("longer than 7d"), "{e}");
+        for negative in ["-5", "-5s", "-0.1ms", "0", "0.0s", "0.4ns"] {
+            let e = run_duration(negative).unwrap_err();
+            assert!(e.contains("must be positive"), "{negative}: {e}");
+        }
+        let e = sample_interval("1ms").unwrap_err();
+        assert!(e.contains("shorter than 10ms"), "{e}");
+        let e = sample_interval("2h").unwrap_err();
+        assert!(e.contains("longer than 1h"), "{e}");
+        assert_eq!(long_duration("366d").unwrap(), LONG.max);
+        assert!(step_timeout("100us")
+            .unwrap_err()
+            .contains("shorter than 1ms"));
+    }
+
+    #[test]
+    fn rates_have_bounds() {
+        assert_eq!(parse_rate("200k"), Ok(Rate::PacketsPerSecond(200e3)));
+        let e = parse_rate("999999999999").unwrap_err();
+        assert!(e.contains("above 1Gpps"), "{e}");
+        let e = parse_pps("1Mbit").unwrap_err();
+        assert!(e.contains("bit rate"), "{e}");
+        let e = parse_throughput("1e300GB/s").unwrap_err();
+        assert!(e.contains("above 10Tbit/s"), "{e}");
+        assert!(parse_count("0.0001").is_err());
+        assert_eq!(parse_link("1.6T"), Ok(1.6e12));
+        assert_eq!(parse_link("1e9"), Ok(1e9));
+        assert!(parse_link("100T").unwrap_err().contains("above 10Tbit/s"));
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn span() -> impl Strategy<Value = Span> {
+            prop_oneof![Just(RUN), Just(SAMPLE), Just(LONG), Just(STEP)]
+        }
+
+        proptest! {
+            #[test]
+            fn never_panics(text in "\\PC{0,40}", span in span()) {
+                let _ = parse_duration_in(&text, span);
+            }
+
+            #[test]
+            fn never_panics_on_duration_like_text(
+                text in "-?[0-9]{0,45}(\\.[0-9]{0,45})? ?(ns|us|µs|ms|s|m|min|h|d|x)?",
+                span in span(),
+            ) {
+                if let Ok(d) = parse_duration_in(&text, span) {
+                    prop_assert!(span.min <= d && d <= span.max, "{} gave {:?}", text, d);
+                }
+            }
+
+            #[test]
+            fn reads_back_its_own_text(ns in 1u64..=LONG.max.as_nanos() as u64, unit in 0usize..7) {
+                // Round values too, so that every unit is formatted.
+                let per = [1u64, 1_000, 1_000_000, 1_000_000_000, 60_000_000_000,
+                    3_600_000_000_000, 86_400_000_000_000][unit];
+                for n in [ns, (ns / per).max(1) * per] {
+                    let d = Duration::from_nanos(n);
+                    prop_assert_eq!(parse_duration_in(&format_duration(d), LONG), Ok(d));
+                }
+            }
+
+            #[test]
+            fn refuses_what_is_out_of_bounds(extra in 1u64..u64::MAX / 2, span in span()) {
+                let over = Duration::from_nanos(span.max.as_nanos() as u64 + extra);
+                let e = parse_duration_in(&format_duration(over), span).unwrap_err();
+                prop_assert!(e.contains("longer than"), "{}", e);
+                let under = Duration::from_nanos(extra % span.min.as_nanos() as u64);
+                if !under.is_zero() {
+                    let e = parse_duration_in(&format_duration(under), span).unwrap_err();
+                    prop_assert!(e.contains("shorter than"), "{}", e);
+                }
+            }
+        }
     }
 
     #[test]
@@ -226,6 +444,9 @@ mod tests {
         assert_eq!(parse_throughput("1.5Gbit/s").unwrap(), 1.5e9);
         assert!(parse_throughput("fast").is_err());
         assert!(parse_throughput("0MB/s").is_err());
+        assert!(parse_throughput("200k")
+            .unwrap_err()
+            .contains("not a bit rate"));
         assert_eq!(parse_link("1G").unwrap(), 1e9);
         assert_eq!(parse_link("40Gbit").unwrap(), 40e9);
         assert_eq!(parse_link("100M").unwrap(), 100e6);
