@@ -245,7 +245,7 @@ pub struct SweepUdpArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "1K,1536,4K,8K,12K,16K")]
     pub sizes: Vec<usize>,
     /// Intervals between packets: START..END/STEP (0 = as fast as the sender can).
-    #[arg(long, default_value = "0us..12us/0.1us")]
+    #[arg(long, allow_hyphen_values = true, default_value = "0us..12us/0.1us")]
     pub interval: String,
     /// Packets per cycle (one cell).
     #[arg(long, default_value_t = 5000)]
