@@ -355,27 +355,43 @@ pub(crate) mod erl {
         Bad(usize),
     }
 
-    /// Reads one term starting at `toks[*pos]`, advancing `pos` past it.
+    /// The deepest nesting of lists, tuples and keyword entries read. The statistics
+    /// netceil imports nest a few levels; without a bound, a run of `[` in a hostile log
+    /// would exhaust the stack.
+    pub(crate) const MAX_DEPTH: usize = 128;
+
+    /// Reads one term starting at `toks[*pos]`, advancing `pos` past it. A term nested
+    /// deeper than [`MAX_DEPTH`] is not one.
     pub(crate) fn parse_term(toks: &[(usize, Tok)], pos: &mut usize) -> Parsed {
+        parse_nested(toks, pos, 0)
+    }
+
+    /// [`parse_term`] at nesting `depth`.
+    fn parse_nested(toks: &[(usize, Tok)], pos: &mut usize, depth: usize) -> Parsed {
         let Some((line, tok)) = toks.get(*pos) else {
             return Parsed::Cut(Term::List(Vec::new()));
         };
+        if depth > MAX_DEPTH {
+            return Parsed::Bad(*line);
+        }
         *pos += 1;
         match tok {
             Tok::Int(i) => Parsed::Done(Term::Int(*i)),
             Tok::Float(f) => Parsed::Done(Term::Float(*f)),
             // An Elixir keyword entry (`run_queue: 3`) is the tuple `{run_queue, 3}`.
-            Tok::Word(w) if w.len() > 1 && w.ends_with(':') => match parse_term(toks, pos) {
-                Parsed::Done(t) => Parsed::Done(Term::Tuple(vec![
-                    Term::Atom(w.trim_end_matches(':').to_string()),
-                    t,
-                ])),
-                Parsed::Cut(t) => Parsed::Cut(Term::Tuple(vec![
-                    Term::Atom(w.trim_end_matches(':').to_string()),
-                    t,
-                ])),
-                Parsed::Bad(l) => Parsed::Bad(l),
-            },
+            Tok::Word(w) if w.len() > 1 && w.ends_with(':') => {
+                match parse_nested(toks, pos, depth + 1) {
+                    Parsed::Done(t) => Parsed::Done(Term::Tuple(vec![
+                        Term::Atom(w.trim_end_matches(':').to_string()),
+                        t,
+                    ])),
+                    Parsed::Cut(t) => Parsed::Cut(Term::Tuple(vec![
+                        Term::Atom(w.trim_end_matches(':').to_string()),
+                        t,
+                    ])),
+                    Parsed::Bad(l) => Parsed::Bad(l),
+                }
+            }
             Tok::Word(w) => Parsed::Done(Term::Atom(w.clone())),
             Tok::Str(s) => Parsed::Done(Term::Str(s.clone())),
             Tok::Open(open) => {
@@ -395,7 +411,7 @@ pub(crate) mod erl {
                     }
                 }
                 loop {
-                    match parse_term(toks, pos) {
+                    match parse_nested(toks, pos, depth + 1) {
                         Parsed::Done(t) => items.push(t),
                         Parsed::Cut(t) => {
                             // A cut inner term is kept only if it has something in it.
@@ -503,5 +519,21 @@ mod tests {
             ])
         );
         assert!(lists[2].2, "the last list is cut");
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        use super::erl::{parse_term, Parsed, MAX_DEPTH};
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let (toks, _) = tokenize(&deep(MAX_DEPTH));
+        assert!(matches!(parse_term(&toks, &mut 0), Parsed::Done(_)));
+        let (toks, _) = tokenize(&deep(MAX_DEPTH + 2));
+        assert!(matches!(parse_term(&toks, &mut 0), Parsed::Bad(1)));
+        // Far deeper than any stack holds, open and keyword nesting alike: refused, not a crash.
+        for hostile in ["[".repeat(200_000), "a: ".repeat(200_000)] {
+            let (toks, _) = tokenize(&hostile);
+            assert!(matches!(parse_term(&toks, &mut 0), Parsed::Bad(1)));
+            let _ = top_lists(&toks);
+        }
     }
 }
