@@ -52,9 +52,9 @@ pub enum InputError {
 fn size(bytes: usize) -> String {
     const MIB: usize = 1 << 20;
     const KIB: usize = 1 << 10;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB ({bytes} bytes)", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{} KiB ({bytes} bytes)", bytes / KIB)
     } else {
         format!("{bytes} bytes")

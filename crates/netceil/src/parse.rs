@@ -121,7 +121,7 @@ pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     let (unit, per) = UNITS
         .iter()
-        .find(|(_, per)| ns % per == 0)
+        .find(|(_, per)| ns.is_multiple_of(*per))
         .unwrap_or(&("ns", 1));
     format!("{}{unit}", ns / per)
 }
