@@ -211,7 +211,7 @@ pub fn parse_pps(text: &str) -> Result<f64, String> {
     match parse_rate(text)? {
         Rate::PacketsPerSecond(p) => Ok(p),
         Rate::BitsPerSecond(_) => Err(format!(
-            "'{text}' is a bit rate; give packets per second, e.g. 1000, 200k or 5M"
+            "'{text}' is a bit rate; give packets/s, e.g. 1000, 200k or 5M"
         )),
     }
 }
