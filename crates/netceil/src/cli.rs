@@ -573,7 +573,9 @@ pub struct ServeArgs {
     /// Payload bytes one test may send in all.
     #[arg(long, value_parser = parse_size, default_value = "64G")]
     pub max_bytes: usize,
-    /// Control connections open at once.
+    /// Handshakes (control connections not yet proved) open at once; one host (an IPv4
+    /// address or an IPv6 /64) holds at most 32 of them, and a new connection displaces the
+    /// oldest handshake of the host holding the most.
     #[arg(long, default_value_t = 1024)]
     pub max_clients: u32,
     /// How long a client may take over each handshake step before it is dropped.
