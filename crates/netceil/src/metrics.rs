@@ -2,8 +2,17 @@
 //!
 //! While a command samples the machine, `GET /metrics` on the given address answers with the
 //! newest value of every series and the analyzer's current findings, in the OpenMetrics text
-//! format (encoded by `prometheus-client`, served by `tiny_http` on a thread of its own) when
-//! the scraper asks for it, else converted to the Prometheus text format 0.0.4.
+//! format (encoded by `prometheus-client`, served by `netceil-http` on a thread of its own)
+//! when the scraper asks for it, else converted to the Prometheus text format 0.0.4.
+//!
+//! One local client cannot block or bloat the endpoint (see `netceil_http::server`): it serves
+//! at most [`LIMITS`]`.max_connections` connections on its one thread, a request head of at
+//! most 8 KiB, a whole request within 5 s of connecting or of the previous answer, and an
+//! answer taken within 10 s; each connection gets one answer per turn, so a client pipelining
+//! requests without reading holds up nobody else. Every rendering is kept until the next row,
+//! and all the answers share it. The clients refused, timed out or closed to make room are
+//! logged on stderr with their address, at most [`LOG_LINES`] lines per [`LOG_WINDOW`] and a
+//! count of the rest.
 //!
 //! # API
 //!
@@ -72,6 +81,7 @@
 //! that need them speak only in the final verdict.
 
 use anyhow::anyhow;
+use netceil_http::{Event, RateLimitedLog, Request, Response, Server, ServerLimits, Wake};
 use netceil_model::{names, Finding, Metric, MetricId, Run, Series, Unit};
 use netceil_probe::Row;
 use prometheus_client::collector::Collector;
@@ -98,6 +108,24 @@ pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
 pub const LIVE_MAX_ROWS: usize = 1000;
 /// No live verdict before this many rows.
 pub const LIVE_MIN_ROWS: usize = 3;
+
+/// What one client may take of the endpoint (the defaults of `netceil-http`: 64 connections,
+/// 8 KiB heads, 5 s to send a request, 10 s to take an answer).
+pub const LIMITS: ServerLimits = ServerLimits {
+    request: netceil_http::RequestLimits {
+        request_line: 2048,
+        header_count: 32,
+        header_bytes: 6144,
+        total: 8192,
+    },
+    max_connections: 64,
+    request_timeout: Duration::from_secs(5),
+    write_timeout: Duration::from_secs(10),
+};
+
+/// At most this many lines about misbehaving clients per [`LOG_WINDOW`]; the rest are counted.
+pub const LOG_LINES: u32 = 5;
+pub const LOG_WINDOW: Duration = Duration::from_secs(10);
 
 /// The content type of the OpenMetrics text format.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -316,11 +344,14 @@ struct State {
     window: Option<VecDeque<Row>>,
     window_span_s: f64,
     new_rows: usize,
+    /// Changes whenever what is exposed may have: the key of the kept rendering.
+    generation: u64,
 }
 
 impl State {
     fn update(&mut self, row: &Row) {
         self.rows += 1;
+        self.generation += 1;
         self.newest_t_s = self.newest_t_s.max(row.t_s);
         if row.elapsed_s.is_finite() && row.elapsed_s > 0.0 {
             self.interval_s = Some(row.elapsed_s);
@@ -360,6 +391,14 @@ impl State {
 /// What the HTTP thread serves and the command updates.
 struct Shared {
     state: Mutex<State>,
+    /// The last rendering, in each format, and the generation it was made from.
+    rendered: Mutex<Option<Rendered>>,
+}
+
+struct Rendered {
+    generation: u64,
+    openmetrics: Arc<[u8]>,
+    prometheus: Option<Arc<[u8]>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -372,6 +411,7 @@ impl Shared {
     fn new() -> Shared {
         Shared {
             state: Mutex::new(State::default()),
+            rendered: Mutex::new(None),
         }
     }
 
@@ -386,6 +426,34 @@ impl Shared {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &registry)?;
         Ok(out)
+    }
+
+    /// The exposition in one format, rendered once per change of the values and shared by
+    /// every answer until the next.
+    fn exposition(self: &Arc<Self>, openmetrics: bool) -> Result<Arc<[u8]>, std::fmt::Error> {
+        // Read before rendering: a row that comes in between makes the text newer than its
+        // generation says, so it is only rendered again once more, never served stale.
+        let generation = self.lock().generation;
+        let mut kept = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut r = match kept.take() {
+            Some(r) if r.generation == generation => r,
+            _ => Rendered {
+                generation,
+                openmetrics: Arc::from(self.render()?.into_bytes()),
+                prometheus: None,
+            },
+        };
+        let body = if openmetrics {
+            Arc::clone(&r.openmetrics)
+        } else {
+            let text = String::from_utf8_lossy(&r.openmetrics);
+            let prometheus = r
+                .prometheus
+                .get_or_insert_with(|| Arc::from(to_prometheus_text(&text).into_bytes()));
+            Arc::clone(prometheus)
+        };
+        *kept = Some(r);
+        Ok(body)
     }
 }
 
@@ -588,6 +656,7 @@ impl Publisher {
             .map(|f| (f.cause.clone(), f.confidence))
             .collect();
         st.findings_final = true;
+        st.generation += 1;
         st.window = None;
     }
 }
@@ -716,11 +785,9 @@ impl std::error::Error for StartError {}
 /// The HTTP endpoint and its thread; stops and frees its port when dropped.
 pub struct MetricsServer {
     addr: SocketAddr,
-    /// The listening socket (a second handle on it), shut on drop so that the port is free
-    /// when the drop returns (tiny_http's own thread closes its handle later).
-    listener: Option<TcpListener>,
     shared: Arc<Shared>,
-    server: Arc<tiny_http::Server>,
+    /// Wakes the thread (it owns the server, and closes the port when it ends).
+    wake: Wake,
     live: Arc<Mutex<Option<LiveVerdict>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -741,30 +808,22 @@ impl MetricsServer {
             bind: true,
         })?;
         let local = listener.local_addr().map_err(fail)?;
-        let own = listener.try_clone().ok();
-        let server = tiny_http::Server::from_listener(listener, None)
-            .map_err(|e| fail(std::io::Error::other(e.to_string())))?;
-        let server = Arc::new(server);
+        let server = Server::from_std(listener, LIMITS).map_err(fail)?;
+        let wake = server.waker();
         let shared = Arc::new(Shared::new());
         let live: Arc<Mutex<Option<LiveVerdict>>> = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (server, shared, live, stop) = (
-                Arc::clone(&server),
-                Arc::clone(&shared),
-                Arc::clone(&live),
-                Arc::clone(&stop),
-            );
+            let (shared, live, stop) = (Arc::clone(&shared), Arc::clone(&live), Arc::clone(&stop));
             std::thread::Builder::new()
                 .name("netceil-metrics".into())
-                .spawn(move || serve(&server, &shared, &live, &stop))
+                .spawn(move || serve(server, &shared, &live, &stop))
                 .map_err(fail)?
         };
         Ok(MetricsServer {
             addr: local,
-            listener: own,
             shared,
-            server,
+            wake,
             live,
             stop,
             thread: Some(thread),
@@ -810,7 +869,7 @@ impl MetricsServer {
         }
         *self.live.lock().unwrap_or_else(PoisonError::into_inner) = Some(verdict);
         // Wake the thread so that it starts looking at the clock.
-        self.server.unblock();
+        self.wake.wake();
     }
 
     /// The exposition as `/metrics` serves it now.
@@ -847,15 +906,10 @@ impl MetricsServer {
 impl Drop for MetricsServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        self.server.unblock();
+        self.wake.wake();
+        // The thread drops the server, its port and its connections as it ends.
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-        }
-        if let Some(l) = self.listener.take() {
-            use std::os::fd::AsRawFd;
-            // Ends the listening state of the socket itself (every handle on it): the port
-            // is free from here on, and tiny_http's accept thread wakes up and ends.
-            let _ = nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Both);
         }
     }
 }
@@ -866,24 +920,39 @@ const LIVE_POLL: Duration = Duration::from_secs(1);
 const IDLE_POLL: Duration = Duration::from_secs(3600);
 
 fn serve(
-    server: &tiny_http::Server,
+    mut server: Server,
     shared: &Arc<Shared>,
     live: &Mutex<Option<LiveVerdict>>,
     stop: &AtomicBool,
 ) {
     let mut last_verdict: Option<Instant> = None;
+    let mut log = RateLimitedLog::new(LOG_LINES, LOG_WINDOW, Instant::now());
+    let note = |log: &mut RateLimitedLog, event: Event| {
+        for line in log.note(event.kind(), event.to_string(), Instant::now()) {
+            eprintln!("netceil: metrics endpoint: {line}");
+        }
+    };
     while !stop.load(Ordering::SeqCst) {
         let wanted = shared.lock().window.is_some();
-        // Without a live verdict to make, the thread sleeps until a request comes or
-        // `unblock` wakes it (both recv calls return `Ok(None)` then; `recv` would fail).
-        let next = server.recv_timeout(if wanted { LIVE_POLL } else { IDLE_POLL });
-        match next {
-            Ok(Some(request)) => respond(request, shared),
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("netceil: the metrics endpoint stopped: {e}");
-                return;
-            }
+        // Without a live verdict to make, the thread sleeps until a client, a deadline, the
+        // log's count or `wake` needs it.
+        let now = Instant::now();
+        let timeout = log
+            .due()
+            .map(|d| d.saturating_duration_since(now))
+            .unwrap_or(IDLE_POLL)
+            .min(if wanted { LIVE_POLL } else { IDLE_POLL });
+        let turn = server.turn(
+            timeout,
+            &mut |request| respond(request, shared),
+            &mut |event| note(&mut log, event),
+        );
+        if let Err(e) = turn {
+            eprintln!("netceil: the metrics endpoint stopped: {e}");
+            return;
+        }
+        if let Some(line) = log.tick(Instant::now()) {
+            eprintln!("netceil: metrics endpoint: {line}");
         }
         if wanted
             && last_verdict.is_none_or(|t| t.elapsed() >= LIVE_EVERY)
@@ -922,49 +991,45 @@ fn live_verdict(shared: &Shared, live: &Mutex<Option<LiveVerdict>>) -> bool {
             .iter()
             .map(|f| (f.cause.clone(), f.confidence))
             .collect();
+        st.generation += 1;
     }
     true
 }
 
-fn respond(request: tiny_http::Request, shared: &Arc<Shared>) {
-    use tiny_http::{Header, Method, Response};
-    const TEXT: &str = "text/plain; charset=utf-8";
-    let path = request.url().split('?').next().unwrap_or("");
-    let readable = matches!(request.method(), Method::Get | Method::Head);
-    let (status, body, content_type) = match (readable, path) {
-        (true, "/metrics") => match shared.render() {
-            Ok(text) if wants_openmetrics(&request) => (200, text, OPENMETRICS_CONTENT_TYPE),
-            Ok(text) => (200, to_prometheus_text(&text), PROMETHEUS_TEXT_CONTENT_TYPE),
-            Err(_) => (500, "could not encode the metrics\n".to_string(), TEXT),
-        },
-        (true, "/") => (
-            200,
-            "netceil: the live series and findings are at /metrics\n".to_string(),
-            TEXT,
-        ),
-        (true, _) => (404, "not found: try /metrics\n".to_string(), TEXT),
-        (false, _) => (405, "only GET and HEAD are served\n".to_string(), TEXT),
-    };
-    let mut response = Response::from_string(body).with_status_code(status);
-    if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
-        response = response.with_header(h);
-    }
-    if status == 405 {
-        if let Ok(h) = Header::from_bytes("Allow", "GET, HEAD") {
-            response = response.with_header(h);
+fn respond(request: &Request, shared: &Arc<Shared>) -> Response {
+    use netceil_http::Method;
+    let readable = matches!(request.method, Method::Get | Method::Head);
+    match (readable, request.path.as_str()) {
+        (true, "/metrics") => {
+            let openmetrics = wants_openmetrics(request);
+            let content_type = if openmetrics {
+                OPENMETRICS_CONTENT_TYPE
+            } else {
+                PROMETHEUS_TEXT_CONTENT_TYPE
+            };
+            match shared.exposition(openmetrics) {
+                Ok(body) => Response::new(200, content_type, body),
+                Err(_) => Response::text(500, "could not encode the metrics\n"),
+            }
         }
+        (true, "/") => Response::text(
+            200,
+            "netceil: the live series and findings are at /metrics\n",
+        ),
+        (true, _) => Response::text(404, "not found: try /metrics\n"),
+        (false, _) => Response {
+            allow: Some("GET, HEAD"),
+            ..Response::text(405, "only GET and HEAD are served\n")
+        },
     }
-    // A scraper that hung up is its own business.
-    let _ = request.respond(response);
 }
 
 /// Whether the scraper asked for OpenMetrics (Prometheus does, in its Accept header). Others
 /// (curl, older agents) get the Prometheus text format, as the official client libraries do.
-fn wants_openmetrics(request: &tiny_http::Request) -> bool {
-    request.headers().iter().any(|h| {
-        h.field.equiv("Accept")
-            && h.value
-                .as_str()
+fn wants_openmetrics(request: &Request) -> bool {
+    request.headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("accept")
+            && value
                 .to_ascii_lowercase()
                 .contains("application/openmetrics-text")
     })

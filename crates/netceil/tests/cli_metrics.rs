@@ -739,3 +739,181 @@ tests:
         );
     }
 }
+
+// ---- One misbehaving local client must not block or bloat the endpoint (issue 23, item 5).
+
+/// `watch` serving metrics for up to a minute, once its endpoint has answered a first scrape.
+fn watch_with_metrics() -> (Killed, SocketAddr, Arc<Mutex<String>>) {
+    let (child, addr, log) = start_netceil(&[
+        "watch",
+        "-q",
+        "--no-store",
+        "--interval",
+        "500ms",
+        "--duration",
+        "60s",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ]);
+    scrape_until(addr, Duration::from_secs(10), &log, |s| {
+        s.contains_key("netceil_rows_total")
+    });
+    (child, addr, log)
+}
+
+/// A field of /proc/PID/status as a number (`VmRSS` in kB, `Threads`).
+fn proc_status(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// How long a legitimate scrape takes (it must answer 200 with a valid exposition).
+fn timed_scrape(addr: SocketAddr) -> Duration {
+    let started = Instant::now();
+    let (status, head, body) = http_get(addr, "/metrics").expect("the scrape is answered");
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{head}");
+    assert!(samples(&body).contains_key("netceil_rows_total"), "{body}");
+    took
+}
+
+/// The client itself may need more descriptors than a default soft limit of 1024.
+fn raise_fd_limit(to: u64) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < to {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, to.min(hard), hard);
+        }
+    }
+}
+
+#[test]
+fn a_client_pipelining_without_reading_does_not_stall_other_scrapes() {
+    let (_child, addr, _log) = watch_with_metrics();
+    let mut greedy = TcpStream::connect(addr).unwrap();
+    // A small receive buffer, so that the answers it does not read fill it soon.
+    nix::sys::socket::setsockopt(&greedy, nix::sys::socket::sockopt::RcvBuf, &4096).unwrap();
+    greedy.set_nonblocking(true).unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut queued = 0;
+    let until = Instant::now() + Duration::from_secs(3);
+    // As many of 5000 requests as the sockets take, never reading an answer.
+    'send: while queued < 5000 && Instant::now() < until {
+        let mut rest = request.as_bytes();
+        while !rest.is_empty() {
+            match greedy.write(rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= until {
+                        break 'send;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => break 'send,
+            }
+        }
+        queued += 1;
+    }
+    assert!(queued >= 3000, "only {queued} requests could be queued");
+    // Time for the answers to fill its buffers.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut took: Vec<Duration> = (0..5).map(|_| timed_scrape(addr)).collect();
+    took.sort();
+    eprintln!("{queued} pipelined requests unread; other scrapes took {took:?}");
+    assert!(
+        took[4] < Duration::from_secs(1),
+        "a scrape waited behind the greedy client: {took:?}"
+    );
+    drop(greedy);
+}
+
+#[test]
+fn a_huge_header_line_is_refused_early_and_costs_no_memory() {
+    let (child, addr, _log) = watch_with_metrics();
+    let pid = child.0.id();
+    let before = proc_status(pid, "VmRSS");
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nX-Junk: ").unwrap();
+    let chunk = vec![b'a'; 64 * 1024];
+    let (mut sent, mut peak) = (0usize, before);
+    let until = Instant::now() + Duration::from_secs(20);
+    // 200 MB without a CRLF, until netceil stops taking it.
+    while sent < 200 << 20 && Instant::now() < until {
+        match s.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+        if sent % (4 << 20) < chunk.len() {
+            peak = peak.max(proc_status(pid, "VmRSS"));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    peak = peak.max(proc_status(pid, "VmRSS"));
+    drop(s);
+    eprintln!(
+        "header line: {} MB taken before netceil ended it; VmRSS {before} kB before, {peak} kB at most",
+        sent >> 20
+    );
+    assert!(
+        sent < 32 << 20,
+        "{} MB of one header line were taken",
+        sent >> 20
+    );
+    assert!(
+        peak < before + 16 * 1024,
+        "VmRSS grew from {before} kB to {peak} kB"
+    );
+    timed_scrape(addr);
+}
+
+#[test]
+fn a_thousand_idle_connections_cost_no_threads_and_are_closed() {
+    raise_fd_limit(4096);
+    let (child, addr, _log) = watch_with_metrics();
+    let pid = child.0.id();
+    let threads = proc_status(pid, "Threads");
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            idle.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let during = proc_status(pid, "Threads");
+    let took = timed_scrape(addr);
+    eprintln!(
+        "{} idle connections: {threads} threads before, {during} during; a scrape took {took:?}",
+        idle.len()
+    );
+    assert!(idle.len() >= 900, "only {} connections", idle.len());
+    assert!(during <= threads + 4, "{threads} threads became {during}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // Each is closed, at the latest once the idle timeout has passed.
+    let started = Instant::now();
+    for s in &idle {
+        s.set_nonblocking(true).unwrap();
+    }
+    let mut open = idle;
+    while !open.is_empty() && started.elapsed() < Duration::from_secs(12) {
+        open.retain(|mut s| {
+            let mut b = [0u8; 64];
+            matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        });
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "{} still open {:?} after the scrape",
+        open.len(),
+        started.elapsed()
+    );
+    assert!(
+        open.is_empty(),
+        "{} idle connections still open after {:?}",
+        open.len(),
+        started.elapsed()
+    );
+}
