@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Attacks on the metrics endpoint (issue 23, item 5), against `netceil watch --metrics-listen`
-# on 127.0.0.1 (no root needed): each one by one local client, with a legitimate scraper
-# timing its scrapes meanwhile.
+# Attacks on the metrics endpoint (issue 23, item 5), against `netceil watch --metrics-listen`:
+# each one by one client, with a legitimate scraper timing its scrapes meanwhile. As root,
+# netceil listens in a network namespace of its own and the attacker comes from another,
+# joined by a veth pair (the scraper from a second address there); without root, all of it is
+# on 127.0.0.1.
 #  1. pipeline: 5000 GET /metrics sent back to back on one connection, no answer read.
 #  2. header:   one header line of up to 200 MB without a CRLF.
 #  3. idle:     1000 connections opened and left silent.
@@ -23,8 +25,10 @@ if [ -z "${NETCEIL:-}" ]; then
 fi
 tmp=$(mktemp -d)
 pid=
+S= C=
 cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  for ns in $S $C; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -33,12 +37,32 @@ trap 'exit 143' TERM
 # 1000 client sockets and the script's own.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-NETCEIL_DB=$tmp/none.db "$NETCEIL" watch -q --no-store --interval 500ms --duration 600s \
-  --metrics-listen 127.0.0.1:0 </dev/null >/dev/null 2>"$tmp/stderr" &
+in_srv=() in_cli=() host=127.0.0.1 scraper_src=
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null; then
+  S=ncattack-metrics-$$-s C=ncattack-metrics-$$-c
+  ip netns add "$S"
+  ip netns add "$C"
+  ip link add "ncm$$a" type veth peer name "ncm$$b"
+  ip link set "ncm$$a" netns "$S"
+  ip link set "ncm$$b" netns "$C"
+  ip -n "$S" addr add 198.18.77.1/24 dev "ncm$$a"
+  ip -n "$C" addr add 198.18.77.2/24 dev "ncm$$b"
+  ip -n "$C" addr add 198.18.77.3/24 dev "ncm$$b"
+  for ns in "$S" "$C"; do ip -n "$ns" link set lo up; done
+  ip -n "$S" link set "ncm$$a" up
+  ip -n "$C" link set "ncm$$b" up
+  in_srv=(ip netns exec "$S") in_cli=(ip netns exec "$C") host=198.18.77.1 scraper_src=198.18.77.3
+  echo "netceil in namespace $S ($host); attacker from $C (198.18.77.2), scraper from $scraper_src"
+else
+  echo "not root: netceil, attacker and scraper all on 127.0.0.1"
+fi
+# `ip netns exec` execs netceil, so $! is netceil's own PID.
+NETCEIL_DB=$tmp/none.db "${in_srv[@]}" "$NETCEIL" watch -q --no-store --interval 500ms \
+  --duration 600s --metrics-listen "$host:0" </dev/null >/dev/null 2>"$tmp/stderr" &
 pid=$!
 addr=
 for _ in $(seq 100); do
-  addr=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/stderr" | head -1 | cut -d/ -f3 || true)
+  addr=$(grep -o "http://${host//./\\.}:[0-9]*" "$tmp/stderr" | head -1 | cut -d/ -f3 || true)
   [ -n "$addr" ] && break
   kill -0 "$pid" 2>/dev/null || { cat "$tmp/stderr" >&2; exit 1; }
   sleep 0.1
@@ -47,10 +71,12 @@ done
 echo "netceil watch (pid $pid) serving metrics at $addr"
 
 rc=0
-python3 - "$pid" "$addr" <<'PY' || rc=$?
+"${in_cli[@]}" python3 - "$pid" "$addr" "$scraper_src" <<'PY' || rc=$?
 import socket, statistics, sys, threading, time
 
 PID, ADDR = int(sys.argv[1]), sys.argv[2]
+# The legitimate scraper's own source address, apart from the attacker's (none: any).
+SCRAPER = (sys.argv[3], 0) if len(sys.argv) > 3 and sys.argv[3] else None
 HOST, PORT = ADDR.rsplit(":", 1)[0], int(ADDR.rsplit(":", 1)[1])
 MB = 1 << 20
 
@@ -65,7 +91,7 @@ def scrape():
     """One legitimate scrape: seconds taken, or None if not answered with 200 within 5 s."""
     t = time.monotonic()
     try:
-        with socket.create_connection((HOST, PORT), timeout=5) as c:
+        with socket.create_connection((HOST, PORT), timeout=5, source_address=SCRAPER) as c:
             c.sendall(b"GET /metrics HTTP/1.0\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n")
             data = b""
             while True:

@@ -564,9 +564,16 @@ proptest! {
         }
         .unwrap_or_else(|e| panic!("{e}"));
         let line = row + 1;
+        // A few points past 100 are tick accounting near full load, not a damaged share by
+        // itself (plausible::SHARE_SKEW is 5): the row then fails because it no longer adds
+        // up. Further out, the share itself is named.
+        let said = if value > 105 {
+            format!("is {value} at line {line}")
+        } else {
+            format!("at line {line} add up to")
+        };
         prop_assert!(
-            i.run.meta.implausible.iter().any(|f| f.line == Some(line)
-                && f.what.contains(&format!("is {value} at line {line}"))),
+            i.run.meta.implausible.iter().any(|f| f.line == Some(line) && f.what.contains(&said)),
             "{rel}: line {line}: {:#?}", i.run.meta.implausible
         );
         prop_assert_eq!(i.run.series.len(), rows.len());
