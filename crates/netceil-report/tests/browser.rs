@@ -63,10 +63,15 @@ fn browse(browser: &str, page: &Path, profile: &Path) -> (String, Vec<String>) {
 
 #[test]
 fn report_loads_in_chromium_without_console_messages() {
-    let Some(browser) = chromium() else {
-        eprintln!("skipped: chromium is not installed (apt-get install -y chromium)");
+    let browser = chromium();
+    if netceil_testkit::skip(
+        browser
+            .is_none()
+            .then(|| "chromium is not installed (apt-get install chromium)".into()),
+    ) {
         return;
-    };
+    }
+    let browser = browser.expect("checked above");
     let dir = tempfile::tempdir().unwrap();
 
     // The check must be able to fail: a page with a fetch the policy blocks is caught.

@@ -248,16 +248,17 @@ fn snapshot_names(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_character_device_is_refused_without_growing_or_leaving_files() {
     let dev = Path::new("/dev/zero");
-    if !dev.exists() {
-        eprintln!("skipped: this machine has no /dev/zero");
+    if netceil_testkit::skip_on((!dev.exists()).then(|| "this machine has no /dev/zero".into())) {
         return;
     }
     let beside: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
         .iter()
         .map(|s| PathBuf::from(format!("/dev/zero{s}")))
         .collect();
-    if beside.iter().any(|p| p.exists()) {
-        eprintln!("skipped: /dev/zero-wal, -shm or -journal already exists (not this test's)");
+    let taken = beside.iter().any(|p| p.exists());
+    if netceil_testkit::skip_on(
+        taken.then(|| "/dev/zero-wal, -shm or -journal already exists (not this test's)".into()),
+    ) {
         return;
     }
     let errors = refused_within_10s(dev);

@@ -122,10 +122,6 @@ fn gone_pid() -> u32 {
     pid
 }
 
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 fn fixture(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../netceil-import/tests/fixtures")
@@ -395,8 +391,9 @@ fn every_command_exits_by_the_table() {
         }
     };
     for r in &rows {
-        if r.command == "lab" && !is_root() {
-            eprintln!("lab rows skipped: `lab` needs root");
+        if r.command == "lab"
+            && netceil_testkit::skip(netceil_testkit::needs_root("for the `lab` rows"))
+        {
             continue;
         }
         check(&r.ok, "", 0);
@@ -546,8 +543,9 @@ fn sigint_and_sigterm_stop_the_long_running_commands_with_130_and_143() {
 #[test]
 fn a_lab_stops_on_sigint_and_sigterm_and_removes_its_namespaces() {
     use nix::sys::signal::Signal::{SIGINT, SIGTERM};
-    if !is_root() {
-        eprintln!("skipped: `lab run` needs root to create network namespaces");
+    if netceil_testkit::skip(netceil_testkit::needs_root(
+        "for `lab run` to create network namespaces",
+    )) {
         return;
     }
     let netns = || {

@@ -29,28 +29,11 @@ const KNOBS: [&str; 7] = [
 ];
 
 fn skip_reason() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
-    if euid.as_deref() != Some("0") {
-        return Some("needs root to create network namespaces".into());
-    }
-    for (tool, arg) in [("ip", "-V"), ("nft", "--version")] {
-        let found = Command::new(tool)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            return Some(format!(
-                "`{tool}` is not installed (apt-get install iproute2 nftables)"
-            ));
-        }
-    }
-    None
+    netceil_testkit::first([
+        netceil_testkit::needs_root("to create network namespaces"),
+        netceil_testkit::needs_tool("ip", "-V", "iproute2"),
+        netceil_testkit::needs_tool("nft", "--version", "nftables"),
+    ])
 }
 
 fn out(cmd: &str, args: &[&str]) -> String {
@@ -131,8 +114,7 @@ fn run_ok(c: &mut Command) -> std::process::Output {
 
 #[test]
 fn every_topology_comes_up_passes_traffic_and_goes_down() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -194,8 +176,7 @@ fn every_topology_comes_up_passes_traffic_and_goes_down() {
 
 #[test]
 fn a_lab_that_is_up_runs_workloads_until_it_is_taken_down() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -272,8 +253,7 @@ fn a_lab_that_is_up_runs_workloads_until_it_is_taken_down() {
 
 #[test]
 fn a_knob_sweep_restores_the_original_even_when_the_workload_fails() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -440,8 +420,7 @@ fn start_long_lab(env: &Env, value: &str) -> std::process::Child {
 
 #[test]
 fn sigint_stops_the_workload_and_restores_everything() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -478,8 +457,7 @@ fn sigint_stops_the_workload_and_restores_everything() {
 
 #[test]
 fn after_kill_9_lab_down_all_restores_everything() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -685,8 +663,7 @@ fn text(o: &std::process::Output) -> String {
 
 #[test]
 fn two_stores_labs_coexist_and_down_all_removes_the_others_only_once_its_owner_is_gone() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -785,8 +762,7 @@ fn two_stores_labs_coexist_and_down_all_removes_the_others_only_once_its_owner_i
 
 #[test]
 fn another_stores_kept_lab_is_left_alone_until_forced_or_its_journal_is_gone() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -867,8 +843,7 @@ fn key_files(pid: u32) -> Vec<String> {
 
 #[test]
 fn the_labs_secret_never_lands_in_a_file_not_even_after_kill_9() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -462,9 +462,9 @@ fn scrapers_that_do_not_ask_for_openmetrics_get_the_prometheus_text_format() {
                 String::from_utf8_lossy(&out.stderr)
             );
         } else {
-            eprintln!(
-                "promtool not installed: the lint part is skipped (apt-get install prometheus)"
-            );
+            netceil_testkit::skip(Some(format!(
+                "{PROMTOOL} is not installed, so the lint part is (apt-get install prometheus)"
+            )));
         }
     }
 }
@@ -565,8 +565,10 @@ fn prom_query(prom: SocketAddr, q: &str) -> Option<Vec<(serde_json::Value, f64)>
 
 #[test]
 fn a_real_prometheus_scrapes_netceil() {
-    if !Path::new(PROMETHEUS).exists() {
-        eprintln!("skipped: {PROMETHEUS} is not installed (apt-get install prometheus)");
+    if netceil_testkit::skip(
+        (!Path::new(PROMETHEUS).exists())
+            .then(|| format!("{PROMETHEUS} is not installed (apt-get install prometheus)")),
+    ) {
         return;
     }
     let started = Instant::now();
@@ -655,8 +657,10 @@ fn a_real_prometheus_scrapes_netceil() {
 /// softirq share).
 #[test]
 fn the_readmes_prometheus_examples_pass_promtool() {
-    if !Path::new(PROMTOOL).exists() {
-        eprintln!("skipped: {PROMTOOL} is not installed (apt-get install prometheus)");
+    if netceil_testkit::skip(
+        (!Path::new(PROMTOOL).exists())
+            .then(|| format!("{PROMTOOL} is not installed (apt-get install prometheus)")),
+    ) {
         return;
     }
     let readme =

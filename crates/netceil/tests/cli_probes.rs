@@ -29,18 +29,10 @@ const OUR_PROGRAMS: [&str; 9] = [
 const OUR_MAPS: [&str; 4] = ["lock_stat", "softirq_time", "thread_stat", "napi_stat"];
 
 fn skip_reason() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
-    if euid.as_deref() != Some("0") {
-        return Some("eBPF probes need root".into());
-    }
-    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("this kernel has no BTF (/sys/kernel/btf/vmlinux)".into());
-    }
-    None
+    netceil_testkit::needs_root("to load eBPF probes").or_else(|| {
+        (!std::path::Path::new("/sys/kernel/btf/vmlinux").exists())
+            .then(|| "this kernel has no BTF (/sys/kernel/btf/vmlinux)".into())
+    })
 }
 
 /// How many of our programs and maps the kernel holds now (bpftool).
@@ -128,8 +120,7 @@ fn leaves_nothing(check: impl FnOnce()) {
 
 #[test]
 fn the_locks_probe_catches_a_contended_pipe_in_someone_elses_program() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -175,8 +166,7 @@ fn the_locks_probe_catches_a_contended_pipe_in_someone_elses_program() {
 
 #[test]
 fn softirq_napi_and_offcpu_see_loopback_udp() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -220,8 +210,7 @@ fn softirq_napi_and_offcpu_see_loopback_udp() {
 
 #[test]
 fn without_privilege_the_probes_say_so() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let o = Command::new("setpriv")
@@ -238,12 +227,14 @@ fn without_privilege_the_probes_say_so() {
         .stdin(Stdio::null())
         .output();
     let Ok(o) = o else {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
+        netceil_testkit::skip(Some(
+            "setpriv is not installed (apt-get install util-linux)".into(),
+        ));
         return;
     };
     let err = String::from_utf8_lossy(&o.stderr);
-    if err.contains("Permission denied") && !err.contains("netceil") {
-        eprintln!("skipped: user nobody cannot execute {BIN}");
+    let denied = err.contains("Permission denied") && !err.contains("netceil");
+    if netceil_testkit::skip_on(denied.then(|| format!("user nobody cannot execute {BIN}"))) {
         return;
     }
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -260,8 +251,7 @@ fn an_unknown_probe_is_a_usage_error() {
 
 #[test]
 fn a_killed_netceil_leaves_no_probe_behind() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -429,16 +429,10 @@ fn a_flood_from_many_hosts_filling_every_slot_does_not_lock_others_out() {
 // ---- three namespaces as three hosts (root) ----
 
 fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root to create network namespaces".into());
-    }
-    let ok = Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    (!ok).then(|| "`ip` (iproute2) is not installed".into())
+    netceil_testkit::first([
+        netceil_testkit::needs_root("to create network namespaces"),
+        netceil_testkit::needs_tool("ip", "-V", "iproute2"),
+    ])
 }
 
 fn sh(args: &[&str]) {
@@ -581,8 +575,7 @@ fn strays_to(to: SocketAddr) -> (u64, u64) {
 
 #[test]
 fn three_hosts_both_ends_counted_refusals_and_strays() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let hosts = Hosts::new("test");
@@ -905,8 +898,7 @@ fn allow_descriptors(n: u64) {
 /// its log, a bounded number of times.
 #[test]
 fn an_idle_connection_flood_from_one_host_does_not_lock_keyed_clients_out() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     allow_descriptors(8192);

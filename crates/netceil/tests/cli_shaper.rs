@@ -11,27 +11,11 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_netceil");
 
 fn skip_reason() -> Option<String> {
-    // The effective uid: the second field of the Uid line.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
-    if euid.as_deref() != Some("0") {
-        return Some("needs root to create network namespaces and qdiscs".into());
-    }
-    for tool in ["ip", "tc"] {
-        let found = Command::new(tool)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            return Some(format!("`{tool}` (iproute2) is not installed"));
-        }
-    }
-    None
+    netceil_testkit::first([
+        netceil_testkit::needs_root("to create network namespaces and qdiscs"),
+        netceil_testkit::needs_tool("ip", "-V", "iproute2"),
+        netceil_testkit::needs_tool("tc", "-V", "iproute2"),
+    ])
 }
 
 fn sh(args: &[&str]) {
@@ -120,8 +104,7 @@ fn leftovers(tag: &str) -> String {
 
 #[test]
 fn a_tbf_shaper_between_two_namespaces_is_named_as_the_ceiling() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let tag;
@@ -237,8 +220,7 @@ fn a_tbf_shaper_between_two_namespaces_is_named_as_the_ceiling() {
 
 #[test]
 fn sizes_above_the_path_mtu_are_refused_before_any_traffic() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let pair = Pair::new();

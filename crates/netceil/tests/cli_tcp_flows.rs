@@ -27,27 +27,11 @@ fn one_load() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn skip_reason() -> Option<String> {
-    // The effective uid: the second field of the Uid line.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
-    if euid.as_deref() != Some("0") {
-        return Some("needs root to create a network namespace and set its sysctls".into());
-    }
-    for (tool, arg) in [("ip", "-V"), ("sysctl", "--version")] {
-        let found = Command::new(tool)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
+    netceil_testkit::first([
+        netceil_testkit::needs_root("to create a network namespace and set its sysctls"),
+        netceil_testkit::needs_tool("ip", "-V", "iproute2"),
+        netceil_testkit::needs_tool("sysctl", "--version", "procps"),
+    ])
 }
 
 fn sh(args: &[&str]) -> String {
@@ -265,8 +249,7 @@ fn a_tcp_run_records_the_busy_and_rwnd_limited_shares_of_its_flows() {
 
 #[test]
 fn a_shrunk_receive_buffer_shows_as_rwnd_limited() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = one_load();
@@ -314,8 +297,7 @@ fn a_shrunk_receive_buffer_shows_as_rwnd_limited() {
 
 #[test]
 fn watch_follows_a_command_into_its_network_namespace() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if netceil_testkit::skip(skip_reason()) {
         return;
     }
     let _one = one_load();

@@ -109,8 +109,10 @@ fn spin_pacing_at_a_low_rate_gives_busy_wait_on_our_sender() {
 
 #[test]
 fn sender_and_receiver_pinned_to_one_core_give_a_hot_cpu() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: one CPU only, so there is no idle core to contrast with");
+    let one_cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) < 2;
+    if netceil_testkit::skip_on(
+        one_cpu.then(|| "one CPU only, so there is no idle core to contrast with".into()),
+    ) {
         return;
     }
     let run = run_json(&["taskset", "-c", "0"], &["run", "udp", "--duration", "4"]);

@@ -1,0 +1,145 @@
+//! What netceil's tests share: one way to skip.
+//!
+//! A test that needs root or a system tool asks [`needs_root`] and [`needs_tool`] why it
+//! cannot run here, and hands the answer to [`skip`]. On a developer's machine a skip prints
+//! `skipped: WHY` and the test returns. Where [`REQUIRE`] is set (CI sets it: CI runs as root
+//! and `scripts/test.sh` installs every tool) a skip is a failure instead, so a root-only test
+//! cannot pass there by not running.
+//!
+//! Some reasons are facts of the machine no CI setting changes (no IPv6 loopback, one CPU):
+//! those go to [`skip_on`], which always skips.
+//!
+//! ```ignore
+//! let why = needs_root("to create network namespaces").or_else(|| needs_tool("ip", "-V", "iproute2"));
+//! if skip(why) {
+//!     return;
+//! }
+//! ```
+
+use std::process::{Command, Stdio};
+
+/// The environment variable that turns [`skip`] into a failure (any value but `0` or empty).
+pub const REQUIRE: &str = "NETCEIL_TEST_REQUIRE_ALL";
+
+/// Whether skips are failures here.
+pub fn required() -> bool {
+    std::env::var(REQUIRE).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Skips (prints why and returns true) when there is a reason; with [`REQUIRE`] set, panics
+/// with the reason instead.
+#[track_caller]
+pub fn skip(reason: Option<String>) -> bool {
+    let Some(why) = reason else {
+        return false;
+    };
+    if required() {
+        panic!("this test would be skipped ({why}), but {REQUIRE} is set: here it must run");
+    }
+    eprintln!("skipped: {why}");
+    true
+}
+
+/// Skips when there is a reason that is a fact of the machine (no IPv6 loopback, one CPU),
+/// whatever [`REQUIRE`] says.
+pub fn skip_on(reason: Option<String>) -> bool {
+    match reason {
+        Some(why) => {
+            eprintln!("skipped: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether this process runs with effective uid 0.
+pub fn is_root() -> bool {
+    // The effective uid is the second field of /proc/self/status's Uid line.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Why a test that needs root cannot run here (`what` says what root is for), or `None`.
+pub fn needs_root(what: &str) -> Option<String> {
+    (!is_root()).then(|| format!("needs root {what}"))
+}
+
+/// Why a test that runs `tool` cannot run here, or `None`: `tool arg` (a version flag) is
+/// run to find it; `package` is the Debian package that has it.
+pub fn needs_tool(tool: &str, arg: &str, package: &str) -> Option<String> {
+    let found = Command::new(tool)
+        .arg(arg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    (!found).then(|| format!("`{tool}` is not installed (apt-get install {package})"))
+}
+
+/// The first reason among several, or `None` when there is none.
+pub fn first(reasons: impl IntoIterator<Item = Option<String>>) -> Option<String> {
+    reasons.into_iter().flatten().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_reason_never_skips() {
+        assert!(!skip(None));
+        assert!(!skip_on(None));
+    }
+
+    #[test]
+    fn a_missing_tool_is_named_with_its_package() {
+        let why = needs_tool("netceil-no-such-tool", "-V", "nothing").unwrap();
+        assert!(why.contains("netceil-no-such-tool") && why.contains("apt-get install nothing"));
+        assert!(needs_tool("sh", "-c", "dash").is_none());
+    }
+
+    #[test]
+    fn the_first_reason_wins() {
+        assert_eq!(
+            first([None, Some("a".into()), Some("b".into())]),
+            Some("a".into())
+        );
+        assert_eq!(first([None, None]), None);
+    }
+
+    /// Under `REQUIRE` a reason is a failure, not a skip (run in a child so the variable does
+    /// not leak into the other tests).
+    #[test]
+    fn required_skips_fail() {
+        if std::env::var_os("NETCEIL_TESTKIT_CHILD").is_some() {
+            skip(Some("a reason".into()));
+            return;
+        }
+        let me = std::env::current_exe().unwrap();
+        let out = Command::new(me)
+            .args(["--exact", "tests::required_skips_fail", "--nocapture"])
+            .env("NETCEIL_TESTKIT_CHILD", "1")
+            .env(REQUIRE, "1")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "a required skip passed");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("must run")
+                || String::from_utf8_lossy(&out.stderr).contains("must run")
+        );
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "tests::required_skips_fail"])
+            .env("NETCEIL_TESTKIT_CHILD", "1")
+            .env_remove(REQUIRE)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "an optional skip failed");
+    }
+}
