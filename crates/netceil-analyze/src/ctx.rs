@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use netceil_model::{names as n, Advice, Evidence, Finding, Metric, Run, RunSource, Series};
+use netceil_model::{names as n, Advice, Cause, Evidence, Finding, Metric, Run, RunSource, Series};
 
 use crate::fmt;
 use crate::phases::{phases, row_window, Phases};
@@ -813,7 +813,7 @@ fn own_load_span(run: &Run, phases: &Phases) -> Option<(Range<usize>, String)> {
 }
 
 /// A finding with no evidence or advice yet.
-pub fn finding(cause: &str, summary: impl Into<String>, confidence: f64) -> Finding {
+pub fn finding(cause: impl Into<Cause>, summary: impl Into<String>, confidence: f64) -> Finding {
     Finding {
         cause: cause.into(),
         summary: summary.into(),

@@ -22,7 +22,7 @@
 //! buffer behind a starved reader gains nothing from relief (a bigger buffer only delays the
 //! loss), while giving the reader its core gains until the next resource binds.
 
-use netceil_model::{EntryState, Finding, Gain, LedgerEntry, Quantity, Resource, Unit};
+use netceil_model::{Cause, EntryState, Finding, Gain, LedgerEntry, Quantity, Resource, Unit};
 
 use crate::fmt;
 
@@ -83,18 +83,21 @@ impl Relief {
 /// when given (an entry on no particular CPU matches any).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explains {
-    pub cause: &'static str,
+    pub cause: Cause,
     pub cpus: Option<Vec<u32>>,
 }
 
 impl Explains {
-    pub fn cause(cause: &'static str) -> Explains {
-        Explains { cause, cpus: None }
+    pub fn cause(cause: impl Into<Cause>) -> Explains {
+        Explains {
+            cause: cause.into(),
+            cpus: None,
+        }
     }
 
-    pub fn on(cause: &'static str, cpus: &[u32]) -> Explains {
+    pub fn on(cause: impl Into<Cause>, cpus: &[u32]) -> Explains {
         Explains {
-            cause,
+            cause: cause.into(),
             cpus: Some(cpus.to_vec()),
         }
     }
@@ -105,7 +108,7 @@ impl Explains {
 pub struct Entry {
     pub id: String,
     pub class: Class,
-    pub cause: String,
+    pub cause: Cause,
     pub resource: Resource,
     pub capacity: Option<Quantity>,
     pub used: Option<Quantity>,
@@ -146,7 +149,7 @@ impl Entry {
     }
 
     /// A resource sized only to rule it in or out.
-    pub fn context(resource: Resource, cause: &str, text: impl Into<String>) -> Entry {
+    pub fn context(resource: Resource, cause: impl Into<Cause>, text: impl Into<String>) -> Entry {
         let finding = crate::ctx::finding(cause, text, 0.0);
         let mut e = Entry::claim(Class::Context, resource, finding);
         e.scales = true;
@@ -199,9 +202,9 @@ impl Entry {
     }
 
     #[must_use]
-    pub fn explains_all(mut self, causes: &[&'static str]) -> Entry {
+    pub fn explains_all(mut self, causes: &[Cause]) -> Entry {
         self.explains
-            .extend(causes.iter().map(|c| Explains::cause(c)));
+            .extend(causes.iter().map(|c| Explains::cause(c.clone())));
         self
     }
 
@@ -632,8 +635,13 @@ mod tests {
         .sized(pct(100.0, "one core"), pct(share * 100.0, "busy"))
     }
 
-    fn claim(class: Class, cause: &str, resource: Resource, conf: f64) -> Entry {
-        Entry::claim(class, resource, finding(cause, format!("{cause}."), conf))
+    fn claim(class: Class, cause: impl Into<Cause>, resource: Resource, conf: f64) -> Entry {
+        let cause: Cause = cause.into();
+        Entry::claim(
+            class,
+            resource,
+            finding(cause.clone(), format!("{cause}."), conf),
+        )
     }
 
     #[test]
@@ -674,7 +682,7 @@ mod tests {
 
     #[test]
     fn the_more_utilized_of_two_saturated_resources_binds() {
-        let thread = |tid: u32, share: f64, cause: &str| {
+        let thread = |tid: u32, share: f64, cause: Cause| {
             claim(
                 Class::Ceiling,
                 cause,

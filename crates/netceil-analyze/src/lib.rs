@@ -58,77 +58,108 @@ mod testutil;
 
 use std::collections::BTreeMap;
 
-use netceil_model::{EntryState, Finding, Ledger, LedgerEntry, Resource, Run, WorkloadKind};
+use netceil_model::{Cause, EntryState, Finding, Ledger, LedgerEntry, Resource, Run, WorkloadKind};
 
 pub use economy::{cs_per_byte, SwitchEconomy};
 pub use phases::{phases, Phases};
 
-/// The stable machine names of the causes a finding can name.
+/// The causes a finding can name, as constants of [`Cause`](netceil_model::Cause).
 pub mod cause {
+    pub use netceil_model::Cause;
     /// Delivered fell short of offered within a run: loss began.
-    pub const SATURATION: &str = "saturation";
+    pub const SATURATION: Cause = Cause::Saturation;
+
     /// Across the points of a sweep (or parts of a suite): the highest loss-free rate.
-    pub const KNEE: &str = "knee";
+    pub const KNEE: Cause = Cause::Knee;
+
     /// One core saturated while others had room.
-    pub const HOT_CPU: &str = "hot_cpu";
+    pub const HOT_CPU: Cause = Cause::HotCpu;
+
     /// All cores busy.
-    pub const CPU_BOUND: &str = "cpu_bound";
+    pub const CPU_BOUND: Cause = Cause::CpuBound;
+
     /// Interrupt and context-switch rates plateaued while the CPU had headroom.
-    pub const INTERRUPT_BOUND: &str = "interrupt_bound";
+    pub const INTERRUPT_BOUND: Cause = Cause::InterruptBound;
+
     /// A closed request/response loop whose rate is its requests in flight over its mean
     /// round trip: latency, not a resource, set the ceiling.
-    pub const LATENCY_BOUND: &str = "latency_bound";
+    pub const LATENCY_BOUND: Cause = Cause::LatencyBound;
+
     /// A lock's wait time is a large share of wall time × CPUs.
-    pub const LOCK_CONTENTION: &str = "lock_contention";
+    pub const LOCK_CONTENTION: Cause = Cause::LockContention;
+
     /// OS CPU % far above the work actually done (spinning schedulers).
-    pub const BUSY_WAIT: &str = "busy_wait";
+    pub const BUSY_WAIT: Cause = Cause::BusyWait;
+
     /// A thread near 100 % CPU that never blocks: a polling loop.
-    pub const POLLING_THREAD: &str = "polling_thread";
+    pub const POLLING_THREAD: Cause = Cause::PollingThread;
+
     /// Drops at a socket buffer, the backlog, the NAPI budget or the NIC ring.
-    pub const BUFFER_DROPS: &str = "buffer_drops";
+    pub const BUFFER_DROPS: Cause = Cause::BufferDrops;
+
     /// Retransmissions and duplicate SACKs.
-    pub const TCP_PATH: &str = "tcp_path";
+    pub const TCP_PATH: Cause = Cause::TcpPath;
+
     /// The link or bus carried all it can.
-    pub const LINK_LIMIT: &str = "link_limit";
+    pub const LINK_LIMIT: Cause = Cause::LinkLimit;
+
     /// The link, bus and packet-rate ceilings, and how far below them the run stayed.
-    pub const LINK_HEADROOM: &str = "link_headroom";
+    pub const LINK_HEADROOM: Cause = Cause::LinkHeadroom;
+
     /// The sender could not reach the requested rate.
-    pub const GENERATOR_LIMITED: &str = "generator_limited";
+    pub const GENERATOR_LIMITED: Cause = Cause::GeneratorLimited;
+
     /// netceil's own sender spent its CPU spinning.
-    pub const GENERATOR_BUSY_WAIT: &str = "generator_busy_wait";
+    pub const GENERATOR_BUSY_WAIT: Cause = Cause::GeneratorBusyWait;
+
     /// Timer interrupts or IPIs, not devices, made the interrupt rate on busy CPUs.
-    pub const SYSTEM_INTERRUPTS: &str = "system_interrupts";
+    pub const SYSTEM_INTERRUPTS: Cause = Cause::SystemInterrupts;
+
     /// An unpaced run's sending thread saturated a core while the receiver kept up.
-    pub const SENDER_SATURATED: &str = "sender_saturated";
+    pub const SENDER_SATURATED: Cause = Cause::SenderSaturated;
+
     /// An unpaced run's receiving thread saturated a core and could not keep up.
-    pub const RECEIVER_SATURATED: &str = "receiver_saturated";
+    pub const RECEIVER_SATURATED: Cause = Cause::ReceiverSaturated;
+
     /// A thread of the observed workload saturated a core while making progress.
-    pub const THREAD_SATURATED: &str = "thread_saturated";
+    pub const THREAD_SATURATED: Cause = Cause::ThreadSaturated;
+
     /// Processes outside the workload took the CPU the network work needed.
-    pub const CPU_CONTENTION: &str = "cpu_contention";
+    pub const CPU_CONTENTION: Cause = Cause::CpuContention;
+
     /// The receive softirq ran out of budget with work left: since boot (time_squeeze), or live
     /// (NAPI polls that used their whole budget, from the napi probe).
-    pub const NAPI_BUDGET: &str = "napi_budget";
+    pub const NAPI_BUDGET: Cause = Cause::NapiBudget;
+
     /// A CPU was full of network softirq work, timed exactly by the softirq probe.
-    pub const SOFTIRQ_BOUND: &str = "softirq_bound";
+    pub const SOFTIRQ_BOUND: Cause = Cause::SoftirqBound;
+
     /// Since boot, receive work ran nearly all on one CPU.
-    pub const RX_SKEW: &str = "rx_skew";
+    pub const RX_SKEW: Cause = Cause::RxSkew;
+
     /// A shaper or policer (a rate-limiting qdisc) held the traffic at its rate.
-    pub const SHAPER: &str = "shaper";
+    pub const SHAPER: Cause = Cause::Shaper;
+
     /// No network load to diagnose.
-    pub const NO_LOAD: &str = "no_load";
+    pub const NO_LOAD: Cause = Cause::NoLoad;
+
     /// Load ran and nothing saturated.
-    pub const NO_CEILING: &str = "no_ceiling";
+    pub const NO_CEILING: Cause = Cause::NoCeiling;
+
     /// The CPUs waited on disk I/O: a disk, file system or swap held the work.
-    pub const IO_WAIT: &str = "io_wait";
+    pub const IO_WAIT: Cause = Cause::IoWait;
+
     /// The receiver's advertised window held a TCP flow (tcp_info rwnd_limited).
-    pub const TCP_RECEIVE_WINDOW: &str = "tcp_receive_window";
+    pub const TCP_RECEIVE_WINDOW: Cause = Cause::TcpReceiveWindow;
+
     /// The sender's socket buffer held a TCP flow (tcp_info sndbuf_limited).
-    pub const TCP_SEND_BUFFER: &str = "tcp_send_buffer";
+    pub const TCP_SEND_BUFFER: Cause = Cause::TcpSendBuffer;
+
     /// An import whose data cannot be true of a real machine: not analyzed as truth.
-    pub const SUSPECT_INPUT: &str = "suspect_input";
+    pub const SUSPECT_INPUT: Cause = Cause::SuspectInput;
+
     /// An unpaced run pushed, so something held it, but nothing measured saturated.
-    pub const UNNAMED_CEILING: &str = "unnamed_ceiling";
+    pub const UNNAMED_CEILING: Cause = Cause::UnnamedCeiling;
 }
 
 /// What the run cannot know about itself.
@@ -277,7 +308,7 @@ fn suspect(run: &Run, findings: &mut Vec<Finding>, book: &mut Ledger) {
         0,
         LedgerEntry {
             id: "data".into(),
-            cause: cause::SUSPECT_INPUT.into(),
+            cause: cause::SUSPECT_INPUT,
             resource: Resource::Data,
             capacity: None,
             used: None,
@@ -340,7 +371,7 @@ fn suite(run: &Run, opts: &Options) -> Vec<Finding> {
         .any(|f| f.cause == cause::LINK_LIMIT || f.cause == cause::LINK_HEADROOM);
 
     // Each part's findings, grouped by cause: the most confident one speaks for the rest.
-    let mut by_cause: BTreeMap<String, (Finding, Vec<String>)> = BTreeMap::new();
+    let mut by_cause: BTreeMap<Cause, (Finding, Vec<String>)> = BTreeMap::new();
     let mut verdicts = Vec::new();
     for (i, part) in run.parts.iter().enumerate() {
         let label = part_label(part, i);

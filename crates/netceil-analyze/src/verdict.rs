@@ -314,7 +314,7 @@ pub fn nothing_binds(ctx: &Ctx, r: &Ranked) -> Finding {
     // An unpaced live run pushed as hard as its sender could: something held it, so "no
     // ceiling" would be false. Say that the ceiling is in what was not measured.
     if crate::rules::threads::unpaced_live_run(ctx) {
-        f.cause = cause::UNNAMED_CEILING.into();
+        f.cause = cause::UNNAMED_CEILING;
         f.confidence = 0.3 * ctx.data_factor();
         f.summary = format!(
             "This unpaced run pushed as hard as it could, yet no resource netceil measures saturated{facts}{closest}. The ceiling is in something not measured here (see the not-checked list): a lock, the far end, a socket or window limit."

@@ -25,8 +25,8 @@ pub struct Advice {
 /// A verdict about what bound (or did not bind) the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
-    /// A stable machine name for the cause: `hot_cpu`, `generator_limited`, `socket_buffer`…
-    pub cause: String,
+    /// What bound the run, by its stable name: `hot_cpu`, `generator_limited`…
+    pub cause: crate::Cause,
     /// The sentence a senior engineer would say.
     pub summary: String,
     /// 0–1.

@@ -127,7 +127,7 @@ pub struct LedgerEntry {
     /// Stable within the run (`cpu:0`, `thread:4211`, `queue:socket`, `lock:rtentry@ip_output`).
     pub id: String,
     /// The cause this entry would name as the verdict.
-    pub cause: String,
+    pub cause: crate::Cause,
     pub resource: Resource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Quantity>,

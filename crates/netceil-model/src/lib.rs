@@ -5,6 +5,7 @@
 //! This crate is platform-independent and opens nothing: its only reading is [`input`]'s
 //! bounded reading from a reader it is handed.
 
+mod cause;
 mod finding;
 pub mod input;
 mod ledger;
@@ -15,6 +16,7 @@ mod series;
 pub mod time;
 mod units;
 
+pub use cause::Cause;
 pub use finding::{Advice, Evidence, Finding};
 pub use ledger::{EntryState, Gain, Ledger, LedgerEntry, Quantity, Resource};
 pub use results::{

@@ -853,16 +853,17 @@ pub(crate) fn difference_value(v: f64, unit: &str) -> String {
 
 fn findings_diff(a: &Run, b: &Run) -> FindingsDiff {
     let brief = |f: &netceil_model::Finding| FindingBrief {
-        cause: f.cause.clone(),
+        cause: f.cause.to_string(),
         summary: f.summary.clone(),
         confidence: f.confidence,
     };
-    let has = |run: &Run, cause: &str| run.findings.iter().any(|f| f.cause == cause);
+    let has =
+        |run: &Run, cause: &netceil_model::Cause| run.findings.iter().any(|f| f.cause == *cause);
     let mut both: Vec<String> = a
         .findings
         .iter()
         .filter(|f| has(b, &f.cause))
-        .map(|f| f.cause.clone())
+        .map(|f| f.cause.to_string())
         .collect();
     both.dedup();
     FindingsDiff {

@@ -703,7 +703,7 @@ fn write_finding(page: &mut String, f: &Finding) {
         "<div class=\"finding\"><p class=\"summary\">{}</p>\
          <p class=\"muted\">cause <code>{}</code>, confidence {:.0} %</p>",
         escape(&f.summary),
-        escape(&f.cause),
+        escape(f.cause.as_str()),
         f.confidence * 100.0
     );
     if !f.evidence.is_empty() {
@@ -1062,7 +1062,7 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
                         .map_or_else(String::new, |(app, _)| format!("{:.4} %", 100.0 - app)),
                     p.findings
                         .first()
-                        .map_or_else(String::new, |f| f.cause.clone()),
+                        .map_or_else(String::new, |f| f.cause.to_string()),
                 ]
             })
             .collect();

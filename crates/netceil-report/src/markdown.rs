@@ -271,7 +271,7 @@ fn write_finding(out: &mut String, number: usize, f: &Finding) {
         out,
         "{number}. **{}** (cause {}, confidence {:.0} %)",
         escape(&f.summary),
-        code(&f.cause),
+        code(f.cause.as_str()),
         f.confidence * 100.0
     );
     for e in &f.evidence {

@@ -359,8 +359,14 @@ impl Store {
             .map_err(|e| self.fail(op(), e))?;
         for (i, f) in findings.iter().enumerate() {
             let text = self.json(run_id, &format!("finding '{}'", f.cause), f)?;
-            st.execute(params![key, to_i64(i), f.cause, f.confidence, text])
-                .map_err(|e| self.fail(op(), e))?;
+            st.execute(params![
+                key,
+                to_i64(i),
+                f.cause.as_str(),
+                f.confidence,
+                text
+            ])
+            .map_err(|e| self.fail(op(), e))?;
         }
         Ok(())
     }

@@ -311,17 +311,10 @@ pub fn confidence_word(confidence: f64) -> &'static str {
     }
 }
 
-/// Whether a verdict with this cause names a ceiling (false for the verdicts about its
-/// absence, and for one that could not name it).
+/// Whether a verdict with this cause names a ceiling: the model's one answer
+/// ([`Cause::names_ceiling`](netceil_model::Cause::names_ceiling)).
 pub fn names_ceiling(cause: &str) -> bool {
-    use netceil_analyze::cause as c;
-    ![
-        c::NO_LOAD,
-        c::NO_CEILING,
-        c::UNNAMED_CEILING,
-        c::LINK_HEADROOM,
-    ]
-    .contains(&cause)
+    netceil_model::Cause::from_name(cause).names_ceiling()
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -653,7 +646,7 @@ impl Publisher {
         let mut st = self.0.lock();
         st.findings = findings
             .iter()
-            .map(|f| (f.cause.clone(), f.confidence))
+            .map(|f| (f.cause.to_string(), f.confidence))
             .collect();
         st.findings_final = true;
         st.generation += 1;
@@ -989,7 +982,7 @@ fn live_verdict(shared: &Shared, live: &Mutex<Option<LiveVerdict>>) -> bool {
     if !st.findings_final {
         st.findings = findings
             .iter()
-            .map(|f| (f.cause.clone(), f.confidence))
+            .map(|f| (f.cause.to_string(), f.confidence))
             .collect();
         st.generation += 1;
     }

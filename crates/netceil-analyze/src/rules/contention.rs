@@ -393,7 +393,7 @@ pub fn steal(ctx: &Ctx) -> Option<Entry> {
             cause::THREAD_SATURATED,
         ]
         .iter()
-        .fold(e, |e, c| e.explains(Explains::on(c, &all))),
+        .fold(e, |e, c| e.explains(Explains::on(c.clone(), &all))),
     )
 }
 
