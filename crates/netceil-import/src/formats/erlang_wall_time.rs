@@ -23,8 +23,8 @@
 use netceil_model::names::ERLANG_SCHEDULER_UTIL_PCT;
 use netceil_model::{MetricId, Unit};
 
-use super::common2::erl::{tokenize, top_lists, Term, Tok};
-use super::common2::{error, finish, line_count, new_run, plural};
+use super::common::{error, finish, line_count, new_run, plural};
+use super::erlang_term::{tokenize, top_lists, Term, Tok};
 use super::plausible::{Check, Checks, KeyBlocks};
 use super::recon::LABEL_TYPE;
 use crate::{ImportError, ImportOptions, Imported};

@@ -40,8 +40,7 @@ use netceil_model::{
     WorkloadKind,
 };
 
-use super::common2::{error, finish, new_run, plural};
-use super::util::content_run_id;
+use super::common::{content_run_id, error, file, finish, new_run, plural};
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The name of this format for `--format`.
@@ -224,7 +223,7 @@ fn read_document(
                         .unwrap_or("")
                         .trim();
                     return Err(ImportError::new(
-                        super::common2::file(opts),
+                        file(opts),
                         line.max(1),
                         Some(e.column().max(1)),
                         format!("valid JSON ({e})"),

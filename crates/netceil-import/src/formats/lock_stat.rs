@@ -21,8 +21,9 @@
 
 use netceil_model::LockStat;
 
-use super::common2::profile_window;
-use super::common2::{cut_mid_line, error, fields, finish, new_run, parse_nonneg, plural};
+use super::common::{
+    cut_mid_line, error, fields, finish, new_run, parse_nonneg, plural, profile_window,
+};
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The name of this format for `--format`.

@@ -6,17 +6,19 @@
 
 use crate::{ImportError, ImportOptions, Imported, NotThisFormat};
 
+// shared by the readers
+pub(crate) mod common;
+pub(crate) mod erlang_term;
+
 // vmstat, sysstat, tables
 pub mod mpstat;
 pub mod sadf;
 pub mod sar;
 pub mod table;
-pub(crate) mod util;
 pub mod vmstat_freebsd;
 pub mod vmstat_linux;
 
 // locks, erlang, iperf3, /proc snapshots
-pub(crate) mod common2;
 pub mod erlang_wall_time;
 pub mod iperf3;
 pub mod lock_stat;

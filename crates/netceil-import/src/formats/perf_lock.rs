@@ -27,10 +27,9 @@
 
 use netceil_model::LockStat;
 
-use super::common2::profile_window;
-use super::common2::{
+use super::common::{
     cut_mid_line, cut_row_kept, cut_row_skipped, error, fields, finish, first_nonblank, new_run,
-    parse_nonneg, parse_u64, plural, unquote,
+    parse_nonneg, parse_u64, plural, profile_window, unquote,
 };
 use crate::{ImportError, ImportOptions, Imported};
 

@@ -242,7 +242,7 @@ pub(crate) struct KeyBlocks {
 
 /// A key's hash, so that a block's keys need not be copied.
 fn key_hash(key: &str) -> u64 {
-    super::util::fnv1a64_words(key.as_bytes())
+    super::common::fnv1a64_words(key.as_bytes())
 }
 
 /// The hasher of a map whose keys are hashes already: it passes them through.

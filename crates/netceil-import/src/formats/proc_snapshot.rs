@@ -55,7 +55,7 @@ use netceil_probe::parse::softnet::SoftnetStat;
 use netceil_probe::parse::{interrupts, net_dev, netstat, snmp, softirqs, softnet};
 use netceil_probe::{counter_delta, CounterWidth, ParseError};
 
-use super::common2::{cut_mid_line, error, file, finish, new_run, plural};
+use super::common::{cut_mid_line, error, file, finish, new_run, plural};
 use super::plausible::{
     check_header_cpus, time_backwards, went_backwards, Check, Checks, KeyBlocks,
 };

@@ -17,8 +17,8 @@
 use netceil_model::names::{ERLANG_SCHEDULER_UTIL_PCT, ERLANG_SCHEDULER_UTIL_WEIGHTED_PCT};
 use netceil_model::{MetricId, Unit};
 
-use super::common2::erl::{tokenize, top_lists, Prompt, Term};
-use super::common2::{error, finish, line_count, new_run, plural};
+use super::common::{error, finish, line_count, new_run, plural};
+use super::erlang_term::{tokenize, top_lists, Prompt, Term};
 use super::erlang_wall_time::{scheduler_kind, LABEL_SCHEDULER};
 use crate::{ImportError, ImportOptions, Imported};
 

@@ -22,10 +22,9 @@
 use netceil_model::names::ERLANG_SCHEDULER_UTIL_PCT;
 use netceil_model::{MetricId, Unit};
 
-use super::common2::erl::{parse_term, tokenize, Parsed, Prompt, Term, Tok};
-use super::common2::{error, finish, line_count, new_run, plural};
+use super::common::{error, finish, line_count, new_run, plural, sanitize_metric_name};
+use super::erlang_term::{parse_term, tokenize, Parsed, Prompt, Term, Tok};
 use super::erlang_wall_time::LABEL_SCHEDULER;
-use super::util::sanitize_metric_name;
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The name of this format for `--format`.

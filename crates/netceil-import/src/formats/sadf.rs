@@ -14,12 +14,12 @@
 
 use std::collections::HashMap;
 
-use super::plausible::time_backwards;
-use super::sar::SysstatCollector;
-use super::util::{
-    error, given_interval, last_nonblank_line, new_run, numbered_lines, parse_iso_datetime,
+use super::common::{
+    error, file, given_interval, last_nonblank_line, new_run, numbered_lines, parse_iso_datetime,
     parse_number, shorten, Cell,
 };
+use super::plausible::time_backwards;
+use super::sar::SysstatCollector;
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The format's name.
@@ -52,7 +52,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     let mut run = new_run(NAME, text, opts);
     run.meta.host.os = Some("Linux".into());
     let mut warnings = Vec::new();
-    let file = &opts.file;
+    let file = file(opts);
     let last_line = last_nonblank_line(text);
     let mut c = SysstatCollector::new("sar");
     let mut section: Option<usize> = None;

@@ -25,13 +25,13 @@ use std::collections::HashMap;
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::common::{
+    error, file, given_interval, last_nonblank_line, median_step, new_run, numbered_lines,
+    parse_clock, parse_number, sanitize_metric_name, scan_cells, shorten, Cell, SeriesBuilder,
+};
 use super::plausible::{
     check_header_cpus, check_shares, clock, is_offline, time_backwards, Check, Checks, Declared,
     KeyBlocks, MAX_ROLLOVER_GAP_S, SYSSTAT_SHARES,
-};
-use super::util::{
-    error, given_interval, last_nonblank_line, median_step, new_run, numbered_lines, parse_clock,
-    parse_number, sanitize_metric_name, scan_cells, shorten, Cell, SeriesBuilder,
 };
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -772,7 +772,7 @@ pub(crate) fn import_text(
 ) -> Result<Imported, ImportError> {
     let mut run = new_run(format, text, opts);
     let mut warnings = Vec::new();
-    let file = &opts.file;
+    let file = file(opts);
     let last_line = last_nonblank_line(text);
     let mut c = SysstatCollector::new(prefix);
     let mut section: Option<usize> = None;

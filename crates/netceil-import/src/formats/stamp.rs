@@ -2,7 +2,7 @@
 //! banners, and a time put before every line (`ts`, `while read l; do echo "$(date +%T) $l"`,
 //! syslog-style collectors).
 
-use super::util::days_from_civil;
+use super::common::days_from_civil;
 
 /// `HH:MM:SS[.frac]` (a decimal comma too, as `date --iso-8601=ns` writes) to seconds of the day.
 fn hms(s: &str) -> Option<f64> {

@@ -22,9 +22,9 @@
 
 use netceil_model::{names, MetricId, Unit};
 
-use super::util::{
-    error, given_interval, median_step, new_run, numbered_lines, parse_iso_datetime, parse_number,
-    sanitize_metric_name, shorten, SeriesBuilder,
+use super::common::{
+    error, file, given_interval, median_step, new_run, numbered_lines, parse_iso_datetime,
+    parse_number, sanitize_metric_name, shorten, SeriesBuilder,
 };
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -216,7 +216,7 @@ const COUNTER_NAMES: &[&str] = &[
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
     let mut warnings = Vec::new();
-    let file = &opts.file;
+    let file = file(opts);
     for (_, l) in numbered_lines(text) {
         if let Some(c) = l.trim().strip_prefix('#') {
             if !c.trim().is_empty() {

@@ -23,16 +23,16 @@
 
 use netceil_model::{names, MetricId, Unit};
 
-use super::plausible::{
-    check_header_cpus, check_shares, is_offline, time_backwards, Checks, VMSTAT_SHARES,
-};
-use super::stamp::unprefixed;
-use super::util::{
-    command_args, error, field_count_problem, finish_table, given_interval,
+use super::common::{
+    command_args, error, field_count_problem, file, finish_table, given_interval,
     is_vmstat_column_header, last_nonblank_line, median_step, new_run, numbered_lines,
     parse_number, sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error,
     Cell, RowProblem, SeriesBuilder,
 };
+use super::plausible::{
+    check_header_cpus, check_shares, is_offline, time_backwards, Checks, VMSTAT_SHARES,
+};
+use super::stamp::unprefixed;
 use super::vmstat_linux::stamp_text;
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -94,7 +94,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     let mut titles_checked: Vec<Vec<String>> = Vec::new();
     run.meta.host.os = Some("FreeBSD".into());
     let mut warnings = Vec::new();
-    let file = &opts.file;
+    let file = file(opts);
     let last_line = last_nonblank_line(text);
 
     let Some(first_header) = numbered_lines(text)

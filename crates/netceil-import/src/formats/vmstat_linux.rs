@@ -22,14 +22,14 @@
 
 use netceil_model::{names, MetricId, Unit};
 
-use super::plausible::{check_shares, time_backwards, Checks, VMSTAT_SHARES};
-use super::stamp::unprefixed;
-use super::util::{
-    command_args, error, field_count_problem, finish_table, given_interval,
+use super::common::{
+    command_args, error, field_count_problem, file, finish_table, given_interval,
     is_vmstat_column_header, last_nonblank_line, median_step, new_run, numbered_lines, parse_clock,
     parse_iso_date, parse_number, sanitize_metric_name, scan_cells, sniff_header_pair,
     truncated_last_row_or_error, Cell, RowProblem, SeriesBuilder,
 };
+use super::plausible::{check_shares, time_backwards, Checks, VMSTAT_SHARES};
+use super::stamp::unprefixed;
 use crate::{ImportError, ImportOptions, Imported};
 
 /// The format's name.
@@ -161,7 +161,7 @@ pub fn import_with(
     run.meta.host.os = Some("Linux".into());
     let mut warnings = Vec::new();
     let last_line = last_nonblank_line(text);
-    let file = &opts.file;
+    let file = file(opts);
 
     let first_header = numbered_lines(text)
         .find(|(_, l)| is_group_line(l.trim()))

@@ -1,12 +1,14 @@
-//! Small helpers shared by the readers: the Run every importer starts from (with a stable id
-//! taken from the content), a fast columnar series builder, number and date parsing, and
-//! metric-name cleaning.
+//! What every reader shares: the Run an import starts from (with a stable id taken from the
+//! content) and how an import ends (warnings named by file and kept in the Run's notes),
+//! errors that name the file, line and field, reading lines, fields, numbers, dates and
+//! header lines, metric-name cleaning, and a fast columnar series builder.
 //!
-//! Kept small and stable on purpose: several reader modules depend on it.
+//! The Erlang term reader shared by the Erlang formats is [`super::erlang_term`].
 
 use std::collections::HashMap;
 
 use netceil_model::{Metric, MetricId, Run, RunSource, Series, Unit};
+use netceil_probe::parse::token_spans;
 
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -35,6 +37,15 @@ pub(crate) fn content_run_id(text: &str) -> String {
     format!("import-{}", &hex[..12])
 }
 
+/// The file name to show in errors, warnings and the Run (`-` when none was given).
+pub(crate) fn file(opts: &ImportOptions) -> &str {
+    if opts.file.is_empty() {
+        "-"
+    } else {
+        &opts.file
+    }
+}
+
 /// The Run every importer starts from: id from the content, source, the person's labels and
 /// annotations, `complete = true`. Findings are left empty for the analyzer.
 pub(crate) fn new_run(format: &str, text: &str, opts: &ImportOptions) -> Run {
@@ -42,7 +53,7 @@ pub(crate) fn new_run(format: &str, text: &str, opts: &ImportOptions) -> Run {
         content_run_id(text),
         RunSource::Imported {
             format: format.to_string(),
-            file: opts.file.clone(),
+            file: file(opts).to_string(),
         },
     );
     run.meta.labels = opts.labels.clone();
@@ -52,7 +63,8 @@ pub(crate) fn new_run(format: &str, text: &str, opts: &ImportOptions) -> Run {
     run
 }
 
-/// An [`ImportError`] for `opts.file`.
+/// An [`ImportError`] for the file (see [`file`]) at a 1-based line and, when one field is at
+/// fault, a 1-based field number.
 pub(crate) fn error(
     opts: &ImportOptions,
     line: usize,
@@ -60,7 +72,37 @@ pub(crate) fn error(
     expected: impl Into<String>,
     found: &str,
 ) -> ImportError {
-    ImportError::new(&opts.file, line, column, expected, found)
+    ImportError::new(file(opts), line.max(1), column, expected, found)
+}
+
+/// The end of an import whose warnings do not name the file yet: each is prefixed with the
+/// file name, as the table readers write theirs, and also kept in the Run's notes so that
+/// they are stored with it.
+pub(crate) fn finish(mut run: Run, warnings: Vec<String>, opts: &ImportOptions) -> Imported {
+    let warnings: Vec<String> = warnings
+        .into_iter()
+        .map(|w| format!("{}: {w}", file(opts)))
+        .collect();
+    run.notes.extend(warnings.iter().cloned());
+    Imported { run, warnings }
+}
+
+/// Lock profiles carry no duration, but relating waits to wall time needs one: with a window
+/// (from the command line in the log, or `--interval`), the series gets one empty row at
+/// `t_s = window` so the Run has a length, and the notes say where it came from.
+pub(crate) fn profile_window(run: &mut Run, window: Option<(f64, &str)>) {
+    match window.filter(|(w, _)| *w > 0.0 && w.is_finite()) {
+        Some((w, from)) => {
+            run.series.interval_s = w;
+            run.series.push_row(w);
+            run.meta.annotations.interval_s = Some(w);
+            run.notes.push(format!("profiled window: {w} s, {from}"));
+        }
+        None => run.notes.push(
+            "the log does not say how long profiling ran: give the window with --interval to relate waits to wall time"
+                .into(),
+        ),
+    }
 }
 
 /// The interval the person gave, if it is a usable one (positive and finite).
@@ -91,6 +133,63 @@ pub(crate) fn last_nonblank_line(text: &str) -> usize {
         .map(|(n, _)| n)
         .last()
         .unwrap_or(0)
+}
+
+/// The 1-based number of the last line of `text` (at least 1).
+pub(crate) fn line_count(text: &str) -> usize {
+    text.lines().count().max(1)
+}
+
+/// True when the text stops in the middle of a line: the mark of a log cut short.
+pub(crate) fn cut_mid_line(text: &str) -> bool {
+    !text.is_empty() && !text.ends_with('\n')
+}
+
+/// The first non-blank line of `lines`, trimmed, with its 1-based number (`(1, "")` when
+/// there is none): what an error about a missing header points at.
+pub(crate) fn first_nonblank<'a>(lines: &[&'a str]) -> (usize, &'a str) {
+    lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())
+        .map_or((1, ""), |(i, l)| (i + 1, l.trim()))
+}
+
+/// The warning for a last row that the end of the text cut so that it could not be read.
+pub(crate) fn cut_row_skipped(line: usize, row: &str) -> String {
+    format!("line {line}: the last line is cut short ('{row}'); it was skipped")
+}
+
+/// The warning for a last row that was read although the text ends inside it.
+pub(crate) fn cut_row_kept(line: usize) -> String {
+    format!("line {line}: the text ends inside this last row; its values may be cut short")
+}
+
+/// Removes e-mail quoting (`> `, `>> `) from a line of a pasted table.
+pub(crate) fn unquote(line: &str) -> &str {
+    let mut l = line;
+    loop {
+        let t = l.trim_start();
+        match t.strip_prefix('>') {
+            Some(rest) => l = rest,
+            None => return l,
+        }
+    }
+}
+
+/// Whitespace-separated fields with their byte offsets, split as the /proc parsers split
+/// ([`token_spans`]), collected because the lock readers index into them.
+pub(crate) fn fields(line: &str) -> Vec<(usize, &str)> {
+    token_spans(line).collect()
+}
+
+/// `count` of `what`, pluralised with a trailing `s`.
+pub(crate) fn plural(count: usize, what: &str) -> String {
+    if count == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{count} {what}s")
+    }
 }
 
 /// Parses a plain decimal number (`42`, `-3.5`, `+0.25`) fast, exactly as `str::parse::<f64>`
@@ -214,6 +313,24 @@ fn parse_slow(s: &str) -> Option<f64> {
         return None;
     }
     s.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// A finite, non-negative decimal number (`12`, `0.26`, `1e3`): [`parse_number`] without a
+/// sign, so `-0` and `+1` are refused too.
+pub(crate) fn parse_nonneg(s: &str) -> Option<f64> {
+    let first = s.bytes().next()?;
+    if !(first.is_ascii_digit() || first == b'.') {
+        return None;
+    }
+    parse_number(s)
+}
+
+/// Digits only, as a u64.
+pub(crate) fn parse_u64(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
 }
 
 /// A metric name in snake_case from a foreign column header: `%util` → `util_pct`,
@@ -429,7 +546,7 @@ pub(crate) fn truncated_last_row_or_error(
     if n == last_line {
         warnings.push(format!(
             "{}: line {n}: ignored a truncated last line (column {column}: expected {expected})",
-            opts.file
+            file(opts)
         ));
         return Ok(());
     }
@@ -449,7 +566,7 @@ pub(crate) fn finish_table(
 ) -> Imported {
     let rows = b.rows();
     if rows == 0 {
-        warnings.push(format!("{}: no data lines after the header", opts.file));
+        warnings.push(format!("{}: no data lines after the header", file(opts)));
     }
     let mut series = b.finish(interval_s);
     series.t_s = row_times.unwrap_or_else(|| (1..=rows).map(|i| i as f64 * interval_s).collect());
@@ -590,6 +707,97 @@ mod tests {
             content_run_id("a longer text of several words"),
             "import-a4d75fd81289"
         );
+    }
+
+    #[test]
+    fn runs_name_their_source() {
+        let opts = ImportOptions::default();
+        let run = new_run("x", "hello", &opts);
+        assert_eq!(run.run_id, content_run_id("hello"));
+        assert!(run.meta.complete);
+        assert_eq!(
+            run.source,
+            RunSource::Imported {
+                format: "x".into(),
+                file: "-".into()
+            }
+        );
+    }
+
+    /// The two `error` helpers differed: one named an unnamed file `""` and kept a line 0,
+    /// the other said `-` (stdin, as `ImportOptions::file` documents) and line 1. Every reader
+    /// now says `-` and a 1-based line, in errors and in the table readers' warnings alike.
+    #[test]
+    fn an_unnamed_file_is_stdin_everywhere() {
+        let opts = ImportOptions::default();
+        let e = error(&opts, 0, Some(2), "a number", "x");
+        assert_eq!((e.file.as_str(), e.line), ("-", 1));
+        let mut warnings = Vec::new();
+        let problem = field_count_problem(2, 3, 1, "1 2").unwrap();
+        truncated_last_row_or_error(&opts, 5, 5, problem, &mut warnings).unwrap();
+        assert!(warnings[0].starts_with("-: line 5: "), "{warnings:?}");
+        let done = finish_table(
+            new_run("x", "", &opts),
+            SeriesBuilder::new(),
+            1.0,
+            None,
+            Vec::new(),
+            &opts,
+        );
+        assert_eq!(done.warnings, ["-: no data lines after the header"]);
+        let table = crate::import(crate::Format::Table, "a b\n1 2\n1\n", &opts).unwrap();
+        let first = table.warnings.first().map_or("", String::as_str);
+        assert!(
+            first.starts_with("-: line 3: ignored a truncated last row"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn numbers_and_quotes() {
+        assert_eq!(parse_nonneg("0.26"), Some(0.26));
+        assert_eq!(parse_nonneg("-1"), None);
+        assert_eq!(parse_nonneg("inf"), None);
+        assert_eq!(parse_u64("12a"), None);
+        assert_eq!(unquote("> > 12 34"), " 12 34");
+        assert_eq!(fields(" a  bc d")[1], (4, "bc"));
+    }
+
+    /// `parse_nonneg` was a second decimal parser beside [`parse_number`]; it now reads with
+    /// it and gives what the standard parser gives on unsigned, finite numbers.
+    #[test]
+    fn nonneg_numbers_match_std() {
+        let std_nonneg = |s: &str| {
+            let first = s.bytes().next()?;
+            if !(first.is_ascii_digit() || first == b'.') {
+                return None;
+            }
+            s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+        };
+        for s in [
+            "0",
+            "0.26",
+            "12",
+            "1e3",
+            ".5",
+            "5.",
+            "0.",
+            ".",
+            "",
+            "-0",
+            "+1",
+            "-1",
+            "inf",
+            "nan",
+            "1e999",
+            "123456789012345678",
+            "0.000000000000001",
+            "1.2.3",
+            "12K",
+            "1,5",
+        ] {
+            assert_eq!(parse_nonneg(s), std_nonneg(s), "{s}");
+        }
     }
 
     #[test]
