@@ -51,6 +51,7 @@ pub enum Command {
     /// Print a shell completion script, generated from these flags (bash, zsh, fish, elvish,
     /// powershell).
     Completions {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: GenShell,
     },
@@ -82,10 +83,11 @@ pub enum LabCommand {
     /// too) and remove the labs whose owner is gone; a lab another netceil still runs or keeps
     /// up is left alone unless --force names it.
     Down(LabDownArgs),
-    /// The labs that are up, whose each is, and changes a killed netceil left.
+    /// The labs that are up, with their owners (this store's or another's, running, kept or
+    /// orphaned), and the changes a killed netceil left.
     List,
     /// Run a workload (`run`, `sweep` or `search`) across a topology: the sender in one
-    /// namespace, `netceil recv` in the other.
+    /// namespace, `netceil serve` in the other.
     Run(LabRunArgs),
     /// The same workload over several topologies, alternating, with repeats: pps, Gbit/s,
     /// loss, CPU ns per packet, the cost each extra hop adds, and the verdicts.
@@ -478,7 +480,9 @@ impl From<PacingArg> for netceil_model::PacingMode {
 pub enum TcpPacingArg {
     /// Kernel pacing (SO_MAX_PACING_RATE) if it holds the rate here, else application pacing.
     Auto,
+    /// The kernel's fq pacing (SO_MAX_PACING_RATE) on each socket.
     Kernel,
+    /// netceil's own writes, timed by the application.
     App,
 }
 
@@ -499,6 +503,7 @@ pub struct TcpArgs {
     /// Where per-flow pacing is enforced.
     #[arg(long, value_enum, default_value_t = TcpPacingArg::Auto)]
     pub pacing: TcpPacingArg,
+    /// Run length (10, 2.5s, 500ms, 1m).
     #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,
 }
@@ -511,6 +516,7 @@ pub enum ProtoArg {
 
 #[derive(Debug, Args, Clone)]
 pub struct RrArgs {
+    /// The transport the requests and responses travel over.
     #[arg(long, value_enum, default_value_t = ProtoArg::Tcp)]
     pub proto: ProtoArg,
     /// Request and response size in bytes.
@@ -522,6 +528,7 @@ pub struct RrArgs {
     /// Concurrent connections (or UDP sockets).
     #[arg(long, default_value_t = 1)]
     pub flows: u32,
+    /// Run length (10, 2.5s, 500ms, 1m).
     #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,
 }
@@ -652,6 +659,7 @@ pub struct RunsArgs {
     /// Only the newest N.
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
+    /// One JSON array of the runs' summaries.
     #[arg(long)]
     pub json: bool,
 }
@@ -660,6 +668,7 @@ pub struct RunsArgs {
 pub struct ShowArgs {
     /// A run id, a unique prefix of one, or `last`.
     pub run: String,
+    /// Print the whole run as one JSON document.
     #[arg(long)]
     pub json: bool,
     /// Print the verdict's ledger instead: every resource sized against its capacity, in
@@ -687,6 +696,8 @@ pub enum ExportFormat {
 pub struct ExportArgs {
     /// A run id, a unique prefix of one, or `last`.
     pub run: String,
+    /// json: the whole Run (docs/run.schema.json); csv: one row per interval; markdown: a
+    /// report to paste.
     #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
     pub format: ExportFormat,
     /// Output file, or - for stdout.
@@ -717,6 +728,7 @@ pub struct CompareArgs {
     pub a: String,
     /// Run B.
     pub b: String,
+    /// table for the terminal, json for scripts, markdown to paste.
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
 }
