@@ -14,29 +14,7 @@ pub fn present(values: &[Option<f64>]) -> Vec<f64> {
         .collect()
 }
 
-/// Arithmetic mean, `None` for no values.
-pub fn mean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
-
-/// The `q` quantile (0–1) by linear interpolation between order statistics.
-pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut sorted = xs.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let frac = pos - lo as f64;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
-}
-
-/// The median.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    quantile(xs, 0.5)
-}
+pub use netceil_model::stats::{mean, median, quantile};
 
 /// The chi-square distribution's 0.1 % quantile for `k` degrees of freedom: exact values to
 /// 10, the Wilson–Hilferty approximation above (which errs low there, the safe side for

@@ -13,6 +13,7 @@ pub mod names;
 mod results;
 mod run;
 mod series;
+pub mod stats;
 pub mod time;
 mod units;
 

@@ -98,11 +98,7 @@ pub fn load_phase(run: &Run) -> LoadPhase {
         let value = |i: usize| metric.values[i].unwrap_or(0.0);
         let mut stretch: Vec<f64> = best.clone().map(value).collect();
         stretch.sort_by(f64::total_cmp);
-        let median = if stretch.is_empty() {
-            0.0
-        } else {
-            stats::quantile(&stretch, 0.5)
-        };
+        let median = stats::quantile_sorted(&stretch, 0.5).unwrap_or(0.0);
         let floor = median * LOAD_PHASE_EDGE_TRIM;
         let (mut lo, mut hi) = (best.start, best.end);
         while lo < hi && value(lo) < floor {

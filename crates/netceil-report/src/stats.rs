@@ -37,25 +37,21 @@ impl Distribution {
         }
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
-        let mean = mean(&sorted);
+        let mean = netceil_model::stats::mean(&sorted)?;
         let stddev = sample_variance(&sorted, mean).map(f64::sqrt);
         let cv = stddev.filter(|_| mean != 0.0).map(|s| s / mean.abs());
         Some(Distribution {
             n,
             mean,
-            median: quantile(&sorted, 0.5),
-            p10: quantile(&sorted, 0.1),
-            p90: quantile(&sorted, 0.9),
+            median: quantile_sorted(&sorted, 0.5)?,
+            p10: quantile_sorted(&sorted, 0.1)?,
+            p90: quantile_sorted(&sorted, 0.9)?,
             min: sorted[0],
             max: sorted[n - 1],
             stddev,
             cv,
         })
     }
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 fn sample_variance(values: &[f64], mean: f64) -> Option<f64> {
@@ -66,15 +62,7 @@ fn sample_variance(values: &[f64], mean: f64) -> Option<f64> {
     Some(ss / (values.len() - 1) as f64)
 }
 
-/// The `q` quantile (0–1) of sorted values, interpolating linearly between closest ranks
-/// (Hyndman & Fan type 7, the default of R and NumPy).
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    debug_assert!(!sorted.is_empty());
-    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-}
+pub use netceil_model::stats::quantile_sorted;
 
 /// The name of the test [`welch_t_test`] performs, for reports to quote.
 pub const WELCH_METHOD: &str = "Welch's two-sample t-test (unequal variances, Welch–Satterthwaite \
@@ -127,7 +115,7 @@ pub fn welch_t_test(a: &[f64], b: &[f64], confidence: f64) -> Result<WelchTest, 
     ) else {
         return Err(TestError::TooFewSamples { n_a, n_b });
     };
-    let (mean_a, mean_b) = (mean(&a), mean(&b));
+    let (mean_a, mean_b) = (mean_or_zero(&a), mean_or_zero(&b));
     let difference = mean_b - mean_a;
     let se_a2 = var_a / n_a as f64;
     let se_b2 = var_b / n_b as f64;
@@ -176,11 +164,7 @@ pub fn welch_t_test(a: &[f64], b: &[f64], confidence: f64) -> Result<WelchTest, 
 }
 
 fn mean_or_zero(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        0.0
-    } else {
-        mean(values)
-    }
+    netceil_model::stats::mean(values).unwrap_or(0.0)
 }
 
 #[cfg(test)]

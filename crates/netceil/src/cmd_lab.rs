@@ -814,18 +814,8 @@ fn figures(run: &Run) -> Figures {
     f
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+fn median(v: Vec<f64>) -> Option<f64> {
+    netceil_model::stats::median(&v)
 }
 
 fn verdict_of(run: &Run) -> String {
