@@ -211,13 +211,16 @@ fn intervals_line(series: &netceil_model::Series) -> String {
 }
 
 pub fn rm(args: RmArgs) -> Outcome {
+    // Resolve every spec first, on the store only read: a typo in the third removes nothing,
+    // and a store that is not there is not made.
+    let ids = {
+        let reading = open_for_reading()?;
+        args.runs
+            .iter()
+            .map(|spec| resolve(&reading, spec))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let store = open()?;
-    // Resolve every spec first, so a typo in the third removes nothing.
-    let ids = args
-        .runs
-        .iter()
-        .map(|spec| resolve(&store, spec))
-        .collect::<Result<Vec<_>, _>>()?;
     for id in ids {
         store
             .delete(&id)

@@ -238,6 +238,8 @@ fn reading_commands_create_no_store() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("no runs in"));
     netceil(&db).args(["show", "last"]).assert().code(2);
     netceil(&db).args(["export", "last"]).assert().code(2);
+    // `rm` of a run that cannot be there is refused before anything is opened to write.
+    netceil(&db).args(["rm", "last"]).assert().code(2);
     assert!(
         !dir.path().join("not").exists(),
         "a reading command made the store or its directory"
