@@ -646,14 +646,7 @@ mod tests {
 
     /// Every file in `dir` with its bytes.
     fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| {
-                let p = e.unwrap().path();
-                let bytes = std::fs::read(&p).unwrap();
-                (p, bytes)
-            })
-            .collect()
+        netceil_testkit::files_in(dir)
     }
 
     fn raw(path: &Path) -> Connection {

@@ -11,14 +11,7 @@ use netceil_store::{RunFilter, Store};
 
 /// Every file in `dir` with its bytes.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let bytes = std::fs::read(&p).unwrap();
-            (p, bytes)
-        })
-        .collect()
+    netceil_testkit::files_in(dir)
 }
 
 fn journal_mode(path: &Path) -> String {

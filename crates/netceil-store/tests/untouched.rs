@@ -15,18 +15,7 @@ const NETCEIL_APP_ID: i32 = 0x6E63_5253;
 
 /// Every entry of `dir` with its bytes (a directory's as its own list of entries).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let bytes = if p.is_dir() {
-                format!("{:?}", snapshot(&p)).into_bytes()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            (p, bytes)
-        })
-        .collect()
+    netceil_testkit::files_in(dir)
 }
 
 /// Asserts that opening `path`, in either mode, is refused with an error matching `expected`

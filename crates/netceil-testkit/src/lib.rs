@@ -88,6 +88,23 @@ pub fn first(reasons: impl IntoIterator<Item = Option<String>>) -> Option<String
     reasons.into_iter().flatten().next()
 }
 
+/// Every entry of `dir` with its bytes (a directory's as the list of its own entries):
+/// compare two of these to show that nothing in `dir` was written, made or removed.
+pub fn files_in(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| {
+            let p = e.expect("a directory entry").path();
+            let bytes = if p.is_dir() {
+                format!("{:?}", files_in(&p)).into_bytes()
+            } else {
+                std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+            };
+            (p, bytes)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -141,14 +141,7 @@ fn ctrl_c_ends_watch_cleanly_and_keeps_what_was_sampled() {
 
 /// Every file in `dir` with its bytes.
 fn snapshot(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let bytes = std::fs::read(&p).unwrap();
-            (p, bytes)
-        })
-        .collect()
+    netceil_testkit::files_in(dir)
 }
 
 /// `bytes` with `patches` (offset, new bytes) written over them.
