@@ -6,6 +6,7 @@
 //! bounded reading from a reader it is handed.
 
 mod cause;
+pub mod duration;
 mod finding;
 pub mod input;
 mod ledger;
