@@ -88,6 +88,21 @@ pub fn first(reasons: impl IntoIterator<Item = Option<String>>) -> Option<String
     reasons.into_iter().flatten().next()
 }
 
+/// The processes whose environment holds `var` exactly (`NAME=value`): how a test finds what
+/// it started, whatever those processes started in turn, to check that none is left.
+pub fn pids_with_env(var: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("reading /proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|v| v == var.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
 /// Every entry of `dir` with its bytes (a directory's as the list of its own entries):
 /// compare two of these to show that nothing in `dir` was written, made or removed.
 pub fn files_in(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
@@ -120,6 +135,22 @@ mod tests {
         let why = needs_tool("netceil-no-such-tool", "-V", "nothing").unwrap();
         assert!(why.contains("netceil-no-such-tool") && why.contains("apt-get install nothing"));
         assert!(needs_tool("sh", "-c", "dash").is_none());
+    }
+
+    #[test]
+    fn a_child_is_found_by_its_mark_and_only_while_it_runs() {
+        let mark = format!("NETCEIL_TESTKIT_MARK={}", std::process::id());
+        let (name, value) = mark.split_once('=').unwrap();
+        let mut child = Command::new("sleep")
+            .arg("5")
+            .env(name, value)
+            .spawn()
+            .unwrap();
+        let found = pids_with_env(&mark);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(found, vec![child.id()]);
+        assert!(pids_with_env(&mark).is_empty());
     }
 
     #[test]

@@ -73,16 +73,7 @@ impl Env {
     /// Processes still running with this test's mark.
     fn left_running(&self) -> Vec<u32> {
         let tag = format!("{MARK}={}", self.mark);
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/environ"))
-                    .map(|env| env.split(|b| *b == 0).any(|v| v == tag.as_bytes()))
-                    .unwrap_or(false)
-            })
-            .collect()
+        netceil_testkit::pids_with_env(&tag)
     }
 }
 

@@ -380,16 +380,7 @@ fn wait_for(secs: u64, what: &str, check: impl Fn() -> bool) {
 /// Processes started by the lab process `pid` (they carry its PID in their environment).
 fn lab_children(pid: u32) -> Vec<u32> {
     let tag = format!("NETCEIL_DIE_WITH_PARENT={pid}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|v| v == tag.as_bytes()))
-                .unwrap_or(false)
-        })
-        .collect()
+    netceil_testkit::pids_with_env(&tag)
 }
 
 fn start_long_lab(env: &Env, value: &str) -> std::process::Child {
