@@ -63,6 +63,8 @@ impl ProbeSession {
             probes: probes.to_vec(),
             lock_stack_every,
         })?;
+        // The lock table covers the time from here to the last read.
+        let attached_at = Instant::now();
         let mut refused: Vec<(Probe, String)> = p.refused().to_vec();
         if p.attached().contains(&Probe::Offcpu) {
             for pid in follow {
@@ -90,7 +92,6 @@ impl ProbeSession {
             .name("netceil-probes".into())
             .spawn(move || {
                 let lock = || p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let attached_at = Instant::now();
                 let mut snaps = vec![lock().snapshot()];
                 let mut comm = HashMap::new();
                 let mut next = Instant::now() + interval;

@@ -226,10 +226,8 @@ fn a_lab_that_is_up_runs_workloads_until_it_is_taken_down() {
     ]));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     let run = &doc["steps"][0]["runs"][0];
-    // Most of the 30 k offered arrive; a busy shared machine (another build on the
-    // receiver's core) has been seen to cost a fifth of them at the socket buffer.
     assert!(
-        run["results"]["rx_app_packets"].as_u64().unwrap() > 15_000,
+        run["results"]["rx_app_packets"].as_u64().unwrap() > 25_000,
         "{run:#}"
     );
     // The stored run carries the lab's series.
