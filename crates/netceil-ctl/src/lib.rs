@@ -44,6 +44,9 @@ pub use limits::{Limits, Refusal};
 pub use loglimit::{LogBounds, LogLimiter, Summary};
 pub use msg::{ClientMsg, Grant, ServerMsg, TestKind, TestSpec};
 
+/// Labels of the two MACs, so neither can stand for the other.
+pub const MAC_REQUEST: &str = "netceil request";
+pub const MAC_GRANT: &str = "netceil grant";
 /// The control protocol's number. A client and server that differ refuse each other with a
 /// message that says which versions met.
 pub const PROTO: u32 = 1;

@@ -11,6 +11,7 @@ mod finding;
 pub mod input;
 mod ledger;
 pub mod names;
+pub mod params;
 mod results;
 mod run;
 mod series;

@@ -22,6 +22,7 @@ pub mod affinity;
 pub mod cgroup;
 mod error;
 pub mod flows;
+pub mod host;
 pub mod ids;
 pub mod iface;
 pub mod parse;

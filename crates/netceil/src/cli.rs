@@ -392,8 +392,8 @@ pub struct CommonRunArgs {
     /// eBPF probes to attach (root only): locks, softirq, napi, offcpu, comma-separated, or
     /// all. They fill the lock table, exact softirq time per CPU, NAPI polls and budget
     /// exhaustion, and per-thread on/off-CPU time.
-    #[arg(long = "probe", global = true, value_name = "LIST", value_parser = crate::probes::parse_probe_list)]
-    pub probes: Option<crate::probes::ProbeList>,
+    #[arg(long = "probe", global = true, value_name = "LIST", value_parser = netceil_engine::probes::parse_probe_list)]
+    pub probes: Option<netceil_engine::probes::ProbeList>,
     /// With --probe locks: take a kernel stack for one contention in N (per CPU), to name the
     /// callers; 0 takes none (lowest cost, callers unknown).
     #[arg(long, global = true, value_name = "N", default_value_t = 16)]
@@ -638,8 +638,8 @@ pub struct WatchArgs {
     /// eBPF probes to attach (root only): locks, softirq, napi, offcpu, comma-separated, or
     /// all. They fill the lock table, exact softirq time per CPU, NAPI polls and budget
     /// exhaustion, and per-thread on/off-CPU time.
-    #[arg(long = "probe", value_name = "LIST", value_parser = crate::probes::parse_probe_list)]
-    pub probes: Option<crate::probes::ProbeList>,
+    #[arg(long = "probe", value_name = "LIST", value_parser = netceil_engine::probes::parse_probe_list)]
+    pub probes: Option<netceil_engine::probes::ProbeList>,
     /// With --probe locks: take a kernel stack for one contention in N (per CPU), to name the
     /// callers; 0 takes none (lowest cost, callers unknown).
     #[arg(long, value_name = "N", default_value_t = 16)]

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::cli::AnalyzeArgs;
-use crate::observe::open_store;
+use crate::engine::open_store;
 use crate::{summary, Done, Failure, Outcome};
 
 /// The log named by `arg` (`-`: standard input), read within the importers' limits.
@@ -171,7 +171,7 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
 
 /// Runs that were to be stored and were not (the store could not be opened): exit code 1.
 fn stored_or_not(args: &AnalyzeArgs, store: Option<&netceil_store::Store>) -> Done {
-    crate::observe::store_outcome(args.no_store, store.is_some())
+    crate::engine::store_outcome(args.no_store, store.is_some())
 }
 
 fn describe(run: &Run) -> String {

@@ -265,7 +265,7 @@ fn workload(args: &[String]) -> Result<Workload, Failure> {
             let (rcvbuf, frame) = match &r.workload {
                 Some(crate::cli::Workload::Udp(u)) => (
                     u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
-                    crate::cmd_run::udp_payload(u, false, 64)
+                    crate::engine::udp_payload(u, false, 64)
                         .ok()
                         .map(|p| netceil_model::udp_payload_to_frame(p, false)),
                 ),
@@ -325,7 +325,7 @@ impl NsSampler {
     }
 
     fn sample(&mut self, spec: &LabSpec) {
-        let now = crate::cmd_run::now_unix_s();
+        let now = netceil_engine::now_unix_s();
         for r in &self.readers {
             let Ok(nd) = r.read() else { continue };
             for row in nd.ifaces {
@@ -687,7 +687,7 @@ fn restore_run(run: &Run, no_store: bool) -> Option<String> {
     if no_store {
         return None;
     }
-    let store = crate::observe::open_store(false)?;
+    let store = crate::engine::open_store(false)?;
     let _ = store.delete(&run.run_id);
     match store.put_run(run) {
         Ok(()) => Some(run.run_id.clone()),

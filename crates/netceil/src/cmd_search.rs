@@ -5,23 +5,18 @@
 //! Each trial is one part of the run (its series window, its results, its findings). Loss is
 //! counted at the application: what netceil's receiver read, against what was sent.
 
-use std::collections::VecDeque;
-use std::io::Write;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use netceil_analyze::search::{self, Measurer, Purpose, SearchConfig, TrialRecord, TrialResult};
-use netceil_load::udp;
+use netceil_engine::{new_live_run, Campaign, PartAnalysis, Replay, Trial};
+use netceil_model::params::{SearchParams, SearchTrialParams, UdpParams};
 use netceil_model::{
-    udp_payload_to_frame, Knee, Rate, Results, Run, RunSource, Workload as WorkloadSpec,
-    WorkloadKind,
+    udp_payload_to_frame, Knee, Rate, Results, Run, Workload as WorkloadSpec, WorkloadKind,
 };
-use serde_json::json;
 
 use crate::cli::{SearchArgs, SearchUdpArgs, SearchWorkload};
-use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, part_of, Harness};
-use crate::observe::open_store;
+use crate::engine::{self, Progress};
 use crate::{fmt, Failure, Outcome};
 
 /// A loss tolerance from `0`, `0.5%` or `2 %`.
@@ -48,18 +43,6 @@ fn parse_tolerance(text: &str) -> Result<f64, Failure> {
     }
 }
 
-/// A trial as kept: measured now (its series window is cut from the run at the end) or
-/// replayed from the stored parts of an interrupted search (kept as stored).
-enum Kept {
-    Live {
-        results: Box<Results>,
-        from: f64,
-        to: f64,
-        trial: TrialSpec,
-    },
-    Stored(Box<Run>),
-}
-
 /// What a trial was asked: its frame size, rate (0 = unpaced) and length.
 #[derive(Debug, Clone, Copy)]
 struct TrialSpec {
@@ -68,123 +51,69 @@ struct TrialSpec {
     trial_s: f64,
 }
 
-/// A trial's workload as its part records it (what `--resume` matches on).
+/// A trial's workload as its part records it; without `duration_s`, what `--resume` matches.
 fn trial_workload(
     overhead: usize,
     t: TrialSpec,
-    duration_s: f64,
+    duration_s: Option<f64>,
     target: Option<String>,
 ) -> WorkloadSpec {
-    WorkloadSpec {
-        kind: WorkloadKind::Udp,
-        params: obj(json!({
-            "frame_bytes": t.frame, "payload_bytes": t.frame - overhead,
-            "rate_pps": (t.asked > 0.0).then_some(t.asked), "trial_s": t.trial_s,
-            "duration_s": duration_s, "target": target,
-        })),
-    }
+    WorkloadSpec::typed(
+        WorkloadKind::Udp,
+        &SearchTrialParams {
+            frame_bytes: t.frame,
+            payload_bytes: t.frame - overhead,
+            rate_pps: (t.asked > 0.0).then_some(t.asked),
+            trial_s: t.trial_s,
+            duration_s,
+            target,
+        },
+    )
 }
 
-/// Runs real UDP trials for the search, keeping each as a part of the run and storing it at
-/// once; with the parts of an interrupted search, replays them first, in order, as long as
-/// the search asks for the same trials (it is deterministic given the results, so it does).
-struct UdpTrials<'h, 's> {
-    h: &'h mut Harness<'s>,
-    base: udp::UdpConfig,
+/// Runs the search's UDP trials in the campaign, each a part of the run, stored at once; the
+/// trials of an interrupted search are replayed from the store instead.
+struct UdpTrials<'c, 's> {
+    c: &'c mut Campaign<'s>,
+    base: UdpParams,
+    wire_id: u16,
     frame: usize,
     overhead: usize,
-    run_id: String,
     target: Option<String>,
-    parts: Vec<Kept>,
-    /// The index the next part gets in the run.
-    next_index: usize,
-    replay: VecDeque<Run>,
-    replayed: usize,
     stopped: bool,
     /// The load engine's own error, kept with its exit code (a usage error stays one).
     failure: Option<Failure>,
 }
 
 impl UdpTrials<'_, '_> {
-    /// The next stored trial, if it is this one.
-    fn take_replay(&mut self, asked: f64, trial_s: f64) -> Option<Results> {
-        let p = self.replay.front()?;
-        let params = &p.workload.as_ref()?.params;
-        let frame = params
-            .get("frame_bytes")
-            .and_then(serde_json::Value::as_u64);
-        let rate = params
-            .get("rate_pps")
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0);
-        let length = params.get("trial_s").and_then(serde_json::Value::as_f64);
-        let same = frame == Some(self.frame as u64)
-            && (rate - asked).abs() <= 1e-9 * asked.max(1.0)
-            && length.is_some_and(|l| (l - trial_s).abs() <= 1e-9)
-            && p.results.is_some();
-        if !same {
-            // The search went another way: nothing further can be replayed.
-            self.replay.clear();
-            return None;
-        }
-        let p = self.replay.pop_front()?;
-        let r = p.results.clone()?;
-        self.parts.push(Kept::Stored(Box::new(p)));
-        self.next_index += 1;
-        self.replayed += 1;
-        Some(r)
-    }
-
-    fn trial(&mut self, cfg: &udp::UdpConfig, asked: f64) -> Result<Results, Failure> {
-        let trial_s = cfg.duration.as_secs_f64();
-        if let Some(r) = self.take_replay(asked, trial_s) {
-            return Ok(r);
-        }
-        let from = self.h.rec.elapsed_s();
-        let r = measure_udp(cfg, self.h)?;
-        let to = self.h.rec.elapsed_s();
+    fn trial(&mut self, duration: Duration, asked: f64) -> Result<Results, Failure> {
+        let params = UdpParams {
+            rate: (asked > 0.0).then_some(Rate::PacketsPerSecond(asked)),
+            duration_s: duration.as_secs_f64(),
+            ..self.base.clone()
+        };
+        let trial = Trial::udp(params, self.wire_id)?;
         let spec = TrialSpec {
             frame: self.frame,
             asked,
-            trial_s,
+            trial_s: duration.as_secs_f64(),
         };
-        // Stored at once, without its series: the run's end writes the parts again with them.
-        let mut part = Run::new(
-            format!("{}.{}", self.run_id, self.next_index + 1),
-            RunSource::Live,
-        );
-        part.workload = Some(trial_workload(
-            self.overhead,
-            spec,
-            r.duration_s,
-            self.target.clone(),
-        ));
-        part.results = Some(r.clone());
-        part.meta.complete = true;
-        self.h.rec.add_part(self.next_index, &part);
-        self.parts.push(Kept::Live {
-            results: Box::new(r.clone()),
-            from,
-            to,
-            trial: spec,
-        });
-        self.next_index += 1;
-        Ok(r)
+        let (overhead, target) = (self.overhead, self.target.clone());
+        let asked = trial_workload(overhead, spec, None, target.clone());
+        let m = self.c.trial(&trial, &asked, |r| {
+            trial_workload(overhead, spec, Some(r.duration_s), target)
+        })?;
+        Ok(m.results)
     }
 }
 
 impl Measurer for UdpTrials<'_, '_> {
     fn measure(&mut self, rate_pps: f64, duration: Duration) -> Result<TrialResult, String> {
-        if crate::stop_flag().load(Ordering::SeqCst) {
+        if self.c.stopping() {
             self.stopped = true;
             return Err(crate::exit::interrupted());
         }
-        let cfg = udp::UdpConfig {
-            rate: Some(Rate::PacketsPerSecond(rate_pps)),
-            duration,
-            ..self.base.clone()
-        };
-        let r = match self.trial(&cfg, rate_pps) {
+        let r = match self.trial(duration, rate_pps) {
             Ok(r) => r,
             Err(e) => {
                 let text = e.error.to_string();
@@ -231,120 +160,101 @@ fn trial_line(size: usize, rec: &TrialRecord) -> String {
     )
 }
 
-/// What one search runs with: from the command line, or from the run it resumes.
-#[derive(Debug, Clone)]
-struct Settings {
-    sizes: Vec<usize>,
-    tolerances: Vec<f64>,
-    trial: Duration,
-    initial_trial: Duration,
-    precision: f64,
-    min_pps: f64,
-    max_pps: Option<f64>,
-    max_trials: usize,
+/// What a search runs with, from the command line.
+fn from_args(a: &SearchUdpArgs, target: Option<String>) -> Result<SearchParams, Failure> {
+    let mut tolerances = a
+        .loss
+        .iter()
+        .map(|x| parse_tolerance(x))
+        .collect::<Result<Vec<f64>, Failure>>()?;
+    tolerances.sort_by(f64::total_cmp);
+    tolerances.dedup();
+    let p = a.precision.trim();
+    let precision = p
+        .strip_suffix('%')
+        .and_then(|x| x.trim().parse::<f64>().ok())
+        .ok_or_else(|| {
+            Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
+        })?
+        / 100.0;
+    Ok(SearchParams {
+        workload: "udp".into(),
+        sizes: a.sizes.clone(),
+        loss: tolerances,
+        trial_s: a.trial.as_secs_f64(),
+        initial_trial_s: a.initial_trial.as_secs_f64(),
+        precision,
+        min_pps: a.min_rate,
+        max_pps: a.max_rate,
+        max_trials: a.max_trials,
+        target,
+        point: "app".into(),
+        resumed_from: None,
+    })
 }
 
-impl Settings {
-    fn from_args(a: &SearchUdpArgs) -> Result<Settings, Failure> {
-        let mut tolerances = a
-            .loss
-            .iter()
-            .map(|x| parse_tolerance(x))
-            .collect::<Result<Vec<f64>, Failure>>()?;
-        tolerances.sort_by(f64::total_cmp);
-        tolerances.dedup();
-        let p = a.precision.trim();
-        let precision = p
-            .strip_suffix('%')
-            .and_then(|x| x.trim().parse::<f64>().ok())
-            .ok_or_else(|| {
-                Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
-            })?
-            / 100.0;
-        Ok(Settings {
-            sizes: a.sizes.clone(),
-            tolerances,
-            trial: a.trial,
-            initial_trial: a.initial_trial,
-            precision,
-            min_pps: a.min_rate,
-            max_pps: a.max_rate,
-            max_trials: a.max_trials,
-        })
+/// What a stored search ran with, read back within the bounds the command line has: a store
+/// is input too.
+fn from_run(run: &Run) -> Result<SearchParams, Failure> {
+    let bad = |why: &str| {
+        Failure::usage(anyhow!(
+            "--resume {}: {why}; only an interrupted `netceil search udp` can be resumed",
+            run.run_id
+        ))
+    };
+    let w = run
+        .workload
+        .as_ref()
+        .ok_or_else(|| bad("it has no workload"))?;
+    let p: SearchParams = match w.kind {
+        WorkloadKind::Search => w.params_as().map_err(|e| bad(&e.to_string()))?,
+        _ => return Err(bad("it is not a UDP search")),
+    };
+    if p.workload != "udp" {
+        return Err(bad("it is not a UDP search"));
     }
-
-    /// The settings a stored search ran with.
-    fn from_run(run: &Run) -> Result<Settings, Failure> {
-        let bad = |why: &str| {
-            Failure::usage(anyhow!(
-                "--resume {}: {why}; only an interrupted `netceil search udp` can be resumed",
-                run.run_id
-            ))
-        };
-        let w = run
-            .workload
-            .as_ref()
-            .ok_or_else(|| bad("it has no workload"))?;
-        let p = &w.params;
-        if w.kind != WorkloadKind::Search
-            || p.get("workload").and_then(|v| v.as_str()) != Some("udp")
-        {
-            return Err(bad("it is not a UDP search"));
+    for (k, v) in [
+        ("trial_s", p.trial_s),
+        ("initial_trial_s", p.initial_trial_s),
+    ] {
+        if crate::parse::secs_within(v, crate::parse::RUN).is_none() {
+            return Err(bad(&format!("its '{k}' is not a trial length")));
         }
-        let f = |k: &str| p.get(k).and_then(serde_json::Value::as_f64);
-        let need = |k: &str| f(k).ok_or_else(|| bad(&format!("its '{k}' is missing")));
-        // Read back within the bounds the command line has: a store is input too.
-        let trial = |k: &str| {
-            crate::parse::secs_within(need(k)?, crate::parse::RUN)
-                .ok_or_else(|| bad(&format!("its '{k}' is not a trial length")))
-        };
-        let pps = |k: &str, v: f64| {
-            Rate::PacketsPerSecond(v)
-                .in_bounds()
-                .then_some(v)
-                .ok_or_else(|| bad(&format!("its '{k}' is not a packet rate")))
-        };
-        let list = |k: &str| -> Result<Vec<f64>, Failure> {
-            p.get(k)
-                .and_then(|v| v.as_array())
-                .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
-                .ok_or_else(|| bad(&format!("its '{k}' is missing")))
-        };
-        Ok(Settings {
-            sizes: list("sizes")?.into_iter().map(|x| x as usize).collect(),
-            tolerances: list("loss")?,
-            trial: trial("trial_s")?,
-            initial_trial: trial("initial_trial_s")?,
-            precision: need("precision")?,
-            min_pps: pps("min_pps", need("min_pps")?)?,
-            max_pps: f("max_pps").map(|v| pps("max_pps", v)).transpose()?,
-            max_trials: need("max_trials")? as usize,
-        })
     }
+    for (k, v) in [("min_pps", Some(p.min_pps)), ("max_pps", p.max_pps)] {
+        if v.is_some_and(|v| !Rate::PacketsPerSecond(v).in_bounds()) {
+            return Err(bad(&format!("its '{k}' is not a packet rate")));
+        }
+    }
+    Ok(p)
+}
 
-    fn check(&self, overhead: usize) -> Result<(), Failure> {
-        if self.sizes.is_empty() {
-            return Err(Failure::usage(anyhow!("--sizes: at least one frame size")));
-        }
-        let least = overhead + netceil_load::header::HEADER_LEN;
-        if let Some(f) = self.sizes.iter().find(|f| **f < least) {
-            return Err(Failure::usage(anyhow!(
-                "--sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {least} at least",
-                netceil_load::header::HEADER_LEN
-            )));
-        }
-        // The same checks the search makes, before any traffic.
-        SearchConfig {
-            min_pps: self.min_pps,
-            max_pps: self.max_pps.unwrap_or(self.min_pps * 2.0),
-            tolerances: self.tolerances.clone(),
-            final_duration: self.trial,
-            initial_duration: self.initial_trial,
-            precision: self.precision,
-            max_trials: self.max_trials,
-        }
+/// The checks the search makes, before any traffic.
+fn check(p: &SearchParams, overhead: usize) -> Result<(), Failure> {
+    if p.sizes.is_empty() {
+        return Err(Failure::usage(anyhow!("--sizes: at least one frame size")));
+    }
+    let least = overhead + netceil_load::header::HEADER_LEN;
+    if let Some(f) = p.sizes.iter().find(|f| **f < least) {
+        return Err(Failure::usage(anyhow!(
+            "--sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {least} at least",
+            netceil_load::header::HEADER_LEN
+        )));
+    }
+    search_config(p, p.min_pps, p.max_pps.unwrap_or(p.min_pps * 2.0))
         .validate()
         .map_err(|e| Failure::usage(anyhow!(e)))
+}
+
+fn search_config(p: &SearchParams, min_pps: f64, max_pps: f64) -> SearchConfig {
+    SearchConfig {
+        min_pps,
+        max_pps,
+        tolerances: p.loss.clone(),
+        final_duration: Duration::from_secs_f64(p.trial_s),
+        initial_duration: Duration::from_secs_f64(p.initial_trial_s),
+        precision: p.precision,
+        max_trials: p.max_trials,
     }
 }
 
@@ -352,105 +262,73 @@ pub fn run(args: SearchArgs) -> Outcome {
     let SearchWorkload::Udp(a) = &args.workload;
     let common = args.common.clone();
     let overhead = udp_payload_to_frame(0, common.ipv6);
-    let store = open_store(common.no_store);
+    let target = common.to.map(|t| t.to_string());
+    let store = engine::open_store(common.no_store);
     // --resume: the stored run's settings and its trials, replayed before any new traffic.
-    let (settings, replay, resumed_from) = match &a.resume {
+    let (mut settings, replay) = match &a.resume {
         Some(spec) => {
-            let (old, id) = crate::cmd_sweep::resumable(
-                store.as_ref(),
-                spec,
-                common.to.map(|t| t.to_string()),
-            )?;
-            (
-                Settings::from_run(&old)?,
-                VecDeque::from(old.parts),
-                Some(id),
-            )
+            let old = netceil_engine::resumable(store.as_ref(), spec, target.clone())?;
+            (from_run(&old)?, Replay::of(old))
         }
-        None => (Settings::from_args(a)?, VecDeque::new(), None),
+        None => (from_args(a, target.clone())?, Replay::default()),
     };
-    settings.check(overhead)?;
+    settings.resumed_from = replay.from.clone();
+    check(&settings, overhead)?;
     let pairs: Vec<(usize, usize)> = settings.sizes.iter().map(|&f| (f, f - overhead)).collect();
-    crate::kernel::check_path_mtu(common.to, "--sizes", &pairs)
+    netceil_engine::kernel::check_path_mtu(common.to, "--sizes", &pairs)
         .map_err(|e| Failure::usage(anyhow!(e)))?;
-    let Settings {
-        sizes,
-        tolerances,
-        trial,
-        initial_trial,
-        precision,
-        min_pps,
-        max_pps,
-        max_trials,
-    } = settings;
 
-    let (mut top, wire_id) = new_live_run(&common);
+    let (mut top, wire_id) = new_live_run(&common.labels);
     let run_id = top.run_id.clone();
-    top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Search,
-        params: obj(json!({
-            "workload": "udp", "sizes": sizes, "loss": tolerances,
-            "trial_s": trial.as_secs_f64(), "initial_trial_s": initial_trial.as_secs_f64(),
-            "precision": precision, "min_pps": min_pps, "max_pps": max_pps,
-            "max_trials": max_trials, "target": common.to.map(|t| t.to_string()),
-            "point": "app", "resumed_from": resumed_from,
-        })),
-    });
-    let quiet_parts = crate::cli::CommonRunArgs {
-        quiet: true,
-        ..common.clone()
-    };
-    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
-    let metrics = crate::cmd_run::steps_metrics(&args.metrics, &mut h)?;
-    let mut all_parts: Vec<Kept> = Vec::new();
+    top.workload = Some(WorkloadSpec::typed(WorkloadKind::Search, &settings));
+    let mut cmd = engine::start(
+        &common,
+        &args.metrics,
+        store.as_ref(),
+        top,
+        replay,
+        Progress::Steps,
+    )?;
+    let c = &mut cmd.campaign;
     let mut knees: Vec<Knee> = Vec::new();
     // For each knee, the index of the part that stopped it (filled in once parts are analyzed).
     let mut stopped_at: Vec<Option<usize>> = Vec::new();
     let mut interrupted = false;
-    let mut replay = replay;
-    let mut replayed = 0usize;
     let steps = crate::live::Steps::new(
         "search",
-        (sizes.len() * (max_trials + usize::from(max_pps.is_none()))) as u64,
+        (settings.sizes.len() * (settings.max_trials + usize::from(settings.max_pps.is_none())))
+            as u64,
         common.quiet,
     );
-    for &frame in &sizes {
-        let base = crate::cmd_run::udp_train_config(
+    for &frame in &settings.sizes {
+        let base = engine::udp_train_params(
             &common,
             frame - overhead,
-            a.pacing,
+            a.pacing.into(),
             a.rcvbuf,
             a.rcvbuf_force,
-            wire_id,
-        )?;
-        let first_part = all_parts.len();
+        );
+        let first_part = c.parts();
         let mut trials = UdpTrials {
-            h: &mut h,
-            base: base.clone(),
+            c: &mut *c,
+            base,
+            wire_id,
             frame,
             overhead,
-            run_id: run_id.clone(),
-            target: common.to.map(|t| t.to_string()),
-            parts: Vec::new(),
-            next_index: first_part,
-            replay: std::mem::take(&mut replay),
-            replayed: 0,
+            target: target.clone(),
             stopped: false,
             failure: None,
         };
         // The highest rate worth asking: what the generator sends flat out, unless given.
-        let max = match max_pps {
+        let max = match settings.max_pps {
             Some(m) => m,
             None => {
                 steps.say(&format!(
                     "{frame} B frames: measuring the generator's own ceiling ({} s unpaced)",
-                    initial_trial.as_secs_f64()
+                    settings.initial_trial_s
                 ));
-                let cfg = udp::UdpConfig {
-                    duration: initial_trial,
-                    ..base.clone()
-                };
-                let m = trials.trial(&cfg, 0.0)?.tx_pps;
+                let initial = Duration::from_secs_f64(settings.initial_trial_s);
+                let m = trials.trial(initial, 0.0)?.tx_pps;
                 steps.step(&format!(
                     "  {frame:>5} B  the generator sends {} flat out",
                     fmt::pps(m)
@@ -458,24 +336,13 @@ pub fn run(args: SearchArgs) -> Outcome {
                 m
             }
         };
-        let cfg = SearchConfig {
-            min_pps: min_pps.min(max * 0.5),
-            max_pps: max,
-            tolerances: tolerances.clone(),
-            final_duration: trial,
-            initial_duration: initial_trial,
-            precision,
-            max_trials,
-        };
+        let cfg = search_config(&settings, settings.min_pps.min(max * 0.5), max);
         let outcome = search::search(&cfg, &mut trials, &mut |rec| {
             steps.step(&trial_line(frame, rec));
         });
         let stopped = trials.stopped;
         let failure = trials.failure.take();
-        replayed += trials.replayed;
-        replay = std::mem::take(&mut trials.replay);
-        let offset = first_part + usize::from(max_pps.is_none());
-        all_parts.append(&mut trials.parts);
+        let offset = first_part + usize::from(settings.max_pps.is_none());
         let outcome = match outcome {
             Ok(o) => o,
             Err(_) if stopped => {
@@ -510,41 +377,15 @@ pub fn run(args: SearchArgs) -> Outcome {
                     .or_else(|| outcome.stopped_early.clone()),
             });
         }
-        if crate::stop_flag().load(Ordering::SeqCst) {
+        if c.stopping() {
             interrupted = true;
             break;
         }
     }
     steps.finish();
-    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
-    let leftover = h.rec.stop(&mut top);
-    h.rec.store_rows(&leftover);
-    for kept in all_parts {
-        let index = top.parts.len();
-        let mut part = match kept {
-            Kept::Live {
-                results,
-                from,
-                to,
-                trial,
-            } => {
-                let spec = trial_workload(
-                    overhead,
-                    trial,
-                    results.duration_s,
-                    common.to.map(|t| t.to_string()),
-                );
-                part_of(&top, spec, *results, from, to)
-            }
-            Kept::Stored(old) => {
-                let mut part = *old;
-                part.run_id = format!("{run_id}.{}", index + 1);
-                part
-            }
-        };
-        netceil_analyze::analyze_into(&mut part);
-        top.parts.push(part);
-    }
+    c.end(PartAnalysis::Each);
+    let replayed = c.replayed();
+    let top = &mut c.top;
     for (k, at) in knees.iter_mut().zip(&stopped_at) {
         k.stopped_by = at.and_then(|i| top.parts.get(i)).map(|p| {
             let top_finding = p
@@ -557,7 +398,7 @@ pub fn run(args: SearchArgs) -> Outcome {
     }
     top.knees = knees;
     top.meta.complete = !interrupted;
-    if let Some(old) = &resumed_from {
+    if let Some(old) = &settings.resumed_from {
         top.notes.push(format!(
             "resumed from {old}: {replayed} of its trials were replayed from the store (no traffic), the rest measured now; replayed trials keep the series they were stored with (none, if the search was killed)"
         ));
@@ -570,28 +411,16 @@ pub fn run(args: SearchArgs) -> Outcome {
     }
     top.notes.push(format!(
         "loss counted at the application (netceil's receiver), against what was sent; bits/s are Ethernet frame bits (frame size × 8 × rate), decimal units (1 Gbit/s = 10^9 bit/s); {} s trials decide, shorter ones narrow",
-        trial.as_secs_f64()
+        settings.trial_s
     ));
-    let stored = h.rec.finish(&top);
-    if common.json {
-        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
-    } else {
-        let mut out = crate::out::stdout();
-        write!(out, "{}", knee_table(&top)).context("writing to stdout")?;
-        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
-    }
-    crate::cmd_run::steps_metrics_done(metrics, &top, &args.metrics);
-    Ok(crate::observe::store_outcome(
-        common.no_store,
-        stored.is_some(),
-    ))
+    cmd.done(true, knee_table)
 }
 
 fn rate_of(p: &Run) -> String {
     p.workload
         .as_ref()
-        .and_then(|w| w.params.get("rate_pps"))
-        .and_then(serde_json::Value::as_f64)
+        .and_then(|w| w.params_as::<SearchTrialParams>().ok())
+        .and_then(|t| t.rate_pps)
         .map_or_else(|| "unpaced".to_string(), fmt::pps)
 }
 

@@ -148,7 +148,7 @@ fn export_host(
     )
     .context("starting the sampler for --metrics-listen")?;
     let publisher = m.publisher();
-    let (mut run, _) = crate::cmd_run::new_live_run_bare();
+    let (mut run, _) = netceil_engine::new_live_run(&[]);
     run.workload = None;
     m.analyze_live(crate::metrics::LiveVerdict::new(run, interval));
     let forward = std::thread::Builder::new()

@@ -13,18 +13,14 @@
 //! coarse success, so the knee is exact to the step asked for (assuming no success below a
 //! coarse failure, which the fine pass checks between the two coarse cells around the knee).
 
-use std::io::Write;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-
-use anyhow::{anyhow, Context};
-use netceil_load::udp;
+use anyhow::anyhow;
+use netceil_engine::{new_live_run, Campaign, PartAnalysis, Replay, Trial};
+use netceil_model::params::{SweepCycleParams, SweepParams, UdpParams};
 use netceil_model::{Knee, Results, Run, Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
 
 use crate::cli::{SweepArgs, SweepWorkload};
-use crate::cmd_run::{emit_plain, measure_udp, new_live_run, obj, part_of, Harness};
-use crate::observe::open_store;
+use crate::engine::{self, Progress};
 use crate::{Failure, Outcome};
 
 /// `0us..12us/0.1us`: start, end and step, in ns.
@@ -152,196 +148,44 @@ fn cell_of(r: &Results, interval_ns: f64, count: u64) -> Cell {
     }
 }
 
-/// What one UDP sweep runs with: from the command line, or from the run it resumes.
-#[derive(Debug, Clone, PartialEq)]
-struct UdpSettings {
-    sizes: Vec<usize>,
-    interval: String,
-    count: u64,
-    cycles: u32,
-    pacing: crate::cli::PacingArg,
-    rcvbuf: Option<usize>,
-    rcvbuf_force: bool,
-}
-
-impl UdpSettings {
-    fn from_args(a: &crate::cli::SweepUdpArgs) -> UdpSettings {
-        UdpSettings {
-            sizes: a.sizes.clone(),
-            interval: a.interval.clone(),
-            count: a.count,
-            cycles: a.cycles,
-            pacing: a.pacing,
-            rcvbuf: a.rcvbuf,
-            rcvbuf_force: a.rcvbuf_force,
-        }
-    }
-
-    fn params(&self, target: Option<String>, resumed_from: Option<&str>) -> serde_json::Value {
-        json!({
-            "workload": "udp", "sizes": self.sizes, "interval": self.interval,
-            "count": self.count, "cycles": self.cycles,
-            "pacing": match self.pacing { crate::cli::PacingArg::Spin => "spin", crate::cli::PacingArg::Sleep => "sleep" },
-            "rcvbuf": self.rcvbuf, "rcvbuf_force": self.rcvbuf_force,
-            "target": target, "resumed_from": resumed_from,
-        })
-    }
-
-    /// The settings a stored UDP sweep ran with.
-    fn from_run(run: &Run) -> Result<UdpSettings, Failure> {
-        let bad = |why: &str| {
-            Failure::usage(anyhow!(
-                "--resume {}: {why}; only an interrupted `netceil sweep udp` can be resumed",
-                run.run_id
-            ))
-        };
-        let w = run
-            .workload
-            .as_ref()
-            .ok_or_else(|| bad("it has no workload"))?;
-        let p = &w.params;
-        if w.kind != WorkloadKind::Sweep
-            || p.get("workload").and_then(|v| v.as_str()) != Some("udp")
-        {
-            return Err(bad("it is not a UDP sweep"));
-        }
-        let missing = |k: &str| bad(&format!("its '{k}' is missing"));
-        let u = |k: &str| {
-            p.get(k)
-                .and_then(serde_json::Value::as_u64)
-                .ok_or_else(|| missing(k))
-        };
-        Ok(UdpSettings {
-            sizes: p
-                .get("sizes")
-                .and_then(|v| v.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_u64().map(|x| x as usize))
-                        .collect()
-                })
-                .ok_or_else(|| missing("sizes"))?,
-            interval: p
-                .get("interval")
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| missing("interval"))?
-                .to_string(),
-            count: u("count")?,
-            cycles: u32::try_from(u("cycles")?).map_err(|_| missing("cycles"))?,
-            pacing: match p.get("pacing").and_then(|v| v.as_str()) {
-                Some("spin") => crate::cli::PacingArg::Spin,
-                Some("sleep") => crate::cli::PacingArg::Sleep,
-                _ => return Err(missing("pacing")),
-            },
-            rcvbuf: p
-                .get("rcvbuf")
-                .and_then(serde_json::Value::as_u64)
-                .map(|x| x as usize),
-            rcvbuf_force: p
-                .get("rcvbuf_force")
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(false),
-        })
+/// What a UDP sweep runs with, from the command line.
+fn from_args(a: &crate::cli::SweepUdpArgs, target: Option<String>) -> SweepParams {
+    SweepParams {
+        workload: "udp".into(),
+        sizes: a.sizes.clone(),
+        interval: a.interval.clone(),
+        count: a.count,
+        cycles: a.cycles,
+        pacing: a.pacing.into(),
+        rcvbuf: a.rcvbuf,
+        rcvbuf_force: a.rcvbuf_force,
+        target,
+        resumed_from: None,
     }
 }
 
-/// A cycle's identity in a sweep: what `--resume` matches stored parts on.
-fn cycle_key(size: usize, interval_ns: f64, cycle: u32) -> (usize, i64, u32) {
-    (size, interval_ns.round() as i64, cycle)
-}
-
-/// The stored cycles of an interrupted sweep, by their identity.
-fn stored_cycles(run: &Run) -> std::collections::HashMap<(usize, i64, u32), Run> {
-    run.parts
-        .iter()
-        .filter(|p| p.results.is_some())
-        .filter_map(|p| {
-            let w = &p.workload.as_ref()?.params;
-            let size = w.get("payload_bytes")?.as_u64()? as usize;
-            let interval = w.get("interval_ns")?.as_f64()?;
-            let cycle = w
-                .get("cycle")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0) as u32;
-            Some((cycle_key(size, interval, cycle), p.clone()))
-        })
-        .collect()
-}
-
-/// The part of one cycle, as it is stored.
-fn cycle_part(
-    run_id: &str,
-    index: usize,
-    (size, interval, cycle, count): (usize, f64, u32, u64),
-    results: Results,
-    target: Option<String>,
-) -> Run {
-    let mut part = Run::new(
-        format!("{run_id}.{}", index + 1),
-        netceil_model::RunSource::Live,
-    );
-    part.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Udp,
-        params: obj(json!({
-            "payload_bytes": size, "interval_ns": interval, "count": count, "cycle": cycle,
-            "target": target,
-        })),
-    });
-    part.results = Some(results);
-    part.meta.complete = true;
-    part
-}
-
-/// The stored run `--resume` names, checked: unfinished, and run against the same target
-/// (for `sweep udp` and `search udp` alike).
-pub(crate) fn resumable(
-    store: Option<&netceil_store::Store>,
-    spec: &str,
-    target: Option<String>,
-) -> Result<(Run, String), Failure> {
-    let Some(st) = store else {
-        return Err(Failure::usage(anyhow!(
-            "--resume needs the store (not --no-store, and a readable $NETCEIL_DB)"
-        )));
+/// What a stored UDP sweep ran with.
+fn from_run(run: &Run) -> Result<SweepParams, Failure> {
+    let bad = |why: &str| {
+        Failure::usage(anyhow!(
+            "--resume {}: {why}; only an interrupted `netceil sweep udp` can be resumed",
+            run.run_id
+        ))
     };
-    let id = st.resolve(spec).map_err(Failure::usage)?;
-    let old = st.get_run(&id).map_err(Failure::from)?;
-    if old.meta.complete {
-        return Err(Failure::usage(anyhow!(
-            "--resume {id}: that run finished; nothing to resume"
-        )));
-    }
-    let stored_target = old
+    let w = run
         .workload
         .as_ref()
-        .and_then(|w| w.params.get("target"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    if stored_target != target {
-        return Err(Failure::usage(anyhow!(
-            "--resume {id}: it ran against {}; give the same --to",
-            stored_target.as_deref().unwrap_or("loopback")
-        )));
+        .ok_or_else(|| bad("it has no workload"))?;
+    if w.kind != WorkloadKind::Sweep
+        || w.params.get("workload").and_then(|v| v.as_str()) != Some("udp")
+    {
+        return Err(bad("it is not a UDP sweep"));
     }
-    Ok((old, id))
+    w.params_as().map_err(|e| bad(&e.to_string()))
 }
 
-pub fn run(args: SweepArgs) -> Outcome {
-    let common = args.common.clone();
-    let a = match &args.workload {
-        SweepWorkload::Udp(a) => a,
-        SweepWorkload::Tcp(t) => return run_tcp(t, &common, &args.metrics),
-        SweepWorkload::Param(p) => return run_param(p, &common, &args.metrics),
-    };
-    let target = common.to.map(|t| t.to_string());
-    let store = open_store(common.no_store);
-    let (settings, mut replay, resumed_from) = match &a.resume {
-        Some(spec) => {
-            let (old, id) = resumable(store.as_ref(), spec, target.clone())?;
-            (UdpSettings::from_run(&old)?, stored_cycles(&old), Some(id))
-        }
-        None => (UdpSettings::from_args(a), Default::default(), None),
-    };
+/// The checks a UDP sweep makes before any traffic; its intervals, ns.
+fn check(settings: &SweepParams, common: &crate::cli::CommonRunArgs) -> Result<Vec<f64>, Failure> {
     let (start, end, step) =
         parse_interval_range(&settings.interval).map_err(|e| Failure::usage(anyhow!(e)))?;
     if settings.sizes.is_empty() {
@@ -369,178 +213,246 @@ pub fn run(args: SweepArgs) -> Outcome {
         )));
     }
     let pairs: Vec<(usize, usize)> = settings.sizes.iter().map(|&s| (s, s)).collect();
-    crate::kernel::check_path_mtu(common.to, "--sizes", &pairs)
+    netceil_engine::kernel::check_path_mtu(common.to, "--sizes", &pairs)
         .map_err(|e| Failure::usage(anyhow!(e)))?;
-    let count = settings.count;
     let steps = ((end - start) / step + 1e-9).floor() as usize + 1;
-    let intervals: Vec<f64> = (0..steps).map(|i| start + i as f64 * step).collect();
+    Ok((0..steps).map(|i| start + i as f64 * step).collect())
+}
 
-    let (mut top, wire_id) = new_live_run(&common);
-    let run_id = top.run_id.clone();
-    top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Sweep,
-        params: obj(settings.params(target.clone(), resumed_from.as_deref())),
-    });
-    let quiet_parts = crate::cli::CommonRunArgs {
-        quiet: true,
-        ..common.clone()
+/// One size's cells of a UDP sweep.
+struct SizeCells<'a> {
+    settings: &'a SweepParams,
+    size: usize,
+    intervals: &'a [f64],
+    base: UdpParams,
+    wire_id: u16,
+    steps: &'a crate::live::Steps,
+}
+
+impl SizeCells<'_> {
+    /// Measures interval index i (all cycles; a cell succeeds only if every cycle did), or
+    /// replays the cycles an interrupted sweep stored.
+    fn measure(&self, i: usize, c: &mut Campaign) -> Result<Cell, Failure> {
+        let (size, count) = (self.size, self.settings.count);
+        let interval = self.intervals[i];
+        let mut worst: Option<Cell> = None;
+        for cycle in 0..self.settings.cycles {
+            let asked = WorkloadSpec::typed(
+                WorkloadKind::Udp,
+                &SweepCycleParams {
+                    payload_bytes: size,
+                    interval_ns: interval,
+                    count,
+                    cycle,
+                    target: self.settings.target.clone(),
+                },
+            );
+            let (r, from_store) = match c.replayed_part(&asked) {
+                Some(r) => (r, true),
+                None => {
+                    // Long enough for the whole train at the asked gap, with room.
+                    let train_s = count as f64 * interval / 1e9;
+                    let params = UdpParams {
+                        rate: None,
+                        interval_ns: (interval > 0.0).then_some(interval),
+                        count: Some(count),
+                        duration_s: train_s * 4.0 + 5.0,
+                        ..self.base.clone()
+                    };
+                    let (r, _, _) = c.measure(&Trial::udp(params, self.wire_id)?)?;
+                    let mut part = Run::new("", netceil_model::RunSource::Live);
+                    part.workload = Some(asked);
+                    part.results = Some(r.clone());
+                    c.keep(part);
+                    (r, false)
+                }
+            };
+            let cell = cell_of(&r, interval, count);
+            self.steps.step(&format!(
+                "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}{}",
+                format!("{:.2} us", interval / 1e3),
+                cell.app_ratio * 100.0,
+                cell.kernel_ratio * 100.0,
+                format!("{:.2} us", cell.achieved_gap_ns / 1e3),
+                if cell.gap_short {
+                    "  (generator could not hold the interval)"
+                } else {
+                    ""
+                },
+                if from_store { "  (from the store)" } else { "" }
+            ));
+            worst = Some(match worst {
+                None => cell,
+                Some(w) => w.worse(cell),
+            });
+        }
+        Ok(worst.expect("at least one cycle"))
+    }
+
+    /// The knee at `point`: coarse steps first, then every step below the first coarse
+    /// success. `None` when interrupted.
+    fn knee(
+        &self,
+        point: Point,
+        cells: &mut [Option<Cell>],
+        measured: &mut usize,
+        c: &mut Campaign,
+    ) -> Result<Option<Knee>, Failure> {
+        let stride = (self.intervals.len() / 12).max(1);
+        let mut first_ok = None;
+        let mut i = 0;
+        while i < self.intervals.len() {
+            if c.stopping() {
+                return Ok(None);
+            }
+            if cells[i].is_none() {
+                cells[i] = Some(self.measure(i, c)?);
+                *measured += 1;
+            }
+            if cells[i].as_ref().is_some_and(|c| c.ok(point)) {
+                first_ok = Some(i);
+                break;
+            }
+            i += stride;
+        }
+        // Fine pass below the first coarse success.
+        if let Some(hi) = first_ok {
+            let lo = hi.saturating_sub(stride - 1);
+            for (j, slot) in cells.iter_mut().enumerate().take(hi).skip(lo) {
+                if c.stopping() {
+                    return Ok(None);
+                }
+                if slot.is_none() {
+                    *slot = Some(self.measure(j, c)?);
+                    *measured += 1;
+                }
+                if slot.as_ref().is_some_and(|c| c.ok(point)) {
+                    first_ok = Some(j);
+                    break;
+                }
+            }
+        }
+        let end = self.intervals.last().copied().unwrap_or(0.0);
+        Ok(Some(knee_of(
+            self.size,
+            point,
+            first_ok.and_then(|k| cells[k].clone()),
+            cells.iter().flatten().any(|c| c.gap_short),
+            *measured,
+            end,
+        )))
+    }
+}
+
+fn knee_of(
+    size: usize,
+    point: Point,
+    knee_cell: Option<Cell>,
+    short: bool,
+    measured: usize,
+    end: f64,
+) -> Knee {
+    Knee {
+        size_bytes: size,
+        point: point.name().into(),
+        loss_tolerance: 0.0,
+        min_interval_us: knee_cell.as_ref().map(|c| c.interval_ns / 1e3),
+        rate_pps: knee_cell
+            .as_ref()
+            .map(|c| if c.cycle_s > 0.0 { c.sent as f64 / c.cycle_s } else { 0.0 }),
+        bits_per_s: knee_cell
+            .as_ref()
+            .map(|c| c.sent as f64 * size as f64 * 8.0 / c.cycle_s.max(1e-9)),
+        loss_ratio: knee_cell.as_ref().map(|_| 0.0),
+        trials: measured,
+        generator_limited: knee_cell.is_none() && short,
+        verified: knee_cell.is_some(),
+        upper_pps: None,
+        stopped_by: None,
+        note: match (&knee_cell, short) {
+            (None, true) => Some("no interval reached 100 %; at some the generator could not hold the interval asked, so those cells say nothing of the receiver".into()),
+            (None, false) => Some(format!("no interval up to {:.2} us reached 100 %", end / 1e3)),
+            (Some(_), _) => None,
+        },
+    }
+}
+
+pub fn run(args: SweepArgs) -> Outcome {
+    let common = args.common.clone();
+    let a = match &args.workload {
+        SweepWorkload::Udp(a) => a,
+        SweepWorkload::Tcp(t) => return run_tcp(t, &common, &args.metrics),
+        SweepWorkload::Param(p) => return run_param(p, &common, &args.metrics),
     };
-    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
-    let metrics = crate::cmd_run::steps_metrics(&args.metrics, &mut h)?;
+    let target = common.to.map(|t| t.to_string());
+    let store = engine::open_store(common.no_store);
+    let (mut settings, replay) = match &a.resume {
+        Some(spec) => {
+            let old = netceil_engine::resumable(store.as_ref(), spec, target.clone())?;
+            (from_run(&old)?, Replay::of(old))
+        }
+        None => (from_args(a, target.clone()), Replay::default()),
+    };
+    settings.resumed_from = replay.from.clone();
+    let intervals = check(&settings, &common)?;
+    let count = settings.count;
+    let (mut top, wire_id) = new_live_run(&common.labels);
+    let run_id = top.run_id.clone();
+    top.workload = Some(WorkloadSpec::typed(WorkloadKind::Sweep, &settings));
+    let mut cmd = engine::start(
+        &common,
+        &args.metrics,
+        store.as_ref(),
+        top,
+        replay,
+        Progress::Steps,
+    )?;
+    let c = &mut cmd.campaign;
     let mut knees = Vec::new();
     let mut interrupted = false;
-    // Every cycle measured or replayed, one part each, stored the moment it ends.
-    let mut kept: Vec<Run> = Vec::new();
-    let mut replayed = 0usize;
     let steps = crate::live::Steps::new(
         "sweep",
         (settings.sizes.len() * intervals.len()) as u64,
         common.quiet,
     );
     'sizes: for &size in &settings.sizes {
-        let base = udp::UdpConfig {
-            count: Some(count),
-            ..crate::cmd_run::udp_train_config(
-                &common,
-                size,
-                settings.pacing,
-                settings.rcvbuf,
-                settings.rcvbuf_force,
-                wire_id,
-            )?
+        let base = engine::udp_train_params(
+            &common,
+            size,
+            settings.pacing,
+            settings.rcvbuf,
+            settings.rcvbuf_force,
+        );
+        let cells_of = SizeCells {
+            settings: &settings,
+            size,
+            intervals: &intervals,
+            base,
+            wire_id,
+            steps: &steps,
         };
         let mut cells: Vec<Option<Cell>> = vec![None; intervals.len()];
         let mut measured = 0usize;
-        // Measures interval index i (all cycles; a cell succeeds only if every cycle did).
-        let mut measure =
-            |i: usize, h: &mut Harness, kept: &mut Vec<Run>| -> Result<Cell, Failure> {
-                let interval = intervals[i];
-                let mut worst: Option<Cell> = None;
-                for cycle in 0..settings.cycles {
-                    let stored = replay.remove(&cycle_key(size, interval, cycle));
-                    let from_store = stored.is_some();
-                    let r = match stored.and_then(|p| p.results) {
-                        Some(r) => {
-                            replayed += 1;
-                            r
-                        }
-                        None => {
-                            // Long enough for the whole train at the asked gap, with room.
-                            let train_s = count as f64 * interval / 1e9;
-                            let cfg = udp::UdpConfig {
-                                rate: None,
-                                interval_ns: (interval > 0.0).then_some(interval),
-                                duration: Duration::from_secs_f64(train_s * 4.0 + 5.0),
-                                ..base.clone()
-                            };
-                            measure_udp(&cfg, h)?
-                        }
-                    };
-                    let c = cell_of(&r, interval, count);
-                    steps.step(&format!(
-                    "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}{}",
-                    format!("{:.2} us", interval / 1e3),
-                    c.app_ratio * 100.0,
-                    c.kernel_ratio * 100.0,
-                    format!("{:.2} us", c.achieved_gap_ns / 1e3),
-                    if c.gap_short {
-                        "  (generator could not hold the interval)"
-                    } else {
-                        ""
-                    },
-                    if from_store { "  (from the store)" } else { "" }
-                ));
-                    let part = cycle_part(
-                        &run_id,
-                        kept.len(),
-                        (size, interval, cycle, count),
-                        r,
-                        target.clone(),
-                    );
-                    h.rec.add_part(kept.len(), &part);
-                    kept.push(part);
-                    worst = Some(match worst {
-                        None => c,
-                        Some(w) => w.worse(c),
-                    });
-                }
-                Ok(worst.expect("at least one cycle"))
-            };
-        let stride = (intervals.len() / 12).max(1);
         for point in [Point::Kernel, Point::App] {
-            // Coarse pass.
-            let mut first_ok = None;
-            let mut i = 0;
-            while i < intervals.len() {
-                if crate::stop_flag().load(Ordering::SeqCst) {
+            match cells_of.knee(point, &mut cells, &mut measured, c)? {
+                Some(k) => knees.push(k),
+                None => {
                     interrupted = true;
                     break 'sizes;
                 }
-                if cells[i].is_none() {
-                    cells[i] = Some(measure(i, &mut h, &mut kept)?);
-                    measured += 1;
-                }
-                if cells[i].as_ref().is_some_and(|c| c.ok(point)) {
-                    first_ok = Some(i);
-                    break;
-                }
-                i += stride;
             }
-            // Fine pass below the first coarse success.
-            if let Some(hi) = first_ok {
-                let lo = hi.saturating_sub(stride - 1);
-                for (j, slot) in cells.iter_mut().enumerate().take(hi).skip(lo) {
-                    if crate::stop_flag().load(Ordering::SeqCst) {
-                        interrupted = true;
-                        break 'sizes;
-                    }
-                    if slot.is_none() {
-                        *slot = Some(measure(j, &mut h, &mut kept)?);
-                        measured += 1;
-                    }
-                    if slot.as_ref().is_some_and(|c| c.ok(point)) {
-                        first_ok = Some(j);
-                        break;
-                    }
-                }
-            }
-            let knee_cell = first_ok.and_then(|k| cells[k].clone());
-            let short = cells.iter().flatten().any(|c| c.gap_short);
-            knees.push(Knee {
-                size_bytes: size,
-                point: point.name().into(),
-                loss_tolerance: 0.0,
-                min_interval_us: knee_cell.as_ref().map(|c| c.interval_ns / 1e3),
-                rate_pps: knee_cell
-                    .as_ref()
-                    .map(|c| if c.cycle_s > 0.0 { c.sent as f64 / c.cycle_s } else { 0.0 }),
-                bits_per_s: knee_cell.as_ref().map(|c| {
-                    c.sent as f64 * size as f64 * 8.0 / c.cycle_s.max(1e-9)
-                }),
-                loss_ratio: knee_cell.as_ref().map(|_| 0.0),
-                trials: measured,
-                generator_limited: knee_cell.is_none() && short,
-                verified: knee_cell.is_some(),
-                upper_pps: None,
-                stopped_by: None,
-                note: match (&knee_cell, short) {
-                    (None, true) => Some("no interval reached 100 %; at some the generator could not hold the interval asked, so those cells say nothing of the receiver".into()),
-                    (None, false) => Some(format!("no interval up to {:.2} us reached 100 %", end / 1e3)),
-                    (Some(_), _) => None,
-                },
-            });
         }
     }
     steps.finish();
-    let leftover = h.rec.stop(&mut top);
-    h.rec.store_rows(&leftover);
-    top.parts = kept;
+    c.end(PartAnalysis::None);
+    let replayed = c.replayed();
+    let top = &mut c.top;
     top.knees = knees;
     top.meta.complete = !interrupted;
     top.notes.push(format!(
         "each cell is one cycle of {count} packets; kernel = reached the receiving socket (read, dropped at its full buffer, or queued), app = read by netceil's receiver; throughput = data per cycle / cycle time, in Gbit/s (10^9) and Gibit/s (2^30)"
     ));
-    if let Some(old) = &resumed_from {
+    if let Some(old) = &settings.resumed_from {
         top.notes.push(format!(
             "resumed from {old}: {replayed} of its cycles were replayed from the store (no traffic), the rest measured now"
         ));
@@ -551,19 +463,7 @@ pub fn run(args: SweepArgs) -> Outcome {
             crate::exit::interrupted()
         ));
     }
-    let stored = h.rec.finish(&top);
-    if common.json {
-        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
-    } else {
-        let mut out = crate::out::stdout();
-        write!(out, "{}", knee_table(&top, count)).context("writing to stdout")?;
-        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
-    }
-    crate::cmd_run::steps_metrics_done(metrics, &top, &args.metrics);
-    Ok(crate::observe::store_outcome(
-        common.no_store,
-        stored.is_some(),
-    ))
+    cmd.done(true, |top| knee_table(top, count))
 }
 
 /// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
@@ -728,84 +628,74 @@ pub fn run_tcp(
             "--flows: one or more flow counts, each at least 1"
         )));
     }
-    // Every step's plan is checked before any traffic.
-    let plans = a
+    // Every step's trial is checked before any traffic.
+    let trials = a
         .flows
         .iter()
         .map(|&f| {
-            crate::cmd_run::tcp_plan(
-                &crate::cli::TcpArgs {
-                    flows: f,
-                    rate_per_flow: a.rate_per_flow,
-                    msg_size: a.msg_size,
-                    threads: a.threads,
-                    pacing: crate::cli::TcpPacingArg::Auto,
-                    duration: a.step_duration,
-                },
-                common,
-            )
+            let args = crate::cli::TcpArgs {
+                flows: f,
+                rate_per_flow: a.rate_per_flow,
+                msg_size: a.msg_size,
+                threads: a.threads,
+                pacing: crate::cli::TcpPacingArg::Auto,
+                duration: a.step_duration,
+            };
+            Ok(Trial::tcp(engine::tcp_params(&args, common))?)
         })
         .collect::<Result<Vec<_>, Failure>>()?;
-    let (mut top, _) = new_live_run(common);
-    top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Sweep,
-        params: obj(json!({
+    let (mut top, _) = new_live_run(&common.labels);
+    top.workload = Some(WorkloadSpec::typed(
+        WorkloadKind::Sweep,
+        &json!({
             "workload": "tcp flows", "flows": a.flows, "rate_per_flow": a.rate_per_flow,
             "step_s": a.step_duration.as_secs_f64(), "msg_size": a.msg_size,
             "target": common.to.map(|t| t.to_string()),
-        })),
-    });
-    let store = open_store(common.no_store);
-    let quiet_parts = crate::cli::CommonRunArgs {
-        quiet: true,
-        ..common.clone()
-    };
-    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
-    let metrics = crate::cmd_run::steps_metrics(metrics_args, &mut h)?;
+        }),
+    ));
+    let store = engine::open_store(common.no_store);
+    let mut cmd = engine::start(
+        common,
+        metrics_args,
+        store.as_ref(),
+        top,
+        Replay::default(),
+        Progress::Steps,
+    )?;
+    let c = &mut cmd.campaign;
     let steps_bar = crate::live::Steps::new("sweep", a.flows.len() as u64, common.quiet);
-    let mut kept = Vec::new();
     let mut interrupted = false;
-    for plan in &plans {
-        if crate::stop_flag().load(Ordering::SeqCst) {
+    let mut measured = Vec::new();
+    for t in &trials {
+        if c.stopping() {
             interrupted = true;
             break;
         }
-        let crate::cmd_run::Plan::Tcp(cfg, _) = plan else {
-            continue;
-        };
-        let from = h.rec.elapsed_s();
-        let r = crate::cmd_run::measure_tcp(cfg, &mut h)?;
-        let to = h.rec.elapsed_s();
+        let asked = t.workload();
+        let r = c.trial(t, &asked, |_| asked.clone())?.results;
+        let bits_per_s = r.rx_app_bits_per_s.max(r.tx_bits_per_s);
+        let Trial::Tcp(cfg, _) = t else { continue };
         steps_bar.step(&format!(
             "  {:>5} flows  {:>12}",
             cfg.flows,
-            crate::fmt::bits_per_s(r.rx_app_bits_per_s.max(r.tx_bits_per_s))
+            crate::fmt::bits_per_s(bits_per_s)
         ));
-        kept.push((plan.spec(), r, from, to));
+        measured.push((cfg.flows, bits_per_s));
     }
     steps_bar.finish();
-    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
-    let leftover = h.rec.stop(&mut top);
-    h.rec.store_rows(&leftover);
-    let mut steps = Vec::new();
-    for (spec, results, from, to) in kept {
-        let flows = spec
-            .params
-            .get("flows")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0) as u32;
-        let bits_per_s = results.rx_app_bits_per_s.max(results.tx_bits_per_s);
-        let mut part = part_of(&top, spec, results, from, to);
-        steps.push(Step {
+    c.end(PartAnalysis::Each);
+    let top = &mut c.top;
+    let steps: Vec<Step> = measured
+        .iter()
+        .zip(&top.parts)
+        .map(|(&(flows, bits_per_s), part)| Step {
             flows,
             bits_per_s,
-            cpu_busy_pct: series_mean(&part, n::CPU_BUSY_PCT),
-            cs_per_s: series_mean(&part, n::CS_PER_S),
-            intr_per_s: series_mean(&part, n::INTR_PER_S),
-        });
-        netceil_analyze::analyze_into(&mut part);
-        top.parts.push(part);
-    }
+            cpu_busy_pct: series_mean(part, n::CPU_BUSY_PCT),
+            cs_per_s: series_mean(part, n::CS_PER_S),
+            intr_per_s: series_mean(part, n::INTR_PER_S),
+        })
+        .collect();
     let knee = flows_knee(&steps);
     if let Some(k) = knee {
         let part = &top.parts[k];
@@ -819,47 +709,40 @@ pub fn run_tcp(
         ));
     }
     top.meta.complete = !interrupted;
-    let stored = h.rec.finish(&top);
-    if common.json {
-        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
-    } else {
-        let mut out = crate::out::stdout();
-        let mut t =
-            String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
-        for (i, s) in steps.iter().enumerate() {
-            let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".into(), f);
-            t.push_str(&format!(
-                "{:>5}   {:>12}   {:>8}   {:>9}   {:>9}   {}{}\n",
-                s.flows,
-                crate::fmt::bits_per_s(s.bits_per_s),
-                opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
-                opt(s.cs_per_s, &|v| crate::fmt::count(v as u64)),
-                opt(s.intr_per_s, &|v| crate::fmt::count(v as u64)),
-                top.parts[i]
-                    .findings
-                    .first()
-                    .map_or("-", |f| f.cause.as_str()),
-                if knee == Some(i) {
-                    "   <- adding flows stops here"
-                } else {
-                    ""
-                }
-            ));
-        }
-        write!(out, "{t}").context("writing to stdout")?;
-        for n in &top.notes {
-            writeln!(out, "{n}").context("writing to stdout")?;
-        }
-        if let Some(f) = top.findings.first() {
-            writeln!(out, "verdict at the knee: {}", f.summary).context("writing to stdout")?;
-        }
-        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
+    cmd.done(true, |top| flows_table(top, &steps, knee))
+}
+
+/// A TCP flows sweep's table: per step, throughput, CPU, switches, interrupts and finding.
+fn flows_table(top: &Run, steps: &[Step], knee: Option<usize>) -> String {
+    let mut t =
+        String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
+    for (i, s) in steps.iter().enumerate() {
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".into(), f);
+        t.push_str(&format!(
+            "{:>5}   {:>12}   {:>8}   {:>9}   {:>9}   {}{}\n",
+            s.flows,
+            crate::fmt::bits_per_s(s.bits_per_s),
+            opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
+            opt(s.cs_per_s, &|v| crate::fmt::count(v as u64)),
+            opt(s.intr_per_s, &|v| crate::fmt::count(v as u64)),
+            top.parts[i]
+                .findings
+                .first()
+                .map_or("-", |f| f.cause.as_str()),
+            if knee == Some(i) {
+                "   <- adding flows stops here"
+            } else {
+                ""
+            }
+        ));
     }
-    crate::cmd_run::steps_metrics_done(metrics, &top, metrics_args);
-    Ok(crate::observe::store_outcome(
-        common.no_store,
-        stored.is_some(),
-    ))
+    for n in &top.notes {
+        t.push_str(&format!("{n}\n"));
+    }
+    if let Some(f) = top.findings.first() {
+        t.push_str(&format!("verdict at the knee: {}\n", f.summary));
+    }
+    t
 }
 
 #[cfg(test)]
@@ -957,9 +840,9 @@ pub fn run_param(
             combos.len()
         )));
     }
-    let (mut top, wire_id) = new_live_run(common);
+    let (mut top, wire_id) = new_live_run(&common.labels);
     // Every step is parsed and checked before any traffic, by `netceil run`'s own parser.
-    let mut plans = Vec::new();
+    let mut trials = Vec::new();
     for combo in &combos {
         let mut argv: Vec<String> = vec!["netceil".into(), "run".into()];
         argv.extend(a.run.iter().cloned());
@@ -988,80 +871,52 @@ pub fn run_param(
                 "the arguments after -- must name a workload (udp, tcp or rr), e.g. `-- udp --duration 5s`"
             )));
         };
-        plans.push((
-            combo.clone(),
-            crate::cmd_run::plan(&w, &run.common, wire_id)?,
-        ));
+        trials.push((combo.clone(), engine::plan(&w, &run.common, wire_id)?));
     }
-    top.workload = Some(WorkloadSpec {
-        kind: WorkloadKind::Sweep,
-        params: obj(json!({
-            "workload": "param", "params": a.params, "run": a.run,
-        })),
-    });
-    let store = open_store(common.no_store);
-    let quiet_parts = crate::cli::CommonRunArgs {
-        quiet: true,
-        ..common.clone()
-    };
-    let mut h = Harness::start(&quiet_parts, store.as_ref(), &top)?;
-    let metrics = crate::cmd_run::steps_metrics(metrics_args, &mut h)?;
-    let bar = crate::live::Steps::new("sweep", plans.len() as u64, common.quiet);
-    let mut kept = Vec::new();
+    top.workload = Some(WorkloadSpec::typed(
+        WorkloadKind::Sweep,
+        &json!({ "workload": "param", "params": a.params, "run": a.run }),
+    ));
+    let store = engine::open_store(common.no_store);
+    let mut cmd = engine::start(
+        common,
+        metrics_args,
+        store.as_ref(),
+        top,
+        Replay::default(),
+        Progress::Steps,
+    )?;
+    let c = &mut cmd.campaign;
+    let bar = crate::live::Steps::new("sweep", trials.len() as u64, common.quiet);
+    let mut lines = Vec::new();
     let mut interrupted = false;
-    for (combo, plan) in &plans {
-        if crate::stop_flag().load(Ordering::SeqCst) {
+    for (combo, t) in &trials {
+        if c.stopping() {
             interrupted = true;
             break;
         }
-        let from = h.rec.elapsed_s();
-        let r = match plan {
-            crate::cmd_run::Plan::Udp(c, _) => measure_udp(c, &mut h)?,
-            crate::cmd_run::Plan::Tcp(c, _) => crate::cmd_run::measure_tcp(c, &mut h)?,
-            crate::cmd_run::Plan::Rr(c, _) => crate::cmd_run::measure_rr(c, &mut h)?,
-        };
-        let to = h.rec.elapsed_s();
+        let asked = t.workload();
+        let r = c.trial(t, &asked, |_| asked.clone())?.results;
         bar.step(&format!("  {}  {}", combo_words(combo), headline(&r)));
-        kept.push((combo.clone(), plan.spec(), r, from, to));
+        lines.push(format!("{}  {}", combo_words(combo), headline(&r)));
     }
     bar.finish();
-    top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
-    let leftover = h.rec.stop(&mut top);
-    h.rec.store_rows(&leftover);
-    let mut lines = Vec::new();
-    for (combo, spec, results, from, to) in kept {
-        lines.push(format!("{}  {}", combo_words(&combo), headline(&results)));
-        let mut part = part_of(&top, spec, results, from, to);
-        for (name, v) in &combo {
+    c.end(PartAnalysis::None);
+    let top = &mut c.top;
+    for ((combo, _), (part, line)) in trials.iter().zip(top.parts.iter_mut().zip(&mut lines)) {
+        for (name, v) in combo {
             part.meta.labels.insert(format!("param.{name}"), v.clone());
         }
-        netceil_analyze::analyze_into(&mut part);
+        netceil_analyze::analyze_into(part);
         if let Some(f) = part.findings.first() {
-            if let Some(l) = lines.last_mut() {
-                l.push_str(&format!("  {}", f.cause));
-            }
+            line.push_str(&format!("  {}", f.cause));
         }
-        top.parts.push(part);
     }
     top.meta.complete = !interrupted;
     top.notes.push(
         "each step is `netceil run` with the shared arguments and one combination of --param values; each part carries its values as labels (param.NAME)".into(),
     );
-    let stored = h.rec.finish(&top);
-    if common.json {
-        crate::cmd_run::emit(&top, true, stored.as_deref(), store.as_ref())?;
-    } else {
-        let mut out = crate::out::stdout();
-        for l in &lines {
-            writeln!(out, "{l}").context("writing to stdout")?;
-        }
-        emit_plain(&mut out, stored.as_deref(), store.as_ref())?;
-    }
-    crate::cmd_run::steps_metrics_done(metrics, &top, metrics_args);
-    Ok(crate::observe::store_outcome(
-        common.no_store,
-        stored.is_some(),
-    ))
+    cmd.done(true, |_| lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 fn combo_words(combo: &[(String, String)]) -> String {

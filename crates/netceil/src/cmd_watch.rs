@@ -8,9 +8,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::cli::WatchArgs;
-use crate::observe::{open_store, terminal_width, LiveTable, Recording};
-use crate::table::LoadFigures;
+use crate::engine::open_store;
+use crate::live::terminal_width;
+use crate::table::{LiveTable, LoadFigures};
 use crate::{Done, Failure, Outcome};
+use netceil_engine::Recording;
 
 /// How much of a launched command's output is kept in the run; the rest is counted.
 const OUTPUT_KEEP: usize = 1 << 20;
@@ -76,22 +78,20 @@ fn check_pids(pids: &[i32]) -> Result<(), Failure> {
 }
 
 pub fn run(args: WatchArgs) -> Outcome {
-    crate::observe::check_interval(args.interval, "--interval")?;
+    netceil_engine::check_interval(args.interval, "--interval")?;
     check_pids(&args.pids)?;
     // Before anything starts: a bad address costs nothing.
     let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let stop = crate::stop_flag();
-    let started = crate::cmd_run::now_unix_s();
-    let mut run = Run::new(
-        crate::cmd_run::new_run_id(started),
+    let (mut run, _) = netceil_engine::new_run(
+        &args.labels,
         RunSource::Watched {
             command: (!args.command.is_empty()).then(|| args.command.clone()),
         },
+        &netceil_probe::ProcFs::new(),
     );
-    run.meta.started_unix_s = started;
-    run.meta.host = crate::host::host_info();
-    run.meta.netceil_version = env!("CARGO_PKG_VERSION").to_string();
-    run.meta.labels = args.labels.iter().cloned().collect();
+    // netceil's own CPUs are not the watched processes': read below from theirs.
+    run.meta.workload_cpus = None;
 
     // Probes go on before the command starts; the offcpu probe follows netceil itself until
     // the command is forked (so the command and everything it forks is followed from its
@@ -105,7 +105,7 @@ pub fn run(args: WatchArgs) -> Outcome {
                 .map(|p| *p as u32)
                 .chain((!args.command.is_empty()).then_some(me))
                 .collect();
-            let s = crate::probes::ProbeSession::start(
+            let s = netceil_engine::probes::ProbeSession::start(
                 &list.0,
                 args.lock_stacks,
                 &follow,
@@ -167,7 +167,7 @@ pub fn run(args: WatchArgs) -> Outcome {
         rec.set_probes(p);
     }
     if let Some(m) = &metrics {
-        rec.publish_to(m.publisher());
+        rec.observe(crate::engine::metrics_rows(m));
         m.analyze_live(crate::metrics::LiveVerdict::new(run.clone(), args.interval));
     }
     let mut table = LiveTable::new(
@@ -284,7 +284,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     if let Some(m) = metrics {
         m.linger(args.metrics.metrics_linger.unwrap_or_default());
     }
-    let done = crate::observe::store_outcome(args.no_store, stored.is_some());
+    let done = crate::engine::store_outcome(args.no_store, stored.is_some());
     Ok(match code {
         // The reader of stdout stopped the watch, not the command.
         _ if crate::out::closed() => done,
@@ -338,7 +338,7 @@ fn emit(
     .context("writing to stdout")?;
     write!(out, "{}", crate::summary::verdict(run)).context("writing to stdout")?;
     write!(out, "{}", crate::summary::missing(&run.series)).context("writing to stdout")?;
-    crate::cmd_run::emit_plain(&mut out, stored, store)
+    crate::engine::emit_plain(&mut out, stored, store)
 }
 
 /// netceil's exit code when `--duration` ended a command that was still running (timeout(1)'s).

@@ -77,9 +77,14 @@ impl Failure {
     }
 }
 
+/// A failure at run time, unless the error is the engine's, which knows whose fault it is.
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Failure {
-        Failure::runtime(e)
+        match e.into().downcast::<netceil_engine::Error>() {
+            Ok(e) if e.is_usage() => Failure::usage(e.error),
+            Ok(e) => Failure::runtime(e.error),
+            Err(e) => Failure::runtime(e),
+        }
     }
 }
 

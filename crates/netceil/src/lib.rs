@@ -16,17 +16,13 @@ mod cmd_serve;
 mod cmd_store;
 mod cmd_sweep;
 mod cmd_watch;
+mod engine;
 pub mod exit;
 mod fmt;
-mod host;
-mod kernel;
 mod live;
 pub mod metrics;
-mod observe;
 pub mod out;
 mod parse;
-mod probes;
-mod remote;
 mod serve;
 mod summary;
 mod table;
@@ -35,15 +31,6 @@ use clap::Parser;
 use std::process::ExitCode;
 
 pub use exit::{on_stop, stop_flag, Done, Failure, Outcome};
-
-/// Maps a load-engine error to its exit code: the user's input (2) or the system (1).
-pub(crate) fn load_failure(e: netceil_load::LoadError) -> Failure {
-    if e.is_usage() {
-        Failure::usage(e)
-    } else {
-        Failure::runtime(e)
-    }
-}
 
 /// Set by `netceil lab` (to its own PID) on the netceil processes it starts: they stop, as on
 /// SIGTERM, when that process dies, even by `kill -9`, so nothing keeps running in a lab that

@@ -2,8 +2,70 @@
 //! plain lines otherwise. With --json the lines go to stderr so stdout stays one document.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use netceil_engine::{LoadFigures, LoadKind, Observer, PartStart};
+use netceil_probe::Row;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
+
+use crate::table::{LiveTable, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
+
+/// The terminal's width, if stdout (or stderr, when stdout carries JSON) is one.
+pub fn terminal_width(to_stderr: bool) -> Option<usize> {
+    let term = if to_stderr {
+        console::Term::stderr()
+    } else {
+        console::Term::stdout()
+    };
+    term.is_term().then(|| term.size().1 as usize)
+}
+
+/// The terminal's view of a session: for each trial a title, a progress bar and the live
+/// table, one line per interval.
+pub struct TerminalParts {
+    json: bool,
+    quiet: bool,
+    wide: bool,
+    part: Option<(Live, LiveTable)>,
+}
+
+impl TerminalParts {
+    pub fn new(json: bool, quiet: bool, wide: bool) -> TerminalParts {
+        TerminalParts {
+            json,
+            quiet,
+            wide,
+            part: None,
+        }
+    }
+}
+
+impl Observer for TerminalParts {
+    fn begin(&mut self, part: &PartStart) {
+        let columns = match part.kind {
+            LoadKind::Udp => UDP_COLUMNS,
+            LoadKind::Tcp => TCP_COLUMNS,
+            LoadKind::Rr => RR_COLUMNS,
+        };
+        let live = Live::new(&part.title, part.length, self.json, self.quiet);
+        let table = LiveTable::new(Vec::new(), columns, self.wide, terminal_width(self.json));
+        self.part = Some((live, table));
+    }
+
+    fn progress(&mut self, elapsed_s: f64, row: &Row, load: &LoadFigures) {
+        if let Some((live, table)) = &mut self.part {
+            for line in table.lines(row, load) {
+                live.line(&line);
+            }
+            live.set_elapsed(elapsed_s);
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some((live, _)) = self.part.take() {
+            live.finish();
+        }
+    }
+}
 
 pub struct Live {
     bar: Option<ProgressBar>,

@@ -24,7 +24,7 @@ use mio::{Events, Interest, Poll, Token};
 use netceil_ctl::{
     decode, fit_reply, fresh_nonce, hex, unhex, write_frame, Admission, ClientMsg, Decoded,
     Displaced, Evicted, FrameError, Grant, Host, Key, Limits, ServerMsg, Slots, TestKind, TestSpec,
-    MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+    MAC_GRANT, MAC_REQUEST, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
 };
 use netceil_model::{FarApp, FarEnd};
 use netceil_probe::{spawn_sampler, ProcFs, SamplerConfig};
@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::kernel;
+use netceil_engine::kernel;
 
 mod events;
 use events::{Event, EventLog};
@@ -47,9 +47,6 @@ const TICK: Duration = Duration::from_millis(100);
 const GRACE: Duration = Duration::from_secs(5);
 /// Longest a report write may block on a client that stopped reading.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Labels of the two MACs, so neither can stand for the other.
-pub const MAC_REQUEST: &str = "netceil request";
-pub const MAC_GRANT: &str = "netceil grant";
 
 /// How `netceil serve` runs.
 pub struct ServeConfig {
@@ -861,8 +858,8 @@ fn test_body(
         Data::Tcp(t) => t.local_addr().port(),
     };
     let iface = kernel::iface_facing(SocketAddr::new(admit_ip, 9));
-    let counters_before = kernel::Counters::read();
-    let cpu_before = kernel::cpu_times();
+    let counters_before = kernel::Counters::read(&ProcFs::new());
+    let cpu_before = kernel::cpu_times(&ProcFs::new());
     let (row_tx, _rows) = std::sync::mpsc::channel();
     let sampler = spawn_sampler(
         ProcFs::new(),
@@ -945,8 +942,8 @@ fn test_body(
         }
     };
     let duration_s = started.elapsed().as_secs_f64();
-    let counters_after = kernel::Counters::read();
-    let cpu = match (cpu_before, kernel::cpu_times()) {
+    let counters_after = kernel::Counters::read(&ProcFs::new());
+    let cpu = match (cpu_before, kernel::cpu_times(&ProcFs::new())) {
         (Some(b), Some(a)) => kernel::cpu_shares(&b, &a),
         _ => Vec::new(),
     };
@@ -959,7 +956,9 @@ fn test_body(
     let mut far = FarEnd {
         address: ctx.local.to_string(),
         netceil_version: env!("CARGO_PKG_VERSION").into(),
-        host: crate::host::host_info().hostname.unwrap_or_default(),
+        host: netceil_probe::host::host_info(&ProcFs::new())
+            .hostname
+            .unwrap_or_default(),
         cpus: cpu.len() as u32,
         duration_s,
         ended_by: ended_by.clone(),

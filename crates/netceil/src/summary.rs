@@ -27,7 +27,7 @@ pub fn render(run: &Run) -> String {
 /// The run's ledgers (one, or one per part) as tables fitted to the terminal, or to 120
 /// columns through a pipe.
 pub fn explain(run: &Run, opts: &netceil_analyze::Options) -> String {
-    let width = crate::observe::terminal_width(false)
+    let width = crate::live::terminal_width(false)
         .unwrap_or(120)
         .clamp(60, 400);
     netceil_report::ledgers_text(&netceil_analyze::ledgers(run, opts), width as u16)

@@ -10,17 +10,7 @@ use netceil_probe::Row;
 
 use crate::fmt;
 
-/// What the workload measured in the same interval, for `netceil run`.
-#[derive(Debug, Clone, Default)]
-pub struct LoadFigures {
-    pub tx_pps: Option<f64>,
-    pub rx_pps: Option<f64>,
-    pub tx_bits_per_s: Option<f64>,
-    pub rx_bits_per_s: Option<f64>,
-    pub lost: Option<u64>,
-    pub tps: Option<f64>,
-    pub mean_latency_us: Option<f64>,
-}
+pub use netceil_engine::LoadFigures;
 
 /// The workload columns each kind of run shows.
 pub const UDP_COLUMNS: &[&str] = &["tx pps", "rx pps", "rx bit/s", "lost"];
@@ -29,6 +19,44 @@ pub const RR_COLUMNS: &[&str] = &["tps", "lat µs", "lost"];
 const LOAD_HEADERS: &[&str] = &[
     "tx pps", "rx pps", "tx bit/s", "rx bit/s", "lost", "tps", "lat µs",
 ];
+
+/// The live table's state: its columns are fixed at the first row, so every row lines up.
+pub struct LiveTable {
+    table: Option<Table>,
+    ifaces: Vec<String>,
+    load: &'static [&'static str],
+    wide: bool,
+    width: Option<usize>,
+}
+
+impl LiveTable {
+    pub fn new(
+        ifaces: Vec<String>,
+        load: &'static [&'static str],
+        wide: bool,
+        width: Option<usize>,
+    ) -> LiveTable {
+        LiveTable {
+            table: None,
+            ifaces,
+            load,
+            wide,
+            width,
+        }
+    }
+
+    /// The lines to print for a row: the header first, the first time.
+    pub fn lines(&mut self, row: &Row, load: &LoadFigures) -> Vec<String> {
+        let mut out = Vec::new();
+        let table = self.table.get_or_insert_with(|| {
+            let t = Table::new(self.load, self.ifaces.clone(), self.width, self.wide);
+            out.push(t.header());
+            t
+        });
+        out.push(table.row(row, load));
+        out
+    }
+}
 
 /// One column: header, width, priority (lower shows first), and how to fill it.
 struct Column {

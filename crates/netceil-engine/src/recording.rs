@@ -11,90 +11,17 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::table::{LoadFigures, Table};
+use crate::observer::Observer;
+use crate::Error;
 
-/// The live table's state: its columns are fixed at the first row, so every row lines up.
-pub struct LiveTable {
-    table: Option<Table>,
-    ifaces: Vec<String>,
-    load: &'static [&'static str],
-    wide: bool,
-    width: Option<usize>,
-}
-
-impl LiveTable {
-    pub fn new(
-        ifaces: Vec<String>,
-        load: &'static [&'static str],
-        wide: bool,
-        width: Option<usize>,
-    ) -> LiveTable {
-        LiveTable {
-            table: None,
-            ifaces,
-            load,
-            wide,
-            width,
-        }
-    }
-
-    /// The lines to print for a row: the header first, the first time.
-    pub fn lines(&mut self, row: &Row, load: &LoadFigures) -> Vec<String> {
-        let mut out = Vec::new();
-        let table = self.table.get_or_insert_with(|| {
-            let t = Table::new(self.load, self.ifaces.clone(), self.width, self.wide);
-            out.push(t.header());
-            t
-        });
-        out.push(table.row(row, load));
-        out
-    }
-}
-
-/// The terminal's width, if stdout (or stderr, when stdout carries JSON) is one.
-pub fn terminal_width(to_stderr: bool) -> Option<usize> {
-    let term = if to_stderr {
-        console::Term::stderr()
-    } else {
-        console::Term::stdout()
-    };
-    term.is_term().then(|| term.size().1 as usize)
-}
-
-/// Opens the run store unless told not to. A store that cannot be opened does not stop the
-/// measurement: the reason is printed and the run goes on unstored.
-pub fn open_store(no_store: bool) -> Option<Store> {
-    if no_store {
-        return None;
-    }
-    match Store::open_default() {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("netceil: this run will not be stored: {e}");
-            None
-        }
-    }
-}
-
-/// How a command that records a run ends when nothing else went wrong: a run that was to be
-/// stored and was not (the store could not be opened, or a write failed) is a failure, exit
-/// code 1; why was said on stderr when it happened, and the summary says "not stored".
-pub fn store_outcome(no_store: bool, stored: bool) -> crate::Done {
-    if no_store || stored {
-        crate::Done::Success
-    } else {
-        crate::Done::Reported
-    }
-}
-
-/// Checks a sampling interval given by `flag` before anything starts: bad input, exit 2.
-pub fn check_interval(interval: Duration, flag: &str) -> Result<(), crate::Failure> {
+/// Checks a sampling interval given by `flag` before anything starts: bad input.
+pub fn check_interval(interval: Duration, flag: &str) -> Result<(), Error> {
     SamplerConfig {
         interval,
         ..SamplerConfig::default()
     }
     .validate()
-    .map_err(|e| crate::Failure::usage(anyhow::anyhow!("{flag}: {e}")))
+    .map_err(|e| Error::usage(anyhow::anyhow!("{flag}: {e}")))
 }
 
 /// The workload's figures for one interval, as series values.
@@ -117,8 +44,8 @@ pub struct Recording<'s> {
     attached: Vec<(f64, LoadValues)>,
     /// eBPF probes beside the sampler (`--probe`), merged into the run at [`Recording::stop`].
     probes: Option<crate::probes::ProbeSession>,
-    /// The live metrics endpoint (`--metrics-listen`), given every row stored.
-    metrics: Option<crate::metrics::Publisher>,
+    /// Who is shown every row stored (a metrics endpoint, a JSON stream).
+    observers: Vec<Box<dyn Observer + 's>>,
     /// The workload's pid and its cgroup's CPU quota at the start, when it had one.
     quota: Option<(u32, netceil_probe::cgroup::CgroupCpu)>,
 }
@@ -173,7 +100,7 @@ impl<'s> Recording<'s> {
             store,
             attached: Vec::new(),
             probes: None,
-            metrics: None,
+            observers: Vec::new(),
             quota,
         })
     }
@@ -256,16 +183,21 @@ impl<'s> Recording<'s> {
         self.store_rows(rows);
     }
 
-    /// Publishes every row stored from now on to a metrics endpoint as well.
-    pub fn publish_to(&mut self, metrics: crate::metrics::Publisher) {
-        self.metrics = Some(metrics);
+    /// Shows every row stored from now on to `observer` as well.
+    pub fn observe(&mut self, observer: Box<dyn Observer + 's>) {
+        self.observers.push(observer);
+    }
+
+    /// The observers, for the session to tell them about its parts.
+    pub(crate) fn observers(&mut self) -> &mut [Box<dyn Observer + 's>] {
+        &mut self.observers
     }
 
     /// Streams rows to the store, in one transaction (the rows of one wake-up: one interval,
     /// or up to [`ROW_BATCH`] of them at shorter intervals), and to the metrics endpoint.
     pub fn store_rows(&mut self, rows: &[Row]) {
-        if let Some(m) = &self.metrics {
-            m.update_rows(rows);
+        for o in &mut self.observers {
+            o.rows(rows);
         }
         let Some(w) = self.writer.as_mut() else {
             return;

@@ -11,8 +11,8 @@ use netceil_model::{FarEnd, Results};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::serve::{MAC_GRANT, MAC_REQUEST};
-use crate::Failure;
+use crate::Error as Failure;
+use netceil_ctl::{MAC_GRANT, MAC_REQUEST};
 
 /// How long connecting and each handshake step may take.
 const STEP: Duration = Duration::from_secs(5);
@@ -20,33 +20,33 @@ const STEP: Duration = Duration::from_secs(5);
 const REPORT_WAIT: Duration = Duration::from_secs(15);
 
 /// A granted test on a `netceil serve`.
-pub struct Session {
+pub struct FarSession {
     stream: TcpStream,
     control: SocketAddr,
     grant: Grant,
 }
 
-impl Session {
+impl FarSession {
     /// Connects, proves the key if the server asks, and asks for `spec`. Refusals, version
     /// skew and a wrong key are usage errors (exit 2) with the server's reason.
     pub fn open(
         control: SocketAddr,
         key: Option<&Key>,
         spec: TestSpec,
-    ) -> Result<Session, Failure> {
+    ) -> Result<FarSession, Failure> {
         let mut stream = TcpStream::connect_timeout(&control, STEP).map_err(|e| {
-            Failure::from(anyhow!(
+            Failure::runtime(anyhow!(
                 "--to {control}: cannot reach a netceil serve there ({e}); start one with `netceil serve --listen {control}`"
             ))
         })?;
         let _ = stream.set_nodelay(true);
         stream
             .set_read_timeout(Some(Duration::from_millis(100)))
-            .map_err(Failure::from)?;
+            .map_err(Failure::runtime)?;
         stream
             .set_write_timeout(Some(STEP))
-            .map_err(Failure::from)?;
-        let cn = fresh_nonce().map_err(Failure::from)?;
+            .map_err(Failure::runtime)?;
+        let cn = fresh_nonce().map_err(Failure::runtime)?;
         let hello = |pad: usize| ClientMsg::Hello {
             proto: PROTO,
             netceil: env!("CARGO_PKG_VERSION").into(),
@@ -54,9 +54,12 @@ impl Session {
             pad: "-".repeat(pad),
         };
         // Pad the hello to the size the server answers (it never answers with more).
-        let bare = netceil_ctl::encode(&hello(0)).map_err(Failure::from)?.len();
+        let bare = netceil_ctl::encode(&hello(0))
+            .map_err(Failure::runtime)?
+            .len();
         let msg = hello(MIN_HELLO_FRAME.saturating_sub(bare));
-        let ctx = |what: &str, e: FrameError| Failure::from(anyhow!("--to {control}: {what}: {e}"));
+        let ctx =
+            |what: &str, e: FrameError| Failure::runtime(anyhow!("--to {control}: {what}: {e}"));
         write_frame(&mut stream, &msg).map_err(|e| ctx("sending the hello", e))?;
         let (sn, key_required) = match read_server(&mut stream, control, "the challenge")? {
             ServerMsg::Challenge {
@@ -85,7 +88,7 @@ impl Session {
             )))
             }
             (true, Some(k)) => {
-                let body = serde_json::to_vec(&spec).map_err(Failure::from)?;
+                let body = serde_json::to_vec(&spec).map_err(Failure::runtime)?;
                 Some(hex(&k.mac(MAC_REQUEST, &[&cn, &sn, &body])))
             }
             (false, _) => None,
@@ -110,12 +113,12 @@ impl Session {
                 )
             });
             if !ok {
-                return Err(Failure::from(anyhow!(
+                return Err(Failure::runtime(anyhow!(
                     "--to {control}: the server's grant does not prove the key: not the server you meant, or another key"
                 )));
             }
         }
-        Ok(Session {
+        Ok(FarSession {
             stream,
             control,
             grant,
@@ -155,7 +158,7 @@ fn read_server(
 ) -> Result<ServerMsg, Failure> {
     let (msg, _) = read_frame::<ServerMsg>(stream, MAX_SERVER_FRAME, Instant::now() + STEP)
         .map_err(|e| {
-            Failure::from(anyhow!(
+            Failure::runtime(anyhow!(
                 "--to {control}: waiting for {what}: {e}; is a netceil serve listening there?"
             ))
         })?;
@@ -174,7 +177,7 @@ fn unexpected(control: SocketAddr, wanted: &str, got: ServerMsg) -> Failure {
         ServerMsg::Grant(_) => "a grant",
         ServerMsg::Report(_) => "a report",
     };
-    Failure::from(anyhow!(
+    Failure::runtime(anyhow!(
         "--to {control}: {name} came where {wanted} was due"
     ))
 }

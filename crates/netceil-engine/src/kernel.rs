@@ -12,6 +12,7 @@ use netceil_load::header::FarKernel;
 use netceil_load::udp::KernelProbe;
 use netceil_model::Results;
 use netceil_probe::parse::{net_dev, snmp, softnet};
+use netceil_probe::{ProcFs, Source};
 
 /// The counters read at one moment; a file that could not be read leaves its part `None`.
 pub struct Counters {
@@ -23,11 +24,12 @@ pub struct Counters {
 }
 
 fn read<T, E: std::fmt::Display>(
+    source: &(impl Source + ?Sized),
     path: &str,
     parse: impl Fn(&str) -> Result<T, E>,
     problems: &mut Vec<String>,
 ) -> Option<T> {
-    match std::fs::read_to_string(path) {
+    match source.read(path) {
         Ok(text) => match parse(&text) {
             Ok(v) => Some(v),
             Err(e) => {
@@ -43,11 +45,17 @@ fn read<T, E: std::fmt::Display>(
 }
 
 impl Counters {
-    pub fn read() -> Counters {
+    /// The counters as `source` shows them now.
+    pub fn read(source: &(impl Source + ?Sized)) -> Counters {
         let mut problems = Vec::new();
-        let snmp = read("/proc/net/snmp", snmp::parse, &mut problems);
-        let net_dev = read("/proc/net/dev", net_dev::parse, &mut problems);
-        let softnet = read("/proc/net/softnet_stat", softnet::parse, &mut problems);
+        let snmp = read(source, "/proc/net/snmp", snmp::parse, &mut problems);
+        let net_dev = read(source, "/proc/net/dev", net_dev::parse, &mut problems);
+        let softnet = read(
+            source,
+            "/proc/net/softnet_stat",
+            softnet::parse,
+            &mut problems,
+        );
         Counters {
             snmp,
             net_dev,
@@ -126,7 +134,7 @@ pub fn check_path_mtu(
 /// backlog and UDP error counters of its network namespace.
 pub fn far_end_probe() -> KernelProbe {
     Arc::new(|peer: SocketAddr| {
-        let c = Counters::read();
+        let c = Counters::read(&ProcFs::new());
         let iface = iface_facing(peer);
         FarKernel {
             iface_rx_packets: iface.as_deref().and_then(|i| c.iface_rx_packets(i)),
@@ -246,8 +254,10 @@ pub fn far_deltas(
 }
 
 /// Per-core CPU times from /proc/stat; `None` if it could not be read.
-pub fn cpu_times() -> Option<netceil_probe::parse::proc_stat::ProcStat> {
-    netceil_probe::parse::proc_stat::parse(&std::fs::read_to_string("/proc/stat").ok()?).ok()
+pub fn cpu_times(
+    source: &(impl Source + ?Sized),
+) -> Option<netceil_probe::parse::proc_stat::ProcStat> {
+    netceil_probe::parse::proc_stat::parse(&source.read("/proc/stat").ok()?).ok()
 }
 
 /// Each core's time shares between two /proc/stat readings, percent.

@@ -1,0 +1,345 @@
+//! A campaign: a planner's trials in one session, kept as the parts of one run. What every
+//! command that measures shares is here, written once: replaying the trials of an interrupted
+//! run (`--resume` after Ctrl-C or kill -9), storing each part the moment it ends, the stop
+//! flag, cutting the parts out of the one timeline, analyzing them, and finishing the run.
+//!
+//! The planners themselves (the default suite, the loss search, the sweeps, the lab's knob
+//! steps) decide which trial comes next; they hand each one to [`Campaign::trial`].
+
+use netceil_model::{Results, Run, Workload};
+use netceil_store::Store;
+
+use crate::run::part_of;
+use crate::session::{Session, SessionConfig};
+use crate::trial::Trial;
+use crate::Error;
+
+/// A part as the campaign keeps it until the run ends.
+enum Kept {
+    /// Measured now: cut out of the run's timeline at the end, from `from` to `to` seconds.
+    Window {
+        workload: Workload,
+        results: Box<Results>,
+        from: f64,
+        to: f64,
+    },
+    /// Complete as it is: replayed from the store, or made whole by the planner.
+    Whole(Box<Run>),
+}
+
+/// How a finished campaign's parts are analyzed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartAnalysis {
+    /// Each part gets its own findings (a search's trials, a suite's parts).
+    Each,
+    /// Parts are kept as they are (a sweep's cycles, whose verdict is the grid's).
+    None,
+}
+
+/// What an interrupted run left to replay.
+#[derive(Debug, Default)]
+pub struct Replay {
+    /// The stored run resumed.
+    pub from: Option<String>,
+    parts: Vec<Run>,
+    /// How many of its parts were used.
+    pub used: usize,
+}
+
+impl Replay {
+    /// The measured parts of `old`, to be replayed instead of measured again.
+    pub fn of(old: Run) -> Replay {
+        Replay {
+            from: Some(old.run_id.clone()),
+            parts: old
+                .parts
+                .into_iter()
+                .filter(|p| p.results.is_some())
+                .collect(),
+            used: 0,
+        }
+    }
+
+    /// Takes the first stored part whose workload has every parameter of `asked`, equal.
+    fn take(&mut self, asked: &Workload) -> Option<Run> {
+        let i = self.parts.iter().position(|p| {
+            p.workload
+                .as_ref()
+                .is_some_and(|w| w.kind == asked.kind && has_all(&w.params, &asked.params))
+        })?;
+        self.used += 1;
+        Some(self.parts.remove(i))
+    }
+}
+
+/// Whether `stored` holds every key of `asked` with an equal value (numbers within a part in
+/// 10^9, as a store round trip may leave them).
+fn has_all(
+    stored: &serde_json::Map<String, serde_json::Value>,
+    asked: &serde_json::Map<String, serde_json::Value>,
+) -> bool {
+    asked.iter().all(|(k, a)| match (stored.get(k), a) {
+        (Some(serde_json::Value::Number(s)), serde_json::Value::Number(a)) => {
+            match (s.as_f64(), a.as_f64()) {
+                (Some(s), Some(a)) => (s - a).abs() <= 1e-9 * a.abs().max(1.0),
+                _ => false,
+            }
+        }
+        (Some(s), a) => s == a,
+        (None, serde_json::Value::Null) => true,
+        (None, _) => false,
+    })
+}
+
+/// A planner's trials, in one session, as the parts of one run.
+pub struct Campaign<'s> {
+    pub session: Session<'s>,
+    /// The run being made; its parts are filled in at [`Campaign::end`].
+    pub top: Run,
+    kept: Vec<Kept>,
+    replay: Replay,
+}
+
+/// A trial's outcome in a campaign.
+pub struct Measured {
+    pub results: Results,
+    /// Whether it came from the store rather than from traffic.
+    pub replayed: bool,
+}
+
+impl<'s> Campaign<'s> {
+    /// Starts the session that records `top` (stored as it goes in `store`).
+    pub fn start(
+        cfg: &SessionConfig,
+        store: Option<&'s Store>,
+        top: Run,
+        replay: Replay,
+    ) -> Result<Campaign<'s>, Error> {
+        let session = Session::start(cfg, store, &top)?;
+        Ok(Campaign {
+            session,
+            top,
+            kept: Vec::new(),
+            replay,
+        })
+    }
+
+    /// Whether the campaign was asked to stop (Ctrl-C, SIGTERM).
+    pub fn stopping(&self) -> bool {
+        self.session.stopping()
+    }
+
+    /// How many parts it holds so far.
+    pub fn parts(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// How many trials came from the run resumed.
+    pub fn replayed(&self) -> usize {
+        self.replay.used
+    }
+
+    /// The run resumed, if any.
+    pub fn resumed_from(&self) -> Option<&str> {
+        self.replay.from.as_deref()
+    }
+
+    /// Runs `trial` (or replays a stored part whose workload has every parameter of
+    /// `asked`), keeps it as the next part, recorded with the workload `recorded` makes of
+    /// its results, and stores that part at once so that a kill loses none of the parts
+    /// before it. The part's series is cut from the timeline at the end.
+    pub fn trial(
+        &mut self,
+        trial: &Trial,
+        asked: &Workload,
+        recorded: impl FnOnce(&Results) -> Workload,
+    ) -> Result<Measured, Error> {
+        if let Some(p) = self.replay.take(asked) {
+            let results = p.results.clone().unwrap_or_default();
+            self.kept.push(Kept::Whole(Box::new(p)));
+            return Ok(Measured {
+                results,
+                replayed: true,
+            });
+        }
+        let from = self.session.rec.elapsed_s();
+        let results = self.session.measure(trial)?;
+        let to = self.session.rec.elapsed_s();
+        let workload = recorded(&results);
+        // Stored at once, without its series: the run's end writes the parts again with them.
+        let mut part = Run::new(
+            format!("{}.{}", self.top.run_id, self.kept.len() + 1),
+            netceil_model::RunSource::Live,
+        );
+        part.workload = Some(workload.clone());
+        part.results = Some(results.clone());
+        part.meta.complete = true;
+        self.session.rec.add_part(self.kept.len(), &part);
+        self.kept.push(Kept::Window {
+            workload,
+            results: Box::new(results.clone()),
+            from,
+            to,
+        });
+        Ok(Measured {
+            results,
+            replayed: false,
+        })
+    }
+
+    /// A stored part of the run resumed whose workload has every parameter of `asked`,
+    /// kept as the next part as it is; `None` when there is none, to be measured.
+    pub fn replayed_part(&mut self, asked: &Workload) -> Option<Results> {
+        let p = self.replay.take(asked)?;
+        let r = p.results.clone();
+        self.kept.push(Kept::Whole(Box::new(p)));
+        r
+    }
+
+    /// Keeps a part the planner made whole (a sweep's cycle) and stores it at once.
+    pub fn keep(&mut self, mut part: Run) {
+        part.run_id = format!("{}.{}", self.top.run_id, self.kept.len() + 1);
+        part.meta.complete = true;
+        self.session.rec.add_part(self.kept.len(), &part);
+        self.kept.push(Kept::Whole(Box::new(part)));
+    }
+
+    /// Measures `trial` without keeping a part (the planner keeps what it needs).
+    pub fn measure(&mut self, trial: &Trial) -> Result<(Results, f64, f64), Error> {
+        let from = self.session.rec.elapsed_s();
+        let r = self.session.measure(trial)?;
+        Ok((r, from, self.session.rec.elapsed_s()))
+    }
+
+    /// Stops the recording and moves it into the run, then makes the parts: each measured
+    /// part gets its window of the timeline, each part its id in order, and with
+    /// [`PartAnalysis::Each`] its own findings. The planner then adds its knees and notes,
+    /// and calls [`Campaign::finish`].
+    pub fn end(&mut self, analysis: PartAnalysis) {
+        // The load engine's threads by OS thread id, so the analyzer leaves exactly these out
+        // of the system's threads. The sampler's own thread is not among them: its cost is
+        // meta.sampler_cpu_*, and it sleeps between samples, so it never looks like a poller.
+        self.top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
+        let leftover = self.session.rec.stop(&mut self.top);
+        self.session.rec.store_rows(&leftover);
+        for kept in std::mem::take(&mut self.kept) {
+            let mut part = match kept {
+                Kept::Window {
+                    workload,
+                    results,
+                    from,
+                    to,
+                } => part_of(&self.top, workload, *results, from, to),
+                Kept::Whole(p) => *p,
+            };
+            part.run_id = format!("{}.{}", self.top.run_id, self.top.parts.len() + 1);
+            if analysis == PartAnalysis::Each {
+                netceil_analyze::analyze_into(&mut part);
+            }
+            self.top.parts.push(part);
+        }
+    }
+
+    /// Writes the finished run and marks it complete in the store. Returns the run and where
+    /// it was stored.
+    pub fn finish(self) -> (Run, Option<String>) {
+        let stored = self.session.rec.finish(&self.top);
+        (self.top, stored)
+    }
+}
+
+/// The stored run `--resume` names, checked: unfinished, and run against the same target.
+pub fn resumable(store: Option<&Store>, spec: &str, target: Option<String>) -> Result<Run, Error> {
+    use anyhow::anyhow;
+    let Some(st) = store else {
+        return Err(Error::usage(anyhow!(
+            "--resume needs the store (not --no-store, and a readable $NETCEIL_DB)"
+        )));
+    };
+    let id = st.resolve(spec).map_err(Error::usage)?;
+    let old = st.get_run(&id).map_err(Error::runtime)?;
+    if old.meta.complete {
+        return Err(Error::usage(anyhow!(
+            "--resume {id}: that run finished; nothing to resume"
+        )));
+    }
+    let stored_target = old
+        .workload
+        .as_ref()
+        .and_then(|w| w.params.get("target"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    if stored_target != target {
+        return Err(Error::usage(anyhow!(
+            "--resume {id}: it ran against {}; give the same --to",
+            stored_target.as_deref().unwrap_or("loopback")
+        )));
+    }
+    Ok(old)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netceil_model::WorkloadKind;
+    use serde_json::json;
+
+    fn w(v: serde_json::Value) -> Workload {
+        Workload::typed(WorkloadKind::Udp, &v)
+    }
+
+    fn stored(id: &str, v: serde_json::Value) -> Run {
+        let mut p = Run::new(id, netceil_model::RunSource::Live);
+        p.workload = Some(w(v));
+        p.results = Some(Results::default());
+        p
+    }
+
+    #[test]
+    fn a_replay_takes_the_first_stored_part_with_every_asked_parameter() {
+        let mut old = Run::new("r", netceil_model::RunSource::Live);
+        old.parts = vec![
+            stored(
+                "r.1",
+                json!({"frame_bytes": 64, "rate_pps": 1000.0, "duration_s": 1.02}),
+            ),
+            stored(
+                "r.2",
+                json!({"frame_bytes": 64, "rate_pps": 2000.0000000001}),
+            ),
+            {
+                let mut p = stored("r.3", json!({"frame_bytes": 64, "rate_pps": 3000.0}));
+                p.results = None;
+                p
+            },
+        ];
+        let mut r = Replay::of(old);
+        // Not asked yet, a stored parameter beyond the asked ones does not matter.
+        assert_eq!(
+            r.take(&w(json!({"frame_bytes": 64, "rate_pps": 2000.0})))
+                .map(|p| p.run_id),
+            Some("r.2".into())
+        );
+        // Taken once only.
+        assert!(r
+            .take(&w(json!({"frame_bytes": 64, "rate_pps": 2000.0})))
+            .is_none());
+        // A part without results was never measured.
+        assert!(r
+            .take(&w(json!({"frame_bytes": 64, "rate_pps": 3000.0})))
+            .is_none());
+        // A parameter asked and stored differently.
+        assert!(r
+            .take(&w(json!({"frame_bytes": 65, "rate_pps": 1000.0})))
+            .is_none());
+        // An asked null matches a parameter not stored.
+        assert_eq!(
+            r.take(&w(
+                json!({"frame_bytes": 64, "rate_pps": 1000.0, "target": null})
+            ))
+            .map(|p| p.run_id),
+            Some("r.1".into())
+        );
+        assert_eq!(r.used, 2);
+    }
+}

@@ -1,0 +1,31 @@
+//! netceil's experiment engine.
+//!
+//! - A [`Session`] owns what every measurement needs: the sampler and the store writer (a
+//!   [`Recording`]), the eBPF probes, the far-end client and the [`Observer`]s.
+//! - A [`Trial`] is one of netceil's workloads at one setting, made from typed parameters;
+//!   [`Session::measure`] runs it and returns its results.
+//! - A [`Campaign`] keeps a planner's trials as the parts of one run: replay after an
+//!   interruption, each part stored as it ends, the parts cut from one timeline and analyzed.
+//!
+//! The command line and the terminal are the binary's; nothing here prints to stdout.
+
+mod campaign;
+mod error;
+pub mod kernel;
+mod observer;
+pub mod probes;
+pub mod recording;
+pub mod remote;
+mod run;
+mod session;
+mod trial;
+
+pub use campaign::{resumable, Campaign, Measured, PartAnalysis, Replay};
+pub use error::{Error, ErrorKind};
+pub use observer::{LoadFigures, LoadKind, Observer, PartStart};
+pub use recording::{check_interval, LoadValues, Recording, ROW_BATCH};
+pub use run::{
+    headline_findings, new_live_run, new_run, new_run_id, now_unix_s, part_of, wire_run_id,
+};
+pub use session::{Session, SessionConfig};
+pub use trial::Trial;

@@ -1,0 +1,53 @@
+//! Who watches a running session: the terminal's live table, a progress bar, a metrics
+//! endpoint, a JSON stream. Each is an [`Observer`]; the session tells every one of them the
+//! same things in the same order.
+
+use netceil_probe::Row;
+use std::time::Duration;
+
+/// What the workload measured in one interval, beside the machine's row of that interval.
+#[derive(Debug, Clone, Default)]
+pub struct LoadFigures {
+    pub tx_pps: Option<f64>,
+    pub rx_pps: Option<f64>,
+    pub tx_bits_per_s: Option<f64>,
+    pub rx_bits_per_s: Option<f64>,
+    pub lost: Option<u64>,
+    pub tps: Option<f64>,
+    pub mean_latency_us: Option<f64>,
+}
+
+/// Which figures a trial reports as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadKind {
+    /// Packets out and in, bits in, datagrams lost.
+    Udp,
+    /// Bits out and in.
+    Tcp,
+    /// Transactions, mean latency, requests lost.
+    Rr,
+}
+
+/// A trial starting.
+#[derive(Debug, Clone)]
+pub struct PartStart {
+    /// What runs, in words: `udp 18 B payload (64 B frame)`.
+    pub title: String,
+    /// How long it is planned to run.
+    pub length: Duration,
+    pub kind: LoadKind,
+}
+
+/// Something shown what a session measures, as it measures it. Every method has a default
+/// that ignores the event, so each observer implements only what it shows.
+pub trait Observer {
+    /// A trial begins.
+    fn begin(&mut self, _part: &PartStart) {}
+    /// One progress report of the running trial: the machine's newest row (its `t_s` set to
+    /// the trial's elapsed time) and the workload's figures of the same interval.
+    fn progress(&mut self, _elapsed_s: f64, _row: &Row, _load: &LoadFigures) {}
+    /// The trial ended.
+    fn end(&mut self) {}
+    /// Rows as they are recorded, every one of them, in batches.
+    fn rows(&mut self, _rows: &[Row]) {}
+}

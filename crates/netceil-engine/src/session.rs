@@ -1,0 +1,357 @@
+//! A session owns what every measurement needs: the sampler and store writer (the
+//! [`Recording`]), the probes, the far-end client and the observers. It measures [`Trial`]s.
+
+use anyhow::anyhow;
+use netceil_load::{rr, tcp, udp};
+use netceil_model::names as n;
+use netceil_model::{udp_payload_to_frame, MetricId, Results, Run, Unit};
+use netceil_probe::{ProcFs, Source};
+use netceil_store::Store;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::observer::{LoadFigures, LoadKind, Observer, PartStart};
+use crate::recording::{check_interval, LoadValues, Recording};
+use crate::trial::Trial;
+use crate::{kernel, remote, Error};
+
+/// What a session is started with.
+#[derive(Clone)]
+pub struct SessionConfig {
+    /// The sampling interval; a far end is asked to sample at it too.
+    pub interval: Duration,
+    /// The shared secret for a `netceil serve` at the trials' target.
+    pub key_file: Option<PathBuf>,
+    /// eBPF probes to attach (`--probe`), and how often a lock wait takes a stack.
+    pub probes: Option<Vec<netceil_bpf::Probe>>,
+    pub lock_stacks: u32,
+    /// Set (by Ctrl-C, SIGTERM) to end the trial that runs and stop the campaign.
+    pub stop: Arc<AtomicBool>,
+    /// Where the machine's counters are read.
+    pub source: Arc<dyn Source + Send + Sync>,
+}
+
+impl SessionConfig {
+    /// A session sampling every `interval` on this machine, without probes or a key.
+    pub fn new(interval: Duration, stop: Arc<AtomicBool>) -> SessionConfig {
+        SessionConfig {
+            interval,
+            key_file: None,
+            probes: None,
+            lock_stacks: 0,
+            stop,
+            source: Arc::new(ProcFs::new()),
+        }
+    }
+}
+
+/// A running session.
+pub struct Session<'s> {
+    pub rec: Recording<'s>,
+    key: Option<netceil_ctl::Key>,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    source: Arc<dyn Source + Send + Sync>,
+    /// Whether any load has gone out yet (a test refused before that leaves no run).
+    measured: bool,
+    /// What the probes said when they attached (which, and which were refused).
+    pub probe_status: Option<String>,
+}
+
+impl<'s> Session<'s> {
+    /// Checks the configuration, attaches the probes and starts the recording of `run`.
+    /// A refusal (a bad key file, probes without root) comes before anything is stored.
+    pub fn start(
+        cfg: &SessionConfig,
+        store: Option<&'s Store>,
+        run: &Run,
+    ) -> Result<Session<'s>, Error> {
+        check_interval(cfg.interval, "--sample-interval")?;
+        let key = match &cfg.key_file {
+            Some(p) => Some(netceil_ctl::Key::from_file(p).map_err(Error::usage)?),
+            None => None,
+        };
+        let probes = match &cfg.probes {
+            Some(p) => Some(
+                crate::probes::ProbeSession::start(
+                    p,
+                    cfg.lock_stacks,
+                    &[std::process::id()],
+                    cfg.interval,
+                )
+                .map_err(|e| Error::usage(anyhow!(e)))?,
+            ),
+            None => None,
+        };
+        let probe_status = probes.as_ref().map(|p| p.status.clone());
+        let mut rec = Recording::start(
+            cfg.interval,
+            Vec::new(),
+            vec![std::process::id() as i32],
+            store,
+            run,
+        )?;
+        if let Some(p) = probes {
+            rec.set_probes(p);
+        }
+        Ok(Session {
+            rec,
+            key,
+            interval: cfg.interval,
+            stop: cfg.stop.clone(),
+            source: cfg.source.clone(),
+            measured: false,
+            probe_status,
+        })
+    }
+
+    /// Shows what the session measures to `observer` as well.
+    pub fn observe(&mut self, observer: Box<dyn Observer + 's>) {
+        self.rec.observe(observer);
+    }
+
+    /// Whether the session was asked to stop.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The stop flag the trials watch.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Measures one trial here, or, with a target, as a test granted by the `netceil serve`
+    /// there: the load goes to the granted data port and the far end's report joins the
+    /// results.
+    pub fn measure(&mut self, trial: &Trial) -> Result<Results, Error> {
+        let interval = self.interval;
+        match trial {
+            Trial::Udp(cfg, _) => self.via_serve(
+                cfg,
+                cfg.target,
+                |c| remote::udp_spec(c, interval),
+                |c, a| c.target = Some(a),
+                Session::measure_udp,
+            ),
+            Trial::Tcp(cfg, _) => self.via_serve(
+                cfg,
+                cfg.target,
+                |c| remote::tcp_spec(c, interval),
+                |c, a| c.target = Some(a),
+                Session::measure_tcp,
+            ),
+            Trial::Rr(cfg, _) => {
+                let mut cfg = cfg.clone();
+                if cfg.target.is_some() && cfg.run_id.is_none() {
+                    // The server answers only the run id it granted.
+                    let n = netceil_ctl::fresh_nonce().map_err(Error::runtime)?;
+                    cfg.run_id = Some(u16::from_le_bytes([n[0], n[1]]));
+                }
+                let run_id = cfg.run_id.unwrap_or(0);
+                self.via_serve(
+                    &cfg,
+                    cfg.target,
+                    |c| remote::rr_spec(c, run_id, interval),
+                    |c, a| c.target = Some(a),
+                    Session::measure_rr,
+                )
+            }
+        }
+    }
+
+    fn via_serve<C: Clone>(
+        &mut self,
+        cfg: &C,
+        target: Option<std::net::SocketAddr>,
+        spec: impl FnOnce(&C) -> netceil_ctl::TestSpec,
+        retarget: impl FnOnce(&mut C, std::net::SocketAddr),
+        measure: impl FnOnce(&mut Self, &C) -> Result<Results, Error>,
+    ) -> Result<Results, Error> {
+        let Some(control) = target else {
+            self.measured = true;
+            return measure(self, cfg);
+        };
+        let far = match remote::FarSession::open(control, self.key.as_ref(), spec(cfg)) {
+            Ok(s) => s,
+            Err(e) => {
+                // Refused (or no server) before any load went out: a run that measured
+                // nothing is not kept.
+                if !self.measured {
+                    self.rec.abandon();
+                }
+                return Err(e);
+            }
+        };
+        self.measured = true;
+        let granted_at = self.rec.elapsed_s();
+        let mut cfg = cfg.clone();
+        retarget(&mut cfg, far.data_addr());
+        // On an error the far session is dropped: the server sees the control connection
+        // close and ends the test.
+        let mut results = measure(self, &cfg)?;
+        remote::attach(&mut results, far.finish(), granted_at);
+        Ok(results)
+    }
+
+    fn measure_udp(&mut self, cfg: &udp::UdpConfig) -> Result<Results, Error> {
+        let title = format!(
+            "udp {} B payload ({} B frame)",
+            cfg.payload_bytes,
+            udp_payload_to_frame(cfg.payload_bytes, cfg.ipv6)
+        );
+        self.begin_part(title, cfg.duration, LoadKind::Udp);
+        let before = kernel::Counters::read(&*self.source);
+        let stop = self.stop.clone();
+        let mut last = (0.0, 0u64, 0u64, 0u64, 0u64);
+        let outcome = udp::run_udp(cfg, &stop, &mut |p: &udp::Progress| {
+            let dt = (p.elapsed_s - last.0).max(1e-9);
+            let tx_pps = (p.tx_packets - last.1) as f64 / dt;
+            let rx_pps = (p.rx_packets - last.2) as f64 / dt;
+            let rx_bits = (p.rx_bytes - last.3) as f64 * 8.0 / dt;
+            let lost_per_s = p.lost_so_far.saturating_sub(last.4) as f64 / dt;
+            self.progress(
+                p.elapsed_s,
+                &LoadFigures {
+                    tx_pps: Some(tx_pps),
+                    rx_pps: Some(rx_pps),
+                    rx_bits_per_s: Some(rx_bits),
+                    lost: Some(p.lost_so_far),
+                    ..Default::default()
+                },
+                vec![
+                    value(n::LOAD_TX_PPS, Unit::PacketsPerSecond, tx_pps),
+                    value(n::LOAD_RX_PPS, Unit::PacketsPerSecond, rx_pps),
+                    value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx_bits),
+                    value(n::LOAD_LOST_PER_S, Unit::PerSecond, lost_per_s),
+                ],
+            );
+            last = (
+                p.elapsed_s,
+                p.tx_packets,
+                p.rx_packets,
+                p.rx_bytes,
+                p.lost_so_far,
+            );
+        });
+        self.end_part();
+        let outcome = outcome?;
+        let after = kernel::Counters::read(&*self.source);
+        let mut results = outcome.results;
+        kernel::attribute_udp(&before, &after, cfg.target.is_none(), &mut results);
+        Ok(results)
+    }
+
+    fn measure_tcp(&mut self, cfg: &tcp::TcpConfig) -> Result<Results, Error> {
+        let title = format!(
+            "tcp {} flow{}",
+            cfg.flows,
+            if cfg.flows == 1 { "" } else { "s" }
+        );
+        self.begin_part(title, cfg.duration, LoadKind::Tcp);
+        let before = kernel::Counters::read(&*self.source);
+        let stop = self.stop.clone();
+        let results = tcp::run_tcp(cfg, &stop, &mut |p: &tcp::TcpProgress| {
+            let mut values = vec![value(
+                n::LOAD_TX_BITS_PER_S,
+                Unit::BitsPerSecond,
+                p.interval_tx_bits_per_s,
+            )];
+            if let Some(rx) = p.interval_rx_bits_per_s {
+                values.push(value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx));
+            }
+            self.progress(
+                p.elapsed_s,
+                &LoadFigures {
+                    tx_bits_per_s: Some(p.interval_tx_bits_per_s),
+                    rx_bits_per_s: p.interval_rx_bits_per_s,
+                    ..Default::default()
+                },
+                values,
+            );
+        });
+        self.end_part();
+        let mut results = results?;
+        let after = kernel::Counters::read(&*self.source);
+        kernel::attribute_tcp(&before, &after, &mut results);
+        Ok(results)
+    }
+
+    fn measure_rr(&mut self, cfg: &rr::RrConfig) -> Result<Results, Error> {
+        let proto = match cfg.proto {
+            rr::RrProto::Tcp => "tcp",
+            rr::RrProto::Udp => "udp",
+        };
+        self.begin_part(
+            format!("rr {proto} {} B", cfg.size),
+            cfg.duration,
+            LoadKind::Rr,
+        );
+        let stop = self.stop.clone();
+        let results = rr::run_rr(cfg, &stop, &mut |p: &rr::RrProgress| {
+            let mut values = vec![value(
+                n::LOAD_TRANSACTIONS_PER_S,
+                Unit::PerSecond,
+                p.interval_tps,
+            )];
+            if let Some(m) = p.interval_mean_latency_us {
+                values.push(value(n::LOAD_MEAN_LATENCY_US, Unit::Microseconds, m));
+            }
+            self.progress(
+                p.elapsed_s,
+                &LoadFigures {
+                    tps: Some(p.interval_tps),
+                    mean_latency_us: p.interval_mean_latency_us,
+                    lost: Some(p.lost),
+                    ..Default::default()
+                },
+                values,
+            );
+        });
+        self.end_part();
+        let mut results = results?;
+        if results.payload_bytes.is_none() {
+            results.payload_bytes = Some(cfg.size);
+        }
+        Ok(results)
+    }
+
+    fn begin_part(&mut self, title: String, length: Duration, kind: LoadKind) {
+        let part = PartStart {
+            title,
+            length,
+            kind,
+        };
+        for o in self.rec.observers() {
+            o.begin(&part);
+        }
+    }
+
+    /// One progress report of the workload: the observers get the system row of the same
+    /// interval; if the sampler's row does not come in time its columns are not measured.
+    fn progress(&mut self, elapsed_s: f64, load: &LoadFigures, values: LoadValues) {
+        let mut rows = self.rec.rows(Duration::from_millis(250));
+        self.rec.attach_and_store(&mut rows, values);
+        let mut shown = rows.pop().unwrap_or_default();
+        shown.t_s = elapsed_s;
+        for o in self.rec.observers() {
+            o.progress(elapsed_s, &shown, load);
+        }
+    }
+
+    /// Ends the part for the observers, and streams the rows sampled since the last
+    /// progress report to the store and the observers: a search's or sweep's trial can be
+    /// shorter than one report, and its rows must not wait for the end of the whole command.
+    fn end_part(&mut self) {
+        for o in self.rec.observers() {
+            o.end();
+        }
+        let rows = self.rec.rows(Duration::ZERO);
+        self.rec.store_rows(&rows);
+    }
+}
+
+fn value(name: &str, unit: Unit, v: f64) -> (MetricId, Unit, f64) {
+    (MetricId::new(name), unit, v)
+}

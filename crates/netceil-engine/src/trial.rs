@@ -1,0 +1,215 @@
+//! A trial: one of netceil's own workloads at one setting, validated and ready to measure.
+//! It is made from typed parameters ([`LoadParams`]), and its stored workload is those
+//! parameters again, so a stored trial can be run again exactly (`--resume`, a lab's child,
+//! `--confirm`).
+
+use anyhow::anyhow;
+use netceil_load::{rr, tcp, udp};
+use netceil_model::params::{
+    LoadParams, RrParams, RrProtocol, TcpPacingRequest, TcpParams, UdpParams,
+};
+use netceil_model::{Rate, Workload};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::Error;
+
+/// A workload, validated and ready to run.
+#[derive(Debug, Clone)]
+pub enum Trial {
+    Udp(udp::UdpConfig, UdpParams),
+    Tcp(tcp::TcpConfig, TcpParams),
+    Rr(rr::RrConfig, RrParams),
+}
+
+fn target_of(t: &Option<String>) -> Result<Option<SocketAddr>, Error> {
+    t.as_deref()
+        .map(|s| {
+            s.parse::<SocketAddr>()
+                .map_err(|e| Error::usage(anyhow!("target {s}: {e}; expected ip:port")))
+        })
+        .transpose()
+}
+
+fn duration_of(s: f64) -> Result<Duration, Error> {
+    Duration::try_from_secs_f64(s)
+        .map_err(|_| Error::usage(anyhow!("duration {s} s: expected a positive number")))
+}
+
+impl Trial {
+    /// The trial these parameters describe; `wire_id` marks this run's datagrams.
+    pub fn new(params: LoadParams, wire_id: u16) -> Result<Trial, Error> {
+        match params {
+            LoadParams::Udp(p) => Trial::udp(p, wire_id),
+            LoadParams::Tcp(p) => Trial::tcp(p),
+            LoadParams::Rr(p) => Trial::rr(p),
+        }
+    }
+
+    /// A stored workload of netceil's own, to be run again.
+    pub fn from_workload(w: &Workload, wire_id: u16) -> Result<Trial, Error> {
+        Trial::new(LoadParams::from_workload(w).map_err(Error::usage)?, wire_id)
+    }
+
+    pub fn udp(p: UdpParams, wire_id: u16) -> Result<Trial, Error> {
+        let p = p.with_frame();
+        if let Some(r) = p.rate {
+            // A bit rate is a packet rate only once the payload is known.
+            let pps = r.packets_per_second(p.payload_bytes);
+            if pps > netceil_model::MAX_PACKETS_PER_S {
+                return Err(Error::usage(anyhow!(
+                    "--rate {r} is {} at {}-byte payloads, above {}, the fastest rate netceil takes",
+                    Rate::PacketsPerSecond(pps),
+                    p.payload_bytes,
+                    Rate::PacketsPerSecond(netceil_model::MAX_PACKETS_PER_S)
+                )));
+            }
+        }
+        let cfg = udp::UdpConfig {
+            payload_bytes: p.payload_bytes,
+            rate: p.rate,
+            interval_ns: p.interval_ns,
+            pacing: p.pacing,
+            burst: p.burst,
+            count: p.count,
+            duration: duration_of(p.duration_s)?,
+            flows: p.flows,
+            threads: p.threads,
+            ipv6: p.ipv6,
+            target: target_of(&p.target)?,
+            rcvbuf: p.rcvbuf,
+            rcvbuf_force: p.rcvbuf_force,
+            sndbuf: p.sndbuf,
+            run_id: wire_id,
+            gso: p.gso,
+        };
+        cfg.validate()?;
+        Ok(Trial::Udp(cfg, p))
+    }
+
+    pub fn tcp(p: TcpParams) -> Result<Trial, Error> {
+        let cfg = tcp::TcpConfig {
+            flows: p.flows,
+            msg_size: p.msg_size,
+            rate_per_flow_bps: p.rate_per_flow_bps,
+            duration: duration_of(p.duration_s)?,
+            threads: p.threads,
+            ipv6: p.ipv6,
+            target: target_of(&p.target)?,
+            pacing: match p.pacing {
+                TcpPacingRequest::Auto => tcp::TcpPacingChoice::Auto,
+                TcpPacingRequest::Kernel => tcp::TcpPacingChoice::Kernel,
+                TcpPacingRequest::App => tcp::TcpPacingChoice::Application,
+            },
+            nodelay: false,
+        };
+        cfg.validate()?;
+        Ok(Trial::Tcp(cfg, p))
+    }
+
+    pub fn rr(p: RrParams) -> Result<Trial, Error> {
+        let cfg = rr::RrConfig {
+            proto: match p.proto {
+                RrProtocol::Tcp => rr::RrProto::Tcp,
+                RrProtocol::Udp => rr::RrProto::Udp,
+            },
+            size: p.size,
+            flows: p.flows,
+            rate_tps: p.rate_tps,
+            duration: duration_of(p.duration_s)?,
+            ipv6: p.ipv6,
+            target: target_of(&p.target)?,
+            run_id: None,
+        };
+        cfg.validate()?;
+        Ok(Trial::Rr(cfg, p))
+    }
+
+    /// The parameters it was made from.
+    pub fn params(&self) -> LoadParams {
+        match self {
+            Trial::Udp(_, p) => LoadParams::Udp(p.clone()),
+            Trial::Tcp(_, p) => LoadParams::Tcp(p.clone()),
+            Trial::Rr(_, p) => LoadParams::Rr(p.clone()),
+        }
+    }
+
+    /// The workload as the run stores it.
+    pub fn workload(&self) -> Workload {
+        self.params().workload()
+    }
+
+    /// How long it is planned to run.
+    pub fn duration(&self) -> Duration {
+        match self {
+            Trial::Udp(c, _) => c.duration,
+            Trial::Tcp(c, _) => c.duration,
+            Trial::Rr(c, _) => c.duration,
+        }
+    }
+
+    /// The far end it is measured against, if any.
+    pub fn target(&self) -> Option<SocketAddr> {
+        match self {
+            Trial::Udp(c, _) => c.target,
+            Trial::Tcp(c, _) => c.target,
+            Trial::Rr(c, _) => c.target,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netceil_model::PacingMode;
+
+    fn udp(rate: Option<Rate>) -> UdpParams {
+        UdpParams {
+            payload_bytes: 18,
+            frame_bytes: 0,
+            rate,
+            interval_ns: None,
+            pacing: PacingMode::Sleep,
+            burst: 1,
+            count: None,
+            duration_s: 2.0,
+            flows: 1,
+            threads: 1,
+            ipv6: false,
+            target: Some("127.0.0.1:9000".into()),
+            rcvbuf: None,
+            rcvbuf_force: false,
+            sndbuf: None,
+            gso: false,
+        }
+    }
+
+    #[test]
+    fn a_stored_trial_runs_again_with_the_same_configuration() {
+        let t = Trial::udp(udp(Some(Rate::PacketsPerSecond(1000.0))), 7).unwrap();
+        let again = Trial::from_workload(&t.workload(), 7).unwrap();
+        let (Trial::Udp(a, pa), Trial::Udp(b, pb)) = (&t, &again) else {
+            panic!("not udp")
+        };
+        assert_eq!(pa, pb);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert_eq!(t.target(), Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(t.duration(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn bad_parameters_are_the_users_fault() {
+        let e = Trial::udp(udp(Some(Rate::PacketsPerSecond(1e12))), 0).unwrap_err();
+        assert!(
+            e.is_usage() && e.to_string().contains("fastest rate"),
+            "{e}"
+        );
+        let mut p = udp(None);
+        p.target = Some("nowhere".into());
+        let e = Trial::udp(p, 0).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("ip:port"), "{e}");
+        let mut p = udp(None);
+        p.duration_s = -1.0;
+        assert!(Trial::udp(p, 0).unwrap_err().is_usage());
+    }
+}

@@ -1,0 +1,305 @@
+//! The command line's side of the engine: settings from flags, the one skeleton every
+//! measuring command runs through (store, session, observers, metrics endpoint, the run's
+//! output and exit), and the run's summary or JSON.
+
+use anyhow::{anyhow, Context};
+use netceil_engine::{Campaign, Observer, Replay, SessionConfig, Trial};
+use netceil_model::params::{
+    LoadParams, RrParams, RrProtocol, TcpPacingRequest, TcpParams, UdpParams,
+};
+use netceil_model::{frame_to_udp_payload, udp_payload_to_frame, Run};
+use netceil_probe::Row;
+use netceil_store::Store;
+use std::io::Write;
+
+use crate::cli::{CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, TcpArgs, TcpPacingArg, UdpArgs};
+use crate::metrics::{MetricsServer, Publisher};
+use crate::{summary, Done, Failure, Outcome};
+
+/// Opens the run store unless told not to. A store that cannot be opened does not stop the
+/// measurement: the reason is printed and the run goes on unstored.
+pub fn open_store(no_store: bool) -> Option<Store> {
+    if no_store {
+        return None;
+    }
+    match Store::open_default() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("netceil: this run will not be stored: {e}");
+            None
+        }
+    }
+}
+
+/// How a command that records a run ends when nothing else went wrong: a run that was to be
+/// stored and was not (the store could not be opened, or a write failed) is a failure, exit
+/// code 1; why was said on stderr when it happened, and the summary says "not stored".
+pub fn store_outcome(no_store: bool, stored: bool) -> Done {
+    if no_store || stored {
+        Done::Success
+    } else {
+        Done::Reported
+    }
+}
+
+/// The session the common run flags ask for.
+pub fn session_config(common: &CommonRunArgs) -> SessionConfig {
+    SessionConfig {
+        key_file: common.key_file.clone(),
+        probes: common.probes.as_ref().map(|p| p.0.clone()),
+        lock_stacks: common.lock_stacks,
+        ..SessionConfig::new(common.sample_interval, crate::stop_flag())
+    }
+}
+
+/// How a command shows its trials while they run.
+pub enum Progress {
+    /// Each trial's live table (`netceil run`), and a live verdict on the metrics endpoint.
+    Table,
+    /// The planner's own step lines (search, sweep): no table per trial; no live verdict,
+    /// since a window that spans trials at different rates has no one ceiling.
+    Steps,
+}
+
+/// The metrics endpoint as a session's observer: every row recorded is published.
+struct MetricsRows(Publisher);
+
+/// An observer that publishes every row recorded on `m`.
+pub fn metrics_rows<'s>(m: &MetricsServer) -> Box<dyn Observer + 's> {
+    Box::new(MetricsRows(m.publisher()))
+}
+
+impl Observer for MetricsRows {
+    fn rows(&mut self, rows: &[Row]) {
+        self.0.update_rows(rows);
+    }
+}
+
+/// A measuring command between its start and its output.
+pub struct Command<'s> {
+    pub campaign: Campaign<'s>,
+    metrics: Option<MetricsServer>,
+    store: Option<&'s Store>,
+    common: CommonRunArgs,
+    metrics_args: MetricsArgs,
+}
+
+/// Starts a measuring command's campaign on `top`: the session (probes and key checked
+/// first), its observers and the metrics endpoint.
+pub fn start<'s>(
+    common: &CommonRunArgs,
+    metrics_args: &MetricsArgs,
+    store: Option<&'s Store>,
+    top: Run,
+    replay: Replay,
+    progress: Progress,
+) -> Result<Command<'s>, Failure> {
+    let metrics = crate::metrics::from_flag(metrics_args.metrics_listen)?;
+    let mut campaign = Campaign::start(&session_config(common), store, top, replay)?;
+    if let Some(status) = &campaign.session.probe_status {
+        eprintln!("netceil: {status}");
+    }
+    if let Progress::Table = progress {
+        campaign
+            .session
+            .observe(Box::new(crate::live::TerminalParts::new(
+                common.json,
+                common.quiet,
+                common.wide,
+            )));
+    }
+    if let Some(m) = &metrics {
+        campaign.session.observe(metrics_rows(m));
+        if let Progress::Table = progress {
+            // The load engine's threads are netceil's own, not the machine's: as at the end.
+            let live =
+                crate::metrics::LiveVerdict::new(campaign.top.clone(), common.sample_interval)
+                    .prepare(|r| {
+                        r.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids()
+                    });
+            m.analyze_live(live);
+        }
+    }
+    Ok(Command {
+        campaign,
+        metrics,
+        store,
+        common: common.clone(),
+        metrics_args: metrics_args.clone(),
+    })
+}
+
+impl Command<'_> {
+    /// Stores the finished run and prints it: as JSON with `--json`, else what `render`
+    /// makes of it and where it was stored. The metrics endpoint gets the findings the run
+    /// stands on, then lingers as asked. `print` false prints nothing (a run refused
+    /// before any load went out).
+    pub fn done(self, print: bool, render: impl FnOnce(&Run) -> String) -> Outcome {
+        let (top, stored) = self.campaign.finish();
+        if print {
+            if self.common.json {
+                emit_json(&top)?;
+            } else {
+                let mut out = crate::out::stdout();
+                write!(out, "{}", render(&top)).context("writing to stdout")?;
+                emit_plain(&mut out, stored.as_deref(), self.store)?;
+            }
+        }
+        if let Some(m) = self.metrics {
+            m.set_findings(&netceil_engine::headline_findings(&top));
+            m.linger(self.metrics_args.metrics_linger.unwrap_or_default());
+        }
+        Ok(store_outcome(self.common.no_store, stored.is_some()))
+    }
+}
+
+/// The run as one JSON document on stdout.
+pub fn emit_json(run: &Run) -> Result<(), Failure> {
+    let mut out = crate::out::stdout();
+    serde_json::to_writer_pretty(&mut out, run).context("writing JSON to stdout")?;
+    writeln!(out).context("writing to stdout")?;
+    Ok(())
+}
+
+/// The run's human summary and verdict.
+pub fn summary_and_verdict(run: &Run) -> String {
+    format!("{}{}", summary::render(run), summary::verdict(run))
+}
+
+/// The last line of a human summary: where the run was stored, or that it was not.
+pub fn emit_plain(
+    out: &mut impl Write,
+    stored: Option<&str>,
+    store: Option<&Store>,
+) -> Result<(), Failure> {
+    match (stored, store) {
+        (Some(id), Some(s)) => writeln!(out, "stored as {id} in {}", s.path().display()),
+        _ => writeln!(out, "not stored"),
+    }
+    .context("writing to stdout")?;
+    Ok(())
+}
+
+/// Resolves --size / --frame-size into the UDP payload.
+pub fn udp_payload(a: &UdpArgs, ipv6: bool, default_frame: usize) -> Result<usize, Failure> {
+    match (a.size, a.frame_size) {
+        (Some(s), _) => Ok(s),
+        (None, Some(f)) => frame_to_udp_payload(f, ipv6).ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "--frame-size {f} cannot carry the Ethernet, IP and UDP headers ({} bytes)",
+                udp_payload_to_frame(0, ipv6)
+            ))
+        }),
+        (None, None) => Ok(frame_to_udp_payload(default_frame, ipv6).unwrap_or(18)),
+    }
+}
+
+/// The parameters `netceil run udp` flags give.
+pub fn udp_params(a: &UdpArgs, common: &CommonRunArgs) -> Result<UdpParams, Failure> {
+    Ok(UdpParams {
+        payload_bytes: udp_payload(a, common.ipv6, 64)?,
+        frame_bytes: 0,
+        rate: a.rate,
+        interval_ns: a.interval.map(|d| d.as_nanos() as f64),
+        pacing: a.pacing.into(),
+        burst: a.burst,
+        count: a.count,
+        duration_s: a.duration.as_secs_f64(),
+        flows: a.flows,
+        threads: a.threads,
+        ipv6: common.ipv6,
+        target: common.to.map(|t| t.to_string()),
+        rcvbuf: a.rcvbuf,
+        rcvbuf_force: a.rcvbuf_force,
+        sndbuf: a.sndbuf,
+        gso: a.gso,
+    }
+    .with_frame())
+}
+
+/// The parameters `netceil run tcp` flags give.
+pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
+    TcpParams {
+        flows: a.flows,
+        msg_size: a.msg_size,
+        rate_per_flow_bps: a.rate_per_flow,
+        duration_s: a.duration.as_secs_f64(),
+        threads: a.threads,
+        ipv6: common.ipv6,
+        target: common.to.map(|t| t.to_string()),
+        pacing: match a.pacing {
+            TcpPacingArg::Auto => TcpPacingRequest::Auto,
+            TcpPacingArg::Kernel => TcpPacingRequest::Kernel,
+            TcpPacingArg::App => TcpPacingRequest::App,
+        },
+    }
+}
+
+/// The parameters `netceil run rr` flags give.
+pub fn rr_params(a: &RrArgs, common: &CommonRunArgs) -> RrParams {
+    RrParams {
+        proto: match a.proto {
+            ProtoArg::Tcp => RrProtocol::Tcp,
+            ProtoArg::Udp => RrProtocol::Udp,
+        },
+        size: a.size,
+        flows: a.flows,
+        rate_tps: a.rate,
+        duration_s: a.duration.as_secs_f64(),
+        ipv6: common.ipv6,
+        target: common.to.map(|t| t.to_string()),
+    }
+}
+
+/// The parameters a workload's flags give.
+pub fn load_params(
+    w: &crate::cli::Workload,
+    common: &CommonRunArgs,
+) -> Result<LoadParams, Failure> {
+    Ok(match w {
+        crate::cli::Workload::Udp(a) => LoadParams::Udp(udp_params(a, common)?),
+        crate::cli::Workload::Tcp(a) => LoadParams::Tcp(tcp_params(a, common)),
+        crate::cli::Workload::Rr(a) => LoadParams::Rr(rr_params(a, common)),
+    })
+}
+
+/// The trial a workload's flags describe, checked.
+pub fn plan(
+    w: &crate::cli::Workload,
+    common: &CommonRunArgs,
+    wire_id: u16,
+) -> Result<Trial, Failure> {
+    Ok(Trial::new(load_params(w, common)?, wire_id)?)
+}
+
+/// A UDP train's parameters for a search or a sweep step: the payload, the pacing and the
+/// receiver's buffer, with the common flags (target, IPv6); the rest as `netceil run udp`
+/// has them by default.
+pub fn udp_train_params(
+    common: &CommonRunArgs,
+    payload_bytes: usize,
+    pacing: netceil_model::PacingMode,
+    rcvbuf: Option<usize>,
+    rcvbuf_force: bool,
+) -> UdpParams {
+    let d = netceil_load::udp::UdpConfig::default();
+    UdpParams {
+        payload_bytes,
+        frame_bytes: 0,
+        rate: None,
+        interval_ns: None,
+        pacing,
+        burst: d.burst,
+        count: d.count,
+        duration_s: d.duration.as_secs_f64(),
+        flows: d.flows,
+        threads: d.threads,
+        ipv6: common.ipv6,
+        target: common.to.map(|t| t.to_string()),
+        rcvbuf,
+        rcvbuf_force,
+        sndbuf: d.sndbuf,
+        gso: d.gso,
+    }
+    .with_frame()
+}
