@@ -126,6 +126,9 @@ pub struct Entry {
     pub explains: Vec<Explains>,
     /// The finding written from this entry; for [`Class::Context`] only its evidence is used.
     pub finding: Finding,
+    /// Why an experiment (`--confirm`) says this is not the ceiling: relieving it moved
+    /// nothing. A refuted entry binds nothing and explains nothing.
+    pub refuted: Option<String>,
 }
 
 impl Entry {
@@ -145,6 +148,7 @@ impl Entry {
             recovers_offered: class == Class::Loss,
             explains: Vec::new(),
             finding,
+            refuted: None,
         }
     }
 
@@ -229,6 +233,32 @@ impl Entry {
 
     fn is_claim(&self) -> bool {
         self.class != Class::Context
+    }
+}
+
+/// Marks the claims whose cause an experiment refuted (`--confirm` found that relieving it
+/// moved nothing), with the experiment's sentence in their finding's evidence.
+pub fn apply_confirmations(entries: &mut [Entry], confirmations: &[netceil_model::Confirmation]) {
+    for c in confirmations
+        .iter()
+        .filter(|c| c.outcome == netceil_model::ConfirmOutcome::Refuted)
+    {
+        for e in entries
+            .iter_mut()
+            .filter(|e| e.is_claim() && e.cause == c.cause)
+        {
+            e.refuted = Some(c.summary.clone());
+        }
+    }
+    for c in confirmations {
+        for e in entries.iter_mut().filter(|e| e.cause == c.cause) {
+            e.finding.evidence.push(netceil_model::Evidence {
+                metric: "confirm".into(),
+                window_s: None,
+                value: None,
+                text: c.summary.clone(),
+            });
+        }
     }
 }
 
@@ -446,7 +476,10 @@ fn better(a: (&Entry, &Gain), b: (&Entry, &Gain)) -> std::cmp::Ordering {
 
 /// Ranks the entries (see the module header). `offered` is the offered rate over the
 /// delivered one when the run was paced (the gain can reach no further).
-pub fn rank(entries: Vec<Entry>, offered: Option<f64>) -> Ranked {
+pub fn rank(mut entries: Vec<Entry>, offered: Option<f64>) -> Ranked {
+    for e in entries.iter_mut().filter(|e| e.refuted.is_some()) {
+        e.explains.clear();
+    }
     let by = explanations(&entries);
     let gains: Vec<Option<Gain>> = (0..entries.len())
         .map(|i| {
@@ -454,7 +487,7 @@ pub fn rank(entries: Vec<Entry>, offered: Option<f64>) -> Ranked {
         })
         .collect();
     let mut roots: Vec<usize> = (0..entries.len())
-        .filter(|&i| entries[i].is_claim() && by[i].is_none())
+        .filter(|&i| entries[i].is_claim() && by[i].is_none() && entries[i].refuted.is_none())
         .collect();
     roots.sort_by(|&a, &b| {
         better(
@@ -470,6 +503,11 @@ pub fn rank(entries: Vec<Entry>, offered: Option<f64>) -> Ranked {
         followers.sort_by(|&a, &b| entries[b].confidence().total_cmp(&entries[a].confidence()));
         order.extend(followers);
     }
+    // Claims an experiment refuted: after every claim that stands, before the context.
+    order.extend(
+        (0..entries.len())
+            .filter(|&i| entries[i].is_claim() && by[i].is_none() && entries[i].refuted.is_some()),
+    );
     let mut context: Vec<usize> = (0..entries.len())
         .filter(|&i| !entries[i].is_claim())
         .collect();
@@ -528,6 +566,9 @@ fn state_of(
     gain: Option<&Gain>,
     entries: &[Entry],
 ) -> (EntryState, String) {
+    if let Some(why) = &e.refuted {
+        return (EntryState::Noted, format!("demoted by experiment: {why}"));
+    }
     if let Some(k) = by[i] {
         return (
             EntryState::Symptom,
@@ -678,6 +719,43 @@ mod tests {
         let g = r.gains[0].as_ref().unwrap();
         assert!((g.factor.unwrap() - 2.5).abs() < 1e-9, "{g:?}");
         assert_eq!(g.until.as_deref(), Some("cpu:1"));
+    }
+
+    #[test]
+    fn refuted_a_starved_readers_drops_follow_the_core_that_starved_it() {
+        let core = claim(
+            Class::Ceiling,
+            cause::HOT_CPU,
+            Resource::Cpu {
+                cpus: vec![0],
+                far: false,
+            },
+            0.7,
+        )
+        .sized(pct(100.0, "one core"), pct(99.0, "busy"))
+        .scaling()
+        .explains(Explains::cause(cause::BUFFER_DROPS));
+        let drops = claim(
+            Class::Loss,
+            cause::BUFFER_DROPS,
+            Resource::Queue {
+                name: "socket".into(),
+                far: false,
+            },
+            0.95,
+        )
+        .relief(Relief::Nothing);
+        // An experiment found that spreading the work moved nothing: the core does not bind,
+        // explains nothing, and the drops stand as the verdict.
+        let mut core = core;
+        core.refuted = Some("the flows over 2 threads moved delivered from 100 to 101".into());
+        let r = rank(vec![drops, core, cpu(1, 0.4)], None);
+        assert!(r.binds);
+        assert_eq!(r.entries[0].cause, cause::BUFFER_DROPS);
+        assert_eq!(r.states[0], EntryState::Binds);
+        assert_eq!(r.entries[1].cause, cause::HOT_CPU);
+        assert_eq!(r.states[1], EntryState::Noted);
+        assert!(r.whys[1].contains("demoted by experiment"), "{}", r.whys[1]);
     }
 
     #[test]

@@ -241,6 +241,7 @@ fn analyze_single(run: &Run, opts: &Options) -> (Vec<Finding>, Ledger) {
     let mut entries = rules::single_run(&ctx);
     let context = context::entries(&ctx, &entries);
     entries.extend(context);
+    ledger::apply_confirmations(&mut entries, &ctx.run.confirmations);
     let ranked = ledger::rank(entries, offered_factor(&ctx));
     let (mut findings, why) = verdict::findings(&ctx, &ranked);
     let delivered = ctx.throughput().map(|t| {

@@ -10,6 +10,7 @@
 //! The command line and the terminal are the binary's; nothing here prints to stdout.
 
 mod campaign;
+pub mod confirm;
 mod error;
 pub mod kernel;
 mod observer;

@@ -27,8 +27,8 @@ pub use results::{
     LatencySummary, PacingMode, Results, TcpPacing,
 };
 pub use run::{
-    Annotations, CpuQuota, HostInfo, Implausible, Knee, LockStat, NicInfo, Run, RunMeta, RunSource,
-    Workload, WorkloadKind,
+    Annotations, ConfirmOutcome, Confirmation, CpuQuota, HostInfo, Implausible, Knee, LockStat,
+    NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
 };
 pub use series::{Metric, MetricId, MissingValue, Series};
 pub use units::{

@@ -208,6 +208,45 @@ pub struct Run {
     /// Import warnings, skipped lines, tool output: things a reader should see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Verdicts tested by experiment (`--confirm`): what was changed and what moved. The
+    /// analyzer demotes a cause whose intervention moved nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Confirmation>,
+}
+
+/// What an A/B experiment on a verdict found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmOutcome {
+    /// The figure moved as the verdict predicts: the cause stands.
+    Confirmed,
+    /// The figure did not move beyond the trials' own noise: the cause is not the ceiling.
+    Refuted,
+    /// The trials disagree too much among themselves to tell.
+    Inconclusive,
+}
+
+/// A verdict tested the way a field investigation would: the one thing it blames changed,
+/// in short trials alternated with the unchanged workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Confirmation {
+    /// The cause tested.
+    pub cause: crate::Cause,
+    /// What was changed, in words: `a 16× receive buffer (3.2 MiB)`.
+    pub intervention: String,
+    /// The figure watched, in words (`loss`, `delivered`), and its unit.
+    pub figure: String,
+    pub unit: crate::Unit,
+    /// What the verdict predicts the change does to the figure, in words.
+    pub predicted: String,
+    /// The figure in each unchanged (A) and changed (B) trial, in the order run.
+    pub unchanged: Vec<f64>,
+    pub changed: Vec<f64>,
+    /// Each trial's length, seconds.
+    pub trial_s: f64,
+    pub outcome: ConfirmOutcome,
+    /// One sentence: what moved, and what that means for the verdict.
+    pub summary: String,
 }
 
 /// One answer of a search: for a frame size and a loss tolerance, the highest rate whose loss
@@ -258,6 +297,7 @@ impl Run {
             knees: Vec::new(),
             findings: Vec::new(),
             notes: Vec::new(),
+            confirmations: Vec::new(),
         }
     }
 }

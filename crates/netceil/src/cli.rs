@@ -338,6 +338,12 @@ pub struct RunArgs {
     pub workload: Option<Workload>,
     #[command(flatten)]
     pub common: CommonRunArgs,
+    /// Test the verdict by experiment: change the one thing it blames (a 16× receive buffer,
+    /// the flows over more threads, a lower rate, the probes off) in four short trials
+    /// alternated with the unchanged workload, and demote it if the figure does not move.
+    /// Changes only netceil's own workload, never the machine. One workload only.
+    #[arg(long, global = true)]
+    pub confirm: bool,
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::cli::{CompareArgs, CompareFormat, ExportArgs, ExportFormat, ReportArgs};
-use crate::cmd_store::{open_for_reading, resolve};
+use crate::engine::{open_for_reading, resolve};
 use crate::{Done, Failure, Outcome};
 
 /// Writes to a file, or to stdout for `-`; the file is written whole or not at all.

@@ -91,6 +91,9 @@ pub fn run(args: RunArgs) -> Outcome {
         ));
     }
     netceil_analyze::analyze_into(top);
+    if args.confirm && failure.is_none() && !interrupted {
+        confirm(top, &common, wire_id, suite)?;
+    }
     // A test refused before any load went out has left nothing in the store.
     let print = top.results.is_some() || failure.is_none();
     let done = cmd.done(print, engine::summary_and_verdict);
@@ -98,6 +101,33 @@ pub fn run(args: RunArgs) -> Outcome {
         Some(f) => Err(f),
         None => done,
     }
+}
+
+/// `--confirm`: the verdict tested by experiment, kept in the run, and the run analyzed again
+/// so that a verdict the experiment refuted is demoted.
+fn confirm(
+    top: &mut netceil_model::Run,
+    common: &CommonRunArgs,
+    wire_id: u16,
+    suite: bool,
+) -> Result<(), Failure> {
+    if suite {
+        top.notes
+            .push("--confirm tests one workload's verdict; the default suite has three".into());
+        return Ok(());
+    }
+    if !common.quiet {
+        eprintln!("netceil: --confirm: testing the verdict in four short trials");
+    }
+    match netceil_engine::confirm::confirm(&engine::session_config(common), top, wire_id)? {
+        Ok(c) => {
+            top.notes.push(format!("--confirm: {}", c.summary));
+            top.confirmations.push(c);
+            netceil_analyze::analyze_into(top);
+        }
+        Err(why) => top.notes.push(why),
+    }
+    Ok(())
 }
 
 /// The default suite's parts, parsed through clap so they run exactly what the flags mean.

@@ -7,23 +7,12 @@ use netceil_store::{RunFilter, RunSummary, Store};
 use std::io::Write;
 
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
+use crate::engine::{open_for_reading, resolve};
 use crate::{fmt, summary, Done, Failure, Outcome};
 
 /// Opens the store to change it (`rm`); here a broken store is an error, not a warning.
 pub fn open() -> Result<Store, Failure> {
     Store::open_default().map_err(|e| Failure::from(anyhow::Error::new(e)))
-}
-
-/// Opens the store only to read it: nothing is created, converted or written. A broken store
-/// is an error, not a warning; a missing one has no runs.
-pub fn open_for_reading() -> Result<Store, Failure> {
-    Store::open_default_for_reading().map_err(|e| Failure::from(anyhow::Error::new(e)))
-}
-
-/// A run spec (id, unique prefix, or `last`) to a full id; an unknown or ambiguous one is the
-/// user's input at fault (exit 2).
-pub fn resolve(store: &Store, spec: &str) -> Result<String, Failure> {
-    store.resolve(spec).map_err(Failure::usage)
 }
 
 fn kind(s: &RunSummary) -> String {

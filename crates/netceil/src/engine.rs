@@ -31,6 +31,18 @@ pub fn open_store(no_store: bool) -> Option<Store> {
     }
 }
 
+/// Opens the store only to read it: nothing is created, converted or written. A broken store
+/// is an error, not a warning; a missing one has no runs.
+pub fn open_for_reading() -> Result<Store, Failure> {
+    Store::open_default_for_reading().map_err(|e| Failure::from(anyhow::Error::new(e)))
+}
+
+/// A run spec (id, unique prefix, or `last`) to a full id; an unknown or ambiguous one is the
+/// user's input at fault (exit 2).
+pub fn resolve(store: &Store, spec: &str) -> Result<String, Failure> {
+    store.resolve(spec).map_err(Failure::usage)
+}
+
 /// How a command that records a run ends when nothing else went wrong: a run that was to be
 /// stored and was not (the store could not be opened, or a write failed) is a failure, exit
 /// code 1; why was said on stderr when it happened, and the summary says "not stored".

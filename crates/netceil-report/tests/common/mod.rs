@@ -203,6 +203,7 @@ pub fn full_run() -> Run {
     };
     Run {
         knees: Vec::new(),
+        confirmations: Vec::new(),
         run_id: "r-full".into(),
         source: RunSource::Watched {
             command: Some(vec!["iperf3".into(), "-s".into()]),

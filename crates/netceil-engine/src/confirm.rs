@@ -1,0 +1,499 @@
+//! `--confirm`: a verdict tested by experiment, as the field investigations did by hand. The
+//! one thing the verdict blames is changed (a larger receive buffer, flows spread over
+//! threads, a lower rate, the probes off) in short trials alternated with the unchanged
+//! workload (A, B, A, B), and the figure the verdict is about is compared against the trials'
+//! own spread. A verdict whose intervention moves nothing is refuted, and the analyzer
+//! demotes it.
+//!
+//! Every change is a parameter of netceil's own workload (a socket option, a thread count, a
+//! rate, whether probes attach): nothing on the machine is changed, so nothing needs
+//! restoring.
+
+use netceil_model::params::LoadParams;
+use netceil_model::{Cause, ConfirmOutcome, Confirmation, Rate, Results, Run, Unit};
+use std::time::Duration;
+
+use crate::session::{Session, SessionConfig};
+use crate::trial::Trial;
+use crate::Error;
+
+/// The longest a confirming trial runs.
+pub const TRIAL: Duration = Duration::from_secs(3);
+/// How much larger the receive buffer is made.
+pub const BUFFER_FACTOR: usize = 16;
+/// The rate a saturated run is retried at, as a share of what it offered.
+pub const LOWER_RATE: f64 = 0.5;
+/// The rate a generator-limited run is retried at, as a share of what it achieved.
+pub const REACHABLE_RATE: f64 = 0.7;
+/// A rise smaller than this share is no rise.
+pub const RISE: f64 = 0.10;
+/// Trials whose spread is more than this share of their mean cannot tell a change.
+pub const TOO_NOISY: f64 = 0.30;
+
+/// The one change made to test a cause.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intervention {
+    /// The UDP receive buffer, this many bytes (forced past rmem_max where allowed).
+    Rcvbuf(usize),
+    /// The flows spread over this many sender threads (at least as many flows).
+    Threads(u32),
+    /// The asked rate, packets per second.
+    Rate(f64),
+    /// The eBPF probes left off.
+    ProbesOff,
+}
+
+/// What the verdict predicts the change does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Prediction {
+    /// The figure falls to half or less (loss).
+    Falls,
+    /// The figure rises by [`RISE`] or more (delivered).
+    Rises,
+    /// The generator reaches the rate asked (achieved ÷ asked ≥ 0.98).
+    Reaches,
+    /// The figure does not rise: the probes did not make the ceiling.
+    Stays,
+}
+
+/// The figure an experiment watches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Figure {
+    /// Loss, % of what was sent.
+    Loss,
+    /// Delivered: packets/s (UDP), bits/s (TCP), transactions/s (rr).
+    Delivered,
+    /// Achieved ÷ asked rate.
+    Reach,
+}
+
+impl Figure {
+    fn of(self, r: &Results) -> f64 {
+        match self {
+            Figure::Loss => {
+                let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+                if sent == 0 {
+                    0.0
+                } else {
+                    100.0 * r.lost_packets as f64 / sent as f64
+                }
+            }
+            Figure::Delivered => {
+                r.transactions_per_s
+                    .unwrap_or(if r.rx_app_pps > 0.0 && r.payload_bytes.is_some() {
+                        r.rx_app_pps
+                    } else {
+                        r.rx_app_bits_per_s.max(r.tx_bits_per_s)
+                    })
+            }
+            Figure::Reach => match r.requested_pps {
+                Some(asked) if asked > 0.0 => r.tx_pps / asked,
+                _ => 1.0,
+            },
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Figure::Loss => "loss",
+            Figure::Delivered => "delivered",
+            Figure::Reach => "achieved ÷ asked rate",
+        }
+    }
+
+    fn unit(self, r: &Results) -> Unit {
+        match self {
+            Figure::Loss => Unit::Percent,
+            Figure::Reach => Unit::Ratio,
+            Figure::Delivered if r.transactions_per_s.is_some() => Unit::PerSecond,
+            Figure::Delivered if r.rx_app_pps > 0.0 && r.payload_bytes.is_some() => {
+                Unit::PacketsPerSecond
+            }
+            Figure::Delivered => Unit::BitsPerSecond,
+        }
+    }
+}
+
+/// The experiment that tests `cause` on the workload `params` measured as `results`, with
+/// what the verdict predicts and the figure to watch; `None` when no change of netceil's own
+/// tests that cause (said in the run's notes).
+fn design(
+    cause: &Cause,
+    params: &LoadParams,
+    results: &Results,
+    probes_on: bool,
+    rmem_default: Option<usize>,
+) -> Option<(Intervention, Figure, Prediction)> {
+    use Cause as C;
+    let udp = match params {
+        LoadParams::Udp(p) => Some(p),
+        _ => None,
+    };
+    let threaded = matches!(params, LoadParams::Udp(_) | LoadParams::Tcp(_));
+    let threads = match params {
+        LoadParams::Udp(p) => p.threads,
+        LoadParams::Tcp(p) => p.threads,
+        LoadParams::Rr(_) => 1,
+    };
+    match cause {
+        C::BufferDrops => {
+            let now = udp?
+                .rcvbuf
+                .or(results.rcvbuf_bytes.map(|b| b as usize))
+                .or(rmem_default)?;
+            Some((
+                Intervention::Rcvbuf(now * BUFFER_FACTOR),
+                Figure::Loss,
+                Prediction::Falls,
+            ))
+        }
+        C::HotCpu | C::SenderSaturated | C::ThreadSaturated if threaded => Some((
+            Intervention::Threads((threads * 2).max(2)),
+            Figure::Delivered,
+            Prediction::Rises,
+        )),
+        C::GeneratorLimited if udp.is_some() && results.tx_pps > 0.0 => Some((
+            Intervention::Rate(results.tx_pps * REACHABLE_RATE),
+            Figure::Reach,
+            Prediction::Reaches,
+        )),
+        C::Saturation | C::ReceiverSaturated if udp.is_some() && results.lost_packets > 0 => {
+            let offered = results.requested_pps.unwrap_or(results.tx_pps);
+            (offered > 0.0).then_some((
+                Intervention::Rate(offered * LOWER_RATE),
+                Figure::Loss,
+                Prediction::Falls,
+            ))
+        }
+        C::SoftirqBound | C::NapiBudget | C::LockContention if probes_on => Some((
+            Intervention::ProbesOff,
+            Figure::Delivered,
+            Prediction::Stays,
+        )),
+        _ => None,
+    }
+}
+
+/// The workload with the intervention applied.
+fn apply(i: &Intervention, params: &LoadParams) -> LoadParams {
+    let mut p = params.clone();
+    match (i, &mut p) {
+        (Intervention::Rcvbuf(b), LoadParams::Udp(u)) => {
+            u.rcvbuf = Some(*b);
+            // Past net.core.rmem_max only with CAP_NET_ADMIN; without it the kernel caps it,
+            // and the results' rcvbuf_bytes say what was granted.
+            u.rcvbuf_force = nix::unistd::geteuid().is_root();
+        }
+        (Intervention::Threads(t), LoadParams::Udp(u)) => {
+            u.threads = *t;
+            u.flows = u.flows.max(*t);
+        }
+        (Intervention::Threads(t), LoadParams::Tcp(c)) => {
+            c.threads = *t;
+            c.flows = c.flows.max(*t);
+        }
+        (Intervention::Rate(r), LoadParams::Udp(u)) => {
+            u.rate = Some(Rate::PacketsPerSecond(r.round().max(1.0)));
+            u.interval_ns = None;
+        }
+        _ => {}
+    }
+    p
+}
+
+fn words(i: &Intervention) -> String {
+    match i {
+        Intervention::Rcvbuf(b) => format!(
+            "a {BUFFER_FACTOR}× receive buffer ({:.1} MiB)",
+            *b as f64 / (1 << 20) as f64
+        ),
+        Intervention::Threads(t) => format!("the flows spread over {t} sender threads"),
+        Intervention::Rate(r) => {
+            format!("the rate lowered to {}", Rate::PacketsPerSecond(r.round()))
+        }
+        Intervention::ProbesOff => "the probes off".into(),
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn spread(v: &[f64]) -> f64 {
+    let hi = v.iter().copied().fold(f64::MIN, f64::max);
+    let lo = v.iter().copied().fold(f64::MAX, f64::min);
+    if v.is_empty() {
+        0.0
+    } else {
+        hi - lo
+    }
+}
+
+/// The outcome of A and B trials under a prediction.
+fn judge(a: &[f64], b: &[f64], prediction: Prediction) -> ConfirmOutcome {
+    let (ma, mb) = (mean(a), mean(b));
+    let noise = spread(a).max(spread(b));
+    // A change smaller than twice the trials' own spread is no change.
+    let moved = (mb - ma).abs() > 2.0 * noise;
+    let scale = ma.abs().max(mb.abs()).max(1e-12);
+    if noise > TOO_NOISY * scale && prediction != Prediction::Reaches {
+        return ConfirmOutcome::Inconclusive;
+    }
+    use ConfirmOutcome as O;
+    match prediction {
+        Prediction::Falls if ma <= 0.0 => O::Inconclusive,
+        Prediction::Falls if moved && mb <= 0.5 * ma => O::Confirmed,
+        Prediction::Falls if !moved || mb > 0.8 * ma => O::Refuted,
+        Prediction::Rises if moved && mb >= (1.0 + RISE) * ma => O::Confirmed,
+        Prediction::Rises if !moved || mb < (1.0 + RISE / 2.0) * ma => O::Refuted,
+        Prediction::Reaches if b.iter().all(|x| *x >= 0.98) => O::Confirmed,
+        Prediction::Reaches if b.iter().all(|x| *x < 0.9) => O::Refuted,
+        Prediction::Stays if moved && mb >= (1.0 + RISE) * ma => O::Refuted,
+        Prediction::Stays if mb < (1.0 + RISE / 2.0) * ma => O::Confirmed,
+        _ => O::Inconclusive,
+    }
+}
+
+fn predicted_words(p: Prediction, f: Figure) -> String {
+    match p {
+        Prediction::Falls => format!("{} falls to half or less", f.name()),
+        Prediction::Rises => format!("{} rises by {:.0} % or more", f.name(), RISE * 100.0),
+        Prediction::Reaches => "the generator reaches the lower rate it is asked".into(),
+        Prediction::Stays => format!(
+            "{} does not rise: the probes did not make the ceiling",
+            f.name()
+        ),
+    }
+}
+
+fn show(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Percent => format!("{v:.2} %"),
+        Unit::Ratio => format!("{v:.3}"),
+        Unit::PacketsPerSecond => format!("{:.1} kpkt/s", v / 1e3),
+        Unit::BitsPerSecond => format!("{:.2} Gbit/s", v / 1e9),
+        _ => format!("{v:.0}/s"),
+    }
+}
+
+/// Tests the run's verdict by experiment: `None` when the verdict names no ceiling or no
+/// change of netceil's own tests it (the reason is in the returned note).
+pub fn confirm(
+    cfg: &SessionConfig,
+    run: &Run,
+    wire_id: u16,
+) -> Result<Result<Confirmation, String>, Error> {
+    let Some(top) = run.findings.iter().find(|f| f.cause.names_ceiling()) else {
+        return Ok(Err(
+            "--confirm: the verdict names no ceiling, so there is nothing to test".into(),
+        ));
+    };
+    let (Some(w), Some(results)) = (&run.workload, &run.results) else {
+        return Ok(Err("--confirm: the run measured nothing".into()));
+    };
+    let params = LoadParams::from_workload(w).map_err(Error::usage)?;
+    let rmem_default = cfg
+        .source
+        .read("/proc/sys/net/core/rmem_default")
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    let Some((change, figure, prediction)) = design(
+        &top.cause,
+        &params,
+        results,
+        cfg.probes.is_some(),
+        rmem_default,
+    ) else {
+        return Ok(Err(format!(
+            "--confirm: no change of netceil's own workload tests {} on a {} run; the verdict stands untested",
+            top.cause,
+            match params { LoadParams::Udp(_) => "udp", LoadParams::Tcp(_) => "tcp", LoadParams::Rr(_) => "rr" }
+        )));
+    };
+    let length = Duration::from_secs_f64(params.duration_s()).min(TRIAL);
+    let shorten = |p: LoadParams| -> LoadParams {
+        let mut p = p;
+        match &mut p {
+            LoadParams::Udp(u) => {
+                u.duration_s = length.as_secs_f64();
+                u.count = None;
+            }
+            LoadParams::Tcp(t) => t.duration_s = length.as_secs_f64(),
+            LoadParams::Rr(r) => r.duration_s = length.as_secs_f64(),
+        }
+        p
+    };
+    let a = Trial::new(shorten(params.clone()), wire_id)?;
+    let b = Trial::new(shorten(apply(&change, &params)), wire_id)?;
+    // The probes stay as the run had them in both arms, unless they are the change.
+    let a_cfg = cfg.clone();
+    let mut b_cfg = cfg.clone();
+    if change == Intervention::ProbesOff {
+        b_cfg.probes = None;
+    }
+    let (mut unchanged, mut changed) = (Vec::new(), Vec::new());
+    let mut unit = Unit::Count;
+    for _round in 0..2 {
+        for (arm, trial, c) in [(&mut unchanged, &a, &a_cfg), (&mut changed, &b, &b_cfg)] {
+            // Each arm in a session of its own, stored nowhere: the run's timeline and
+            // verdict stay those of the run itself.
+            let mut s = Session::start(c, None, run)?;
+            let r = s.measure(trial)?;
+            s.rec
+                .stop(&mut Run::new("confirm", netceil_model::RunSource::Live));
+            unit = figure.unit(&r);
+            arm.push(figure.of(&r));
+            if s.stopping() {
+                return Err(Error::runtime(anyhow::anyhow!("--confirm: interrupted")));
+            }
+        }
+    }
+    let outcome = judge(&unchanged, &changed, prediction);
+    let (ma, mb) = (mean(&unchanged), mean(&changed));
+    let meaning = match outcome {
+        ConfirmOutcome::Confirmed => format!("{} is the ceiling", top.cause),
+        ConfirmOutcome::Refuted => format!("{} is not the ceiling", top.cause),
+        ConfirmOutcome::Inconclusive => "the trials cannot tell".to_string(),
+    };
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| show(*x, unit))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let summary = format!(
+        "{} moved {} from {} to {} (unchanged: {}; changed: {}; {:.0} s trials): {meaning}",
+        words(&change),
+        figure.name(),
+        show(ma, unit),
+        show(mb, unit),
+        list(&unchanged),
+        list(&changed),
+        length.as_secs_f64()
+    );
+    Ok(Ok(Confirmation {
+        cause: top.cause.clone(),
+        intervention: words(&change),
+        figure: figure.name().into(),
+        unit,
+        predicted: predicted_words(prediction, figure),
+        unchanged,
+        changed,
+        trial_s: length.as_secs_f64(),
+        outcome,
+        summary,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ConfirmOutcome as O;
+
+    #[test]
+    fn a_buffer_that_moves_loss_by_a_point_is_not_the_ceiling() {
+        assert_eq!(
+            judge(&[44.0, 44.5], &[43.0, 43.4], Prediction::Falls),
+            O::Refuted
+        );
+        assert_eq!(
+            judge(&[44.0, 44.5], &[2.0, 2.5], Prediction::Falls),
+            O::Confirmed
+        );
+        // Loss that halves, but within the trials' own spread, is no evidence.
+        assert_eq!(
+            judge(&[10.0, 40.0], &[5.0, 20.0], Prediction::Falls),
+            O::Inconclusive
+        );
+        assert_eq!(
+            judge(&[0.0, 0.0], &[0.0, 0.0], Prediction::Falls),
+            O::Inconclusive
+        );
+    }
+
+    #[test]
+    fn more_threads_must_deliver_more_to_confirm_a_hot_core() {
+        assert_eq!(
+            judge(&[100.0, 102.0], &[180.0, 185.0], Prediction::Rises),
+            O::Confirmed
+        );
+        assert_eq!(
+            judge(&[100.0, 102.0], &[101.0, 103.0], Prediction::Rises),
+            O::Refuted
+        );
+        assert_eq!(
+            judge(&[100.0, 102.0], &[106.0, 108.0], Prediction::Rises),
+            O::Inconclusive
+        );
+    }
+
+    #[test]
+    fn a_generator_that_reaches_a_lower_rate_confirms_it_was_the_limit() {
+        assert_eq!(
+            judge(&[0.6, 0.62], &[0.99, 1.0], Prediction::Reaches),
+            O::Confirmed
+        );
+        assert_eq!(
+            judge(&[0.6, 0.62], &[0.7, 0.72], Prediction::Reaches),
+            O::Refuted
+        );
+    }
+
+    #[test]
+    fn probes_that_held_the_rate_refute_a_probe_verdict() {
+        assert_eq!(
+            judge(&[100.0, 101.0], &[140.0, 142.0], Prediction::Stays),
+            O::Refuted
+        );
+        assert_eq!(
+            judge(&[100.0, 101.0], &[100.5, 101.5], Prediction::Stays),
+            O::Confirmed
+        );
+    }
+
+    #[test]
+    fn each_cause_gets_the_change_that_relieves_it() {
+        use netceil_model::params::UdpParams;
+        let udp = LoadParams::Udp(UdpParams {
+            payload_bytes: 18,
+            frame_bytes: 64,
+            rate: None,
+            interval_ns: None,
+            pacing: netceil_model::PacingMode::Sleep,
+            burst: 1,
+            count: None,
+            duration_s: 6.0,
+            flows: 1,
+            threads: 1,
+            ipv6: false,
+            target: None,
+            rcvbuf: None,
+            rcvbuf_force: false,
+            sndbuf: None,
+            gso: false,
+        });
+        let r = Results {
+            tx_pps: 500_000.0,
+            lost_packets: 1000,
+            ..Results::default()
+        };
+        let d = |c: Cause| design(&c, &udp, &r, false, Some(212_992)).map(|x| x.0);
+        assert_eq!(
+            d(Cause::BufferDrops),
+            Some(Intervention::Rcvbuf(212_992 * 16))
+        );
+        assert_eq!(d(Cause::HotCpu), Some(Intervention::Threads(2)));
+        assert_eq!(
+            d(Cause::GeneratorLimited),
+            Some(Intervention::Rate(350_000.0))
+        );
+        assert_eq!(d(Cause::Saturation), Some(Intervention::Rate(250_000.0)));
+        // Without probes, a probe verdict has nothing to switch off.
+        assert_eq!(d(Cause::SoftirqBound), None);
+        assert_eq!(d(Cause::NoCeiling), None);
+        let Some(LoadParams::Udp(u)) = Some(apply(&Intervention::Threads(2), &udp)) else {
+            panic!()
+        };
+        assert_eq!((u.threads, u.flows), (2, 2));
+    }
+}
