@@ -15,7 +15,11 @@
 # ns_routed, serve_in_b, wait_listen, remember_sysfs, remember_cgroup, $nc, $bin, $port).
 # A missing set file is skipped with a message.
 #
-# usage: bench/diagnose.sh [--set base|train|heldout|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR]
+# With --confirm, every `netceil run` of a case runs with --confirm (the verdict tested by an
+# A/B experiment on netceil's own workload); the cases are scored on the verdict after it, and
+# a table gives per case the verdict before, the change, what moved and the verdict after.
+#
+# usage: bench/diagnose.sh [--set base|train|heldout|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] [--confirm]
 #        bench/diagnose.sh --cleanup      # restore after a kill -9 (reads the state file)
 #
 # Root only. Traffic goes to loopback and to the namespaces the script makes (198.18.0.0/30,
@@ -24,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATE=/tmp/netceil-diagnose.state
-repeats=3 only=. nc="" out=bench/out/diagnose set=all
+repeats=3 only=. nc="" out=bench/out/diagnose set=all confirm=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --set) set=$2; shift 2 ;;
@@ -33,7 +37,8 @@ while [ $# -gt 0 ]; do
     --nc) nc=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --cleanup) cleanup_only=1; shift ;;
-    *) echo "usage: $0 [--set base|train|heldout|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] | --cleanup" >&2; exit 2 ;;
+    --confirm) confirm=1; shift ;;
+    *) echo "usage: $0 [--set base|train|heldout|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] [--confirm] | --cleanup" >&2; exit 2 ;;
   esac
 done
 case "$set" in
@@ -111,6 +116,12 @@ fi
 mkdir -p "$out"
 bin=$(mktemp -d)
 for c in spin timer_flood pipe_pingpong; do cc -O2 -o "$bin/$c" "bench/diagnose/$c.c"; done
+if [ "$confirm" = 1 ]; then
+  # Every `netceil run` of the cases gets --confirm; other commands run as they are.
+  printf '#!/bin/sh\nif [ "$1" = run ]; then exec "%s" "$@" --confirm; fi\nexec "%s" "$@"\n' "$nc" "$nc" >"$bin/nc-confirm"
+  chmod +x "$bin/nc-confirm"
+  nc="$bin/nc-confirm"
+fi
 export NETCEIL_DB="$bin/runs.db"
 # The receiver in a namespace is not on loopback: both ends share a key.
 head -c 32 /dev/urandom | base64 > "$bin/key"
@@ -346,6 +357,7 @@ run_set() {
   mkdir -p "$dir"
   results="$dir/results.tsv"
   : >"$results"
+  : >"$dir/confirm.tsv"
   echo "== set $set"
   echo "$expect" | while IFS='|' read -r name want why; do
     [ -n "$name" ] || continue
@@ -372,6 +384,20 @@ except Exception as e:
 PY
 )
       printf '%s\t%s\t%s\t%s\n' "$name" "$r" "$want" "$got" >>"$results"
+      [ "$confirm" = 1 ] && python3 - "$f" "$name" "$r" >>"$dir/confirm.tsv" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    sys.exit(0)
+top = (d.get("findings") or [{}])[0].get("cause", "none")
+cs = d.get("confirmations") or []
+if not cs:
+    why = next((n for n in d.get("notes", []) if n.startswith("--confirm")), "not a run of netceil's own workload")
+    print(f"{sys.argv[2]}\t{sys.argv[3]}\t{top}\t-\t{why}\t-\t{top}")
+for c in cs:
+    print(f"{sys.argv[2]}\t{sys.argv[3]}\t{c['cause']}\t{c['intervention']}\t{c['summary']}\t{c['outcome']}\t{top}")
+PY
       IFS=$'\t' read -r cause conf second conf2 <<<"$got"
       ok=no; for w in $want; do [ "$w" = "$cause" ] && ok=yes; done
       printf '%-20s #%s  want %-34s got %-18s %s  (runner-up %s %s)  %s\n' \
@@ -379,6 +405,10 @@ PY
     done
   done
   summarize "$set" "$results" "$healthy"
+  if [ "$confirm" = 1 ] && [ -s "$dir/confirm.tsv" ]; then
+    echo; echo "-- --confirm: verdict before | change | what moved | outcome | verdict after"
+    sort "$dir/confirm.tsv" | awk -F'\t' '{printf "%-20s #%s  %-18s | %s | %s | %s | %s\n", $1, $2, $3, $4, $5, $6, $7}'
+  fi
 }
 
 summarize() { # SET RESULTS HEALTHY

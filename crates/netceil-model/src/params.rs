@@ -78,8 +78,9 @@ pub struct RrParams {
     pub target: Option<String>,
 }
 
-/// One of netceil's own workloads, with its parameters.
-#[derive(Debug, Clone, PartialEq)]
+/// One of netceil's own workloads, with its parameters; serialized as its stored workload is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoadParams {
     Udp(UdpParams),
     Tcp(TcpParams),
@@ -292,8 +293,19 @@ pub struct SearchParams {
     pub target: Option<String>,
     /// Where loss is counted: `app`.
     pub point: String,
+    /// How the trials' sender waits between sends; runs stored before it was kept slept.
+    #[serde(default = "sleep")]
+    pub pacing: PacingMode,
+    #[serde(default)]
+    pub rcvbuf: Option<usize>,
+    #[serde(default)]
+    pub rcvbuf_force: bool,
     #[serde(default)]
     pub resumed_from: Option<String>,
+}
+
+fn sleep() -> PacingMode {
+    PacingMode::Sleep
 }
 
 /// One trial of a search, as its part stores it.
@@ -341,4 +353,22 @@ pub struct SweepCycleParams {
     #[serde(default)]
     pub cycle: u32,
     pub target: Option<String>,
+}
+
+/// A sweep over TCP flow counts (`netceil sweep tcp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepTcpParams {
+    /// The workload swept: `tcp flows`.
+    pub workload: String,
+    pub flows: Vec<u32>,
+    pub rate_per_flow: Option<f64>,
+    pub step_s: f64,
+    pub msg_size: usize,
+    #[serde(default = "one")]
+    pub threads: u32,
+    pub target: Option<String>,
+}
+
+fn one() -> u32 {
+    1
 }

@@ -67,6 +67,9 @@ pub enum Command {
     /// conntrack, macvlan): workloads across them, A/B between them, and knob sweeps whose
     /// changes are always restored (root).
     Lab(LabArgs),
+    /// What a lab runs in its sender's namespace (its workload comes from the lab, not flags).
+    #[command(hide = true)]
+    LabChild,
 }
 
 #[derive(Debug, Args)]
@@ -404,6 +407,10 @@ pub struct CommonRunArgs {
     /// callers; 0 takes none (lowest cost, callers unknown).
     #[arg(long, global = true, value_name = "N", default_value_t = 16)]
     pub lock_stacks: u32,
+    /// Where a lab's child writes its finished run for the lab (not a flag: set from the
+    /// child's spec).
+    #[arg(skip)]
+    pub run_out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

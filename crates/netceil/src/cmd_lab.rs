@@ -22,8 +22,13 @@ use netceil_lab::topo::{self, LabSpec, Topology};
 use netceil_model::{MetricId, Run, Unit};
 use serde_json::json;
 
+use crate::child::{ChildSpec, Experiment};
 use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
+use crate::engine;
 use crate::{Done, Failure, Outcome};
+use netceil_model::params::LoadParams;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// The port the receiver listens on inside the lab (the lab's namespaces hold nothing else).
 const PORT: u16 = 5201;
@@ -225,10 +230,12 @@ fn print_spec(spec: &LabSpec) {
     }
 }
 
-/// A workload for the lab, checked by netceil's own parser before anything is built.
+/// A workload for the lab, checked by netceil's own parser before anything is built, and
+/// handed to the sender as a typed spec.
 struct Workload {
-    args: Vec<String>,
-    sample_interval: Duration,
+    /// Its target is set to the lab's far end by [`Workload::experiment`].
+    experiment: Experiment,
+    common: crate::cli::CommonRunArgs,
     /// The far end's receive buffer, when the workload asks for one.
     rcvbuf: Option<(usize, bool)>,
     /// UDP frame size, for the packet-ceiling arithmetic.
@@ -241,7 +248,7 @@ fn workload(args: &[String]) -> Result<Workload, Failure> {
             "give the workload after --, e.g. `-- run udp --size 64 --duration 10`"
         )));
     }
-    for owned in ["--to", "--json", "--no-store", "--ipv6"] {
+    for owned in ["--to", "--json", "--no-store", "--ipv6", "--metrics-listen"] {
         if args
             .iter()
             .any(|a| a == owned || a.starts_with(&format!("{owned}=")))
@@ -260,34 +267,82 @@ fn workload(args: &[String]) -> Result<Workload, Failure> {
         ))
     })?;
     use crate::cli::Command as C;
-    let (common, rcvbuf, frame) = match &cli.command {
+    use crate::cli::{SearchWorkload as Se, SweepWorkload as Sw};
+    let udp_buf = |u: &crate::cli::UdpArgs| u.rcvbuf.map(|b| (b, u.rcvbuf_force));
+    let w = match cli.command {
         C::Run(r) => {
             let (rcvbuf, frame) = match &r.workload {
                 Some(crate::cli::Workload::Udp(u)) => (
-                    u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
-                    crate::engine::udp_payload(u, false, 64)
+                    udp_buf(u),
+                    engine::udp_payload(u, false, 64)
                         .ok()
                         .map(|p| netceil_model::udp_payload_to_frame(p, false)),
                 ),
                 _ => (None, None),
             };
-            (r.common.clone(), rcvbuf, frame)
+            let experiment = match &r.workload {
+                None => Experiment::Suite,
+                Some(w) => Experiment::Run {
+                    load: engine::load_params(w, &r.common)?,
+                    confirm: r.confirm,
+                },
+            };
+            Workload {
+                experiment,
+                common: r.common,
+                rcvbuf,
+                frame_bytes: frame,
+            }
         }
-        C::Sweep(s) => (
-            s.common.clone(),
-            match &s.workload {
-                crate::cli::SweepWorkload::Udp(u) => u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
-                _ => None,
-            },
-            None,
-        ),
+        C::Sweep(s) => {
+            let (experiment, rcvbuf) = match &s.workload {
+                Sw::Udp(u) => (
+                    Experiment::SweepUdp {
+                        settings: engine::sweep_params(u, None),
+                    },
+                    u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
+                ),
+                Sw::Tcp(t) => (
+                    Experiment::SweepTcp {
+                        settings: engine::sweep_tcp_params(t, &s.common),
+                    },
+                    None,
+                ),
+                Sw::Param(p) => (
+                    Experiment::SweepParam {
+                        params: p.params.clone(),
+                        run: p.run.clone(),
+                    },
+                    None,
+                ),
+            };
+            if matches!(&s.workload, Sw::Udp(u) if u.resume.is_some()) {
+                return Err(Failure::usage(anyhow!(
+                    "--resume in a lab's workload: resume the stored run outside the lab"
+                )));
+            }
+            Workload {
+                experiment,
+                common: s.common,
+                rcvbuf,
+                frame_bytes: None,
+            }
+        }
         C::Search(s) => {
-            let crate::cli::SearchWorkload::Udp(u) = &s.workload;
-            (
-                s.common.clone(),
-                u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
-                None,
-            )
+            let Se::Udp(u) = &s.workload;
+            if u.resume.is_some() {
+                return Err(Failure::usage(anyhow!(
+                    "--resume in a lab's workload: resume the stored run outside the lab"
+                )));
+            }
+            Workload {
+                experiment: Experiment::Search {
+                    settings: engine::search_params(u, None)?,
+                },
+                rcvbuf: u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
+                common: s.common,
+                frame_bytes: None,
+            }
         }
         _ => {
             return Err(Failure::usage(anyhow!(
@@ -295,12 +350,62 @@ fn workload(args: &[String]) -> Result<Workload, Failure> {
             )))
         }
     };
-    Ok(Workload {
-        args: args.to_vec(),
-        sample_interval: common.sample_interval,
-        rcvbuf,
-        frame_bytes: frame,
-    })
+    Ok(w)
+}
+
+impl Workload {
+    /// The experiment aimed at the lab's far end.
+    fn experiment(&self, target: SocketAddr) -> Experiment {
+        let to = Some(target.to_string());
+        let mut e = self.experiment.clone();
+        match &mut e {
+            Experiment::Suite => {}
+            Experiment::Run { load, .. } => match load {
+                LoadParams::Udp(p) => p.target = to,
+                LoadParams::Tcp(p) => p.target = to,
+                LoadParams::Rr(p) => p.target = to,
+            },
+            Experiment::Search { settings } => settings.target = to,
+            Experiment::SweepUdp { settings } => settings.target = to,
+            Experiment::SweepTcp { settings } => settings.target = to,
+            Experiment::SweepParam { run, .. } => {
+                run.extend([
+                    "--to".into(),
+                    target.to_string(),
+                    "--key-file".into(),
+                    KEY_PATH.into(),
+                ]);
+            }
+        }
+        e
+    }
+
+    /// The sender's spec, its run going to `run_out`.
+    fn spec(
+        &self,
+        target: SocketAddr,
+        labels: &[(String, String)],
+        quiet: bool,
+        run_out: PathBuf,
+    ) -> ChildSpec {
+        let mut all = self.common.labels.clone();
+        all.extend(labels.iter().cloned());
+        ChildSpec {
+            experiment: self.experiment(target),
+            to: target,
+            key_file: KEY_PATH.into(),
+            sample_interval_s: self.common.sample_interval.as_secs_f64(),
+            labels: all,
+            probes: self
+                .common
+                .probes
+                .as_ref()
+                .map(|p| p.0.iter().map(|x| x.name()).collect::<Vec<_>>().join(",")),
+            lock_stacks: self.common.lock_stacks,
+            quiet: quiet || self.common.quiet,
+            run_out,
+        }
+    }
 }
 
 /// Every lab interface's counters over time, read from this process.
@@ -499,6 +604,40 @@ impl LabKey {
     }
 }
 
+/// Where a lab's sender writes its finished run: an anonymous memory file of this process,
+/// which the sender opens as /proc/PID/fd/N. It vanishes with this process.
+struct RunFile(std::fs::File);
+
+impl RunFile {
+    fn new() -> Result<RunFile, Failure> {
+        use nix::sys::memfd::{memfd_create, MFdFlags};
+        let fd = memfd_create("netceil-lab-run", MFdFlags::MFD_CLOEXEC)
+            .context("creating the file for the sender's run (memfd_create)")?;
+        Ok(RunFile(std::fs::File::from(fd)))
+    }
+
+    fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.0.as_raw_fd()
+        ))
+    }
+
+    /// What the sender wrote.
+    fn read(&self) -> Result<Vec<u8>, Failure> {
+        use std::io::{Read, Seek};
+        let mut f = &self.0;
+        f.seek(std::io::SeekFrom::Start(0))
+            .context("reading the sender's run")?;
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)
+            .context("reading the sender's run")?;
+        Ok(out)
+    }
+}
+
 /// One workload across a lab: the receiver in b, the sender in a; the sender's run, with the
 /// lab's interface series and labels added.
 fn run_once(
@@ -509,6 +648,9 @@ fn run_once(
 ) -> Result<Run, Failure> {
     let exe = self_exe()?;
     let target = format!("{}:{PORT}", spec.addr_b);
+    let target_addr: SocketAddr = target
+        .parse()
+        .with_context(|| format!("the lab's far end {target}"))?;
     // The lab's addresses are not loopback, so the two ends share a fresh secret.
     let key = LabKey::new()?;
     let mut recv_args = vec![
@@ -573,27 +715,19 @@ fn run_once(
         )));
     }
     let mut sampler = NsSampler::start(spec)?;
-    let mut sender_args = vec!["netns".to_string(), "exec".into(), spec.ns_a.clone(), exe];
-    sender_args.extend(w.args.iter().cloned());
-    sender_args.extend([
-        "--to".into(),
-        target,
-        "--key-file".into(),
-        KEY_PATH.into(),
-        "--json".into(),
-    ]);
-    for (k, v) in labels {
-        sender_args.extend(["--label".into(), format!("{k}={v}")]);
-    }
-    if quiet {
-        sender_args.push("-q".into());
-    }
+    // The sender's workload as a typed spec, and a memory file of ours for its run: the
+    // child opens it through /proc, so nothing is written to disk and a kill -9 leaves
+    // nothing behind.
+    let run_file = RunFile::new()?;
+    let child_spec = w.spec(target_addr, labels, quiet, run_file.path());
+    let spec_json = serde_json::to_string(&child_spec).context("encoding the sender's spec")?;
     let mut sender = Reaped(
         Command::new("ip")
-            .args(&sender_args)
+            .args(["netns", "exec", &spec.ns_a, &exe, "lab-child"])
             .env(crate::DIE_WITH_PARENT, std::process::id().to_string())
+            .env(crate::child::SPEC_ENV, spec_json)
             .stdin(key.stdin()?)
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(if quiet {
                 Stdio::piped()
             } else {
@@ -602,14 +736,6 @@ fn run_once(
             .spawn()
             .context("starting the sender in the lab")?,
     );
-    let out = sender.0.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        if let Some(mut o) = out {
-            let _ = std::io::Read::read_to_end(&mut o, &mut text);
-        }
-        text
-    });
     let err = sender.0.stderr.take();
     let err_reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -636,8 +762,8 @@ fn run_once(
                 );
             }
         }
-        let step = w.sample_interval.min(Duration::from_millis(200));
-        let next = Instant::now() + w.sample_interval;
+        let step = w.common.sample_interval.min(Duration::from_millis(200));
+        let next = Instant::now() + w.common.sample_interval;
         while Instant::now() < next {
             if let Ok(Some(_)) = sender.0.try_wait() {
                 break;
@@ -648,9 +774,9 @@ fn run_once(
     };
     sampler.sample(spec);
     drop(recv);
-    let stdout = reader.join().unwrap_or_default();
+    let written = run_file.read()?;
     let stderr = err_reader.join().unwrap_or_default();
-    if stdout.is_empty() {
+    if written.is_empty() {
         return Err(Failure::with_code(
             status.code().unwrap_or(1),
             anyhow!(
@@ -660,7 +786,7 @@ fn run_once(
             ),
         ));
     }
-    let mut run: Run = serde_json::from_slice(&stdout).context("reading the sender's JSON run")?;
+    let mut run: Run = serde_json::from_slice(&written).context("reading the sender's run")?;
     let totals = sampler.merge_into(&mut run);
     let lab = json!({
         "name": spec.name, "topology": spec.topology.name(), "path": spec.topology.path(),
@@ -1085,8 +1211,8 @@ fn lab_compare(a: LabCompareArgs) -> Outcome {
         }
         // The packet ceiling of each path: 64-byte frames flat out, unless the workload is that.
         if !a.no_packet_ceiling {
-            let small = Workload {
-                args: [
+            let small = workload(
+                &[
                     "run",
                     "udp",
                     "--frame-size",
@@ -1096,12 +1222,8 @@ fn lab_compare(a: LabCompareArgs) -> Outcome {
                     "--flows",
                     "2",
                 ]
-                .map(String::from)
-                .to_vec(),
-                sample_interval: Duration::from_secs(1),
-                rcvbuf: None,
-                frame_bytes: Some(64),
-            };
+                .map(String::from),
+            )?;
             for t in results.iter_mut() {
                 if crate::stop_flag().load(Ordering::SeqCst) {
                     interrupted = true;

@@ -10,20 +10,35 @@ use netceil_model::{Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
 use std::time::Duration;
 
-use crate::cli::{CommonRunArgs, RunArgs};
+use crate::cli::{CommonRunArgs, MetricsArgs, RunArgs};
 use crate::engine::{self, Progress};
 use crate::{Failure, Outcome};
+use netceil_model::params::LoadParams;
 
 /// The default run's parts: short enough that the whole suite takes about 20 s.
 const SUITE_PART: Duration = Duration::from_secs(6);
 
 pub fn run(args: RunArgs) -> Outcome {
-    let common = args.common;
+    let load = args
+        .workload
+        .as_ref()
+        .map(|w| engine::load_params(w, &args.common))
+        .transpose()?;
+    measure(load, &args.common, &args.metrics, args.confirm)
+}
+
+/// Measures one workload, or the default suite without one.
+pub fn measure(
+    load: Option<LoadParams>,
+    common: &CommonRunArgs,
+    metrics: &MetricsArgs,
+    confirm_it: bool,
+) -> Outcome {
     let (mut top, wire_id) = new_live_run(&common.labels);
-    let suite = args.workload.is_none();
-    let trials = match &args.workload {
-        None => suite_trials(&common, wire_id)?,
-        Some(w) => vec![engine::plan(w, &common, wire_id)?],
+    let suite = load.is_none();
+    let trials = match load {
+        None => suite_trials(common, wire_id)?,
+        Some(p) => vec![Trial::new(p, wire_id)?],
     };
     top.workload = Some(if suite {
         WorkloadSpec::typed(
@@ -38,8 +53,8 @@ pub fn run(args: RunArgs) -> Outcome {
     });
     let store = engine::open_store(common.no_store);
     let mut cmd = engine::start(
-        &common,
-        &args.metrics,
+        common,
+        metrics,
         store.as_ref(),
         top,
         Replay::default(),
@@ -91,8 +106,8 @@ pub fn run(args: RunArgs) -> Outcome {
         ));
     }
     netceil_analyze::analyze_into(top);
-    if args.confirm && failure.is_none() && !interrupted {
-        confirm(top, &common, wire_id, suite)?;
+    if confirm_it && failure.is_none() && !interrupted {
+        confirm(top, common, wire_id, suite)?;
     }
     // A test refused before any load went out has left nothing in the store.
     let print = top.results.is_some() || failure.is_none();

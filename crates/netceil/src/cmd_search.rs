@@ -15,33 +15,9 @@ use netceil_model::{
     udp_payload_to_frame, Knee, Rate, Results, Run, Workload as WorkloadSpec, WorkloadKind,
 };
 
-use crate::cli::{SearchArgs, SearchUdpArgs, SearchWorkload};
+use crate::cli::{CommonRunArgs, MetricsArgs, SearchArgs, SearchWorkload};
 use crate::engine::{self, Progress};
 use crate::{fmt, Failure, Outcome};
-
-/// A loss tolerance from `0`, `0.5%` or `2 %`.
-fn parse_tolerance(text: &str) -> Result<f64, Failure> {
-    let t = text.trim();
-    let value = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),
-        None if t.parse::<f64>().ok() == Some(0.0) => Some(0.0),
-        None => {
-            return Err(Failure::usage(anyhow!(
-                "--loss {t}: write a tolerance as a percentage (0.5%), or 0 for no loss"
-            )))
-        }
-    };
-    match value {
-        Some(v) if (0.0..1.0).contains(&v) => Ok(v),
-        Some(v) => Err(Failure::usage(anyhow!(
-            "--loss {t}: a tolerance of {} % is not below 100 %",
-            v * 100.0
-        ))),
-        None => Err(Failure::usage(anyhow!(
-            "--loss {t}: not a percentage; expected e.g. 0.5%"
-        ))),
-    }
-}
 
 /// What a trial was asked: its frame size, rate (0 = unpaced) and length.
 #[derive(Debug, Clone, Copy)]
@@ -160,39 +136,6 @@ fn trial_line(size: usize, rec: &TrialRecord) -> String {
     )
 }
 
-/// What a search runs with, from the command line.
-fn from_args(a: &SearchUdpArgs, target: Option<String>) -> Result<SearchParams, Failure> {
-    let mut tolerances = a
-        .loss
-        .iter()
-        .map(|x| parse_tolerance(x))
-        .collect::<Result<Vec<f64>, Failure>>()?;
-    tolerances.sort_by(f64::total_cmp);
-    tolerances.dedup();
-    let p = a.precision.trim();
-    let precision = p
-        .strip_suffix('%')
-        .and_then(|x| x.trim().parse::<f64>().ok())
-        .ok_or_else(|| {
-            Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
-        })?
-        / 100.0;
-    Ok(SearchParams {
-        workload: "udp".into(),
-        sizes: a.sizes.clone(),
-        loss: tolerances,
-        trial_s: a.trial.as_secs_f64(),
-        initial_trial_s: a.initial_trial.as_secs_f64(),
-        precision,
-        min_pps: a.min_rate,
-        max_pps: a.max_rate,
-        max_trials: a.max_trials,
-        target,
-        point: "app".into(),
-        resumed_from: None,
-    })
-}
-
 /// What a stored search ran with, read back within the bounds the command line has: a store
 /// is input too.
 fn from_run(run: &Run) -> Result<SearchParams, Failure> {
@@ -260,18 +203,30 @@ fn search_config(p: &SearchParams, min_pps: f64, max_pps: f64) -> SearchConfig {
 
 pub fn run(args: SearchArgs) -> Outcome {
     let SearchWorkload::Udp(a) = &args.workload;
-    let common = args.common.clone();
-    let overhead = udp_payload_to_frame(0, common.ipv6);
+    let common = &args.common;
     let target = common.to.map(|t| t.to_string());
     let store = engine::open_store(common.no_store);
     // --resume: the stored run's settings and its trials, replayed before any new traffic.
-    let (mut settings, replay) = match &a.resume {
+    let (settings, replay) = match &a.resume {
         Some(spec) => {
             let old = netceil_engine::resumable(store.as_ref(), spec, target.clone())?;
             (from_run(&old)?, Replay::of(old))
         }
-        None => (from_args(a, target.clone())?, Replay::default()),
+        None => (engine::search_params(a, target)?, Replay::default()),
     };
+    search(settings, replay, common, &args.metrics, store.as_ref())
+}
+
+/// Searches as `settings` say, replaying what `replay` holds first.
+pub fn search(
+    mut settings: SearchParams,
+    replay: Replay,
+    common: &CommonRunArgs,
+    metrics: &MetricsArgs,
+    store: Option<&netceil_store::Store>,
+) -> Outcome {
+    let overhead = udp_payload_to_frame(0, common.ipv6);
+    let target = settings.target.clone();
     settings.resumed_from = replay.from.clone();
     check(&settings, overhead)?;
     let pairs: Vec<(usize, usize)> = settings.sizes.iter().map(|&f| (f, f - overhead)).collect();
@@ -281,14 +236,7 @@ pub fn run(args: SearchArgs) -> Outcome {
     let (mut top, wire_id) = new_live_run(&common.labels);
     let run_id = top.run_id.clone();
     top.workload = Some(WorkloadSpec::typed(WorkloadKind::Search, &settings));
-    let mut cmd = engine::start(
-        &common,
-        &args.metrics,
-        store.as_ref(),
-        top,
-        replay,
-        Progress::Steps,
-    )?;
+    let mut cmd = engine::start(common, metrics, store, top, replay, Progress::Steps)?;
     let c = &mut cmd.campaign;
     let mut knees: Vec<Knee> = Vec::new();
     // For each knee, the index of the part that stopped it (filled in once parts are analyzed).
@@ -302,11 +250,11 @@ pub fn run(args: SearchArgs) -> Outcome {
     );
     for &frame in &settings.sizes {
         let base = engine::udp_train_params(
-            &common,
+            common,
             frame - overhead,
-            a.pacing.into(),
-            a.rcvbuf,
-            a.rcvbuf_force,
+            settings.pacing,
+            settings.rcvbuf,
+            settings.rcvbuf_force,
         );
         let first_part = c.parts();
         let mut trials = UdpTrials {
@@ -463,18 +411,4 @@ fn knee_table(run: &Run) -> String {
     }
     s.push_str("Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s, of Ethernet frames (RFC 2544 frame size × 8 × rate); ≥: the generator could not offer more, a lower bound\n");
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tolerances_are_percentages() {
-        assert_eq!(parse_tolerance("0").unwrap(), 0.0);
-        assert!((parse_tolerance("0.5%").unwrap() - 0.005).abs() < 1e-15);
-        assert!(parse_tolerance("0.5").is_err(), "a bare 0.5 is ambiguous");
-        assert!(parse_tolerance("100%").is_err());
-        assert!(parse_tolerance("x%").is_err());
-    }
 }

@@ -15,11 +15,13 @@
 
 use anyhow::anyhow;
 use netceil_engine::{new_live_run, Campaign, PartAnalysis, Replay, Trial};
-use netceil_model::params::{SweepCycleParams, SweepParams, UdpParams};
+use netceil_model::params::{
+    SweepCycleParams, SweepParams, SweepTcpParams, TcpPacingRequest, TcpParams, UdpParams,
+};
 use netceil_model::{Knee, Results, Run, Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
 
-use crate::cli::{SweepArgs, SweepWorkload};
+use crate::cli::{CommonRunArgs, MetricsArgs, SweepArgs, SweepWorkload};
 use crate::engine::{self, Progress};
 use crate::{Failure, Outcome};
 
@@ -145,22 +147,6 @@ fn cell_of(r: &Results, interval_ns: f64, count: u64) -> Cell {
                 && achieved_gap_ns > interval_ns * 1.05
                 && achieved_gap_ns > interval_ns + 100.0),
         achieved_gap_ns,
-    }
-}
-
-/// What a UDP sweep runs with, from the command line.
-fn from_args(a: &crate::cli::SweepUdpArgs, target: Option<String>) -> SweepParams {
-    SweepParams {
-        workload: "udp".into(),
-        sizes: a.sizes.clone(),
-        interval: a.interval.clone(),
-        count: a.count,
-        cycles: a.cycles,
-        pacing: a.pacing.into(),
-        rcvbuf: a.rcvbuf,
-        rcvbuf_force: a.rcvbuf_force,
-        target,
-        resumed_from: None,
     }
 }
 
@@ -378,35 +364,41 @@ fn knee_of(
 }
 
 pub fn run(args: SweepArgs) -> Outcome {
-    let common = args.common.clone();
+    let common = &args.common;
     let a = match &args.workload {
         SweepWorkload::Udp(a) => a,
-        SweepWorkload::Tcp(t) => return run_tcp(t, &common, &args.metrics),
-        SweepWorkload::Param(p) => return run_param(p, &common, &args.metrics),
+        SweepWorkload::Tcp(t) => {
+            return run_tcp(engine::sweep_tcp_params(t, common), common, &args.metrics)
+        }
+        SweepWorkload::Param(p) => return run_param(&p.params, &p.run, common, &args.metrics),
     };
     let target = common.to.map(|t| t.to_string());
     let store = engine::open_store(common.no_store);
-    let (mut settings, replay) = match &a.resume {
+    let (settings, replay) = match &a.resume {
         Some(spec) => {
             let old = netceil_engine::resumable(store.as_ref(), spec, target.clone())?;
             (from_run(&old)?, Replay::of(old))
         }
-        None => (from_args(a, target.clone()), Replay::default()),
+        None => (engine::sweep_params(a, target), Replay::default()),
     };
+    run_udp(settings, replay, common, &args.metrics, store.as_ref())
+}
+
+/// The size × interval sweep as `settings` say, replaying what `replay` holds first.
+pub fn run_udp(
+    mut settings: SweepParams,
+    replay: Replay,
+    common: &CommonRunArgs,
+    metrics: &MetricsArgs,
+    store: Option<&netceil_store::Store>,
+) -> Outcome {
     settings.resumed_from = replay.from.clone();
-    let intervals = check(&settings, &common)?;
+    let intervals = check(&settings, common)?;
     let count = settings.count;
     let (mut top, wire_id) = new_live_run(&common.labels);
     let run_id = top.run_id.clone();
     top.workload = Some(WorkloadSpec::typed(WorkloadKind::Sweep, &settings));
-    let mut cmd = engine::start(
-        &common,
-        &args.metrics,
-        store.as_ref(),
-        top,
-        replay,
-        Progress::Steps,
-    )?;
+    let mut cmd = engine::start(common, metrics, store, top, replay, Progress::Steps)?;
     let c = &mut cmd.campaign;
     let mut knees = Vec::new();
     let mut interrupted = false;
@@ -417,7 +409,7 @@ pub fn run(args: SweepArgs) -> Outcome {
     );
     'sizes: for &size in &settings.sizes {
         let base = engine::udp_train_params(
-            &common,
+            common,
             size,
             settings.pacing,
             settings.rcvbuf,
@@ -618,7 +610,7 @@ fn series_mean(run: &Run, name: &str) -> Option<f64> {
 }
 
 pub fn run_tcp(
-    a: &crate::cli::SweepTcpArgs,
+    a: SweepTcpParams,
     common: &crate::cli::CommonRunArgs,
     metrics_args: &crate::cli::MetricsArgs,
 ) -> Outcome {
@@ -633,26 +625,20 @@ pub fn run_tcp(
         .flows
         .iter()
         .map(|&f| {
-            let args = crate::cli::TcpArgs {
+            Ok(Trial::tcp(TcpParams {
                 flows: f,
-                rate_per_flow: a.rate_per_flow,
                 msg_size: a.msg_size,
+                rate_per_flow_bps: a.rate_per_flow,
+                duration_s: a.step_s,
                 threads: a.threads,
-                pacing: crate::cli::TcpPacingArg::Auto,
-                duration: a.step_duration,
-            };
-            Ok(Trial::tcp(engine::tcp_params(&args, common))?)
+                ipv6: common.ipv6,
+                target: a.target.clone(),
+                pacing: TcpPacingRequest::Auto,
+            })?)
         })
         .collect::<Result<Vec<_>, Failure>>()?;
     let (mut top, _) = new_live_run(&common.labels);
-    top.workload = Some(WorkloadSpec::typed(
-        WorkloadKind::Sweep,
-        &json!({
-            "workload": "tcp flows", "flows": a.flows, "rate_per_flow": a.rate_per_flow,
-            "step_s": a.step_duration.as_secs_f64(), "msg_size": a.msg_size,
-            "target": common.to.map(|t| t.to_string()),
-        }),
-    ));
+    top.workload = Some(WorkloadSpec::typed(WorkloadKind::Sweep, &a));
     let store = engine::open_store(common.no_store);
     let mut cmd = engine::start(
         common,
@@ -823,13 +809,13 @@ fn combinations(params: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> 
 }
 
 pub fn run_param(
-    a: &crate::cli::SweepParamArgs,
+    given: &[String],
+    run_args: &[String],
     common: &crate::cli::CommonRunArgs,
     metrics_args: &crate::cli::MetricsArgs,
 ) -> Outcome {
     use clap::Parser as _;
-    let params = a
-        .params
+    let params = given
         .iter()
         .map(|p| parse_param(p))
         .collect::<Result<Vec<_>, Failure>>()?;
@@ -845,7 +831,7 @@ pub fn run_param(
     let mut trials = Vec::new();
     for combo in &combos {
         let mut argv: Vec<String> = vec!["netceil".into(), "run".into()];
-        argv.extend(a.run.iter().cloned());
+        argv.extend(run_args.iter().cloned());
         for (name, v) in combo {
             argv.push(format!("--{name}"));
             argv.push(v.clone());
@@ -875,7 +861,7 @@ pub fn run_param(
     }
     top.workload = Some(WorkloadSpec::typed(
         WorkloadKind::Sweep,
-        &json!({ "workload": "param", "params": a.params, "run": a.run }),
+        &json!({ "workload": "param", "params": given, "run": run_args }),
     ));
     let store = engine::open_store(common.no_store);
     let mut cmd = engine::start(

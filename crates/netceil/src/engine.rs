@@ -5,7 +5,8 @@
 use anyhow::{anyhow, Context};
 use netceil_engine::{Campaign, Observer, Replay, SessionConfig, Trial};
 use netceil_model::params::{
-    LoadParams, RrParams, RrProtocol, TcpPacingRequest, TcpParams, UdpParams,
+    LoadParams, RrParams, RrProtocol, SearchParams, SweepParams, SweepTcpParams, TcpPacingRequest,
+    TcpParams, UdpParams,
 };
 use netceil_model::{frame_to_udp_payload, udp_payload_to_frame, Run};
 use netceil_probe::Row;
@@ -148,6 +149,11 @@ impl Command<'_> {
     /// before any load went out).
     pub fn done(self, print: bool, render: impl FnOnce(&Run) -> String) -> Outcome {
         let (top, stored) = self.campaign.finish();
+        if let Some(path) = &self.common.run_out {
+            let text = serde_json::to_vec(&top).context("encoding the run")?;
+            std::fs::write(path, text)
+                .with_context(|| format!("writing the run to {}", path.display()))?;
+        }
         if print {
             if self.common.json {
                 emit_json(&top)?;
@@ -314,4 +320,110 @@ pub fn udp_train_params(
         gso: d.gso,
     }
     .with_frame()
+}
+
+/// A loss tolerance from `0`, `0.5%` or `2 %`.
+fn parse_tolerance(text: &str) -> Result<f64, Failure> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),
+        None if t.parse::<f64>().ok() == Some(0.0) => Some(0.0),
+        None => {
+            return Err(Failure::usage(anyhow!(
+                "--loss {t}: write a tolerance as a percentage (0.5%), or 0 for no loss"
+            )))
+        }
+    };
+    match value {
+        Some(v) if (0.0..1.0).contains(&v) => Ok(v),
+        Some(v) => Err(Failure::usage(anyhow!(
+            "--loss {t}: a tolerance of {} % is not below 100 %",
+            v * 100.0
+        ))),
+        None => Err(Failure::usage(anyhow!(
+            "--loss {t}: not a percentage; expected e.g. 0.5%"
+        ))),
+    }
+}
+
+/// What a search runs with, from the command line.
+pub fn search_params(
+    a: &crate::cli::SearchUdpArgs,
+    target: Option<String>,
+) -> Result<SearchParams, Failure> {
+    let mut tolerances = a
+        .loss
+        .iter()
+        .map(|x| parse_tolerance(x))
+        .collect::<Result<Vec<f64>, Failure>>()?;
+    tolerances.sort_by(f64::total_cmp);
+    tolerances.dedup();
+    let p = a.precision.trim();
+    let precision = p
+        .strip_suffix('%')
+        .and_then(|x| x.trim().parse::<f64>().ok())
+        .ok_or_else(|| {
+            Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
+        })?
+        / 100.0;
+    Ok(SearchParams {
+        workload: "udp".into(),
+        sizes: a.sizes.clone(),
+        loss: tolerances,
+        trial_s: a.trial.as_secs_f64(),
+        initial_trial_s: a.initial_trial.as_secs_f64(),
+        precision,
+        min_pps: a.min_rate,
+        max_pps: a.max_rate,
+        max_trials: a.max_trials,
+        target,
+        point: "app".into(),
+        pacing: a.pacing.into(),
+        rcvbuf: a.rcvbuf,
+        rcvbuf_force: a.rcvbuf_force,
+        resumed_from: None,
+    })
+}
+
+/// What a UDP sweep runs with, from the command line.
+pub fn sweep_params(a: &crate::cli::SweepUdpArgs, target: Option<String>) -> SweepParams {
+    SweepParams {
+        workload: "udp".into(),
+        sizes: a.sizes.clone(),
+        interval: a.interval.clone(),
+        count: a.count,
+        cycles: a.cycles,
+        pacing: a.pacing.into(),
+        rcvbuf: a.rcvbuf,
+        rcvbuf_force: a.rcvbuf_force,
+        target,
+        resumed_from: None,
+    }
+}
+
+/// A sweep over TCP flow counts, from its flags.
+pub fn sweep_tcp_params(a: &crate::cli::SweepTcpArgs, common: &CommonRunArgs) -> SweepTcpParams {
+    SweepTcpParams {
+        workload: "tcp flows".into(),
+        flows: a.flows.clone(),
+        rate_per_flow: a.rate_per_flow,
+        step_s: a.step_duration.as_secs_f64(),
+        msg_size: a.msg_size,
+        threads: a.threads,
+        target: common.to.map(|t| t.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances_are_percentages() {
+        assert_eq!(parse_tolerance("0").unwrap(), 0.0);
+        assert!((parse_tolerance("0.5%").unwrap() - 0.005).abs() < 1e-15);
+        assert!(parse_tolerance("0.5").is_err(), "a bare 0.5 is ambiguous");
+        assert!(parse_tolerance("100%").is_err());
+        assert!(parse_tolerance("x%").is_err());
+    }
 }

@@ -5,6 +5,7 @@
 //! panics when the reader of stdout has gone.
 #![warn(clippy::print_stdout)]
 
+mod child;
 mod cli;
 mod cmd_analyze;
 mod cmd_gen;
@@ -81,6 +82,7 @@ pub fn main() -> ExitCode {
         cli::Command::Export(args) => cmd_report::export(args),
         cli::Command::Report(args) => cmd_report::report(args),
         cli::Command::Compare(args) => cmd_report::compare(args),
+        cli::Command::LabChild => child::run(),
     };
     finish(&outcome)
 }
