@@ -604,63 +604,22 @@ impl LabKey {
     }
 }
 
-/// Where a lab's sender writes its finished run: an anonymous memory file of this process,
-/// which the sender opens as /proc/PID/fd/N. It vanishes with this process.
-struct RunFile(std::fs::File);
-
-impl RunFile {
-    fn new() -> Result<RunFile, Failure> {
-        use nix::sys::memfd::{memfd_create, MFdFlags};
-        let fd = memfd_create("netceil-lab-run", MFdFlags::MFD_CLOEXEC)
-            .context("creating the file for the sender's run (memfd_create)")?;
-        Ok(RunFile(std::fs::File::from(fd)))
-    }
-
-    fn path(&self) -> PathBuf {
-        use std::os::fd::AsRawFd;
-        PathBuf::from(format!(
-            "/proc/{}/fd/{}",
-            std::process::id(),
-            self.0.as_raw_fd()
-        ))
-    }
-
-    /// What the sender wrote.
-    fn read(&self) -> Result<Vec<u8>, Failure> {
-        use std::io::{Read, Seek};
-        let mut f = &self.0;
-        f.seek(std::io::SeekFrom::Start(0))
-            .context("reading the sender's run")?;
-        let mut out = Vec::new();
-        f.read_to_end(&mut out)
-            .context("reading the sender's run")?;
-        Ok(out)
-    }
-}
-
-/// One workload across a lab: the receiver in b, the sender in a; the sender's run, with the
-/// lab's interface series and labels added.
-fn run_once(
+/// `netceil serve` in the receiver's namespace, listening at `target`, once it says so.
+fn start_receiver(
     spec: &LabSpec,
     w: &Workload,
-    labels: &[(String, String)],
-    quiet: bool,
-) -> Result<Run, Failure> {
-    let exe = self_exe()?;
-    let target = format!("{}:{PORT}", spec.addr_b);
-    let target_addr: SocketAddr = target
-        .parse()
-        .with_context(|| format!("the lab's far end {target}"))?;
-    // The lab's addresses are not loopback, so the two ends share a fresh secret.
-    let key = LabKey::new()?;
+    target: &str,
+    exe: &str,
+    key: &LabKey,
+) -> Result<Reaped, Failure> {
     let mut recv_args = vec![
         "netns".to_string(),
         "exec".into(),
         spec.ns_b.clone(),
-        exe.clone(),
+        exe.to_string(),
         "serve".into(),
         "--listen".into(),
-        target.clone(),
+        target.to_string(),
         "--key-file".into(),
         KEY_PATH.into(),
         "--duration".into(),
@@ -714,6 +673,59 @@ fn run_once(
             err.trim()
         )));
     }
+    Ok(recv)
+}
+
+/// Where a lab's sender writes its finished run: an anonymous memory file of this process,
+/// which the sender opens as /proc/PID/fd/N. It vanishes with this process.
+struct RunFile(std::fs::File);
+
+impl RunFile {
+    fn new() -> Result<RunFile, Failure> {
+        use nix::sys::memfd::{memfd_create, MFdFlags};
+        let fd = memfd_create("netceil-lab-run", MFdFlags::MFD_CLOEXEC)
+            .context("creating the file for the sender's run (memfd_create)")?;
+        Ok(RunFile(std::fs::File::from(fd)))
+    }
+
+    fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.0.as_raw_fd()
+        ))
+    }
+
+    /// What the sender wrote.
+    fn read(&self) -> Result<Vec<u8>, Failure> {
+        use std::io::{Read, Seek};
+        let mut f = &self.0;
+        f.seek(std::io::SeekFrom::Start(0))
+            .context("reading the sender's run")?;
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)
+            .context("reading the sender's run")?;
+        Ok(out)
+    }
+}
+
+/// One workload across a lab: the receiver in b, the sender in a; the sender's run, with the
+/// lab's interface series and labels added.
+fn run_once(
+    spec: &LabSpec,
+    w: &Workload,
+    labels: &[(String, String)],
+    quiet: bool,
+) -> Result<Run, Failure> {
+    let exe = self_exe()?;
+    let target = format!("{}:{PORT}", spec.addr_b);
+    let target_addr: SocketAddr = target
+        .parse()
+        .with_context(|| format!("the lab's far end {target}"))?;
+    // The lab's addresses are not loopback, so the two ends share a fresh secret.
+    let key = LabKey::new()?;
+    let recv = start_receiver(spec, w, &target, &exe, &key)?;
     let mut sampler = NsSampler::start(spec)?;
     // The sender's workload as a typed spec, and a memory file of ours for its run: the
     // child opens it through /proc, so nothing is written to disk and a kill -9 leaves

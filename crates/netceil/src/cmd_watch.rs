@@ -77,6 +77,128 @@ fn check_pids(pids: &[i32]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Probes go on before the command starts; the offcpu probe follows netceil itself (`me`)
+/// until the command is forked (so the command and everything it forks is followed from its
+/// first instruction), then only the command.
+fn start_probes(
+    args: &WatchArgs,
+    me: u32,
+) -> Result<Option<netceil_engine::probes::ProbeSession>, Failure> {
+    let Some(list) = &args.probes else {
+        return Ok(None);
+    };
+    let follow: Vec<u32> = args
+        .pids
+        .iter()
+        .map(|p| *p as u32)
+        .chain((!args.command.is_empty()).then_some(me))
+        .collect();
+    let s = netceil_engine::probes::ProbeSession::start(
+        &list.0,
+        args.lock_stacks,
+        &follow,
+        args.interval,
+    )
+    .map_err(|e| Failure::usage(anyhow!(e)))?;
+    eprintln!("netceil: {}", s.status);
+    Ok(Some(s))
+}
+
+/// Starts the command to watch, if one was given, with its output piped to us.
+fn launch(command: &[String]) -> Result<Option<std::process::Child>, Failure> {
+    let Some((prog, rest)) = command.split_first() else {
+        return Ok(None);
+    };
+    Command::new(prog)
+        .args(rest)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map(Some)
+        .map_err(|e| Failure::usage(anyhow!("cannot launch '{prog}': {e}")))
+}
+
+/// How the watched command ended, in the run's notes; the exit code it passes on.
+fn exit_notes(
+    run: &mut Run,
+    exit_status: Option<std::process::ExitStatus>,
+    stopped_by_duration: bool,
+) -> Option<u8> {
+    let code = if stopped_by_duration {
+        run.notes.push(format!(
+            "the command was still running when --duration ended: netceil stopped it ({}) and exits {DURATION_EXIT}",
+            exit_status.map_or("?".into(), |s| s.to_string())
+        ));
+        Some(DURATION_EXIT)
+    } else {
+        exit_status.map(exit_code)
+    };
+    if let (Some(s), false) = (exit_status, stopped_by_duration) {
+        run.notes.push(format!("command exited with {s}"));
+    }
+    code
+}
+
+/// Wakes the watch loop when it must end: Ctrl-C stops the sampler and unparks this thread;
+/// a launched command's exit does the same from a waiter thread, returned to be joined.
+fn wake_on_end(
+    rec: &Recording,
+    child: Option<&mut std::process::Child>,
+) -> Result<Option<std::thread::JoinHandle<()>>, Failure> {
+    let stopper = rec.stopper();
+    let main_thread = std::thread::current();
+    if let Some(s) = stopper.clone() {
+        let main = main_thread.clone();
+        crate::on_stop(move || {
+            s.stop();
+            main.unpark();
+        });
+    }
+    match (child, stopper) {
+        (Some(c), Some(s)) => match wake_on_exit(c.id(), s, main_thread) {
+            Ok(w) => Ok(Some(w)),
+            Err(e) => {
+                // Without the waiter nothing would notice the command's exit: end it now.
+                let _ = c.kill();
+                let _ = c.wait();
+                Err(e.into())
+            }
+        },
+        _ => Ok(None),
+    }
+}
+
+/// Ends a launched command once the watch is over: its exit status, and whether
+/// `--duration` stopped it.
+fn end_watched(
+    mut child: Option<&mut std::process::Child>,
+    exit_waiter: Option<std::thread::JoinHandle<()>>,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(Option<std::process::ExitStatus>, bool), Failure> {
+    let mut exit_status = None;
+    let mut stopped_by_duration = false;
+    if let Some(c) = child.as_mut() {
+        exit_status = c.try_wait().context("waiting for the command")?;
+    }
+    // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
+    // terminal, or we end it, and wait so nothing is left behind. The pid is still ours to
+    // signal: the waiter thread only peeks (WNOWAIT), and nothing has reaped it yet.
+    if let (Some(c), None) = (child.as_mut(), exit_status) {
+        stopped_by_duration = !stop.load(Ordering::SeqCst) && !crate::out::closed();
+        let status = end_command(c)?;
+        // It may have ended on its own between the check and the signal: then its own exit
+        // status stands, and --duration stopped nothing.
+        stopped_by_duration &= killed_by_us(status);
+        exit_status = Some(status);
+    }
+    if let Some(w) = exit_waiter {
+        // The command has been reaped, so the waiter has returned (or is returning ECHILD).
+        let _ = w.join();
+    }
+    Ok((exit_status, stopped_by_duration))
+}
+
 pub fn run(args: WatchArgs) -> Outcome {
     netceil_engine::check_interval(args.interval, "--interval")?;
     check_pids(&args.pids)?;
@@ -97,38 +219,8 @@ pub fn run(args: WatchArgs) -> Outcome {
     // the command is forked (so the command and everything it forks is followed from its
     // first instruction), then only the command.
     let me = std::process::id();
-    let probes = match &args.probes {
-        Some(list) => {
-            let follow: Vec<u32> = args
-                .pids
-                .iter()
-                .map(|p| *p as u32)
-                .chain((!args.command.is_empty()).then_some(me))
-                .collect();
-            let s = netceil_engine::probes::ProbeSession::start(
-                &list.0,
-                args.lock_stacks,
-                &follow,
-                args.interval,
-            )
-            .map_err(|e| Failure::usage(anyhow!(e)))?;
-            eprintln!("netceil: {}", s.status);
-            Some(s)
-        }
-        None => None,
-    };
-    let mut child = match args.command.split_first() {
-        Some((prog, rest)) => Some(
-            Command::new(prog)
-                .args(rest)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| Failure::usage(anyhow!("cannot launch '{prog}': {e}")))?,
-        ),
-        None => None,
-    };
+    let probes = start_probes(&args, me)?;
+    let mut child = launch(&args.command)?;
     let mut pids = args.pids.clone();
     if let Some(c) = &child {
         pids.push(c.id() as i32);
@@ -177,7 +269,6 @@ pub fn run(args: WatchArgs) -> Outcome {
         terminal_width(args.json),
     );
     let deadline = args.duration.map(|d| Instant::now() + d);
-    let mut exit_status = None;
     let print = |line: &str| {
         if args.json {
             eprintln!("{line}");
@@ -188,27 +279,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     // Nothing here polls: the observer's own cost is the point. The loop sleeps until the
     // sampler sends rows, the deadline passes, or the sampler ends, which Ctrl-C and the
     // command's exit both cause through the sampler's stopper.
-    let stopper = rec.stopper();
-    let main_thread = std::thread::current();
-    if let Some(s) = stopper.clone() {
-        let main = main_thread.clone();
-        crate::on_stop(move || {
-            s.stop();
-            main.unpark();
-        });
-    }
-    let exit_waiter = match (child.as_mut(), stopper) {
-        (Some(c), Some(s)) => match wake_on_exit(c.id(), s, main_thread) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                // Without the waiter nothing would notice the command's exit: end it now.
-                let _ = c.kill();
-                let _ = c.wait();
-                return Err(e.into());
-            }
-        },
-        _ => None,
-    };
+    let exit_waiter = wake_on_end(&rec, child.as_mut())?;
     loop {
         let (rows, ended) = rec.wait_rows(deadline);
         rec.store_rows(&rows);
@@ -231,25 +302,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     }
     // Before the command is reaped (a zombie still has its status file).
     run.meta.workload_cpus = affinity().or(cpus_at_start);
-    let mut stopped_by_duration = false;
-    if let Some(c) = child.as_mut() {
-        exit_status = c.try_wait().context("waiting for the command")?;
-    }
-    // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
-    // terminal, or we end it, and wait so nothing is left behind. The pid is still ours to
-    // signal: the waiter thread only peeks (WNOWAIT), and nothing has reaped it yet.
-    if let (Some(c), None) = (child.as_mut(), exit_status) {
-        stopped_by_duration = !stop.load(Ordering::SeqCst) && !crate::out::closed();
-        let status = end_command(c)?;
-        // It may have ended on its own between the check and the signal: then its own exit
-        // status stands, and --duration stopped nothing.
-        stopped_by_duration &= killed_by_us(status);
-        exit_status = Some(status);
-    }
-    if let Some(w) = exit_waiter {
-        // The command has been reaped, so the waiter has returned (or is returning ECHILD).
-        let _ = w.join();
-    }
+    let (exit_status, stopped_by_duration) = end_watched(child.as_mut(), exit_waiter, &stop)?;
     let rest = rec.stop(&mut run);
     rec.store_rows(&rest);
     for row in rest {
@@ -262,18 +315,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     if let Some(readers) = readers {
         keep_output(readers, &mut run)?;
     }
-    let code = if stopped_by_duration {
-        run.notes.push(format!(
-            "the command was still running when --duration ended: netceil stopped it ({}) and exits {DURATION_EXIT}",
-            exit_status.map_or("?".into(), |s| s.to_string())
-        ));
-        Some(DURATION_EXIT)
-    } else {
-        exit_status.map(exit_code)
-    };
-    if let (Some(s), false) = (exit_status, stopped_by_duration) {
-        run.notes.push(format!("command exited with {s}"));
-    }
+    let code = exit_notes(&mut run, exit_status, stopped_by_duration);
     run.meta.complete = true;
     netceil_analyze::analyze_into(&mut run);
     if let Some(m) = &metrics {
