@@ -289,3 +289,69 @@ pub fn cpu_shares(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netceil_probe::FakeSource;
+
+    /// A machine whose counters are given: /proc/net/snmp's Udp lines, lo's packets in,
+    /// and one CPU's softnet backlog drops.
+    fn machine(s: &FakeSource, rcvbuf_errors: u64, lo_rx: u64, backlog: u64) {
+        s.set(
+            "/proc/net/snmp",
+            format!(
+                "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n\
+                 Udp: 100 0 {rcvbuf_errors} 100 {rcvbuf_errors} 0 0 0 0\n"
+            ),
+        );
+        s.set(
+            "/proc/net/dev",
+            format!(
+                "Inter-|   Receive                                                |  Transmit\n \
+                 face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+                 lo: 1000 {lo_rx} 0 0 0 0 0 0 1000 {lo_rx} 0 0 0 0 0 0\n"
+            ),
+        );
+        s.set(
+            "/proc/net/softnet_stat",
+            format!("00000010 {backlog:08x} 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n"),
+        );
+    }
+
+    #[test]
+    fn a_udp_runs_kernel_view_comes_from_the_machine_it_is_given() {
+        let s = FakeSource::new();
+        machine(&s, 10, 1_000, 2);
+        let before = Counters::read(&s);
+        machine(&s, 310, 101_000, 5);
+        let after = Counters::read(&s);
+        assert!(before.problems().is_empty(), "{:?}", before.problems());
+        let mut r = Results {
+            tx_packets: 100_000,
+            rx_app_packets: 99_697,
+            ..Results::default()
+        };
+        r.kernel.socket_drops = Some(300);
+        attribute_udp(&before, &after, true, &mut r);
+        assert_eq!(r.kernel.udp_rcvbuf_errors, Some(300));
+        assert_eq!(r.kernel.iface_rx_packets, Some(100_000));
+        assert_eq!(r.kernel.backlog_drops, Some(3));
+        // 99 697 read + 300 socket drops + 3 backlog drops: all accounted for.
+        assert_eq!(r.unexplained_packets, 0);
+        // A counter that went backwards (a reset) has no delta.
+        machine(&s, 5, 101_000, 5);
+        let reset = Counters::read(&s);
+        let mut r2 = Results::default();
+        attribute_udp(&after, &reset, true, &mut r2);
+        assert_eq!(r2.kernel.udp_rcvbuf_errors, None);
+    }
+
+    #[test]
+    fn a_file_the_machine_does_not_have_is_said() {
+        let s = FakeSource::new();
+        let c = Counters::read(&s);
+        assert_eq!(c.problems().len(), 3, "{:?}", c.problems());
+        assert!(c.problems()[0].contains("/proc/net/snmp"));
+    }
+}

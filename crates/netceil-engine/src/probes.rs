@@ -45,7 +45,9 @@ pub fn parse_probe_list(s: &str) -> Result<ProbeList, String> {
 }
 
 fn comm_of(tgid: u32, tid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
+    use netceil_probe::Source;
+    netceil_probe::ProcFs::new()
+        .read(&format!("/proc/{tgid}/task/{tid}/comm"))
         .ok()
         .map(|s| s.trim_end().to_string())
 }

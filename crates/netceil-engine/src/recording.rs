@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use netceil_model::{MetricId, Run, Unit};
-use netceil_probe::{spawn_sampler, ProcFs, Row, SamplerConfig, SamplerHandle, SamplerStopper};
+use netceil_probe::{spawn_sampler, Row, SamplerConfig, SamplerHandle, SamplerStopper, Source};
 use netceil_store::{RunWriter, Store};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
@@ -48,11 +48,14 @@ pub struct Recording<'s> {
     observers: Vec<Box<dyn Observer + 's>>,
     /// The workload's pid and its cgroup's CPU quota at the start, when it had one.
     quota: Option<(u32, netceil_probe::cgroup::CgroupCpu)>,
+    /// Where the machine is read.
+    source: Arc<dyn Source + Send + Sync>,
 }
 
 impl<'s> Recording<'s> {
     /// Starts sampling, and begins the run in the store (meta first, marked incomplete).
     pub fn start(
+        source: Arc<dyn Source + Send + Sync>,
         interval: Duration,
         ifaces: Vec<String>,
         pids: Vec<i32>,
@@ -64,7 +67,7 @@ impl<'s> Recording<'s> {
         let quota = pids
             .first()
             .and_then(|p| u32::try_from(*p).ok())
-            .and_then(|p| netceil_probe::cgroup::read(&ProcFs::new(), p).map(|q| (p, q)));
+            .and_then(|p| netceil_probe::cgroup::read(&*source, p).map(|q| (p, q)));
         let config = SamplerConfig {
             interval,
             ifaces: if ifaces.is_empty() {
@@ -75,7 +78,7 @@ impl<'s> Recording<'s> {
             pids,
             ..SamplerConfig::default()
         };
-        let handle = spawn_sampler(ProcFs::new(), config, Arc::new(AtomicBool::new(false)), tx)
+        let handle = spawn_sampler(source.clone(), config, Arc::new(AtomicBool::new(false)), tx)
             .context("starting the sampler thread")?;
         // The run is stored with its interval from the start: a run killed before its end
         // still says how long its rows are.
@@ -102,6 +105,7 @@ impl<'s> Recording<'s> {
             probes: None,
             observers: Vec::new(),
             quota,
+            source,
         })
     }
 
@@ -223,7 +227,7 @@ impl<'s> Recording<'s> {
     /// figures), interfaces, the sampler's own cost. Returns the rows not yet seen.
     pub fn stop(&mut self, run: &mut Run) -> Vec<Row> {
         if let Some((pid, start)) = self.quota.take() {
-            let end = netceil_probe::cgroup::read(&ProcFs::new(), pid);
+            let end = netceil_probe::cgroup::read(&*self.source, pid);
             let (used, throttled) = end
                 .as_ref()
                 .map(|e| netceil_probe::cgroup::between(&start, e, self.elapsed_s()))

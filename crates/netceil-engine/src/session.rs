@@ -87,6 +87,7 @@ impl<'s> Session<'s> {
         };
         let probe_status = probes.as_ref().map(|p| p.status.clone());
         let mut rec = Recording::start(
+            cfg.source.clone(),
             cfg.interval,
             Vec::new(),
             vec![std::process::id() as i32],

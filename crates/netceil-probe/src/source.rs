@@ -238,6 +238,37 @@ fn read_whole(file: &File, bytes: &mut Vec<u8>, one_piece: bool) -> io::Result<u
     Ok(filled)
 }
 
+/// A shared source is the source it shares: one machine, real or fake, for every reader.
+impl<S: Source + ?Sized> Source for std::sync::Arc<S> {
+    fn read(&self, path: &str) -> io::Result<String> {
+        (**self).read(path)
+    }
+    fn read_into(&self, path: &str, buf: &mut String) -> io::Result<()> {
+        (**self).read_into(path, buf)
+    }
+    fn read_link(&self, path: &str) -> io::Result<String> {
+        (**self).read_link(path)
+    }
+    fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        (**self).list_dir(path)
+    }
+    fn now(&self) -> Duration {
+        (**self).now()
+    }
+    fn thread_cpu_time(&self) -> Option<Duration> {
+        (**self).thread_cpu_time()
+    }
+    fn clock_ticks_per_s(&self) -> u64 {
+        (**self).clock_ticks_per_s()
+    }
+    fn qdiscs(&self) -> io::Result<Vec<QdiscStats>> {
+        (**self).qdiscs()
+    }
+    fn tcp_sockets(&self, netns: &str, path: &str, max: usize) -> io::Result<TcpDump> {
+        (**self).tcp_sockets(netns, path, max)
+    }
+}
+
 impl Source for ProcFs {
     fn qdiscs(&self) -> io::Result<Vec<QdiscStats>> {
         if self.root != Path::new("/") {

@@ -249,6 +249,7 @@ pub fn run(args: WatchArgs) -> Outcome {
 
     let store = open_store(args.no_store);
     let mut rec = Recording::start(
+        std::sync::Arc::new(netceil_probe::ProcFs::new()),
         args.interval,
         args.ifaces.clone(),
         pids,
