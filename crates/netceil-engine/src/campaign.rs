@@ -220,6 +220,9 @@ impl<'s> Campaign<'s> {
         // of the system's threads. The sampler's own thread is not among them: its cost is
         // meta.sampler_cpu_*, and it sleeps between samples, so it never looks like a poller.
         self.top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
+        for o in self.session.rec.observers() {
+            o.close();
+        }
         let leftover = self.session.rec.stop(&mut self.top);
         self.session.rec.store_rows(&leftover);
         for kept in std::mem::take(&mut self.kept) {

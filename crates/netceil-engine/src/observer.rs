@@ -50,4 +50,10 @@ pub trait Observer {
     fn end(&mut self) {}
     /// Rows as they are recorded, every one of them, in batches.
     fn rows(&mut self, _rows: &[Row]) {}
+    /// A planner's step done (a search's trial, a sweep's cell), in words.
+    fn step(&mut self, _line: &str) {}
+    /// A planner's line that is no step (what it does next).
+    fn say(&mut self, _line: &str) {}
+    /// The campaign ended: nothing more comes.
+    fn close(&mut self) {}
 }

@@ -113,6 +113,20 @@ impl<'s> Session<'s> {
         self.rec.observe(observer);
     }
 
+    /// Tells every observer a planner's step is done.
+    pub fn step(&mut self, line: &str) {
+        for o in self.rec.observers() {
+            o.step(line);
+        }
+    }
+
+    /// Tells every observer what the planner does next.
+    pub fn say(&mut self, line: &str) {
+        for o in self.rec.observers() {
+            o.say(line);
+        }
+    }
+
     /// Whether the session was asked to stop.
     pub fn stopping(&self) -> bool {
         self.stop.load(std::sync::atomic::Ordering::SeqCst)

@@ -51,6 +51,8 @@ fn trial_workload(
 /// trials of an interrupted search are replayed from the store instead.
 struct UdpTrials<'c, 's> {
     c: &'c mut Campaign<'s>,
+    /// The search's lines about trials done, told to the session's observers.
+    lines: Option<&'c std::cell::RefCell<Vec<String>>>,
     base: UdpParams,
     wire_id: u16,
     frame: usize,
@@ -62,6 +64,15 @@ struct UdpTrials<'c, 's> {
 }
 
 impl UdpTrials<'_, '_> {
+    /// Tells the session's observers the lines the search wrote since the last time.
+    fn tell_lines(&mut self) {
+        if let Some(l) = self.lines {
+            for line in l.borrow_mut().drain(..) {
+                self.c.session.step(&line);
+            }
+        }
+    }
+
     fn trial(&mut self, duration: Duration, asked: f64) -> Result<Results, Failure> {
         let params = UdpParams {
             rate: (asked > 0.0).then_some(Rate::PacketsPerSecond(asked)),
@@ -85,6 +96,7 @@ impl UdpTrials<'_, '_> {
 
 impl Measurer for UdpTrials<'_, '_> {
     fn measure(&mut self, rate_pps: f64, duration: Duration) -> Result<TrialResult, String> {
+        self.tell_lines();
         if self.c.stopping() {
             self.stopped = true;
             return Err(crate::exit::interrupted());
@@ -236,18 +248,24 @@ pub fn search(
     let (mut top, wire_id) = new_live_run(&common.labels);
     let run_id = top.run_id.clone();
     top.workload = Some(WorkloadSpec::typed(WorkloadKind::Search, &settings));
-    let mut cmd = engine::start(common, metrics, store, top, replay, Progress::Steps)?;
+    let mut cmd = engine::start(
+        common,
+        metrics,
+        store,
+        top,
+        replay,
+        Progress::Steps {
+            what: "search",
+            at_most: (settings.sizes.len()
+                * (settings.max_trials + usize::from(settings.max_pps.is_none())))
+                as u64,
+        },
+    )?;
     let c = &mut cmd.campaign;
     let mut knees: Vec<Knee> = Vec::new();
     // For each knee, the index of the part that stopped it (filled in once parts are analyzed).
     let mut stopped_at: Vec<Option<usize>> = Vec::new();
     let mut interrupted = false;
-    let steps = crate::live::Steps::new(
-        "search",
-        (settings.sizes.len() * (settings.max_trials + usize::from(settings.max_pps.is_none())))
-            as u64,
-        common.quiet,
-    );
     for &frame in &settings.sizes {
         let base = engine::udp_train_params(
             common,
@@ -264,6 +282,7 @@ pub fn search(
             frame,
             overhead,
             target: target.clone(),
+            lines: None,
             stopped: false,
             failure: None,
         };
@@ -271,13 +290,13 @@ pub fn search(
         let max = match settings.max_pps {
             Some(m) => m,
             None => {
-                steps.say(&format!(
+                trials.c.session.say(&format!(
                     "{frame} B frames: measuring the generator's own ceiling ({} s unpaced)",
                     settings.initial_trial_s
                 ));
                 let initial = Duration::from_secs_f64(settings.initial_trial_s);
                 let m = trials.trial(initial, 0.0)?.tx_pps;
-                steps.step(&format!(
+                trials.c.session.step(&format!(
                     "  {frame:>5} B  the generator sends {} flat out",
                     fmt::pps(m)
                 ));
@@ -285,9 +304,13 @@ pub fn search(
             }
         };
         let cfg = search_config(&settings, settings.min_pps.min(max * 0.5), max);
+        // Each trial's line, told by the trials themselves (they hold the campaign).
+        let lines = std::cell::RefCell::new(Vec::new());
+        trials.lines = Some(&lines);
         let outcome = search::search(&cfg, &mut trials, &mut |rec| {
-            steps.step(&trial_line(frame, rec));
+            lines.borrow_mut().push(trial_line(frame, rec));
         });
+        trials.tell_lines();
         let stopped = trials.stopped;
         let failure = trials.failure.take();
         let offset = first_part + usize::from(settings.max_pps.is_none());
@@ -330,7 +353,6 @@ pub fn search(
             break;
         }
     }
-    steps.finish();
     c.end(PartAnalysis::Each);
     let replayed = c.replayed();
     let top = &mut c.top;

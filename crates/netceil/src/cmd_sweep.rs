@@ -212,7 +212,6 @@ struct SizeCells<'a> {
     intervals: &'a [f64],
     base: UdpParams,
     wire_id: u16,
-    steps: &'a crate::live::Steps,
 }
 
 impl SizeCells<'_> {
@@ -254,7 +253,7 @@ impl SizeCells<'_> {
                 }
             };
             let cell = cell_of(&r, interval, count);
-            self.steps.step(&format!(
+            c.session.step(&format!(
                 "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}{}",
                 format!("{:.2} us", interval / 1e3),
                 cell.app_ratio * 100.0,
@@ -398,15 +397,14 @@ pub fn run_udp(
     let (mut top, wire_id) = new_live_run(&common.labels);
     let run_id = top.run_id.clone();
     top.workload = Some(WorkloadSpec::typed(WorkloadKind::Sweep, &settings));
-    let mut cmd = engine::start(common, metrics, store, top, replay, Progress::Steps)?;
+    let progress = Progress::Steps {
+        what: "sweep",
+        at_most: (settings.sizes.len() * intervals.len()) as u64,
+    };
+    let mut cmd = engine::start(common, metrics, store, top, replay, progress)?;
     let c = &mut cmd.campaign;
     let mut knees = Vec::new();
     let mut interrupted = false;
-    let steps = crate::live::Steps::new(
-        "sweep",
-        (settings.sizes.len() * intervals.len()) as u64,
-        common.quiet,
-    );
     'sizes: for &size in &settings.sizes {
         let base = engine::udp_train_params(
             common,
@@ -421,7 +419,6 @@ pub fn run_udp(
             intervals: &intervals,
             base,
             wire_id,
-            steps: &steps,
         };
         let mut cells: Vec<Option<Cell>> = vec![None; intervals.len()];
         let mut measured = 0usize;
@@ -435,7 +432,6 @@ pub fn run_udp(
             }
         }
     }
-    steps.finish();
     c.end(PartAnalysis::None);
     let replayed = c.replayed();
     let top = &mut c.top;
@@ -646,10 +642,12 @@ pub fn run_tcp(
         store.as_ref(),
         top,
         Replay::default(),
-        Progress::Steps,
+        Progress::Steps {
+            what: "sweep",
+            at_most: a.flows.len() as u64,
+        },
     )?;
     let c = &mut cmd.campaign;
-    let steps_bar = crate::live::Steps::new("sweep", a.flows.len() as u64, common.quiet);
     let mut interrupted = false;
     let mut measured = Vec::new();
     for t in &trials {
@@ -661,14 +659,13 @@ pub fn run_tcp(
         let r = c.trial(t, &asked, |_| asked.clone())?.results;
         let bits_per_s = r.rx_app_bits_per_s.max(r.tx_bits_per_s);
         let Trial::Tcp(cfg, _) = t else { continue };
-        steps_bar.step(&format!(
+        c.session.step(&format!(
             "  {:>5} flows  {:>12}",
             cfg.flows,
             crate::fmt::bits_per_s(bits_per_s)
         ));
         measured.push((cfg.flows, bits_per_s));
     }
-    steps_bar.finish();
     c.end(PartAnalysis::Each);
     let top = &mut c.top;
     let steps: Vec<Step> = measured
@@ -870,10 +867,12 @@ pub fn run_param(
         store.as_ref(),
         top,
         Replay::default(),
-        Progress::Steps,
+        Progress::Steps {
+            what: "sweep",
+            at_most: trials.len() as u64,
+        },
     )?;
     let c = &mut cmd.campaign;
-    let bar = crate::live::Steps::new("sweep", trials.len() as u64, common.quiet);
     let mut lines = Vec::new();
     let mut interrupted = false;
     for (combo, t) in &trials {
@@ -883,10 +882,10 @@ pub fn run_param(
         }
         let asked = t.workload();
         let r = c.trial(t, &asked, |_| asked.clone())?.results;
-        bar.step(&format!("  {}  {}", combo_words(combo), headline(&r)));
+        c.session
+            .step(&format!("  {}  {}", combo_words(combo), headline(&r)));
         lines.push(format!("{}  {}", combo_words(combo), headline(&r)));
     }
-    bar.finish();
     c.end(PartAnalysis::None);
     let top = &mut c.top;
     for ((combo, _), (part, line)) in trials.iter().zip(top.parts.iter_mut().zip(&mut lines)) {

@@ -66,12 +66,14 @@ pub fn session_config(common: &CommonRunArgs) -> SessionConfig {
 }
 
 /// How a command shows its trials while they run.
+#[derive(Debug, Clone, Copy)]
 pub enum Progress {
     /// Each trial's live table (`netceil run`), and a live verdict on the metrics endpoint.
     Table,
-    /// The planner's own step lines (search, sweep): no table per trial; no live verdict,
-    /// since a window that spans trials at different rates has no one ceiling.
-    Steps,
+    /// The planner's own step lines (search, sweep) under a bar of at most `at_most` steps:
+    /// no table per trial; no live verdict, since a window that spans trials at different
+    /// rates has no one ceiling.
+    Steps { what: &'static str, at_most: u64 },
 }
 
 /// The metrics endpoint as a session's observer: every row recorded is published.
@@ -112,14 +114,17 @@ pub fn start<'s>(
     if let Some(status) = &campaign.session.probe_status {
         eprintln!("netceil: {status}");
     }
-    if let Progress::Table = progress {
-        campaign
+    match progress {
+        Progress::Table => campaign
             .session
             .observe(Box::new(crate::live::TerminalParts::new(
                 common.json,
                 common.quiet,
                 common.wide,
-            )));
+            ))),
+        Progress::Steps { what, at_most } => campaign.session.observe(Box::new(
+            crate::live::Steps::new(what, at_most, common.quiet),
+        )),
     }
     if let Some(m) = &metrics {
         campaign.session.observe(metrics_rows(m));

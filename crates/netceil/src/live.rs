@@ -128,9 +128,24 @@ impl Live {
             bar.set_position((elapsed_s * 1000.0) as u64);
         }
     }
-
     pub fn finish(self) {
         if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Steps {
+    fn step(&mut self, line: &str) {
+        Steps::step(self, line);
+    }
+
+    fn say(&mut self, line: &str) {
+        Steps::say(self, line);
+    }
+
+    fn close(&mut self) {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
     }
@@ -183,12 +198,6 @@ impl Steps {
         match &self.bar {
             Some(bar) => bar.println(line),
             None => eprintln!("{line}"),
-        }
-    }
-
-    pub fn finish(self) {
-        if let Some(bar) = self.bar {
-            bar.finish_and_clear();
         }
     }
 }
