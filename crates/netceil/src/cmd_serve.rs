@@ -95,7 +95,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
         e.stop();
     }
     if let Some(m) = metrics {
-        m.linger(args.metrics.metrics_linger.unwrap_or_default());
+        crate::metrics::linger(m, args.metrics.metrics_linger);
     }
     let mut out = crate::out::stdout();
     if args.json {
@@ -131,7 +131,7 @@ impl HostExporter {
 }
 
 fn export_host(
-    m: &crate::metrics::MetricsServer,
+    m: &netceil_metrics::MetricsServer,
     totals: Arc<ServeTotals>,
 ) -> anyhow::Result<HostExporter> {
     use netceil_model::{MetricId, Unit};
@@ -150,7 +150,7 @@ fn export_host(
     let publisher = m.publisher();
     let (mut run, _) = netceil_engine::new_live_run(&[]);
     run.workload = None;
-    m.analyze_live(crate::metrics::LiveVerdict::new(run, interval));
+    m.analyze_live(netceil_metrics::LiveVerdict::new(run, interval));
     let forward = std::thread::Builder::new()
         .name("netceil-serve-metrics".into())
         .spawn(move || {

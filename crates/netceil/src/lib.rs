@@ -20,7 +20,7 @@ mod engine;
 pub mod exit;
 mod fmt;
 mod live;
-pub mod metrics;
+mod metrics;
 pub mod out;
 mod parse;
 mod serve;
