@@ -23,7 +23,6 @@ mod live;
 mod metrics;
 pub mod out;
 mod parse;
-mod serve;
 mod summary;
 mod table;
 
