@@ -351,13 +351,13 @@ pub struct RunArgs {
     pub metrics: MetricsArgs,
 }
 
-/// The live OpenMetrics endpoint (see `netceil::metrics`).
+/// The live OpenMetrics endpoint (see `netceil_metrics`).
 #[derive(Debug, Args, Clone)]
 pub struct MetricsArgs {
     /// Serve the live series and the analyzer's findings at http://ADDR:PORT/metrics in the
     /// OpenMetrics text format, for Prometheus, while this runs (e.g. 127.0.0.1:9870; port 0
     /// takes a free one, printed on stderr). Only this address is bound; nothing without it.
-    #[arg(long, global = true, value_name = "ADDR:PORT", value_parser = crate::metrics::parse_listen)]
+    #[arg(long, global = true, value_name = "ADDR:PORT", value_parser = netceil_metrics::parse_listen)]
     pub metrics_listen: Option<SocketAddr>,
     /// With --metrics-listen: keep serving this long after the end, so that a scraper sees
     /// the final findings (one scrape interval, e.g. 15s). A Ctrl-C ends the wait (a

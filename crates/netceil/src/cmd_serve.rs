@@ -6,8 +6,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::cli::ServeArgs;
-use crate::serve::{serve, ServeConfig, ServeTotals};
 use crate::{Done, Failure, Outcome};
+use netceil_serve::{serve, HostSampler, ServeConfig, ServeTotals};
 
 pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
     if deprecated_name {
@@ -41,7 +41,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
         )));
     }
     let json = args.json;
-    let say: crate::serve::Say = Arc::new(move |line: String| {
+    let say: netceil_serve::Say = Arc::new(move |line: String| {
         if json {
             eprintln!("{line}");
         } else {
@@ -80,22 +80,20 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
             ))
         }
     };
-    serve(cfg, stop, totals.clone(), say, ready).map_err(|e| {
-        let bind = e.chain().any(|c| {
-            c.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrNotAvailable)
-        });
-        if bind {
+    serve(cfg, stop, totals.clone(), say, ready).map_err(|e| match &e {
+        // Not this machine's address: the user's input, as every address netceil is given.
+        netceil_serve::Error::Bind { source, .. }
+            if source.kind() == std::io::ErrorKind::AddrNotAvailable =>
+        {
             Failure::usage(e)
-        } else {
-            Failure::from(e)
         }
+        _ => Failure::runtime(e),
     })?;
     if let Some(e) = exporter {
         e.stop();
     }
     if let Some(m) = metrics {
-        m.linger(args.metrics.metrics_linger.unwrap_or_default());
+        crate::metrics::linger(m, args.metrics.metrics_linger);
     }
     let mut out = crate::out::stdout();
     if args.json {
@@ -117,59 +115,16 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
 }
 
 /// Samples this host while serving and hands every row, with the server's totals, to the
-/// OpenMetrics endpoint.
-struct HostExporter {
-    sampler: netceil_probe::SamplerHandle,
-    forward: std::thread::JoinHandle<()>,
-}
-
-impl HostExporter {
-    fn stop(self) {
-        let _ = self.sampler.stop();
-        let _ = self.forward.join();
-    }
-}
-
+/// OpenMetrics endpoint, which keeps a live verdict on them.
 fn export_host(
-    m: &crate::metrics::MetricsServer,
+    m: &netceil_metrics::MetricsServer,
     totals: Arc<ServeTotals>,
-) -> anyhow::Result<HostExporter> {
-    use netceil_model::{MetricId, Unit};
+) -> anyhow::Result<HostSampler> {
     let interval = std::time::Duration::from_secs(1);
-    let (tx, rows) = std::sync::mpsc::channel::<netceil_probe::Row>();
-    let sampler = netceil_probe::spawn_sampler(
-        netceil_probe::ProcFs::new(),
-        netceil_probe::SamplerConfig {
-            interval,
-            ..netceil_probe::SamplerConfig::default()
-        },
-        Arc::new(std::sync::atomic::AtomicBool::new(false)),
-        tx,
-    )
-    .context("starting the sampler for --metrics-listen")?;
     let publisher = m.publisher();
+    let sampler = HostSampler::start(interval, totals, move |row| publisher.update_row(row))?;
     let (mut run, _) = netceil_engine::new_live_run(&[]);
     run.workload = None;
-    m.analyze_live(crate::metrics::LiveVerdict::new(run, interval));
-    let forward = std::thread::Builder::new()
-        .name("netceil-serve-metrics".into())
-        .spawn(move || {
-            // Ends when the sampler stops and drops its end of the channel.
-            for mut row in rows {
-                if let serde_json::Value::Object(t) = totals.json() {
-                    for (k, v) in t {
-                        if let Some(v) = v.as_f64() {
-                            row.extra.push((
-                                MetricId::new(format!("serve_{k}_total")),
-                                Unit::Count,
-                                v,
-                            ));
-                        }
-                    }
-                }
-                publisher.update_row(&row);
-            }
-        })
-        .context("starting the metrics thread")?;
-    Ok(HostExporter { sampler, forward })
+    m.analyze_live(netceil_metrics::LiveVerdict::new(run, interval));
+    Ok(sampler)
 }

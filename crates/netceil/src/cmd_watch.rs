@@ -261,7 +261,10 @@ pub fn run(args: WatchArgs) -> Outcome {
     }
     if let Some(m) = &metrics {
         rec.observe(crate::engine::metrics_rows(m));
-        m.analyze_live(crate::metrics::LiveVerdict::new(run.clone(), args.interval));
+        m.analyze_live(netceil_metrics::LiveVerdict::new(
+            run.clone(),
+            args.interval,
+        ));
     }
     let mut table = LiveTable::new(
         args.ifaces.clone(),
@@ -325,7 +328,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     let stored = rec.finish(&run);
     emit(&run, &args, stored.as_deref(), store.as_ref())?;
     if let Some(m) = metrics {
-        m.linger(args.metrics.metrics_linger.unwrap_or_default());
+        crate::metrics::linger(m, args.metrics.metrics_linger);
     }
     let done = crate::engine::store_outcome(args.no_store, stored.is_some());
     Ok(match code {

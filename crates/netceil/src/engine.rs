@@ -14,8 +14,8 @@ use netceil_store::Store;
 use std::io::Write;
 
 use crate::cli::{CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, TcpArgs, TcpPacingArg, UdpArgs};
-use crate::metrics::{MetricsServer, Publisher};
 use crate::{summary, Done, Failure, Outcome};
+use netceil_metrics::{MetricsServer, Publisher};
 
 /// Opens the run store unless told not to. A store that cannot be opened does not stop the
 /// measurement: the reason is printed and the run goes on unstored.
@@ -131,7 +131,7 @@ pub fn start<'s>(
         if let Progress::Table = progress {
             // The load engine's threads are netceil's own, not the machine's: as at the end.
             let live =
-                crate::metrics::LiveVerdict::new(campaign.top.clone(), common.sample_interval)
+                netceil_metrics::LiveVerdict::new(campaign.top.clone(), common.sample_interval)
                     .prepare(|r| {
                         r.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids()
                     });
@@ -170,7 +170,7 @@ impl Command<'_> {
         }
         if let Some(m) = self.metrics {
             m.set_findings(&netceil_engine::headline_findings(&top));
-            m.linger(self.metrics_args.metrics_linger.unwrap_or_default());
+            crate::metrics::linger(m, self.metrics_args.metrics_linger);
         }
         Ok(store_outcome(self.common.no_store, stored.is_some()))
     }

@@ -21,10 +21,9 @@ mod engine;
 pub mod exit;
 mod fmt;
 mod live;
-pub mod metrics;
+mod metrics;
 pub mod out;
 mod parse;
-mod serve;
 mod summary;
 mod table;
 

@@ -352,6 +352,32 @@ fn serve_refuses_other_hosts_without_a_key() {
         .unwrap();
 }
 
+/// With a key, serve may listen beyond loopback: an address that is not this machine's is
+/// the user's input (exit 2), a port already taken is not (exit 1); both name the port.
+#[test]
+fn serve_says_which_control_port_it_cannot_bind() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("serve.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    // TEST-NET-1: never an address of this machine.
+    for (listen, code) in [("192.0.2.1:5301", 2), (taken.as_str(), 1)] {
+        let o = Command::new(BIN)
+            .args(["serve", "--listen", listen, "--duration", "1"])
+            .arg("--key-file")
+            .arg(&key)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{listen}: {e}");
+        assert!(
+            e.contains(&format!("binding the control port {listen} (TCP): ")),
+            "{e}"
+        );
+    }
+}
+
 /// Every handshake slot taken by a flood from many hosts (40 loopback addresses, 10
 /// connections each, reopened as they close, against 64 slots): a client from a host holding
 /// fewer slots still gets through, three times in three, since the newest connection displaces

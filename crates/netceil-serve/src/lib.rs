@@ -37,7 +37,9 @@ use std::time::{Duration, Instant};
 use netceil_engine::kernel;
 
 mod events;
+mod host;
 use events::{Event, EventLog};
+pub use host::HostSampler;
 
 const LISTENER: Token = Token(usize::MAX);
 /// How long the loop sleeps at most: how late it sees the stop flag.
@@ -102,39 +104,73 @@ pub struct ServeTotals {
 }
 
 impl ServeTotals {
-    pub fn json(&self) -> serde_json::Value {
+    /// Every counter, by the name `serve --json` gives it (and the metrics endpoint, as
+    /// `serve_<name>_total`).
+    pub fn counters(&self) -> [(&'static str, u64); 18] {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        serde_json::json!({
-            "control_connections": g(&self.control_connections),
-            "turned_away": g(&self.turned_away),
-            "evicted": g(&self.evicted),
-            "closed_before_auth": g(&self.closed_before_auth),
-            "timed_out": g(&self.timed_out),
-            "malformed": g(&self.malformed),
-            "refused": g(&self.refused),
-            "auth_failures": g(&self.auth_failures),
-            "tests_granted": g(&self.tests_granted),
-            "tests_completed": g(&self.tests_completed),
-            "preauth_bytes_in": g(&self.preauth_bytes_in),
-            "preauth_bytes_out": g(&self.preauth_bytes_out),
-            "port_strays": g(&self.port_strays),
-            "port_stray_bytes": g(&self.port_stray_bytes),
-            "port_stray_drops": g(&self.port_stray_drops),
-            "test_strays": g(&self.test_strays),
-            "test_stray_bytes": g(&self.test_stray_bytes),
-            "test_refused_connections": g(&self.tests_refused_connections),
-            // Not counters: kept apart, so the metrics endpoint (which exports the numbers
-            // above as counters) leaves them out.
-            "peaks": {
-                "handshakes": g(&self.peak_handshakes),
-                "handshakes_one_host": g(&self.peak_handshakes_one_host),
-            },
-        })
+        [
+            ("control_connections", g(&self.control_connections)),
+            ("turned_away", g(&self.turned_away)),
+            ("evicted", g(&self.evicted)),
+            ("closed_before_auth", g(&self.closed_before_auth)),
+            ("timed_out", g(&self.timed_out)),
+            ("malformed", g(&self.malformed)),
+            ("refused", g(&self.refused)),
+            ("auth_failures", g(&self.auth_failures)),
+            ("tests_granted", g(&self.tests_granted)),
+            ("tests_completed", g(&self.tests_completed)),
+            ("preauth_bytes_in", g(&self.preauth_bytes_in)),
+            ("preauth_bytes_out", g(&self.preauth_bytes_out)),
+            ("port_strays", g(&self.port_strays)),
+            ("port_stray_bytes", g(&self.port_stray_bytes)),
+            ("port_stray_drops", g(&self.port_stray_drops)),
+            ("test_strays", g(&self.test_strays)),
+            ("test_stray_bytes", g(&self.test_stray_bytes)),
+            (
+                "test_refused_connections",
+                g(&self.tests_refused_connections),
+            ),
+        ]
+    }
+
+    /// The counters, and the peaks apart (they are not counters).
+    pub fn json(&self) -> serde_json::Value {
+        let mut all: serde_json::Map<String, serde_json::Value> = self
+            .counters()
+            .into_iter()
+            .map(|(name, n)| (name.to_string(), n.into()))
+            .collect();
+        all.insert(
+            "peaks".into(),
+            serde_json::json!({
+                "handshakes": self.peak_handshakes.load(Ordering::Relaxed),
+                "handshakes_one_host": self.peak_handshakes_one_host.load(Ordering::Relaxed),
+            }),
+        );
+        serde_json::Value::Object(all)
     }
 }
 
 /// A line about what happened, for the terminal (one per event).
 pub type Say = Arc<dyn Fn(String) + Send + Sync>;
+
+/// Why [`serve`] could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The control port could not be bound (the address is in use, not this machine's, or a
+    /// privileged port).
+    #[error("binding the control port {addr} ({what})")]
+    Bind {
+        addr: SocketAddr,
+        /// Which socket: `TCP`, or the UDP one that counts strays.
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The system failed after the bind (a socket option, epoll, a thread).
+    #[error(transparent)]
+    System(#[from] anyhow::Error),
+}
 
 enum Step {
     Hello,
@@ -167,22 +203,30 @@ struct Conn {
     bytes_out: usize,
 }
 
-/// Runs the server until `stop` or `cfg.duration`. Errors only for what stops it from
-/// starting (the bind); everything after is counted in the totals.
+/// Runs the server until `stop` or `cfg.duration`, saying what happens through `say` and
+/// calling `ready` with the bound address once it accepts connections. Errors only for what
+/// stops it from starting (the bind) or from going on (epoll); everything else is counted in
+/// the totals.
 pub fn serve(
     cfg: ServeConfig,
     stop: Arc<AtomicBool>,
     totals: Arc<ServeTotals>,
     say: Say,
     ready: impl FnOnce(SocketAddr),
-) -> anyhow::Result<()> {
-    let std_listener = std::net::TcpListener::bind(cfg.listen)
-        .with_context(|| format!("binding the control port {} (TCP)", cfg.listen))?;
+) -> Result<(), Error> {
+    let std_listener = std::net::TcpListener::bind(cfg.listen).map_err(|source| Error::Bind {
+        addr: cfg.listen,
+        what: "TCP",
+        source,
+    })?;
     let local = std_listener.local_addr().context("getsockname")?;
     std_listener.set_nonblocking(true).context("O_NONBLOCK")?;
     let mut listener = TcpListener::from_std(std_listener);
-    let sink = UdpSocket::bind(local)
-        .with_context(|| format!("binding the control port {local} (UDP, to count strays)"))?;
+    let sink = UdpSocket::bind(local).map_err(|source| Error::Bind {
+        addr: local,
+        what: "UDP, to count strays",
+        source,
+    })?;
     sink.set_read_timeout(Some(TICK)).context("SO_RCVTIMEO")?;
     let sink_thread = {
         let (stop, totals) = (stop.clone(), totals.clone());
@@ -219,7 +263,7 @@ pub fn serve(
             break Ok(());
         }
         if let Err(e) = h.turn(&mut events) {
-            break Err(e);
+            break Err(Error::System(e));
         }
     };
     stop.store(true, Ordering::SeqCst);
