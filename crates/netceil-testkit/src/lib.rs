@@ -146,7 +146,13 @@ mod tests {
             .env(name, value)
             .spawn()
             .unwrap();
-        let found = pids_with_env(&mark);
+        // Seen once the child's environment is readable in /proc (at once, on a quiet machine).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let mut found = pids_with_env(&mark);
+        while found.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            found = pids_with_env(&mark);
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(found, vec![child.id()]);
