@@ -17,6 +17,15 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+// The SHA-256 of this file, which build.sh computes and passes to clang. It is kept in the
+// object in its own section, which the loader ignores, and the crate's test reads it back
+// out of the committed object and compares it with the hash of this file: an object built
+// from any other source fails that test.
+#ifndef NETCEIL_SOURCE_SHA256
+#error "build with bpf/build.sh, which defines NETCEIL_SOURCE_SHA256 (the sha256 of this file)"
+#endif
+const char netceil_source_sha256[] SEC(".netceil.source_sha256") = NETCEIL_SOURCE_SHA256;
+
 // ---- kernel types (CO-RE) ----
 
 struct net_device {

@@ -9,10 +9,11 @@
 //! any kernel with BTF.
 //!
 //! The programs are C (`bpf/probes.bpf.c`), compiled ahead of time into `bpf/probes.bpf.o`,
-//! which is committed; `bpf/build.sh` rebuilds it (clang, libbpf-dev), and
-//! `bpf/probes.bpf.o.src-sha256` records the hash of the source the object was built from, which
-//! a test checks, so a stale object cannot go unnoticed (clang's bytes differ between
-//! versions, so the object itself is not compared). The object is loaded with aya, a pure-Rust
+//! which is committed; `bpf/build.sh` rebuilds it (clang, libbpf-dev). build.sh compiles the
+//! SHA-256 of the source into the object itself (section [`SOURCE_SHA256_SECTION`]), and a test
+//! reads it back out of the committed object and compares it with the hash of the committed
+//! source, so a stale object cannot go unnoticed (clang's bytes differ between versions, so the
+//! object is not compared with a fresh build). The object is loaded with aya, a pure-Rust
 //! loader: building netceil needs neither clang nor libelf nor zlib. libbpf-rs would need
 //! libelf and zlib at build time, and its skeletons clang as well.
 //!
@@ -30,21 +31,38 @@ mod probes;
 #[cfg(target_os = "linux")]
 pub use probes::{parse_probes, Config, Probe, ProbeError, Probes};
 
-/// The SHA-256 of the C source the committed object was built from, as recorded by build.sh.
-pub const OBJECT_SOURCE_SHA256: &str = include_str!("../bpf/probes.bpf.o.src-sha256");
+/// The ELF section of `bpf/probes.bpf.o` that holds the SHA-256 (64 hex digits and a NUL) of
+/// the `probes.bpf.c` it was compiled from; build.sh passes it to clang. The loader ignores it.
+pub const SOURCE_SHA256_SECTION: &str = ".netceil.source_sha256";
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use object::{Object, ObjectSection};
     use sha2::{Digest, Sha256};
 
+    /// The source hash compiled into an object, or why it cannot be read.
+    fn compiled_source_sha256(elf: &[u8]) -> Result<String, String> {
+        let file = object::File::parse(elf).map_err(|e| format!("not an ELF object: {e}"))?;
+        let section = file
+            .section_by_name(super::SOURCE_SHA256_SECTION)
+            .ok_or_else(|| format!("no section {}", super::SOURCE_SHA256_SECTION))?;
+        let data = section.data().map_err(|e| e.to_string())?;
+        let text = data.strip_suffix(&[0]).unwrap_or(data);
+        String::from_utf8(text.to_vec()).map_err(|_| format!("not text: {data:?}"))
+    }
+
     #[test]
-    fn the_committed_object_was_built_from_the_committed_source() {
+    fn the_loaded_object_was_built_from_the_committed_source() {
         let src = include_bytes!("../bpf/probes.bpf.c");
         let hash = format!("{:x}", Sha256::digest(src));
+        let compiled = compiled_source_sha256(crate::probes::OBJECT).unwrap_or_else(|e| {
+            panic!("bpf/probes.bpf.o: {e}: run crates/netceil-bpf/bpf/build.sh")
+        });
         assert_eq!(
-            super::OBJECT_SOURCE_SHA256.trim(),
-            hash,
-            "bpf/probes.bpf.o is stale against bpf/probes.bpf.c: run crates/netceil-bpf/bpf/build.sh"
+            compiled, hash,
+            "bpf/probes.bpf.o was built from another bpf/probes.bpf.c than the committed one \
+             (the hash compiled into the object differs from the source's): run \
+             crates/netceil-bpf/bpf/build.sh"
         );
     }
 }

@@ -10,7 +10,7 @@ use aya::{Btf, Ebpf, EbpfLoader};
 use crate::merge::{LockRow, NapiDev, Snapshot, SoftirqCpu, ThreadTimes};
 
 /// The compiled probes (`bpf/probes.bpf.o`, built by `bpf/build.sh` from `probes.bpf.c`).
-static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/probes.bpf.o");
+pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/probes.bpf.o");
 
 /// One kind of probe, as `--probe` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1545,67 +1545,20 @@ fn tcp_flow_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a SlowSnapshot, cur: &'a 
     }
     b.value(Key::Plain(TCP_FLOWS), Unit::Count, c.flows.len() as f64);
     let Some(Ok(p)) = &prev.tcp_flows else { return };
-    for (inode, label) in &p.busiest {
-        let Some(was) = p.flow(*inode) else { continue };
-        if !c.flow(*inode).is_some_and(|f| f.same_socket(was)) {
-            b.missing(
-                Key::Flow {
-                    name: TCP_BUSY_PCT,
-                    flow: label,
-                    pid: was.pid,
-                },
-                FLOW_CLOSED_REASON,
-            );
-        }
-    }
+    closed_busiest(b, p, c);
     let elapsed = b.elapsed;
-    let (n, w) = (CounterWidth::Native, CounterWidth::U32);
-    let (mut acked, mut received, mut retrans) =
-        (FlowSum::default(), FlowSum::default(), FlowSum::default());
-    let (mut busy, mut rwnd, mut sndbuf) =
-        (FlowSum::default(), FlowSum::default(), FlowSum::default());
-    let mut delivery: Option<u64> = None;
-    let mut delivery_absent = false;
-    let mut no_info = false;
-    let mut measured = 0usize;
-    for f in &c.flows {
-        let Some(was) = p.flow(f.inode).filter(|was| f.same_socket(was)) else {
-            continue;
-        };
-        let (Some(pi), Some(ci)) = (&was.info, &f.info) else {
-            no_info = true;
-            continue;
-        };
-        measured += 1;
-        let d_acked = acked.add(pi.bytes_acked, ci.bytes_acked, n);
-        received.add(pi.bytes_received, ci.bytes_received, n);
-        retrans.add(
-            pi.total_retrans.map(u64::from),
-            ci.total_retrans.map(u64::from),
-            w,
-        );
-        // The three busy times only count together, so the shares add up.
-        let all = |i: &crate::sockdiag::TcpInfo| {
-            i.busy_time_us
-                .zip(i.rwnd_limited_us)
-                .zip(i.sndbuf_limited_us)
-                .map(|((a, b), c)| (a, b, c))
-        };
-        match (all(pi), all(ci)) {
-            (Some((pb, pr, ps)), Some((cb, cr, cs))) => {
-                busy.add(Some(pb), Some(cb), n);
-                rwnd.add(Some(pr), Some(cr), n);
-                sndbuf.add(Some(ps), Some(cs), n);
-            }
-            _ => busy.absent = true,
-        }
-        if d_acked.is_some_and(|d| d > 0) {
-            match ci.delivery_rate {
-                Some(r) => delivery = Some(delivery.unwrap_or(0).saturating_add(r)),
-                None => delivery_absent = true,
-            }
-        }
-    }
+    let FlowSums {
+        acked,
+        received,
+        retrans,
+        busy,
+        rwnd,
+        sndbuf,
+        delivery,
+        delivery_absent,
+        no_info,
+        measured,
+    } = FlowSums::over(p, c);
     if no_info {
         b.missing(TCP_FLOWS, "the kernel sent no tcp_info for some sockets");
     }
@@ -1672,6 +1625,105 @@ fn tcp_flow_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a SlowSnapshot, cur: &'a 
             d.unwrap_or(0) as f64 * 8.0,
         ),
     }
+    busy_shares(b, &busy, &rwnd, &sndbuf);
+    for (inode, label) in &c.busiest {
+        let Some(f) = c.flow(*inode) else { continue };
+        let Some(was) = p.flow(*inode).filter(|was| f.same_socket(was)) else {
+            continue;
+        };
+        flow_values(b, label, was, f);
+    }
+}
+
+/// The previous interval's busiest flows that closed since: their busy time has no value.
+fn closed_busiest<'a>(
+    b: &mut Builder<'a, '_>,
+    p: &'a crate::flows::TcpFlows,
+    c: &crate::flows::TcpFlows,
+) {
+    for (inode, label) in &p.busiest {
+        let Some(was) = p.flow(*inode) else { continue };
+        if !c.flow(*inode).is_some_and(|f| f.same_socket(was)) {
+            b.missing(
+                Key::Flow {
+                    name: TCP_BUSY_PCT,
+                    flow: label,
+                    pid: was.pid,
+                },
+                FLOW_CLOSED_REASON,
+            );
+        }
+    }
+}
+
+/// The workload's flows measured at both readings, their counters summed.
+#[derive(Default)]
+struct FlowSums {
+    acked: FlowSum,
+    received: FlowSum,
+    retrans: FlowSum,
+    busy: FlowSum,
+    rwnd: FlowSum,
+    sndbuf: FlowSum,
+    /// The delivery rates of the flows that delivered, summed, bytes/s.
+    delivery: Option<u64>,
+    /// A flow that delivered has no delivery rate (an older kernel).
+    delivery_absent: bool,
+    /// A socket came without tcp_info.
+    no_info: bool,
+    /// Flows with tcp_info at both readings.
+    measured: usize,
+}
+
+impl FlowSums {
+    fn over(p: &crate::flows::TcpFlows, c: &crate::flows::TcpFlows) -> FlowSums {
+        let (n, w) = (CounterWidth::Native, CounterWidth::U32);
+        let mut s = FlowSums::default();
+        for f in &c.flows {
+            let Some(was) = p.flow(f.inode).filter(|was| f.same_socket(was)) else {
+                continue;
+            };
+            let (Some(pi), Some(ci)) = (&was.info, &f.info) else {
+                s.no_info = true;
+                continue;
+            };
+            s.measured += 1;
+            let d_acked = s.acked.add(pi.bytes_acked, ci.bytes_acked, n);
+            s.received.add(pi.bytes_received, ci.bytes_received, n);
+            s.retrans.add(
+                pi.total_retrans.map(u64::from),
+                ci.total_retrans.map(u64::from),
+                w,
+            );
+            // The three busy times only count together, so the shares add up.
+            let all = |i: &crate::sockdiag::TcpInfo| {
+                i.busy_time_us
+                    .zip(i.rwnd_limited_us)
+                    .zip(i.sndbuf_limited_us)
+                    .map(|((a, b), c)| (a, b, c))
+            };
+            match (all(pi), all(ci)) {
+                (Some((pb, pr, ps)), Some((cb, cr, cs))) => {
+                    s.busy.add(Some(pb), Some(cb), n);
+                    s.rwnd.add(Some(pr), Some(cr), n);
+                    s.sndbuf.add(Some(ps), Some(cs), n);
+                }
+                _ => s.busy.absent = true,
+            }
+            if d_acked.is_some_and(|d| d > 0) {
+                match ci.delivery_rate {
+                    Some(r) => s.delivery = Some(s.delivery.unwrap_or(0).saturating_add(r)),
+                    None => s.delivery_absent = true,
+                }
+            }
+        }
+        s
+    }
+}
+
+/// The mean busy time of the flows and the shares of it limited by the receive window, the
+/// send buffer and (the rest) the congestion window.
+fn busy_shares(b: &mut Builder<'_, '_>, busy: &FlowSum, rwnd: &FlowSum, sndbuf: &FlowSum) {
     let busy_names = [
         TCP_BUSY_PCT,
         TCP_RWND_LIMITED_PCT,
@@ -1681,7 +1733,7 @@ fn tcp_flow_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a SlowSnapshot, cur: &'a 
     let fields = "tcpi_busy_time, tcpi_rwnd_limited and tcpi_sndbuf_limited (kernels ≥ 4.10)";
     match (busy.total(fields), rwnd.total(fields), sndbuf.total(fields)) {
         (Ok(bt), Ok(rt), Ok(st)) if busy.flows > 0 => {
-            let mean = 100.0 * bt as f64 / (busy.flows as f64 * elapsed * 1e6);
+            let mean = 100.0 * bt as f64 / (busy.flows as f64 * b.elapsed * 1e6);
             b.value(Key::Plain(TCP_BUSY_PCT), Unit::Percent, mean.min(100.0));
             if bt > 0 {
                 b.value(
@@ -1716,13 +1768,6 @@ fn tcp_flow_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a SlowSnapshot, cur: &'a 
             }
         }
     }
-    for (inode, label) in &c.busiest {
-        let Some(f) = c.flow(*inode) else { continue };
-        let Some(was) = p.flow(*inode).filter(|was| f.same_socket(was)) else {
-            continue;
-        };
-        flow_values(b, label, was, f);
-    }
 }
 
 /// Why the busy time of the workload's flows has no value.
@@ -1751,6 +1796,56 @@ fn flow_values<'a>(
         );
         return;
     };
+    flow_gauges(b, &key, ci, f);
+    let (n, w) = (CounterWidth::Native, CounterWidth::U32);
+    type Counter<'f> = (
+        &'static str,
+        Unit,
+        Option<(u64, u64)>,
+        CounterWidth,
+        &'f str,
+    );
+    let counters: [Counter; 3] = [
+        (
+            TCP_BYTES_ACKED_PER_S,
+            Unit::BytesPerSecond,
+            pi.bytes_acked.zip(ci.bytes_acked),
+            n,
+            "tcpi_bytes_acked",
+        ),
+        (
+            TCP_BYTES_RECEIVED_PER_S,
+            Unit::BytesPerSecond,
+            pi.bytes_received.zip(ci.bytes_received),
+            n,
+            "tcpi_bytes_received",
+        ),
+        (
+            TCP_RETRANS_PER_S,
+            Unit::PerSecond,
+            pi.total_retrans
+                .map(u64::from)
+                .zip(ci.total_retrans.map(u64::from)),
+            w,
+            "tcpi_total_retrans",
+        ),
+    ];
+    for (name, unit, pair, width, field) in counters {
+        match pair {
+            Some((p, c)) => b.rate(key(name), unit, p, c, width, 1.0),
+            None => b.missing(name, absent_reason(field)),
+        }
+    }
+    flow_busy(b, &key, pi, ci);
+}
+
+/// One flow's gauges now (absent fields are said once for the name).
+fn flow_gauges<'a>(
+    b: &mut Builder<'a, '_>,
+    key: &dyn Fn(&'static str) -> Key<'a>,
+    ci: &crate::sockdiag::TcpInfo,
+    f: &crate::flows::Flow,
+) {
     let in_flight = match (ci.unacked, ci.snd_mss) {
         (Some(u), Some(m)) => Some(f64::from(u) * f64::from(m)),
         _ => None,
@@ -1832,45 +1927,17 @@ fn flow_values<'a>(
             None => b.missing(name, absent_reason(field)),
         }
     }
-    let (n, w) = (CounterWidth::Native, CounterWidth::U32);
-    type Counter<'f> = (
-        &'static str,
-        Unit,
-        Option<(u64, u64)>,
-        CounterWidth,
-        &'f str,
-    );
-    let counters: [Counter; 3] = [
-        (
-            TCP_BYTES_ACKED_PER_S,
-            Unit::BytesPerSecond,
-            pi.bytes_acked.zip(ci.bytes_acked),
-            n,
-            "tcpi_bytes_acked",
-        ),
-        (
-            TCP_BYTES_RECEIVED_PER_S,
-            Unit::BytesPerSecond,
-            pi.bytes_received.zip(ci.bytes_received),
-            n,
-            "tcpi_bytes_received",
-        ),
-        (
-            TCP_RETRANS_PER_S,
-            Unit::PerSecond,
-            pi.total_retrans
-                .map(u64::from)
-                .zip(ci.total_retrans.map(u64::from)),
-            w,
-            "tcpi_total_retrans",
-        ),
-    ];
-    for (name, unit, pair, width, field) in counters {
-        match pair {
-            Some((p, c)) => b.rate(key(name), unit, p, c, width, 1.0),
-            None => b.missing(name, absent_reason(field)),
-        }
-    }
+}
+
+/// One flow's busy time over the interval, and the shares of it limited by the receive
+/// window, the send buffer and (the rest) the congestion window.
+fn flow_busy<'a>(
+    b: &mut Builder<'a, '_>,
+    key: &dyn Fn(&'static str) -> Key<'a>,
+    pi: &crate::sockdiag::TcpInfo,
+    ci: &crate::sockdiag::TcpInfo,
+) {
+    let n = CounterWidth::Native;
     let times = |i: &crate::sockdiag::TcpInfo| {
         Some((i.busy_time_us?, i.rwnd_limited_us?, i.sndbuf_limited_us?))
     };

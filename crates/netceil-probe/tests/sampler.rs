@@ -141,7 +141,16 @@ impl Machine {
         // connection of the watched process (pid 100).
         fake.set_qdiscs(Vec::new());
         fake.set_tcp_sockets("net:[4026531840]", Vec::new());
-        // /proc/stat
+        self.install_stat(fake);
+        self.install_softirqs_and_interrupts(fake);
+        self.install_ifaces(fake);
+        self.install_net_counters(fake);
+        self.install_pressure(fake);
+        self.install_threads(fake);
+    }
+
+    /// /proc/stat.
+    fn install_stat(&self, fake: &FakeSource) {
         let mut total = [0u64; 8];
         for (_, t) in &self.cpus {
             for (a, b) in total.iter_mut().zip(t) {
@@ -161,8 +170,10 @@ impl Machine {
             self.intr, self.ctxt, self.forks, self.running, self.blocked
         );
         fake.set("/proc/stat", stat);
+    }
 
-        // /proc/softirqs and /proc/interrupts share the CPU list of /proc/stat.
+    /// /proc/softirqs and /proc/interrupts, which share the CPU list of /proc/stat.
+    fn install_softirqs_and_interrupts(&self, fake: &FakeSource) {
         let header: String = self
             .cpus
             .iter()
@@ -188,8 +199,10 @@ impl Machine {
         }
         irqs += &format!("LOC: {} Local timer interrupts\nERR: 0\n", join(&zeros));
         fake.set("/proc/interrupts", irqs);
+    }
 
-        // /proc/net/dev and /sys/class/net
+    /// /proc/net/dev and /sys/class/net.
+    fn install_ifaces(&self, fake: &FakeSource) {
         let mut dev =
             "Inter-| Receive | Transmit\n face |bytes packets|bytes packets\n".to_string();
         for i in &self.ifaces {
@@ -225,8 +238,10 @@ impl Machine {
             }
         }
         fake.set("/proc/net/dev", dev);
+    }
 
-        // /proc/net/softnet_stat, 13 columns.
+    /// /proc/net/softnet_stat (13 columns), /proc/net/snmp and /proc/net/netstat.
+    fn install_net_counters(&self, fake: &FakeSource) {
         let softnet: String = self
             .softnet
             .iter()
@@ -258,6 +273,10 @@ impl Machine {
                 self.dsack_old, self.dsack_ofo, self.tcp_backlog_drop
             ),
         );
+    }
+
+    /// /proc/pressure, or none.
+    fn install_pressure(&self, fake: &FakeSource) {
         match self.psi {
             Some(psi) => {
                 for (name, (some, full)) in ["cpu", "io", "memory"].iter().zip(psi) {
@@ -271,7 +290,10 @@ impl Machine {
             }
             None => fake.remove_dir("/proc/pressure"),
         }
+    }
 
+    /// The watched process (pid 100) and its threads.
+    fn install_threads(&self, fake: &FakeSource) {
         fake.remove_dir("/proc/100");
         fake.set_link("/proc/100/ns/net", "net:[4026531840]");
         for t in &self.threads {

@@ -571,6 +571,137 @@ fn from_results<F: Fn(&netceil_model::Results) -> Option<f64>>(
     }
 }
 
+/// The far end of `--to`, as it counted itself: what the far_end finding tells the reader to
+/// compare after a change there.
+fn far_figures(a: &Run, b: &Run) -> Vec<Figure> {
+    type FarPick = fn(&netceil_model::FarEnd, &netceil_model::Results) -> Option<f64>;
+    let far = |run: &Run, what: &str, pick: FarPick| {
+        from_results(run, what, |r| r.far.as_deref().and_then(|f| pick(f, r)))
+    };
+    let far_figures: [(&str, &str, &str, &str, FarPick); 5] = [
+        (
+            "far_busiest_core_busy_pct",
+            "far end: busiest core busy",
+            "%",
+            "far.cpu[].busy_pct, the highest",
+            |f, _| f.cpu.iter().map(|c| c.busy_pct).reduce(f64::max),
+        ),
+        (
+            "far_busiest_core_softirq_pct",
+            "far end: busiest core in softirq",
+            "%",
+            "far.cpu[].softirq_pct, the highest",
+            |f, _| f.cpu.iter().map(|c| c.softirq_pct).reduce(f64::max),
+        ),
+        (
+            "far_lost",
+            "far end: datagrams lost",
+            "pkt",
+            "far.app.udp_lost",
+            |f, _| (f.app.udp_packets > 0 || f.app.udp_lost > 0).then_some(f.app.udp_lost as f64),
+        ),
+        (
+            "far_socket_drops",
+            "far end: socket drops",
+            "pkt",
+            "far.app.udp_socket_drops",
+            |f, _| f.app.udp_socket_drops.map(|d| d as f64),
+        ),
+        (
+            "far_never_arrived",
+            "sent, not counted at the far interface",
+            "pkt",
+            "tx_packets − far.kernel.iface_rx_packets",
+            |f, r| {
+                f.kernel
+                    .iface_rx_packets
+                    .filter(|_| r.tx_packets > 0)
+                    .map(|k| r.tx_packets.saturating_sub(k) as f64)
+            },
+        ),
+    ];
+    far_figures
+        .into_iter()
+        .map(|(key, label, unit, what, pick)| {
+            figure(key, label, unit, far(a, what, pick), far(b, what, pick))
+        })
+        .collect()
+}
+
+/// Figures per unit of work: bytes per context switch, packets per interrupt, CPU per Gbit,
+/// packets per busy core (those either run has).
+fn normalized_figures(da: &SideData<'_>, db: &SideData<'_>) -> Vec<Figure> {
+    let mut normalized = vec![
+        figure(
+            "bytes_per_cs",
+            "bytes per context switch",
+            "B",
+            da.bytes_per_cs(),
+            db.bytes_per_cs(),
+        ),
+        figure(
+            "packets_per_interrupt",
+            "packets per interrupt",
+            "pkt",
+            da.packets_per_interrupt(),
+            db.packets_per_interrupt(),
+        ),
+        figure(
+            "cpu_s_per_gbit",
+            "CPU-seconds per Gbit",
+            "CPU-s/Gbit",
+            da.cpu_s_per_gbit(),
+            db.cpu_s_per_gbit(),
+        ),
+        figure(
+            "pps_per_core",
+            "packets/s per busy core",
+            "pkt/s",
+            da.pps_per_core(),
+            db.pps_per_core(),
+        ),
+    ];
+    normalized.retain(|f| f.a.is_some() || f.b.is_some());
+    normalized
+}
+
+/// Each distributed series both runs have: its distribution in each, and Welch's test of
+/// the difference (or why there is none).
+fn distributions_and_differences(
+    da: &SideData<'_>,
+    db: &SideData<'_>,
+) -> (Vec<DistributionRow>, Vec<Difference>) {
+    let mut distributions = Vec::new();
+    let mut differences = Vec::new();
+    for (key, label, unit) in DISTRIBUTED {
+        let (sa, sb) = (da.samples(key), db.samples(key));
+        if sa.is_empty() && sb.is_empty() {
+            continue;
+        }
+        distributions.push(DistributionRow {
+            key: key.into(),
+            label: label.into(),
+            unit: unit.into(),
+            a: Distribution::of(&sa),
+            b: Distribution::of(&sb),
+        });
+        let (test, reason) = match stats::welch_t_test(&sa, &sb, CONFIDENCE) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        differences.push(Difference {
+            key: key.into(),
+            label: label.into(),
+            unit: unit.into(),
+            significant: test.as_ref().map(|t| t.p_value < ALPHA),
+            test,
+            no_test_reason: reason,
+        });
+    }
+
+    (distributions, differences)
+}
+
 /// Compares two runs, with `phase` deciding which rows of each series count as under load.
 pub fn compare_with(a: &Run, b: &Run, phase: impl Fn(&Run) -> LoadPhase) -> Comparison {
     let (thr_a, thr_b) = view::throughput_pair(&a.series, &b.series);
@@ -625,124 +756,12 @@ pub fn compare_with(a: &Run, b: &Run, phase: impl Fn(&Run) -> LoadPhase) -> Comp
         from_results(a, "transactions per second", |r| r.transactions_per_s),
         from_results(b, "transactions per second", |r| r.transactions_per_s),
     ));
-    // The far end of `--to`, as it counted itself: what the far_end finding tells the reader
-    // to compare after a change there.
-    type FarPick = fn(&netceil_model::FarEnd, &netceil_model::Results) -> Option<f64>;
-    let far = |run: &Run, what: &str, pick: FarPick| {
-        from_results(run, what, |r| r.far.as_deref().and_then(|f| pick(f, r)))
-    };
-    let far_figures: [(&str, &str, &str, &str, FarPick); 5] = [
-        (
-            "far_busiest_core_busy_pct",
-            "far end: busiest core busy",
-            "%",
-            "far.cpu[].busy_pct, the highest",
-            |f, _| f.cpu.iter().map(|c| c.busy_pct).reduce(f64::max),
-        ),
-        (
-            "far_busiest_core_softirq_pct",
-            "far end: busiest core in softirq",
-            "%",
-            "far.cpu[].softirq_pct, the highest",
-            |f, _| f.cpu.iter().map(|c| c.softirq_pct).reduce(f64::max),
-        ),
-        (
-            "far_lost",
-            "far end: datagrams lost",
-            "pkt",
-            "far.app.udp_lost",
-            |f, _| (f.app.udp_packets > 0 || f.app.udp_lost > 0).then_some(f.app.udp_lost as f64),
-        ),
-        (
-            "far_socket_drops",
-            "far end: socket drops",
-            "pkt",
-            "far.app.udp_socket_drops",
-            |f, _| f.app.udp_socket_drops.map(|d| d as f64),
-        ),
-        (
-            "far_never_arrived",
-            "sent, not counted at the far interface",
-            "pkt",
-            "tx_packets − far.kernel.iface_rx_packets",
-            |f, r| {
-                f.kernel
-                    .iface_rx_packets
-                    .filter(|_| r.tx_packets > 0)
-                    .map(|k| r.tx_packets.saturating_sub(k) as f64)
-            },
-        ),
-    ];
-    for (key, label, unit, what, pick) in far_figures {
-        headline.push(figure(
-            key,
-            label,
-            unit,
-            far(a, what, pick),
-            far(b, what, pick),
-        ));
-    }
+    headline.extend(far_figures(a, b));
     headline.retain(|f| f.a.is_some() || f.b.is_some());
 
-    let mut normalized = vec![
-        figure(
-            "bytes_per_cs",
-            "bytes per context switch",
-            "B",
-            da.bytes_per_cs(),
-            db.bytes_per_cs(),
-        ),
-        figure(
-            "packets_per_interrupt",
-            "packets per interrupt",
-            "pkt",
-            da.packets_per_interrupt(),
-            db.packets_per_interrupt(),
-        ),
-        figure(
-            "cpu_s_per_gbit",
-            "CPU-seconds per Gbit",
-            "CPU-s/Gbit",
-            da.cpu_s_per_gbit(),
-            db.cpu_s_per_gbit(),
-        ),
-        figure(
-            "pps_per_core",
-            "packets/s per busy core",
-            "pkt/s",
-            da.pps_per_core(),
-            db.pps_per_core(),
-        ),
-    ];
-    normalized.retain(|f| f.a.is_some() || f.b.is_some());
+    let normalized = normalized_figures(&da, &db);
 
-    let mut distributions = Vec::new();
-    let mut differences = Vec::new();
-    for (key, label, unit) in DISTRIBUTED {
-        let (sa, sb) = (da.samples(key), db.samples(key));
-        if sa.is_empty() && sb.is_empty() {
-            continue;
-        }
-        distributions.push(DistributionRow {
-            key: key.into(),
-            label: label.into(),
-            unit: unit.into(),
-            a: Distribution::of(&sa),
-            b: Distribution::of(&sb),
-        });
-        let (test, reason) = match stats::welch_t_test(&sa, &sb, CONFIDENCE) {
-            Ok(t) => (Some(t), None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        differences.push(Difference {
-            key: key.into(),
-            label: label.into(),
-            unit: unit.into(),
-            significant: test.as_ref().map(|t| t.p_value < ALPHA),
-            test,
-            no_test_reason: reason,
-        });
-    }
+    let (distributions, differences) = distributions_and_differences(&da, &db);
 
     let summary = summarize(&distributions, &differences);
     let findings = findings_diff(a, b);

@@ -879,108 +879,117 @@ fn write_knees(page: &mut String, run: &Run, hn: usize) {
         ],
         &rows,
     );
-    let sweep = run.parts.iter().any(|p| param(p, "interval_ns").is_some());
-    if sweep {
-        let mut sizes: Vec<f64> = run
-            .parts
+    if run.parts.iter().any(|p| param(p, "interval_ns").is_some()) {
+        sweep_arrival_chart(page, run);
+    } else {
+        search_trial_charts(page, run);
+    }
+}
+
+/// A sweep's curves: per size, the share of each cycle that arrived against the interval.
+fn sweep_arrival_chart(page: &mut String, run: &Run) {
+    let mut sizes: Vec<f64> = run
+        .parts
+        .iter()
+        .filter_map(|p| param(p, "payload_bytes"))
+        .collect();
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
+    let mut lines = Vec::new();
+    for (si, size) in sizes.iter().enumerate() {
+        for (pi, point) in ["kernel", "app"].iter().enumerate() {
+            let mut pts: Vec<(f64, Option<f64>)> = run
+                .parts
+                .iter()
+                .filter(|p| param(p, "payload_bytes") == Some(*size))
+                .filter_map(|p| {
+                    let (app, kernel) = arrived_pct(p)?;
+                    Some((
+                        param(p, "interval_ns")? / 1e3,
+                        Some(if pi == 0 { kernel } else { app }),
+                    ))
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            lines.push(Line {
+                label: format!("{size} B {point}"),
+                points: pts,
+                dashed: pi == 0,
+                color: charts::color(si),
+            });
+        }
+    }
+    let chart = TimeChart {
+        title: "Packets that arrived, against the interval between them".into(),
+        x_desc: "interval between packets [µs]".into(),
+        left: Axis {
+            desc: "arrived [%]".into(),
+            lines,
+            max: Some(100.0),
+        },
+    };
+    figure(
+        page,
+        charts::time_chart(&chart),
+        "Per size, the share of each cycle that reached the socket (kernel, dashed) and that the receiver read (app, solid); the knee is the first interval at 100 %.",
+    );
+}
+
+/// A search's convergence: each trial's offered rate and loss, per frame size.
+fn search_trial_charts(page: &mut String, run: &Run) {
+    let mut frames: Vec<f64> = run
+        .parts
+        .iter()
+        .filter_map(|p| param(p, "frame_bytes"))
+        .collect();
+    frames.sort_by(f64::total_cmp);
+    frames.dedup();
+    let trial_lines = |pick: &dyn Fn(&Run) -> Option<f64>| -> Vec<Line> {
+        frames
             .iter()
-            .filter_map(|p| param(p, "payload_bytes"))
-            .collect();
-        sizes.sort_by(f64::total_cmp);
-        sizes.dedup();
-        let mut lines = Vec::new();
-        for (si, size) in sizes.iter().enumerate() {
-            for (pi, point) in ["kernel", "app"].iter().enumerate() {
-                let mut pts: Vec<(f64, Option<f64>)> = run
+            .enumerate()
+            .map(|(i, f)| Line {
+                label: format!("{f} B"),
+                points: run
                     .parts
                     .iter()
-                    .filter(|p| param(p, "payload_bytes") == Some(*size))
-                    .filter_map(|p| {
-                        let (app, kernel) = arrived_pct(p)?;
-                        Some((
-                            param(p, "interval_ns")? / 1e3,
-                            Some(if pi == 0 { kernel } else { app }),
-                        ))
-                    })
-                    .collect();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                lines.push(Line {
-                    label: format!("{size} B {point}"),
-                    points: pts,
-                    dashed: pi == 0,
-                    color: charts::color(si),
-                });
-            }
-        }
-        let chart = TimeChart {
-            title: "Packets that arrived, against the interval between them".into(),
-            x_desc: "interval between packets [µs]".into(),
-            left: Axis {
-                desc: "arrived [%]".into(),
-                lines,
-                max: Some(100.0),
-            },
-        };
-        figure(
-            page,
-            charts::time_chart(&chart),
-            "Per size, the share of each cycle that reached the socket (kernel, dashed) and that the receiver read (app, solid); the knee is the first interval at 100 %.",
-        );
-    } else {
-        let mut frames: Vec<f64> = run
-            .parts
-            .iter()
-            .filter_map(|p| param(p, "frame_bytes"))
-            .collect();
-        frames.sort_by(f64::total_cmp);
-        frames.dedup();
-        let trial_lines = |pick: &dyn Fn(&Run) -> Option<f64>| -> Vec<Line> {
-            frames
-                .iter()
-                .enumerate()
-                .map(|(i, f)| Line {
-                    label: format!("{f} B"),
-                    points: run
-                        .parts
-                        .iter()
-                        .filter(|p| param(p, "frame_bytes") == Some(*f))
-                        .enumerate()
-                        .map(|(k, p)| ((k + 1) as f64, pick(p)))
-                        .collect(),
-                    dashed: false,
-                    color: charts::color(i),
-                })
-                .collect()
-        };
-        let rates = TimeChart {
-            title: "Trials: the rate each one offered, in order".into(),
-            x_desc: "trial".into(),
-            left: Axis {
-                desc: axis_desc("offered", Unit::PacketsPerSecond),
-                lines: trial_lines(&|p| p.results.as_ref().map(|r| r.tx_pps)),
-                max: None,
-            },
-        };
-        figure(
-            page,
-            charts::time_chart(&rates),
-            "The search converging: each trial's offered rate, per frame size.",
-        );
-        let losses = TimeChart {
-            title: "Trials: the loss each one saw".into(),
-            x_desc: "trial".into(),
-            left: Axis {
-                desc: "lost [%]".into(),
-                lines: trial_lines(&|p| arrived_pct(p).map(|(app, _)| 100.0 - app)),
-                max: None,
-            },
-        };
-        figure(
-            page,
-            charts::time_chart(&losses),
-            "Loss at the application in each trial.",
-        );
-    }
+                    .filter(|p| param(p, "frame_bytes") == Some(*f))
+                    .enumerate()
+                    .map(|(k, p)| ((k + 1) as f64, pick(p)))
+                    .collect(),
+                dashed: false,
+                color: charts::color(i),
+            })
+            .collect()
+    };
+    let rates = TimeChart {
+        title: "Trials: the rate each one offered, in order".into(),
+        x_desc: "trial".into(),
+        left: Axis {
+            desc: axis_desc("offered", Unit::PacketsPerSecond),
+            lines: trial_lines(&|p| p.results.as_ref().map(|r| r.tx_pps)),
+            max: None,
+        },
+    };
+    figure(
+        page,
+        charts::time_chart(&rates),
+        "The search converging: each trial's offered rate, per frame size.",
+    );
+    let losses = TimeChart {
+        title: "Trials: the loss each one saw".into(),
+        x_desc: "trial".into(),
+        left: Axis {
+            desc: "lost [%]".into(),
+            lines: trial_lines(&|p| arrived_pct(p).map(|(app, _)| 100.0 - app)),
+            max: None,
+        },
+    };
+    figure(
+        page,
+        charts::time_chart(&losses),
+        "Loss at the application in each trial.",
+    );
 }
 
 fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {

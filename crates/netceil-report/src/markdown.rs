@@ -218,7 +218,15 @@ fn write_run(out: &mut String, run: &Run, level: usize) {
         );
     }
 
-    heading(out, level + 1, "Findings");
+    write_findings_and_notes(out, run, level + 1);
+    for part in &run.parts {
+        write_run(out, part, level + 1);
+    }
+}
+
+/// The run's findings (or that there are none yet) and its notes, under headings of `level`.
+fn write_findings_and_notes(out: &mut String, run: &Run, level: usize) {
+    heading(out, level, "Findings");
     if run.findings.is_empty() {
         out.push_str("None recorded (the analyzer fills these in).\n\n");
     } else {
@@ -229,15 +237,11 @@ fn write_run(out: &mut String, run: &Run, level: usize) {
 
     let notes = summary::notes(run);
     if !notes.is_empty() {
-        heading(out, level + 1, "Notes");
+        heading(out, level, "Notes");
         for n in notes {
             let _ = writeln!(out, "- {}", escape(&n));
         }
         out.push('\n');
-    }
-
-    for part in &run.parts {
-        write_run(out, part, level + 1);
     }
 }
 

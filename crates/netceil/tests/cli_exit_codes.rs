@@ -151,12 +151,34 @@ fn args(list: &[&str]) -> Vec<String> {
 /// A store that cannot be opened: a path under a file.
 const BROKEN_DB: &str = "/dev/null/runs.db";
 
+/// Every command's rows, in the order they run (the store rows need the runs the measuring
+/// rows stored before them).
 fn table(env: &Env, ids: &[String]) -> Vec<Row> {
-    let vmstat = fixture("vmstat/linux-procps4.txt");
-    let out_file = env.dir.join("report.html").display().to_string();
     let closed = closed_port();
+    let mut rows = measuring_rows(&closed);
+    rows.extend(store_rows(env, ids));
+    rows.extend(server_and_tool_rows());
+    rows.extend(campaign_rows(&closed));
+    rows.extend(vec![
+        Row {
+            command: "lab",
+            ok: args(&["lab", "list"]),
+            bad: vec![args(&["lab", "down"])],
+            runtime: vec![],
+        },
+        Row {
+            command: "help",
+            ok: args(&["help", "run"]),
+            bad: vec![args(&["help", "no-such-command"])],
+            runtime: vec![],
+        },
+    ]);
+    rows
+}
+
+/// `run` and `watch`; `closed` is a loopback port with nothing listening.
+fn measuring_rows(closed: &str) -> Vec<Row> {
     let gone = gone_pid().to_string();
-    let (a, b) = (ids[0].as_str(), ids[1].as_str());
     vec![
         Row {
             command: "run",
@@ -167,7 +189,7 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
             ],
             runtime: vec![
                 (
-                    args(&["run", "-q", "--to", &closed, "udp", "--duration", "1s"]),
+                    args(&["run", "-q", "--to", closed, "udp", "--duration", "1s"]),
                     "",
                 ),
                 // The run could not be stored: not a success.
@@ -190,6 +212,15 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
                 BROKEN_DB,
             )],
         },
+    ]
+}
+
+/// The commands that read an imported log or the store: `ids` are stored runs.
+fn store_rows(env: &Env, ids: &[String]) -> Vec<Row> {
+    let vmstat = fixture("vmstat/linux-procps4.txt");
+    let out_file = env.dir.join("report.html").display().to_string();
+    let (a, b) = (ids[0].as_str(), ids[1].as_str());
+    vec![
         Row {
             command: "analyze",
             ok: args(&["analyze", &vmstat]),
@@ -232,6 +263,12 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
             bad: vec![args(&["compare", a, "no-such-run"])],
             runtime: vec![(args(&["compare", a, b]), BROKEN_DB)],
         },
+    ]
+}
+
+/// The far-end servers, and the completions and man page.
+fn server_and_tool_rows() -> Vec<Row> {
+    vec![
         Row {
             command: "serve",
             ok: args(&["serve", "--listen", "127.0.0.1:0", "--duration", "300ms"]),
@@ -269,6 +306,12 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
             bad: vec![args(&["man", "--out", "/etc/passwd"])],
             runtime: vec![],
         },
+    ]
+}
+
+/// `search` and `sweep`; `closed` is a loopback port with nothing listening.
+fn campaign_rows(closed: &str) -> Vec<Row> {
+    vec![
         Row {
             command: "search",
             ok: args(&[
@@ -293,7 +336,7 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
             ]),
             bad: vec![args(&["search", "udp", "--no-store", "--loss", "200%"])],
             runtime: vec![(
-                args(&["search", "udp", "-q", "--to", &closed, "--sizes", "64"]),
+                args(&["search", "udp", "-q", "--to", closed, "--sizes", "64"]),
                 "",
             )],
         },
@@ -314,22 +357,10 @@ fn table(env: &Env, ids: &[String]) -> Vec<Row> {
             bad: vec![args(&["sweep", "udp", "--no-store", "--interval", "fast"])],
             runtime: vec![(
                 args(&[
-                    "sweep", "udp", "-q", "--to", &closed, "--sizes", "64", "--count", "50",
+                    "sweep", "udp", "-q", "--to", closed, "--sizes", "64", "--count", "50",
                 ]),
                 "",
             )],
-        },
-        Row {
-            command: "lab",
-            ok: args(&["lab", "list"]),
-            bad: vec![args(&["lab", "down"])],
-            runtime: vec![],
-        },
-        Row {
-            command: "help",
-            ok: args(&["help", "run"]),
-            bad: vec![args(&["help", "no-such-command"])],
-            runtime: vec![],
         },
     ]
 }

@@ -626,14 +626,38 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
     cmd.args(["--duration", "60"]);
     let mut server = Server::start(cmd);
 
-    // Refused: the wrong key, then a request over the limits.
+    refusals(&hosts, &mut server, &control, key, wrong);
+    let (sent_data, sent_ctl) = udp_test_with_strays(&hosts, &mut server, &control, key);
+    tcp_test(&hosts, &control, key);
+
+    let totals = server.finish();
+    assert_eq!(totals["tests_completed"], 2, "{totals:#}");
+    assert_eq!(totals["auth_failures"], 1, "{totals:#}");
+    // Every stray to the control port counted: read, or dropped by the kernel before.
+    assert_eq!(
+        totals["port_strays"].as_u64().unwrap() + totals["port_stray_drops"].as_u64().unwrap(),
+        sent_ctl,
+        "{totals:#}"
+    );
+    assert_eq!(
+        totals["test_strays"].as_u64().unwrap(),
+        sent_data,
+        "{totals:#}"
+    );
+    assert!(totals["preauth_bytes_out"].as_u64() <= totals["preauth_bytes_in"].as_u64());
+    tear_down(hosts);
+}
+
+/// The three hosts' test, step one: the server refuses the wrong key, a request over its
+/// limits and no key at all.
+fn refusals(hosts: &Hosts, server: &mut Server, control: &str, key: &str, wrong: &str) {
     let out = hosts
         .exec(&hosts.a)
         .args([
             "run",
             "udp",
             "--to",
-            &control,
+            control,
             "--key-file",
             wrong,
             "--duration",
@@ -655,7 +679,7 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
             "run",
             "udp",
             "--to",
-            &control,
+            control,
             "--key-file",
             key,
             "--flows",
@@ -674,7 +698,7 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
             "run",
             "udp",
             "--to",
-            &control,
+            control,
             "--duration",
             "1",
             "-q",
@@ -684,15 +708,24 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("requires a key"));
+}
 
-    // A full test, while host c sends strays to the control port and to the test's data port.
+/// Step two: a full UDP test, while host c sends strays to the control port and to the
+/// test's data port; both ends are counted in one Run and no stray is answered. Returns the
+/// strays sent to the data port and to the control port.
+fn udp_test_with_strays(
+    hosts: &Hosts,
+    server: &mut Server,
+    control: &str,
+    key: &str,
+) -> (u64, u64) {
     let run = hosts
         .exec(&hosts.a)
         .args([
             "run",
             "udp",
             "--to",
-            &control,
+            control,
             "--key-file",
             key,
             "--rate",
@@ -751,15 +784,18 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
     assert!(!r["notes"]
         .to_string()
         .contains("far end's report did not arrive"));
+    (sent_data, sent_ctl)
+}
 
-    // A TCP test, too.
+/// Step three: a TCP test, counted at the far end too.
+fn tcp_test(hosts: &Hosts, control: &str, key: &str) {
     let out = hosts
         .exec(&hosts.a)
         .args([
             "run",
             "tcp",
             "--to",
-            &control,
+            control,
             "--key-file",
             key,
             "--duration",
@@ -780,23 +816,6 @@ fn three_hosts_both_ends_counted_refusals_and_strays() {
             .unwrap()
             > 1_000_000
     );
-
-    let totals = server.finish();
-    assert_eq!(totals["tests_completed"], 2, "{totals:#}");
-    assert_eq!(totals["auth_failures"], 1, "{totals:#}");
-    // Every stray to the control port counted: read, or dropped by the kernel before.
-    assert_eq!(
-        totals["port_strays"].as_u64().unwrap() + totals["port_stray_drops"].as_u64().unwrap(),
-        sent_ctl,
-        "{totals:#}"
-    );
-    assert_eq!(
-        totals["test_strays"].as_u64().unwrap(),
-        sent_data,
-        "{totals:#}"
-    );
-    assert!(totals["preauth_bytes_out"].as_u64() <= totals["preauth_bytes_in"].as_u64());
-    tear_down(hosts);
 }
 
 /// Deletes the namespaces and checks that none is left.

@@ -1,6 +1,7 @@
 //! The declared minimum Rust version is true: every crate of the workspace inherits it, and
-//! no locked dependency needs a newer compiler. (The standard library's side is checked by
-//! clippy's `incompatible_msrv` lint, which reads the same `rust-version`.)
+//! no locked dependency needs a newer compiler. (The code's side is checked in .ci/run:
+//! clippy's `incompatible_msrv` lint, which reads the same `rust-version`, and a build with
+//! that compiler, which also sees newer trait impls and language features.)
 
 use serde_json::Value;
 use std::process::Command;

@@ -104,45 +104,9 @@ struct Snapshot {
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let (toks, _prompts) = tokenize(text);
     let mut warnings = Vec::new();
-    let mut snapshots = Vec::new();
-    for (line, items, cut) in top_lists(&toks) {
-        match wall_list(&items, cut) {
-            Some(entries) => {
-                if cut {
-                    warnings.push(format!(
-                        "the snapshot at line {line} is cut short: {} read",
-                        plural(entries.len(), "scheduler")
-                    ));
-                }
-                snapshots.push(Snapshot { line, entries });
-            }
-            None if cut => warnings.push(format!(
-                "line {line}: a list cut short before its first whole {{Id, Active, Total}} tuple was skipped"
-            )),
-            None => {}
-        }
-    }
+    let snapshots = read_snapshots(&toks, &mut warnings);
     if snapshots.len() < 2 {
-        let disabled = toks
-            .iter()
-            .any(|(_, t)| *t == Tok::Word("undefined".into()));
-        let (line, found) = match snapshots.first() {
-            Some(s) => (s.line, format!("one snapshot only (line {})", s.line)),
-            None if disabled => (
-                toks.iter()
-                    .find(|(_, t)| *t == Tok::Word("undefined".into()))
-                    .map_or(1, |t| t.0),
-                "'undefined': scheduler wall time was off; enable it with erlang:system_flag(scheduler_wall_time, true)".into(),
-            ),
-            None => (line_count(text), "no snapshot".into()),
-        };
-        return Err(error(
-            opts,
-            line,
-            None,
-            "two statistics(scheduler_wall_time) snapshots ([{SchedulerId, ActiveTime, TotalTime}, …]) to take the difference of",
-            &found,
-        ));
+        return Err(too_few_snapshots(&snapshots, &toks, text, opts));
     }
     let mut checks = check_snapshots(&snapshots);
     let interval = opts.interval_s.filter(|i| *i > 0.0 && i.is_finite());
@@ -158,90 +122,15 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             None => (k + 1) as f64,
         };
         let row = run.series.push_row(t);
-        let mut sum = 0.0;
-        let mut n = 0usize;
-        let typed = cur.entries.iter().any(|e| e.3.is_some());
-        let mut ids: Vec<&Entry> = cur.entries.iter().collect();
-        ids.sort_by_key(|e| e.0);
-        for &&(id, active, total, kind) in &ids {
-            let mut metric =
-                MetricId::new(ERLANG_SCHEDULER_UTIL_PCT).with(LABEL_SCHEDULER, id.to_string());
-            if let Some(kind) = kind {
-                metric = metric.with(LABEL_TYPE, kind);
-            }
-            let Some(&(_, a0, t0, _)) = prev.entries.iter().find(|e| e.0 == id) else {
-                run.series.note_missing(
-                    &metric.to_string(),
-                    format!(
-                        "scheduler {id} is not in the snapshot at line {}",
-                        prev.line
-                    ),
-                );
-                continue;
-            };
-            let (da, dt) = (active - a0, total - t0);
-            if da < 0 || dt < 0 {
-                checks.mark(
-                    Check::Counter,
-                    Some(cur.line),
-                    format!(
-                        "scheduler {id}'s times went backwards between the snapshots at lines {} and {} (ActiveTime {a0} → {active}, TotalTime {t0} → {total}): wall-time accounting was reset, or two captures are interleaved",
-                        prev.line, cur.line
-                    ),
-                );
-            } else if da > dt {
-                checks.mark(
-                    Check::Shares,
-                    Some(cur.line),
-                    format!(
-                        "scheduler {id} was active for longer than the time that passed between the snapshots at lines {} and {} (ΔActive {da} > ΔTotal {dt}): a utilization above 100 %",
-                        prev.line, cur.line
-                    ),
-                );
-            }
-            if dt <= 0 || da < 0 || da > dt {
-                run.series.note_missing(
-                    &metric.to_string(),
-                    format!(
-                        "scheduler {id}: times between the snapshots at lines {} and {} do not increase (ΔActive {da}, ΔTotal {dt}): wall-time accounting was reset",
-                        prev.line, cur.line
-                    ),
-                );
-                continue;
-            }
-            delta_totals.push(dt);
-            let pct = 100.0 * da as f64 / dt as f64;
-            run.series.set_at(row, &metric, Unit::Percent, pct);
-            if pairs == 1 {
-                run.notes.push(format!(
-                    "scheduler {id}: utilization {:.3e} ({:.4} %), ΔActive {da} / ΔTotal {dt}",
-                    pct / 100.0,
-                    pct
-                ));
-            }
-            // Dirty I/O schedulers wait on I/O by design; like scheduler:utilization's
-            // total, the mean leaves them out when the sample says which they are.
-            if !(typed && kind == Some("dirty_io")) {
-                sum += pct;
-                n += 1;
-            }
-        }
-        for &(id, _, _, _) in &prev.entries {
-            if !cur.entries.iter().any(|e| e.0 == id) {
-                warnings.push(format!(
-                    "scheduler {id} is in the snapshot at line {} but not in the one at line {}",
-                    prev.line, cur.line
-                ));
-            }
-        }
-        if n > 0 {
-            run.series.set_at(
-                row,
-                &MetricId::new(ERLANG_SCHEDULER_UTIL_PCT),
-                Unit::Percent,
-                sum / n as f64,
-            );
-        }
+        pair_row(
+            &mut run,
+            row,
+            (prev, cur),
+            pairs == 1,
+            &mut checks,
+            &mut warnings,
+            &mut delta_totals,
+        );
     }
     if run.series.metrics.is_empty() {
         return Err(error(
@@ -280,6 +169,157 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     });
     checks.finish(&mut run, &mut warnings, "");
     Ok(finish(run, warnings, opts))
+}
+
+/// The snapshots among the top-level lists; a list cut short is read up to its last whole
+/// tuple, with a warning.
+fn read_snapshots(toks: &[(usize, Tok)], warnings: &mut Vec<String>) -> Vec<Snapshot> {
+    let mut snapshots = Vec::new();
+    for (line, items, cut) in top_lists(toks) {
+        match wall_list(&items, cut) {
+            Some(entries) => {
+                if cut {
+                    warnings.push(format!(
+                        "the snapshot at line {line} is cut short: {} read",
+                        plural(entries.len(), "scheduler")
+                    ));
+                }
+                snapshots.push(Snapshot { line, entries });
+            }
+            None if cut => warnings.push(format!(
+                "line {line}: a list cut short before its first whole {{Id, Active, Total}} tuple was skipped"
+            )),
+            None => {}
+        }
+    }
+    snapshots
+}
+
+/// The error for fewer than two snapshots: where the one is, or that wall time was off.
+fn too_few_snapshots(
+    snapshots: &[Snapshot],
+    toks: &[(usize, Tok)],
+    text: &str,
+    opts: &ImportOptions,
+) -> ImportError {
+    let disabled = toks
+        .iter()
+        .any(|(_, t)| *t == Tok::Word("undefined".into()));
+    let (line, found) = match snapshots.first() {
+        Some(s) => (s.line, format!("one snapshot only (line {})", s.line)),
+        None if disabled => (
+            toks.iter()
+                .find(|(_, t)| *t == Tok::Word("undefined".into()))
+                .map_or(1, |t| t.0),
+            "'undefined': scheduler wall time was off; enable it with erlang:system_flag(scheduler_wall_time, true)".into(),
+        ),
+        None => (line_count(text), "no snapshot".into()),
+    };
+    error(
+        opts,
+        line,
+        None,
+        "two statistics(scheduler_wall_time) snapshots ([{SchedulerId, ActiveTime, TotalTime}, …]) to take the difference of",
+        &found,
+    )
+}
+
+/// Row `row`: each scheduler's utilization between two snapshots, and their mean (dirty I/O
+/// schedulers left out when the samples say which they are). Times that go back or an
+/// active time above the time passed are marked; `delta_totals` gets each ΔTotalTime.
+fn pair_row(
+    run: &mut netceil_model::Run,
+    row: usize,
+    (prev, cur): (&Snapshot, &Snapshot),
+    one_pair: bool,
+    checks: &mut Checks,
+    warnings: &mut Vec<String>,
+    delta_totals: &mut Vec<i128>,
+) {
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    let typed = cur.entries.iter().any(|e| e.3.is_some());
+    let mut ids: Vec<&Entry> = cur.entries.iter().collect();
+    ids.sort_by_key(|e| e.0);
+    for &&(id, active, total, kind) in &ids {
+        let mut metric =
+            MetricId::new(ERLANG_SCHEDULER_UTIL_PCT).with(LABEL_SCHEDULER, id.to_string());
+        if let Some(kind) = kind {
+            metric = metric.with(LABEL_TYPE, kind);
+        }
+        let Some(&(_, a0, t0, _)) = prev.entries.iter().find(|e| e.0 == id) else {
+            run.series.note_missing(
+                &metric.to_string(),
+                format!(
+                    "scheduler {id} is not in the snapshot at line {}",
+                    prev.line
+                ),
+            );
+            continue;
+        };
+        let (da, dt) = (active - a0, total - t0);
+        if da < 0 || dt < 0 {
+            checks.mark(
+                Check::Counter,
+                Some(cur.line),
+                format!(
+                    "scheduler {id}'s times went backwards between the snapshots at lines {} and {} (ActiveTime {a0} → {active}, TotalTime {t0} → {total}): wall-time accounting was reset, or two captures are interleaved",
+                    prev.line, cur.line
+                ),
+            );
+        } else if da > dt {
+            checks.mark(
+                Check::Shares,
+                Some(cur.line),
+                format!(
+                    "scheduler {id} was active for longer than the time that passed between the snapshots at lines {} and {} (ΔActive {da} > ΔTotal {dt}): a utilization above 100 %",
+                    prev.line, cur.line
+                ),
+            );
+        }
+        if dt <= 0 || da < 0 || da > dt {
+            run.series.note_missing(
+                &metric.to_string(),
+                format!(
+                    "scheduler {id}: times between the snapshots at lines {} and {} do not increase (ΔActive {da}, ΔTotal {dt}): wall-time accounting was reset",
+                    prev.line, cur.line
+                ),
+            );
+            continue;
+        }
+        delta_totals.push(dt);
+        let pct = 100.0 * da as f64 / dt as f64;
+        run.series.set_at(row, &metric, Unit::Percent, pct);
+        if one_pair {
+            run.notes.push(format!(
+                "scheduler {id}: utilization {:.3e} ({:.4} %), ΔActive {da} / ΔTotal {dt}",
+                pct / 100.0,
+                pct
+            ));
+        }
+        // Dirty I/O schedulers wait on I/O by design; like scheduler:utilization's
+        // total, the mean leaves them out when the sample says which they are.
+        if !(typed && kind == Some("dirty_io")) {
+            sum += pct;
+            n += 1;
+        }
+    }
+    for &(id, _, _, _) in &prev.entries {
+        if !cur.entries.iter().any(|e| e.0 == id) {
+            warnings.push(format!(
+                "scheduler {id} is in the snapshot at line {} but not in the one at line {}",
+                prev.line, cur.line
+            ));
+        }
+    }
+    if n > 0 {
+        run.series.set_at(
+            row,
+            &MetricId::new(ERLANG_SCHEDULER_UTIL_PCT),
+            Unit::Percent,
+            sum / n as f64,
+        );
+    }
 }
 
 /// What each snapshot says on its own that cannot be true: a scheduler listed twice, or

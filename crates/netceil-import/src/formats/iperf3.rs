@@ -625,105 +625,10 @@ fn direction_results(
         r.payload_bytes = test.blksize.and_then(|b| usize::try_from(b).ok());
         r.frame_bytes = r.payload_bytes.map(|p| udp_payload_to_frame(p, test.ipv6));
     }
-    let nonzero = |v: Option<u64>| v.filter(|x| *x > 0);
     match (sent, received, old_udp_sum) {
-        (_, _, Some(sum)) => {
-            r.duration_s = f(sum, "seconds").unwrap_or(0.0);
-            r.tx_bytes = u(sum, "bytes").unwrap_or(0);
-            r.tx_bits_per_s = f(sum, "bits_per_second").unwrap_or(0.0);
-            // The sender's own packet count is in its intervals.
-            let sender_packets = if test.local_sends(false) {
-                interval_totals(intervals, test, false)
-                    .map(|t| t.2)
-                    .filter(|p| *p > 0)
-            } else {
-                None
-            };
-            let seen = u(sum, "packets").unwrap_or(0);
-            let lost = u(sum, "lost_packets").unwrap_or(0);
-            r.tx_packets = sender_packets.unwrap_or(seen);
-            r.lost_packets = lost;
-            r.rx_app_packets = seen.saturating_sub(lost);
-            r.rx_app_bytes = test.blksize.map_or(0, |b| b * r.rx_app_packets);
-            if r.duration_s > 0.0 {
-                r.rx_app_bits_per_s = r.rx_app_bytes as f64 * 8.0 / r.duration_s;
-            }
-            r.in_flight_packets = r.tx_packets.saturating_sub(seen);
-            r.notes.push(
-                "iperf3 3.0/3.1 UDP summary: bytes are the sender's, packets and loss the receiver's; received bytes are packets × block size"
-                    .into(),
-            );
-            if sender_packets.is_none() {
-                r.notes.push("tx_packets is the receiver's sequence count: the sender's own count is not in this log".into());
-            }
-        }
-        (sent, received, None) => {
-            if sent.is_none() && received.is_none() {
-                if let Some((secs, bytes, packets, lost, local_sends)) =
-                    interval_totals(intervals, test, reverse_dir)
-                {
-                    r.duration_s = secs;
-                    let bits = if secs > 0.0 {
-                        bytes as f64 * 8.0 / secs
-                    } else {
-                        0.0
-                    };
-                    if local_sends {
-                        r.tx_bytes = bytes;
-                        r.tx_bits_per_s = bits;
-                        r.tx_packets = packets;
-                    } else {
-                        r.rx_app_bytes = bytes;
-                        r.rx_app_bits_per_s = bits;
-                        r.rx_app_packets = packets.saturating_sub(lost);
-                        r.lost_packets = lost;
-                    }
-                }
-            } else {
-                let sender_known = sent.is_some_and(|s| nonzero(u(s, "bytes")).is_some());
-                r.duration_s = sent
-                    .filter(|_| sender_known)
-                    .and_then(|s| f(s, "seconds"))
-                    .or_else(|| received.and_then(|x| f(x, "seconds")))
-                    .unwrap_or(0.0);
-                if let (Some(s), true) = (sent, sender_known) {
-                    r.tx_bytes = u(s, "bytes").unwrap_or(0);
-                    r.tx_bits_per_s = f(s, "bits_per_second").unwrap_or(0.0);
-                    r.tx_packets = u(s, "packets").unwrap_or(0);
-                }
-                if let Some(x) = received {
-                    r.rx_app_bytes = u(x, "bytes").unwrap_or(0);
-                    r.rx_app_bits_per_s = f(x, "bits_per_second").unwrap_or(0.0);
-                    if test.udp {
-                        let seen = u(x, "packets").unwrap_or(0);
-                        let lost = u(x, "lost_packets").unwrap_or(0);
-                        r.lost_packets = lost;
-                        r.rx_app_packets = seen.saturating_sub(lost);
-                        if !sender_known || r.tx_packets == 0 {
-                            r.tx_packets = seen;
-                            r.notes.push(
-                                "this log lacks the sender's totals (iperf3 writes 0 on the receiving side): tx_packets is the receiver's sequence count, packets sent after the last one that arrived are not counted"
-                                    .into(),
-                            );
-                        }
-                        r.in_flight_packets = r.tx_packets.saturating_sub(seen);
-                    }
-                }
-                let receiver_known = received.is_some_and(|x| nonzero(u(x, "bytes")).is_some());
-                if sender_known && !receiver_known {
-                    r.notes.push(
-                        "this log lacks the receiver's totals (iperf3 writes 0 on the sending side): rx_app_* are 0, meaning unknown"
-                            .into(),
-                    );
-                }
-                if !sender_known && !test.udp {
-                    r.notes.push(
-                        "this log lacks the sender's totals (iperf3 writes 0 on the receiving side): tx_bytes and tx_bits_per_s are 0, meaning unknown"
-                            .into(),
-                    );
-                }
-            }
-        }
+        (_, _, Some(sum)) => old_udp_totals(&mut r, sum, intervals, test),
+        (None, None, None) => interval_totals_into(&mut r, intervals, test, reverse_dir),
+        (sent, received, None) => end_totals(&mut r, sent, received, test),
     }
     if test.udp {
         let want_local_sender = test.local_sends(reverse_dir);
@@ -748,6 +653,143 @@ fn direction_results(
             "TCP: iperf3 counts bytes, not packets; packet counts are 0, meaning unknown".into(),
         );
     }
+    packet_rates_and_generator(&mut r, test);
+    // UDP without a recorded target (3.0/3.1): iperf3 paced at a rate the log does not give.
+    // The sender's CPU: this host's if it sent, else the remote's.
+    if let Some(cpu) = end.and_then(|e| e.get("cpu_utilization_percent")) {
+        let local = test.local_sends(reverse_dir);
+        let pct = if local {
+            f(cpu, "host_total")
+        } else {
+            f(cpu, "remote_total")
+        };
+        if let Some(pct) = pct.filter(|p| *p > 0.0) {
+            r.generator.cpu_pct = pct;
+            r.generator.cpu_s = pct / 100.0 * r.duration_s;
+            r.generator.work_cpu_s = r.generator.cpu_s;
+        }
+    }
+    r.flows = flows(end, test, reverse_dir);
+    if let Some(v) = doc
+        .get("start")
+        .and_then(|s| s.get("test_start"))
+        .and_then(|t| u(t, "num_streams"))
+    {
+        if v > 1 && r.flows.is_empty() {
+            r.notes
+                .push(format!("{v} streams, but no per-stream end summary"));
+        }
+    }
+    r
+}
+
+/// The totals of iperf3 3.0/3.1's single UDP `end.sum` (the sender's bytes, the receiver's
+/// packets and loss).
+fn old_udp_totals(r: &mut Results, sum: &Value, intervals: &[&Value], test: &Test) {
+    r.duration_s = f(sum, "seconds").unwrap_or(0.0);
+    r.tx_bytes = u(sum, "bytes").unwrap_or(0);
+    r.tx_bits_per_s = f(sum, "bits_per_second").unwrap_or(0.0);
+    // The sender's own packet count is in its intervals.
+    let sender_packets = if test.local_sends(false) {
+        interval_totals(intervals, test, false)
+            .map(|t| t.2)
+            .filter(|p| *p > 0)
+    } else {
+        None
+    };
+    let seen = u(sum, "packets").unwrap_or(0);
+    let lost = u(sum, "lost_packets").unwrap_or(0);
+    r.tx_packets = sender_packets.unwrap_or(seen);
+    r.lost_packets = lost;
+    r.rx_app_packets = seen.saturating_sub(lost);
+    r.rx_app_bytes = test.blksize.map_or(0, |b| b * r.rx_app_packets);
+    if r.duration_s > 0.0 {
+        r.rx_app_bits_per_s = r.rx_app_bytes as f64 * 8.0 / r.duration_s;
+    }
+    r.in_flight_packets = r.tx_packets.saturating_sub(seen);
+    r.notes.push(
+        "iperf3 3.0/3.1 UDP summary: bytes are the sender's, packets and loss the receiver's; received bytes are packets × block size"
+            .into(),
+    );
+    if sender_packets.is_none() {
+        r.notes.push("tx_packets is the receiver's sequence count: the sender's own count is not in this log".into());
+    }
+}
+
+/// The totals of a direction whose end summary is missing, summed over its intervals.
+fn interval_totals_into(r: &mut Results, intervals: &[&Value], test: &Test, reverse_dir: bool) {
+    if let Some((secs, bytes, packets, lost, local_sends)) =
+        interval_totals(intervals, test, reverse_dir)
+    {
+        r.duration_s = secs;
+        let bits = if secs > 0.0 {
+            bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        };
+        if local_sends {
+            r.tx_bytes = bytes;
+            r.tx_bits_per_s = bits;
+            r.tx_packets = packets;
+        } else {
+            r.rx_app_bytes = bytes;
+            r.rx_app_bits_per_s = bits;
+            r.rx_app_packets = packets.saturating_sub(lost);
+            r.lost_packets = lost;
+        }
+    }
+}
+
+/// The totals of a direction from the end summary's `sum_sent` and `sum_received`; what
+/// iperf3 wrote as 0 because that side could not know it is said in the notes.
+fn end_totals(r: &mut Results, sent: Option<&Value>, received: Option<&Value>, test: &Test) {
+    let nonzero = |v: Option<u64>| v.filter(|x| *x > 0);
+    let sender_known = sent.is_some_and(|s| nonzero(u(s, "bytes")).is_some());
+    r.duration_s = sent
+        .filter(|_| sender_known)
+        .and_then(|s| f(s, "seconds"))
+        .or_else(|| received.and_then(|x| f(x, "seconds")))
+        .unwrap_or(0.0);
+    if let (Some(s), true) = (sent, sender_known) {
+        r.tx_bytes = u(s, "bytes").unwrap_or(0);
+        r.tx_bits_per_s = f(s, "bits_per_second").unwrap_or(0.0);
+        r.tx_packets = u(s, "packets").unwrap_or(0);
+    }
+    if let Some(x) = received {
+        r.rx_app_bytes = u(x, "bytes").unwrap_or(0);
+        r.rx_app_bits_per_s = f(x, "bits_per_second").unwrap_or(0.0);
+        if test.udp {
+            let seen = u(x, "packets").unwrap_or(0);
+            let lost = u(x, "lost_packets").unwrap_or(0);
+            r.lost_packets = lost;
+            r.rx_app_packets = seen.saturating_sub(lost);
+            if !sender_known || r.tx_packets == 0 {
+                r.tx_packets = seen;
+                r.notes.push(
+                    "this log lacks the sender's totals (iperf3 writes 0 on the receiving side): tx_packets is the receiver's sequence count, packets sent after the last one that arrived are not counted"
+                        .into(),
+                );
+            }
+            r.in_flight_packets = r.tx_packets.saturating_sub(seen);
+        }
+    }
+    let receiver_known = received.is_some_and(|x| nonzero(u(x, "bytes")).is_some());
+    if sender_known && !receiver_known {
+        r.notes.push(
+            "this log lacks the receiver's totals (iperf3 writes 0 on the sending side): rx_app_* are 0, meaning unknown"
+                .into(),
+        );
+    }
+    if !sender_known && !test.udp {
+        r.notes.push(
+            "this log lacks the sender's totals (iperf3 writes 0 on the receiving side): tx_bytes and tx_bits_per_s are 0, meaning unknown"
+                .into(),
+        );
+    }
+}
+
+/// Packet rates, the packets nobody accounts for, and how the generator paced and kept up.
+fn packet_rates_and_generator(r: &mut Results, test: &Test) {
     let duration = r.duration_s;
     if duration > 0.0 {
         r.tx_pps = r.tx_packets as f64 / duration;
@@ -773,33 +815,6 @@ fn direction_results(
     } else if !test.udp {
         r.generator.pacing = Some(PacingMode::None);
     }
-    // UDP without a recorded target (3.0/3.1): iperf3 paced at a rate the log does not give.
-    // The sender's CPU: this host's if it sent, else the remote's.
-    if let Some(cpu) = end.and_then(|e| e.get("cpu_utilization_percent")) {
-        let local = test.local_sends(reverse_dir);
-        let pct = if local {
-            f(cpu, "host_total")
-        } else {
-            f(cpu, "remote_total")
-        };
-        if let Some(pct) = pct.filter(|p| *p > 0.0) {
-            r.generator.cpu_pct = pct;
-            r.generator.cpu_s = pct / 100.0 * duration;
-            r.generator.work_cpu_s = r.generator.cpu_s;
-        }
-    }
-    r.flows = flows(end, test, reverse_dir);
-    if let Some(v) = doc
-        .get("start")
-        .and_then(|s| s.get("test_start"))
-        .and_then(|t| u(t, "num_streams"))
-    {
-        if v > 1 && r.flows.is_empty() {
-            r.notes
-                .push(format!("{v} streams, but no per-stream end summary"));
-        }
-    }
-    r
 }
 
 fn flows(end: Option<&Value>, test: &Test, reverse_dir: bool) -> Vec<FlowResult> {

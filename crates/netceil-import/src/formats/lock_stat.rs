@@ -167,9 +167,114 @@ struct Class {
     contending_points: Vec<(u64, String)>,
 }
 
+/// What the lines of a lock_stat file hold.
+struct Parsed {
+    /// The header's column names, when there is a header.
+    columns: Option<Vec<String>>,
+    /// The `lock_stat version` line's version.
+    version: Option<String>,
+    classes: Vec<Class>,
+    /// How many `<snip>`-like lines leave rows out.
+    elisions: usize,
+}
+
 /// Imports /proc/lock_stat.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut warnings = Vec::new();
+    let Parsed {
+        columns,
+        version,
+        classes,
+        elisions,
+    } = read_lines(text, opts, &mut warnings)?;
+    if elisions > 0 {
+        warnings.push(format!(
+            "{} ('<snip>', '[...]'): rows were left out, so the table is not every lock class",
+            plural(elisions, "elision")
+        ));
+    }
+    if classes.is_empty() {
+        return Err(error(
+            opts,
+            text.lines().count(),
+            None,
+            "at least one lock class row ('name: numbers…')",
+            "the end of the input",
+        ));
+    }
+    let columns = columns.unwrap_or_else(|| default_columns(&classes, &mut warnings));
+    match version.as_deref() {
+        Some("0.4") | Some("0.3") | None => {}
+        Some(v) => warnings.push(format!(
+            "lock_stat version {v}: read by its header, as version 0.4 is"
+        )),
+    }
+    let col = |name: &str| columns.iter().position(|c| c == name);
+    let need = |name: &str| {
+        col(name).ok_or_else(|| {
+            error(
+                opts,
+                1,
+                None,
+                format!("a '{name}' column in the header"),
+                &columns.join(" "),
+            )
+        })
+    };
+    let (acq, con, wt, wm) = (
+        need("acquisitions")?,
+        need("contentions")?,
+        need("waittime-total")?,
+        need("waittime-max")?,
+    );
+    let (ht, hm) = (col("holdtime-total"), col("holdtime-max"));
+    let mut run = new_run(NAME, text, opts);
+    let us = 1e-6;
+    for c in &classes {
+        let v = |k: usize| c.values.get(k).copied();
+        let caller = c
+            .contention_points
+            .iter()
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, s)| s.clone());
+        run.locks.push(LockStat {
+            name: c.name.clone(),
+            caller,
+            count: v(acq).map_or(0, |x| x as u64),
+            contended: v(con).map(|x| x as u64),
+            wait_total_s: v(wt).unwrap_or(0.0) * us,
+            wait_max_s: v(wm).map(|x| x * us),
+            hold_total_s: ht.and_then(v).map(|x| x * us),
+            hold_max_s: hm.and_then(v).map(|x| x * us),
+            kind: None,
+            stack: Vec::new(),
+        });
+    }
+    run.notes.push(format!(
+        "Linux /proc/lock_stat{}: {}; times are microseconds in the file, seconds here; counters run since boot or the last reset (echo 0 > /proc/lock_stat)",
+        version.map(|v| format!(" version {v}")).unwrap_or_default(),
+        plural(classes.len(), "lock class row")
+    ));
+    profile_window(
+        &mut run,
+        opts.interval_s.map(|w| {
+            (
+                w,
+                "as given (--interval): the time since the statistics were reset",
+            )
+        }),
+    );
+    call_site_notes(&classes, wt, &mut run.notes);
+    Ok(finish(run, warnings, opts))
+}
+
+/// Reads the class rows and their call sites; a line that belongs to no table ends it (see
+/// [`end_of_table`]).
+fn read_lines(
+    text: &str,
+    opts: &ImportOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Parsed, ImportError> {
     let mut columns: Option<Vec<String>> = None;
     let mut version: Option<String> = None;
     let mut classes: Vec<Class> = Vec::new();
@@ -247,129 +352,87 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             // Text before the table: a shell prompt, the start of a mail.
             continue;
         }
-        if number == lines.len() && cut_mid_line(text) {
-            warnings.push(format!(
-                "line {number}: the last line is cut short ('{t}'); it was skipped"
-            ));
-            break;
-        }
-        let more_rows = lines[i + 1..]
-            .iter()
-            .any(|l| class_row(l.trim(), want).is_some());
-        if !classes.is_empty()
-            && !more_rows
-            && fields(t).first().is_none_or(|f| !f.1.ends_with(':'))
-        {
-            warnings.push(format!(
-                "line {number}: the table ends here; the {} after it are not lock_stat lines and were skipped",
-                plural(lines.len() - i, "line")
-            ));
-            break;
-        }
-        let expected = match want {
-            Some(n) => format!(
-                "a class row ('name: {n} numbers'), a call site ('name count [<addr>] symbol') or a separator"
-            ),
-            None => "a class row ('name:' then 12 numbers), a call site or a separator".into(),
-        };
-        return Err(error(
+        let last_cut = number == lines.len() && cut_mid_line(text);
+        end_of_table(
+            &lines,
+            i,
+            want,
+            !classes.is_empty(),
+            last_cut,
             opts,
-            number,
-            bad_field(t, want.unwrap_or(12)),
-            expected,
-            t,
-        ));
+            warnings,
+        )?;
+        break;
     }
-    if elisions > 0 {
+    Ok(Parsed {
+        columns,
+        version,
+        classes,
+        elisions,
+    })
+}
+
+/// Line `i`, which is no lock_stat line, once the table has started: a last line cut short,
+/// or text after the last class row, ends the table with a warning (`Ok`); anything else is
+/// an error naming the field at fault.
+fn end_of_table(
+    lines: &[&str],
+    i: usize,
+    want: Option<usize>,
+    has_classes: bool,
+    last_cut: bool,
+    opts: &ImportOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    let (number, t) = (i + 1, lines[i].trim());
+    if last_cut {
         warnings.push(format!(
-            "{} ('<snip>', '[...]'): rows were left out, so the table is not every lock class",
-            plural(elisions, "elision")
+            "line {number}: the last line is cut short ('{t}'); it was skipped"
         ));
+        return Ok(());
     }
-    if classes.is_empty() {
-        return Err(error(
-            opts,
-            lines.len(),
-            None,
-            "at least one lock class row ('name: numbers…')",
-            "the end of the input",
+    let more_rows = lines[i + 1..]
+        .iter()
+        .any(|l| class_row(l.trim(), want).is_some());
+    if has_classes && !more_rows && fields(t).first().is_none_or(|f| !f.1.ends_with(':')) {
+        warnings.push(format!(
+            "line {number}: the table ends here; the {} after it are not lock_stat lines and were skipped",
+            plural(lines.len() - i, "line")
         ));
+        return Ok(());
     }
-    let columns: Vec<String> = match columns {
-        Some(c) => c,
-        None => {
-            let n = classes[0].values.len();
-            warnings.push(format!(
-                "no header line: the {n} numbers per row are read as lock_stat version {}",
-                if n == 12 { "0.4" } else { "0.3" }
-            ));
-            if n == 12 { &V04[..] } else { &V03[..] }
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
-        }
+    let expected = match want {
+        Some(n) => format!(
+            "a class row ('name: {n} numbers'), a call site ('name count [<addr>] symbol') or a separator"
+        ),
+        None => "a class row ('name:' then 12 numbers), a call site or a separator".into(),
     };
-    match version.as_deref() {
-        Some("0.4") | Some("0.3") | None => {}
-        Some(v) => warnings.push(format!(
-            "lock_stat version {v}: read by its header, as version 0.4 is"
-        )),
-    }
-    let col = |name: &str| columns.iter().position(|c| c == name);
-    let need = |name: &str| {
-        col(name).ok_or_else(|| {
-            error(
-                opts,
-                1,
-                None,
-                format!("a '{name}' column in the header"),
-                &columns.join(" "),
-            )
-        })
-    };
-    let (acq, con, wt, wm) = (
-        need("acquisitions")?,
-        need("contentions")?,
-        need("waittime-total")?,
-        need("waittime-max")?,
-    );
-    let (ht, hm) = (col("holdtime-total"), col("holdtime-max"));
-    let mut run = new_run(NAME, text, opts);
-    let us = 1e-6;
-    for c in &classes {
-        let v = |k: usize| c.values.get(k).copied();
-        let caller = c
-            .contention_points
-            .iter()
-            .max_by_key(|(n, _)| *n)
-            .map(|(_, s)| s.clone());
-        run.locks.push(LockStat {
-            name: c.name.clone(),
-            caller,
-            count: v(acq).map_or(0, |x| x as u64),
-            contended: v(con).map(|x| x as u64),
-            wait_total_s: v(wt).unwrap_or(0.0) * us,
-            wait_max_s: v(wm).map(|x| x * us),
-            hold_total_s: ht.and_then(v).map(|x| x * us),
-            hold_max_s: hm.and_then(v).map(|x| x * us),
-            kind: None,
-            stack: Vec::new(),
-        });
-    }
-    run.notes.push(format!(
-        "Linux /proc/lock_stat{}: {}; times are microseconds in the file, seconds here; counters run since boot or the last reset (echo 0 > /proc/lock_stat)",
-        version.map(|v| format!(" version {v}")).unwrap_or_default(),
-        plural(classes.len(), "lock class row")
+    Err(error(
+        opts,
+        number,
+        bad_field(t, want.unwrap_or(12)),
+        expected,
+        t,
+    ))
+}
+
+/// The columns of a file without a header line: version 0.4's when rows have 12 numbers,
+/// else 0.3's, said in a warning.
+fn default_columns(classes: &[Class], warnings: &mut Vec<String>) -> Vec<String> {
+    let n = classes[0].values.len();
+    warnings.push(format!(
+        "no header line: the {n} numbers per row are read as lock_stat version {}",
+        if n == 12 { "0.4" } else { "0.3" }
     ));
-    profile_window(
-        &mut run,
-        opts.interval_s.map(|w| {
-            (
-                w,
-                "as given (--interval): the time since the statistics were reset",
-            )
-        }),
-    );
+    if n == 12 { &V04[..] } else { &V03[..] }
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// A note for each of the ten classes that waited longest (column `wt`) and has call sites:
+/// where its waiters and its holders were.
+fn call_site_notes(classes: &[Class], wt: usize, notes: &mut Vec<String>) {
     let mut ranked: Vec<&Class> = classes.iter().collect();
     ranked.sort_by(|a, b| {
         let w = |c: &Class| c.values.get(wt).copied().unwrap_or(0.0);
@@ -385,14 +448,13 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        run.notes.push(format!(
+        notes.push(format!(
             "{}: waiters at {}; holders at {}",
             c.name,
             list(&c.contention_points),
             list(&c.contending_points)
         ));
     }
-    Ok(finish(run, warnings, opts))
 }
 
 #[cfg(test)]

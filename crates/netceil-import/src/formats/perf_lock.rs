@@ -254,11 +254,26 @@ fn wrapped_caller(t: &str) -> Option<&str> {
     .then_some(t)
 }
 
-/// Imports `perf lock contention` output.
-pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let lines: Vec<&str> = text.lines().collect();
+/// The rows under the headers, and what else the lines held.
+struct Read {
+    /// The last header's layout.
+    layout: Option<Layout>,
+    rows: Vec<(Layout, Row)>,
+    /// Lines after a header that are not rows.
+    skipped: usize,
+    /// Call-stack lines (-v).
+    stack_lines: usize,
+}
+
+/// Reads the rows under each header; a last row cut mid-line is kept or skipped with a
+/// warning, any other bad row is an error.
+fn read_rows(
+    text: &str,
+    lines: &[&str],
+    opts: &ImportOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Read, ImportError> {
     let mut layout: Option<Layout> = None;
-    let mut warnings = Vec::new();
     let mut rows: Vec<(Layout, Row)> = Vec::new();
     let mut skipped = 0usize;
     let mut stack_lines = 0usize;
@@ -308,6 +323,69 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             }
         }
     }
+    Ok(Read {
+        layout,
+        rows,
+        skipped,
+        stack_lines,
+    })
+}
+
+/// A row's lock name and caller, as its layout's key columns give them.
+fn name_and_caller(key: Key, row: &Row) -> (String, Option<String>) {
+    match key {
+        Key::TypeCaller => (
+            row.key[0].clone(),
+            (!row.rest.is_empty()).then(|| row.rest.clone()),
+        ),
+        Key::AddressSymbol => {
+            let symbol = row.rest.trim();
+            let bare = symbol.starts_with('(') || symbol.is_empty();
+            let name = if bare {
+                format!("{} {symbol}", row.key[0]).trim().to_string()
+            } else {
+                symbol.to_string()
+            };
+            (name, None)
+        }
+        Key::PidComm => {
+            let comm = if row.rest.is_empty() {
+                format!("pid {}", row.key[0])
+            } else {
+                row.rest.clone()
+            };
+            (comm, Some(format!("pid {}", row.key[0])))
+        }
+        Key::Cgroup | Key::Other(1) => (row.rest.clone(), None),
+        Key::Other(_) => (
+            row.key[0].clone(),
+            (!row.rest.is_empty()).then(|| row.rest.clone()),
+        ),
+    }
+}
+
+/// What the name and caller of a row keyed by `mode` are.
+fn mode_note(mode: Key) -> String {
+    match mode {
+        Key::TypeCaller => "rows are per call site: name is the lock type, caller the call site (the lock itself is not identified)",
+        Key::AddressSymbol => "rows are per lock instance (-l): name is perf's symbol and type, or the address when it has no symbol",
+        Key::PidComm => "rows are per waiting task (-t): name is the task's comm, caller its pid; the locks are not identified",
+        Key::Cgroup => "rows are per cgroup (--lock-cgroup): name is the cgroup",
+        Key::Other(_) => "rows are keyed by columns this reader does not know: name is the first key column, caller the rest",
+    }
+    .to_string()
+}
+
+/// Imports `perf lock contention` output.
+pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut warnings = Vec::new();
+    let Read {
+        layout,
+        rows,
+        skipped,
+        stack_lines,
+    } = read_rows(text, &lines, opts, &mut warnings)?;
     if layout.is_none() {
         let (n, found) = first_nonblank(&lines);
         return Err(error(
@@ -337,35 +415,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     let mut modes = Vec::new();
     let mut no_total = 0usize;
     for (layout, row) in &rows {
-        let (name, caller) = match layout.key {
-            Key::TypeCaller => (
-                row.key[0].clone(),
-                (!row.rest.is_empty()).then(|| row.rest.clone()),
-            ),
-            Key::AddressSymbol => {
-                let symbol = row.rest.trim();
-                let bare = symbol.starts_with('(') || symbol.is_empty();
-                let name = if bare {
-                    format!("{} {symbol}", row.key[0]).trim().to_string()
-                } else {
-                    symbol.to_string()
-                };
-                (name, None)
-            }
-            Key::PidComm => {
-                let comm = if row.rest.is_empty() {
-                    format!("pid {}", row.key[0])
-                } else {
-                    row.rest.clone()
-                };
-                (comm, Some(format!("pid {}", row.key[0])))
-            }
-            Key::Cgroup | Key::Other(1) => (row.rest.clone(), None),
-            Key::Other(_) => (
-                row.key[0].clone(),
-                (!row.rest.is_empty()).then(|| row.rest.clone()),
-            ),
-        };
+        let (name, caller) = name_and_caller(layout.key, row);
         if !modes.contains(&layout.key) {
             modes.push(layout.key);
         }
@@ -395,18 +445,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         "perf lock contention: {}; perf sees only contended acquisitions, so count = contended and hold times are unknown",
         plural(rows.len(), "row")
     ));
-    for mode in modes {
-        run.notes.push(
-            match mode {
-                Key::TypeCaller => "rows are per call site: name is the lock type, caller the call site (the lock itself is not identified)",
-                Key::AddressSymbol => "rows are per lock instance (-l): name is perf's symbol and type, or the address when it has no symbol",
-                Key::PidComm => "rows are per waiting task (-t): name is the task's comm, caller its pid; the locks are not identified",
-                Key::Cgroup => "rows are per cgroup (--lock-cgroup): name is the cgroup",
-                Key::Other(_) => "rows are keyed by columns this reader does not know: name is the first key column, caller the rest",
-            }
-            .to_string(),
-        );
-    }
+    run.notes.extend(modes.into_iter().map(mode_note));
     let window = sleep_seconds(&lines)
         .map(|w| (w, "from the `sleep` perf ran in the log's command line"))
         .or_else(|| opts.interval_s.map(|w| (w, "as given (--interval)")));

@@ -512,208 +512,232 @@ const NET_DEV_COUNTERS: [&str; 16] = [
     "tx_compressed",
 ];
 
+/// The values of a parsed snapshot, each with the metrics it feeds.
 fn leaves(p: &Parsed) -> Vec<Leaf> {
-    let mut out = Vec::new();
     match p {
-        Parsed::Interrupts(ints) => {
-            for (irq, row, q) in nic_rows(ints) {
-                for (&cpu, &count) in ints.cpus.iter().zip(&row.counts) {
-                    out.push(Leaf {
-                        key: format!("irq{irq}/cpu{cpu}"),
-                        value: LeafValue::Counter(count, CounterWidth::U32),
-                        targets: vec![
-                            target(
-                                Some(cpu_id(NIC_IRQ_TOTAL, cpu)),
-                                Some((cpu_id(NIC_IRQ_PER_S, cpu), Unit::PerSecond, 1.0)),
-                            ),
-                            target(
-                                Some(queue_labels(MetricId::new(NIC_IRQ_TOTAL), irq, &q)),
-                                Some((
-                                    queue_labels(MetricId::new(IRQ_PER_S), irq, &q),
-                                    Unit::PerSecond,
-                                    1.0,
-                                )),
-                            ),
-                            target(
-                                Some(MetricId::new(NIC_IRQ_TOTAL)),
-                                Some((MetricId::new(NIC_IRQ_PER_S), Unit::PerSecond, 1.0)),
-                            ),
-                        ],
-                    });
-                }
-            }
-        }
-        Parsed::Softirqs(s) => {
-            for (kind, total, rate) in [
-                ("NET_RX", SOFTIRQ_NET_RX_TOTAL, SOFTIRQ_NET_RX_PER_S),
-                ("NET_TX", SOFTIRQ_NET_TX_TOTAL, SOFTIRQ_NET_TX_PER_S),
-            ] {
-                for (cpu, count) in s.per_cpu(kind) {
-                    out.push(Leaf {
-                        key: format!("{kind}/cpu{cpu}"),
-                        value: LeafValue::Counter(count, CounterWidth::U32),
-                        targets: vec![
-                            target(
-                                Some(cpu_id(total, cpu)),
-                                Some((cpu_id(rate, cpu), Unit::PerSecond, 1.0)),
-                            ),
-                            target(
-                                Some(MetricId::new(total)),
-                                Some((MetricId::new(rate), Unit::PerSecond, 1.0)),
-                            ),
-                        ],
-                    });
-                }
-            }
-        }
-        Parsed::Softnet(s) => {
-            for r in &s.rows {
-                let cols = [
-                    (
-                        "processed",
-                        Some(r.processed),
-                        SOFTNET_PROCESSED_TOTAL,
-                        SOFTNET_PROCESSED_PER_S,
+        Parsed::Interrupts(ints) => interrupt_leaves(ints),
+        Parsed::Softirqs(s) => softirq_leaves(s),
+        Parsed::Softnet(s) => softnet_leaves(s),
+        Parsed::Snmp(c) => snmp_leaves(c),
+        Parsed::NetDev(d) => net_dev_leaves(d),
+    }
+}
+
+/// Each NIC queue's interrupts on each CPU: per CPU, per queue and in total.
+fn interrupt_leaves(ints: &Interrupts) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    for (irq, row, q) in nic_rows(ints) {
+        for (&cpu, &count) in ints.cpus.iter().zip(&row.counts) {
+            out.push(Leaf {
+                key: format!("irq{irq}/cpu{cpu}"),
+                value: LeafValue::Counter(count, CounterWidth::U32),
+                targets: vec![
+                    target(
+                        Some(cpu_id(NIC_IRQ_TOTAL, cpu)),
+                        Some((cpu_id(NIC_IRQ_PER_S, cpu), Unit::PerSecond, 1.0)),
                     ),
-                    (
-                        "dropped",
-                        Some(r.dropped),
-                        SOFTNET_DROPPED_TOTAL,
-                        SOFTNET_DROPPED_PER_S,
-                    ),
-                    (
-                        "time_squeeze",
-                        Some(r.time_squeeze),
-                        SOFTNET_TIME_SQUEEZE_TOTAL,
-                        SOFTNET_TIME_SQUEEZE_PER_S,
-                    ),
-                    (
-                        "received_rps",
-                        r.received_rps,
-                        SOFTNET_RECEIVED_RPS_TOTAL,
-                        SOFTNET_RECEIVED_RPS_PER_S,
-                    ),
-                    (
-                        "flow_limit",
-                        r.flow_limit_count,
-                        SOFTNET_FLOW_LIMIT_TOTAL,
-                        SOFTNET_FLOW_LIMIT_PER_S,
-                    ),
-                ];
-                for (what, value, total, rate) in cols {
-                    let Some(v) = value else { continue };
-                    out.push(Leaf {
-                        key: format!("{what}/cpu{}", r.cpu),
-                        value: LeafValue::Counter(v, CounterWidth::U32),
-                        targets: vec![
-                            target(
-                                Some(cpu_id(total, r.cpu)),
-                                Some((cpu_id(rate, r.cpu), Unit::PerSecond, 1.0)),
-                            ),
-                            target(
-                                Some(MetricId::new(total)),
-                                Some((MetricId::new(rate), Unit::PerSecond, 1.0)),
-                            ),
-                        ],
-                    });
-                }
-                if let Some(b) = r.backlog_len {
-                    let id = cpu_id(SOFTNET_BACKLOG_LEN, r.cpu);
-                    out.push(Leaf {
-                        key: format!("backlog/cpu{}", r.cpu),
-                        value: LeafValue::Gauge(b as f64),
-                        targets: vec![target(Some(id.clone()), Some((id, Unit::Count, 1.0)))],
-                    });
-                }
-            }
-        }
-        Parsed::Snmp(c) => {
-            for t in &c.tables {
-                for (name, &v) in t.names.iter().zip(&t.values) {
-                    let total = MetricId::new(SNMP_COUNTER_TOTAL)
-                        .with(LABEL_PROTO, t.proto.clone())
-                        .with(LABEL_COUNTER, name.clone());
-                    let gauge = v < 0 || SNMP_GAUGES.contains(&(t.proto.as_str(), name.as_str()));
-                    let mut targets = Vec::new();
-                    if gauge {
-                        targets.push(target(Some(total), None));
-                    } else {
-                        let rate = MetricId::new(SNMP_COUNTER_PER_S)
-                            .with(LABEL_PROTO, t.proto.clone())
-                            .with(LABEL_COUNTER, name.clone());
-                        targets.push(target(Some(total), Some((rate, Unit::PerSecond, 1.0))));
-                        for (proto, counter, metric) in SNMP_RATES {
-                            if proto == t.proto && counter == name {
-                                targets.push(target(
-                                    None,
-                                    Some((MetricId::new(metric), Unit::PerSecond, 1.0)),
-                                ));
-                            }
-                        }
-                    }
-                    out.push(Leaf {
-                        key: format!("{}/{name}", t.proto),
-                        value: if gauge {
-                            LeafValue::Gauge(v as f64)
-                        } else {
-                            LeafValue::Counter(v.unsigned_abs(), CounterWidth::Native)
-                        },
-                        targets,
-                    });
-                }
-            }
-        }
-        Parsed::NetDev(d) => {
-            for r in &d.ifaces {
-                let values = [
-                    r.rx_bytes,
-                    r.rx_packets,
-                    r.rx_errors,
-                    r.rx_dropped,
-                    r.rx_fifo,
-                    r.rx_frame,
-                    r.rx_compressed,
-                    r.rx_multicast,
-                    r.tx_bytes,
-                    r.tx_packets,
-                    r.tx_errors,
-                    r.tx_dropped,
-                    r.tx_fifo,
-                    r.tx_collisions,
-                    r.tx_carrier,
-                    r.tx_compressed,
-                ];
-                for (counter, v) in NET_DEV_COUNTERS.iter().zip(values) {
-                    let iface = |name: &str| MetricId::new(name).with(LABEL_IFACE, r.iface.clone());
-                    let mut targets = vec![target(
-                        Some(iface(NET_DEV_COUNTER_TOTAL).with(LABEL_COUNTER, *counter)),
+                    target(
+                        Some(queue_labels(MetricId::new(NIC_IRQ_TOTAL), irq, &q)),
                         Some((
-                            iface(NET_DEV_COUNTER_PER_S).with(LABEL_COUNTER, *counter),
+                            queue_labels(MetricId::new(IRQ_PER_S), irq, &q),
                             Unit::PerSecond,
                             1.0,
                         )),
-                    )];
-                    let named = match *counter {
-                        "rx_bytes" => Some((IFACE_RX_BITS_PER_S, Unit::BitsPerSecond, 8.0)),
-                        "tx_bytes" => Some((IFACE_TX_BITS_PER_S, Unit::BitsPerSecond, 8.0)),
-                        "rx_packets" => Some((IFACE_RX_PPS, Unit::PacketsPerSecond, 1.0)),
-                        "tx_packets" => Some((IFACE_TX_PPS, Unit::PacketsPerSecond, 1.0)),
-                        "rx_dropped" => Some((IFACE_RX_DROPPED_PER_S, Unit::PerSecond, 1.0)),
-                        "tx_dropped" => Some((IFACE_TX_DROPPED_PER_S, Unit::PerSecond, 1.0)),
-                        "rx_errors" => Some((IFACE_RX_ERRORS_PER_S, Unit::PerSecond, 1.0)),
-                        "tx_errors" => Some((IFACE_TX_ERRORS_PER_S, Unit::PerSecond, 1.0)),
-                        _ => None,
-                    };
-                    if let Some((name, unit, k)) = named {
-                        targets.push(target(None, Some((iface(name), unit, k))));
+                    ),
+                    target(
+                        Some(MetricId::new(NIC_IRQ_TOTAL)),
+                        Some((MetricId::new(NIC_IRQ_PER_S), Unit::PerSecond, 1.0)),
+                    ),
+                ],
+            });
+        }
+    }
+    out
+}
+
+/// NET_RX and NET_TX softirqs on each CPU: per CPU and in total.
+fn softirq_leaves(s: &Softirqs) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    for (kind, total, rate) in [
+        ("NET_RX", SOFTIRQ_NET_RX_TOTAL, SOFTIRQ_NET_RX_PER_S),
+        ("NET_TX", SOFTIRQ_NET_TX_TOTAL, SOFTIRQ_NET_TX_PER_S),
+    ] {
+        for (cpu, count) in s.per_cpu(kind) {
+            out.push(Leaf {
+                key: format!("{kind}/cpu{cpu}"),
+                value: LeafValue::Counter(count, CounterWidth::U32),
+                targets: vec![
+                    target(
+                        Some(cpu_id(total, cpu)),
+                        Some((cpu_id(rate, cpu), Unit::PerSecond, 1.0)),
+                    ),
+                    target(
+                        Some(MetricId::new(total)),
+                        Some((MetricId::new(rate), Unit::PerSecond, 1.0)),
+                    ),
+                ],
+            });
+        }
+    }
+    out
+}
+
+/// softnet_stat's counters on each CPU (per CPU and in total), and its backlog gauge.
+fn softnet_leaves(s: &SoftnetStat) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    for r in &s.rows {
+        let cols = [
+            (
+                "processed",
+                Some(r.processed),
+                SOFTNET_PROCESSED_TOTAL,
+                SOFTNET_PROCESSED_PER_S,
+            ),
+            (
+                "dropped",
+                Some(r.dropped),
+                SOFTNET_DROPPED_TOTAL,
+                SOFTNET_DROPPED_PER_S,
+            ),
+            (
+                "time_squeeze",
+                Some(r.time_squeeze),
+                SOFTNET_TIME_SQUEEZE_TOTAL,
+                SOFTNET_TIME_SQUEEZE_PER_S,
+            ),
+            (
+                "received_rps",
+                r.received_rps,
+                SOFTNET_RECEIVED_RPS_TOTAL,
+                SOFTNET_RECEIVED_RPS_PER_S,
+            ),
+            (
+                "flow_limit",
+                r.flow_limit_count,
+                SOFTNET_FLOW_LIMIT_TOTAL,
+                SOFTNET_FLOW_LIMIT_PER_S,
+            ),
+        ];
+        for (what, value, total, rate) in cols {
+            let Some(v) = value else { continue };
+            out.push(Leaf {
+                key: format!("{what}/cpu{}", r.cpu),
+                value: LeafValue::Counter(v, CounterWidth::U32),
+                targets: vec![
+                    target(
+                        Some(cpu_id(total, r.cpu)),
+                        Some((cpu_id(rate, r.cpu), Unit::PerSecond, 1.0)),
+                    ),
+                    target(
+                        Some(MetricId::new(total)),
+                        Some((MetricId::new(rate), Unit::PerSecond, 1.0)),
+                    ),
+                ],
+            });
+        }
+        if let Some(b) = r.backlog_len {
+            let id = cpu_id(SOFTNET_BACKLOG_LEN, r.cpu);
+            out.push(Leaf {
+                key: format!("backlog/cpu{}", r.cpu),
+                value: LeafValue::Gauge(b as f64),
+                targets: vec![target(Some(id.clone()), Some((id, Unit::Count, 1.0)))],
+            });
+        }
+    }
+    out
+}
+
+/// Every SNMP counter (a gauge for settings and negative values), and the named rates.
+fn snmp_leaves(c: &SnmpCounters) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    for t in &c.tables {
+        for (name, &v) in t.names.iter().zip(&t.values) {
+            let total = MetricId::new(SNMP_COUNTER_TOTAL)
+                .with(LABEL_PROTO, t.proto.clone())
+                .with(LABEL_COUNTER, name.clone());
+            let gauge = v < 0 || SNMP_GAUGES.contains(&(t.proto.as_str(), name.as_str()));
+            let mut targets = Vec::new();
+            if gauge {
+                targets.push(target(Some(total), None));
+            } else {
+                let rate = MetricId::new(SNMP_COUNTER_PER_S)
+                    .with(LABEL_PROTO, t.proto.clone())
+                    .with(LABEL_COUNTER, name.clone());
+                targets.push(target(Some(total), Some((rate, Unit::PerSecond, 1.0))));
+                for (proto, counter, metric) in SNMP_RATES {
+                    if proto == t.proto && counter == name {
+                        targets.push(target(
+                            None,
+                            Some((MetricId::new(metric), Unit::PerSecond, 1.0)),
+                        ));
                     }
-                    out.push(Leaf {
-                        key: format!("{}/{counter}", r.iface),
-                        value: LeafValue::Counter(v, CounterWidth::Native),
-                        targets,
-                    });
                 }
             }
+            out.push(Leaf {
+                key: format!("{}/{name}", t.proto),
+                value: if gauge {
+                    LeafValue::Gauge(v as f64)
+                } else {
+                    LeafValue::Counter(v.unsigned_abs(), CounterWidth::Native)
+                },
+                targets,
+            });
+        }
+    }
+    out
+}
+
+/// Every interface counter, and the named interface rates.
+fn net_dev_leaves(d: &NetDev) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    for r in &d.ifaces {
+        let values = [
+            r.rx_bytes,
+            r.rx_packets,
+            r.rx_errors,
+            r.rx_dropped,
+            r.rx_fifo,
+            r.rx_frame,
+            r.rx_compressed,
+            r.rx_multicast,
+            r.tx_bytes,
+            r.tx_packets,
+            r.tx_errors,
+            r.tx_dropped,
+            r.tx_fifo,
+            r.tx_collisions,
+            r.tx_carrier,
+            r.tx_compressed,
+        ];
+        for (counter, v) in NET_DEV_COUNTERS.iter().zip(values) {
+            let iface = |name: &str| MetricId::new(name).with(LABEL_IFACE, r.iface.clone());
+            let mut targets = vec![target(
+                Some(iface(NET_DEV_COUNTER_TOTAL).with(LABEL_COUNTER, *counter)),
+                Some((
+                    iface(NET_DEV_COUNTER_PER_S).with(LABEL_COUNTER, *counter),
+                    Unit::PerSecond,
+                    1.0,
+                )),
+            )];
+            let named = match *counter {
+                "rx_bytes" => Some((IFACE_RX_BITS_PER_S, Unit::BitsPerSecond, 8.0)),
+                "tx_bytes" => Some((IFACE_TX_BITS_PER_S, Unit::BitsPerSecond, 8.0)),
+                "rx_packets" => Some((IFACE_RX_PPS, Unit::PacketsPerSecond, 1.0)),
+                "tx_packets" => Some((IFACE_TX_PPS, Unit::PacketsPerSecond, 1.0)),
+                "rx_dropped" => Some((IFACE_RX_DROPPED_PER_S, Unit::PerSecond, 1.0)),
+                "tx_dropped" => Some((IFACE_TX_DROPPED_PER_S, Unit::PerSecond, 1.0)),
+                "rx_errors" => Some((IFACE_RX_ERRORS_PER_S, Unit::PerSecond, 1.0)),
+                "tx_errors" => Some((IFACE_TX_ERRORS_PER_S, Unit::PerSecond, 1.0)),
+                _ => None,
+            };
+            if let Some((name, unit, k)) = named {
+                targets.push(target(None, Some((iface(name), unit, k))));
+            }
+            out.push(Leaf {
+                key: format!("{}/{counter}", r.iface),
+                value: LeafValue::Counter(v, CounterWidth::Native),
+                targets,
+            });
         }
     }
     out

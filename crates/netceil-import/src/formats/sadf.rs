@@ -47,6 +47,52 @@ fn parse_stamp(s: &str) -> Option<(f64, bool)> {
     parse_iso_datetime(s)
 }
 
+/// `sadf -d -I ALL` heads its per-CPU values with one `CPU*` column: the first value is the
+/// total, then one per CPU. For a record with more fields than its header, the section of
+/// the columns it has.
+fn per_cpu_section(
+    c: &mut SysstatCollector,
+    header_cols: &[String],
+    fields: usize,
+) -> Option<usize> {
+    if fields > header_cols.len() + 3 && header_cols.last().is_some_and(|c| c == "CPU*") {
+        let mut cols: Vec<String> = header_cols[..header_cols.len() - 1].to_vec();
+        cols.push("all".into());
+        let cpus = fields - 3 - cols.len();
+        cols.extend((0..cpus).map(|i| format!("CPU{i}")));
+        let refs: Vec<&str> = cols.iter().map(String::as_str).collect();
+        return Some(c.section(&refs));
+    }
+    None
+}
+
+/// What is wrong with a record: the column, what was expected, what was found instead.
+type Problem = (usize, String, String);
+
+/// A record's timestamp, and what is wrong with it when it has not `want` fields or no
+/// readable time.
+fn check_record(fields: &[&str], want: usize, t: &str) -> (Option<(f64, bool)>, Option<Problem>) {
+    let problem = if fields.len() != want {
+        Some((
+            fields.len().min(want) + 1,
+            format!("{want} fields as in the header"),
+            format!("{} fields: {t}", fields.len()),
+        ))
+    } else {
+        None
+    };
+    let stamp = fields.get(2).and_then(|f| parse_stamp(f));
+    let problem = problem.or_else(|| match stamp {
+        None => Some((
+            3,
+            "a timestamp 'YYYY-MM-DD HH:MM:SS UTC' or seconds since the epoch".to_string(),
+            fields.get(2).copied().unwrap_or("").to_string(),
+        )),
+        Some(_) => None,
+    });
+    (stamp, problem)
+}
+
 /// Imports `sadf -d` output.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
@@ -99,15 +145,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                 t,
             ));
         };
-        // `sadf -d -I ALL` heads its per-CPU values with one `CPU*` column: the first value is
-        // the total, then one per CPU.
-        if fields.len() > header_cols.len() + 3 && header_cols.last().is_some_and(|c| c == "CPU*") {
-            let mut cols: Vec<String> = header_cols[..header_cols.len() - 1].to_vec();
-            cols.push("all".into());
-            let cpus = fields.len() - 3 - cols.len();
-            cols.extend((0..cpus).map(|i| format!("CPU{i}")));
-            let refs: Vec<&str> = cols.iter().map(String::as_str).collect();
-            s = c.section(&refs);
+        if let Some(per_cpu) = per_cpu_section(&mut c, &header_cols, fields.len()) {
+            s = per_cpu;
         }
         if fields.len() >= 4 && fields[3].starts_with("LINUX-RESTART") {
             c.notes
@@ -115,25 +154,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             continue;
         }
         let want = c.columns(s) + 3;
-        // (column, what was expected, what was found instead)
-        let problem = if fields.len() != want {
-            Some((
-                fields.len().min(want) + 1,
-                format!("{want} fields as in the header"),
-                format!("{} fields: {t}", fields.len()),
-            ))
-        } else {
-            None
-        };
-        let stamp = fields.get(2).and_then(|f| parse_stamp(f));
-        let problem = problem.or_else(|| match stamp {
-            None => Some((
-                3,
-                "a timestamp 'YYYY-MM-DD HH:MM:SS UTC' or seconds since the epoch".to_string(),
-                fields.get(2).copied().unwrap_or("").to_string(),
-            )),
-            Some(_) => None,
-        });
+        let (stamp, problem) = check_record(&fields, want, t);
         if let Some((col, expected, found)) = problem {
             if n == last_line {
                 warnings.push(format!(

@@ -771,66 +771,23 @@ pub(crate) fn import_text(
     prefix: &'static str,
 ) -> Result<Imported, ImportError> {
     let mut run = new_run(format, text, opts);
-    let mut warnings = Vec::new();
-    let file = file(opts);
-    let last_line = last_nonblank_line(text);
-    let mut c = SysstatCollector::new(prefix);
-    let mut section: Option<usize> = None;
-    let mut t0: Option<f64> = None;
-    let mut banner_date: Option<String> = None;
-    let mut last_banner_date: Option<String> = None;
-    let mut skipped_summary = 0usize;
-    let mut skipped_other = 0usize;
+    let mut r = SarReader::new(opts, prefix, last_nonblank_line(text));
     let mut fields: Vec<Cell> = Vec::with_capacity(32);
-    let mut header_elapsed = 0.0;
-    let mut since_boot_warned = false;
-    // The machine as the banners say: its CPU count, and the first banner's host and line.
-    let mut declared: Option<Declared> = None;
-    let mut first_host: Option<(Option<String>, usize)> = None;
-
     for (n, line) in numbered_lines(text) {
         let t = line.trim();
         if t.is_empty() {
             continue;
         }
         if t.starts_with("Average:") || t.starts_with("Summary:") {
-            skipped_summary += 1;
+            r.skipped_summary += 1;
             continue;
         }
         let Some((tod, rest)) = split_clock(t) else {
-            if is_banner(t) {
-                let date = apply_banner(t, &mut run.meta.host);
-                if date != last_banner_date {
-                    c.new_day_at = n;
-                    last_banner_date.clone_from(&date);
-                }
-                if banner_date.is_none() {
-                    banner_date = date;
-                }
-                banner_checks(
-                    &run.meta.host,
-                    n,
-                    &mut declared,
-                    &mut first_host,
-                    &mut c.checks,
-                );
-            } else if section.is_some() {
-                if n == last_line {
-                    warnings.push(format!(
-                        "{file}: line {n}: ignored a truncated last line '{}'",
-                        shorten(t, 40)
-                    ));
-                } else {
-                    skipped_other += 1;
-                    if skipped_other <= 3 {
-                        warnings.push(format!("{file}: line {n}: skipped a line that is not part of a sar report: '{}'", shorten(t, 40)));
-                    }
-                }
-            }
+            r.line_without_time(n, t, &mut run.meta.host);
             continue;
         };
         if rest.contains("RESTART") {
-            c.notes.push(format!(
+            r.c.notes.push(format!(
                 "line {n}: the machine restarted here (sar: {})",
                 shorten(rest, 40)
             ));
@@ -838,9 +795,10 @@ pub(crate) fn import_text(
         }
         scan_cells(rest, &mut fields);
         if fields.is_empty() {
-            if n == last_line {
-                warnings.push(format!(
-                    "{file}: line {n}: ignored a truncated last line (a time and nothing else)"
+            if n == r.last_line {
+                r.warnings.push(format!(
+                    "{}: line {n}: ignored a truncated last line (a time and nothing else)",
+                    file(opts)
                 ));
                 continue;
             }
@@ -856,22 +814,122 @@ pub(crate) fn import_text(
             .iter()
             .all(|f| f.num.is_none() && parse_value(f.text).is_none())
         {
-            let names: Vec<&str> = fields.iter().map(|f| f.text).collect();
-            if !c.knows(&names) {
-                // sar -I's per-CPU columns (`CPU0 CPU1 …`).
-                let cpus: Vec<u32> = names
-                    .iter()
-                    .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
-                    .collect();
-                check_header_cpus(&cpus, n, declared.as_ref(), &mut c.checks);
-            }
-            let s = c.section(&names);
-            let start = *t0.get_or_insert(tod);
-            header_elapsed = c.elapsed(s, tod, start, n);
-            section = Some(s);
+            r.section_header(n, tod, &fields);
             continue;
         }
-        let Some(s) = section else {
+        r.data_line(n, t, tod, &fields)?;
+    }
+    r.finish(run, text)
+}
+
+/// What reading a sar/mpstat report has gathered so far.
+struct SarReader<'o> {
+    opts: &'o ImportOptions,
+    last_line: usize,
+    c: SysstatCollector,
+    warnings: Vec<String>,
+    /// The section the last header opened.
+    section: Option<usize>,
+    /// The first header's time of day.
+    t0: Option<f64>,
+    /// The first banner's date, and the last one's.
+    banner_date: Option<String>,
+    last_banner_date: Option<String>,
+    skipped_summary: usize,
+    skipped_other: usize,
+    /// The last header's time, as elapsed seconds.
+    header_elapsed: f64,
+    since_boot_warned: bool,
+    /// The machine as the banners say: its CPU count, and the first banner's host and line.
+    declared: Option<Declared>,
+    first_host: Option<(Option<String>, usize)>,
+}
+
+impl<'o> SarReader<'o> {
+    fn new(opts: &'o ImportOptions, prefix: &'static str, last_line: usize) -> Self {
+        SarReader {
+            opts,
+            last_line,
+            c: SysstatCollector::new(prefix),
+            warnings: Vec::new(),
+            section: None,
+            t0: None,
+            banner_date: None,
+            last_banner_date: None,
+            skipped_summary: 0,
+            skipped_other: 0,
+            header_elapsed: 0.0,
+            since_boot_warned: false,
+            declared: None,
+            first_host: None,
+        }
+    }
+
+    /// A line that does not start with a time: a banner, else (inside a report) a truncated
+    /// last line or a line skipped with a warning (the first three are named).
+    fn line_without_time(&mut self, n: usize, t: &str, host: &mut netceil_model::HostInfo) {
+        let file = file(self.opts);
+        if is_banner(t) {
+            let date = apply_banner(t, host);
+            if date != self.last_banner_date {
+                self.c.new_day_at = n;
+                self.last_banner_date.clone_from(&date);
+            }
+            if self.banner_date.is_none() {
+                self.banner_date = date;
+            }
+            banner_checks(
+                host,
+                n,
+                &mut self.declared,
+                &mut self.first_host,
+                &mut self.c.checks,
+            );
+        } else if self.section.is_some() {
+            if n == self.last_line {
+                self.warnings.push(format!(
+                    "{file}: line {n}: ignored a truncated last line '{}'",
+                    shorten(t, 40)
+                ));
+            } else {
+                self.skipped_other += 1;
+                if self.skipped_other <= 3 {
+                    self.warnings.push(format!(
+                        "{file}: line {n}: skipped a line that is not part of a sar report: '{}'",
+                        shorten(t, 40)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// A section header (a time, then column names): opens its section.
+    fn section_header(&mut self, n: usize, tod: f64, fields: &[Cell]) {
+        let names: Vec<&str> = fields.iter().map(|f| f.text).collect();
+        if !self.c.knows(&names) {
+            // sar -I's per-CPU columns (`CPU0 CPU1 …`).
+            let cpus: Vec<u32> = names
+                .iter()
+                .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+                .collect();
+            check_header_cpus(&cpus, n, self.declared.as_ref(), &mut self.c.checks);
+        }
+        let s = self.c.section(&names);
+        let start = *self.t0.get_or_insert(tod);
+        self.header_elapsed = self.c.elapsed(s, tod, start, n);
+        self.section = Some(s);
+    }
+
+    /// A data line (a time, then values) of the open section.
+    fn data_line(
+        &mut self,
+        n: usize,
+        t: &str,
+        tod: f64,
+        fields: &[Cell],
+    ) -> Result<(), ImportError> {
+        let (opts, file, c) = (self.opts, file(self.opts), &mut self.c);
+        let Some(s) = self.section else {
             return Err(error(
                 opts,
                 n,
@@ -883,15 +941,16 @@ pub(crate) fn import_text(
         let want = c.columns(s);
         if fields.len() != want {
             let expected = format!("{want} columns after the time, as in the section header");
-            if n == last_line {
-                warnings.push(format!(
+            if n == self.last_line {
+                self.warnings.push(format!(
                     "{file}: line {n}: ignored a truncated last line (expected {expected})"
                 ));
-                continue;
+                return Ok(());
             }
             if c.free_text(s) {
-                warnings.push(format!("{file}: line {n}: skipped (expected {expected})"));
-                continue;
+                self.warnings
+                    .push(format!("{file}: line {n}: skipped (expected {expected})"));
+                return Ok(());
             }
             let time_fields = t.split_ascii_whitespace().count() - fields.len();
             return Err(error(
@@ -902,69 +961,86 @@ pub(crate) fn import_text(
                 &format!("{} columns: {t}", fields.len()),
             ));
         }
-        let start = t0.unwrap_or(tod);
+        let start = self.t0.unwrap_or(tod);
         let e = c.elapsed(s, tod, start, n);
         // A report stamped with its header's own time covers no interval: it is averages
         // since boot (mpstat or sar run without an interval).
-        if (e - header_elapsed).abs() < 0.5 {
-            if !since_boot_warned {
-                since_boot_warned = true;
-                warnings.push(format!("{file}: line {n}: skipped a report stamped with its header's time: averages since boot, not an interval"));
+        if (e - self.header_elapsed).abs() < 0.5 {
+            if !self.since_boot_warned {
+                self.since_boot_warned = true;
+                self.warnings.push(format!("{file}: line {n}: skipped a report stamped with its header's time: averages since boot, not an interval"));
             }
-            continue;
+            return Ok(());
         }
         let row = c.row(e);
-        if !c.observe(s, e, n, &fields) {
-            continue; // an offline CPU: its values stay missing
+        if !c.observe(s, e, n, fields) {
+            return Ok(()); // an offline CPU: its values stay missing
         }
-        if let Err((col, expected, found)) = c.put(s, row, &fields) {
-            if n == last_line {
-                warnings.push(format!(
+        if let Err((col, expected, found)) = c.put(s, row, fields) {
+            if n == self.last_line {
+                self.warnings.push(format!(
                     "{file}: line {n}: ignored a truncated last line (expected {expected})"
                 ));
-                continue;
+                return Ok(());
             }
             let time_fields = t.split_ascii_whitespace().count() - fields.len();
             return Err(error(opts, n, Some(col + time_fields), expected, &found));
         }
+        Ok(())
     }
-    if t0.is_none() {
-        return Err(error(
+
+    /// The run, once every line is read.
+    fn finish(self, mut run: netceil_model::Run, text: &str) -> Result<Imported, ImportError> {
+        let SarReader {
             opts,
-            1,
-            None,
-            "a section header such as '12:00:01 AM  CPU  %user …'",
-            text.lines().next().unwrap_or(""),
-        ));
+            mut c,
+            mut warnings,
+            t0,
+            banner_date,
+            skipped_summary,
+            skipped_other,
+            declared,
+            ..
+        } = self;
+        let file = file(opts);
+        if t0.is_none() {
+            return Err(error(
+                opts,
+                1,
+                None,
+                "a section header such as '12:00:01 AM  CPU  %user …'",
+                text.lines().next().unwrap_or(""),
+            ));
+        }
+        if skipped_other > 3 {
+            warnings.push(format!(
+                "{file}: {} more lines that are not part of a sar report were skipped",
+                skipped_other - 3
+            ));
+        }
+        if skipped_summary > 0 {
+            c.notes.push(format!(
+                "{skipped_summary} Average:/Summary: lines skipped; the series keeps the samples"
+            ));
+        }
+        if let (Some(date), Some(start)) = (banner_date, t0) {
+            let s = start as u32;
+            c.notes.push(format!(
+                "started {date} {:02}:{:02}:{:02} local time (sysstat prints local times without a zone, so the run's start time is left unset)",
+                s / 3600,
+                s % 3600 / 60,
+                s % 60
+            ));
+        }
+        c.check_blocks(declared.as_ref());
+        let (series, notes, checks) = c.finish(given_interval(opts).unwrap_or(1.0));
+        if series.is_empty() {
+            warnings.push(format!("{file}: no data lines under the section headers"));
+        }
+        run.series = series;
+        run.notes.extend(notes);
+        checks.finish(&mut run, &mut warnings, &format!("{file}: "));
+        run.notes.extend(warnings.iter().cloned());
+        Ok(Imported { run, warnings })
     }
-    if skipped_other > 3 {
-        warnings.push(format!(
-            "{file}: {} more lines that are not part of a sar report were skipped",
-            skipped_other - 3
-        ));
-    }
-    if skipped_summary > 0 {
-        c.notes.push(format!(
-            "{skipped_summary} Average:/Summary: lines skipped; the series keeps the samples"
-        ));
-    }
-    if let (Some(date), Some(start)) = (banner_date, t0) {
-        let s = start as u32;
-        c.notes.push(format!(
-            "started {date} {:02}:{:02}:{:02} local time (sysstat prints local times without a zone, so the run's start time is left unset)",
-            s / 3600,
-            s % 3600 / 60,
-            s % 60
-        ));
-    }
-    c.check_blocks(declared.as_ref());
-    let (series, notes, checks) = c.finish(given_interval(opts).unwrap_or(1.0));
-    if series.is_empty() {
-        warnings.push(format!("{file}: no data lines under the section headers"));
-    }
-    run.series = series;
-    run.notes.extend(notes);
-    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
-    run.notes.extend(warnings.iter().cloned());
-    Ok(Imported { run, warnings })
 }

@@ -216,7 +216,6 @@ const COUNTER_NAMES: &[&str] = &[
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, text, opts);
     let mut warnings = Vec::new();
-    let file = file(opts);
     for (_, l) in numbered_lines(text) {
         if let Some(c) = l.trim().strip_prefix('#') {
             if !c.trim().is_empty() {
@@ -224,6 +223,90 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             }
         }
     }
+    let table = read_table(text, opts, &mut warnings)?;
+    let columns = Columns::classify(&table);
+    let (mut time, counter, dropped_counter) = columns.time_and_counter(&table);
+    let (interval, t_s) = row_times(&table, opts, &mut time, &mut run, &mut warnings);
+    if let Some(c) = dropped_counter {
+        run.notes.push(format!(
+            "column '{}' counts rows next to the time column; not kept as a metric",
+            table.header[c]
+        ));
+    }
+
+    let mut b = SeriesBuilder::new();
+    for &t in &t_s {
+        b.push_row(t);
+    }
+    let time_col = time.map(|(c, _)| c);
+    let not_data = |c: usize| Some(c) == time_col || Some(c) == dropped_counter;
+    let mut text_cols = Vec::new();
+    for c in (0..table.width()).filter(|&c| !not_data(c)) {
+        if columns.numeric[c] {
+            add_metric(
+                &table,
+                c,
+                counter,
+                &mut b,
+                &mut run.notes,
+                &mut warnings,
+                opts,
+            );
+        } else {
+            text_cols.push(c);
+        }
+    }
+    text_cell_notes(&table, &text_cols, &t_s, &mut run.notes);
+    if b.rows() > 0 && (0..table.width()).all(|c| !columns.numeric[c] || not_data(c)) {
+        warnings.push(format!(
+            "{}: no numeric column besides the time; the series is empty",
+            file(opts)
+        ));
+    }
+    run.series = b.finish(interval);
+    run.notes.extend(warnings.iter().cloned());
+    Ok(Imported { run, warnings })
+}
+
+/// A table's header and the rows under it.
+struct Table {
+    /// The column names as written.
+    header: Vec<String>,
+    /// The column names as metric names, made unique.
+    names: Vec<String>,
+    sep: Sep,
+    /// Each row with its line number; every row has the header's width.
+    rows: Vec<(usize, Vec<String>)>,
+}
+
+impl Table {
+    fn width(&self) -> usize {
+        self.header.len()
+    }
+
+    fn value(&self, r: &[String], c: usize) -> Option<f64> {
+        cell_number(&r[c], self.sep)
+    }
+
+    /// Whether column `c` has a number in every row, each greater than the one before.
+    fn increasing(&self, c: usize) -> bool {
+        let v: Vec<f64> = self
+            .rows
+            .iter()
+            .filter_map(|(_, r)| self.value(r, c))
+            .collect();
+        v.len() == self.rows.len() && v.windows(2).all(|w| w[1] > w[0])
+    }
+}
+
+/// Finds the header and the separator and splits the rows; a short last row is dropped with
+/// a warning (a log cut while it was written), any other row of the wrong width is an error.
+fn read_table(
+    text: &str,
+    opts: &ImportOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Table, ImportError> {
+    let file = file(opts);
     let Some((header_no, header_line)) = content_lines(text).next() else {
         return Err(error(
             opts,
@@ -273,68 +356,111 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             "no rows",
         ));
     }
+    let names = dedupe(header.iter().map(|h| sanitize_metric_name(h)).collect());
+    Ok(Table {
+        header,
+        names,
+        sep,
+        rows,
+    })
+}
 
-    // Classify the columns.
-    let names: Vec<String> = dedupe(header.iter().map(|h| sanitize_metric_name(h)).collect());
-    let mut numeric = vec![false; width];
-    let mut iso = vec![None; width];
-    for c in 0..width {
-        let cells = rows
-            .iter()
-            .map(|(_, r)| r[c].as_str())
-            .filter(|s| !is_placeholder(s));
-        let (mut nums, mut others, mut stamps, mut zoned) = (0usize, 0usize, 0usize, true);
-        for cell in cells {
-            if cell_number(cell, sep).is_some() {
-                nums += 1;
-            } else if let Some((_, z)) = parse_iso_datetime(cell) {
-                stamps += 1;
-                zoned &= z;
-            } else {
-                others += 1;
+/// What each column holds.
+struct Columns {
+    /// Mostly numbers (placeholders aside), and no timestamps.
+    numeric: Vec<bool>,
+    /// Only ISO timestamps: `Some(true)` when every one carries a zone.
+    iso: Vec<Option<bool>>,
+}
+
+impl Columns {
+    fn classify(table: &Table) -> Columns {
+        let width = table.width();
+        let mut numeric = vec![false; width];
+        let mut iso = vec![None; width];
+        for c in 0..width {
+            let cells = table
+                .rows
+                .iter()
+                .map(|(_, r)| r[c].as_str())
+                .filter(|s| !is_placeholder(s));
+            let (mut nums, mut others, mut stamps, mut zoned) = (0usize, 0usize, 0usize, true);
+            for cell in cells {
+                if cell_number(cell, table.sep).is_some() {
+                    nums += 1;
+                } else if let Some((_, z)) = parse_iso_datetime(cell) {
+                    stamps += 1;
+                    zoned &= z;
+                } else {
+                    others += 1;
+                }
+            }
+            numeric[c] = nums > 0 && others * 2 < nums && stamps == 0;
+            if stamps > 0 && nums == 0 && others == 0 {
+                iso[c] = Some(zoned);
             }
         }
-        numeric[c] = nums > 0 && others * 2 < nums && stamps == 0;
-        if stamps > 0 && nums == 0 && others == 0 {
-            iso[c] = Some(zoned);
-        }
-    }
-    let value = |r: &[String], c: usize| cell_number(&r[c], sep);
-    let increasing = |c: usize| {
-        let v: Vec<f64> = rows.iter().filter_map(|(_, r)| value(r, c)).collect();
-        v.len() == rows.len() && v.windows(2).all(|w| w[1] > w[0])
-    };
-    let mut time: Option<(usize, TimeKind)> = iso
-        .iter()
-        .position(Option::is_some)
-        .map(|c| (c, TimeKind::Iso(iso[c] == Some(true))));
-    if time.is_none() {
-        time = (0..width)
-            .find(|&c| numeric[c] && TIME_NAMES.contains(&names[c].as_str()) && increasing(c))
-            .map(|c| (c, TimeKind::Seconds));
-    }
-    let counter = (0..width)
-        .find(|&c| numeric[c] && COUNTER_NAMES.contains(&names[c].as_str()) && increasing(c));
-    let mut dropped_counter = None;
-    match (time, counter) {
-        (None, Some(c)) => time = Some((c, TimeKind::Counter)),
-        (Some(_), Some(c)) => dropped_counter = Some(c),
-        _ => {}
+        Columns { numeric, iso }
     }
 
-    // Row times.
-    let times: Vec<f64> = match time {
+    /// The time column and its kind; the row counter column; and the counter when it is not
+    /// the time (it stands beside a real clock and is not kept as a metric).
+    fn time_and_counter(
+        &self,
+        table: &Table,
+    ) -> (Option<(usize, TimeKind)>, Option<usize>, Option<usize>) {
+        let names = &table.names;
+        let mut time: Option<(usize, TimeKind)> = self
+            .iso
+            .iter()
+            .position(Option::is_some)
+            .map(|c| (c, TimeKind::Iso(self.iso[c] == Some(true))));
+        if time.is_none() {
+            time = (0..table.width())
+                .find(|&c| {
+                    self.numeric[c]
+                        && TIME_NAMES.contains(&names[c].as_str())
+                        && table.increasing(c)
+                })
+                .map(|c| (c, TimeKind::Seconds));
+        }
+        let counter = (0..table.width()).find(|&c| {
+            self.numeric[c] && COUNTER_NAMES.contains(&names[c].as_str()) && table.increasing(c)
+        });
+        let mut dropped_counter = None;
+        match (time, counter) {
+            (None, Some(c)) => time = Some((c, TimeKind::Counter)),
+            (Some(_), Some(c)) => dropped_counter = Some(c),
+            _ => {}
+        }
+        (time, counter, dropped_counter)
+    }
+}
+
+/// The interval and each row's time from the time column. A time column with cells that are
+/// not times is given up (`time` becomes `None`) and the rows are indexed instead, as they
+/// are when there is none.
+fn row_times(
+    table: &Table,
+    opts: &ImportOptions,
+    time: &mut Option<(usize, TimeKind)>,
+    run: &mut netceil_model::Run,
+    warnings: &mut Vec<String>,
+) -> (f64, Vec<f64>) {
+    let (header, rows) = (&table.header, &table.rows);
+    let times: Vec<f64> = match *time {
         Some((c, TimeKind::Iso(_))) => rows
             .iter()
             .map(|(_, r)| parse_iso_datetime(&r[c]).map_or(f64::NAN, |(t, _)| t))
             .collect(),
         Some((c, _)) => rows
             .iter()
-            .map(|(_, r)| value(r, c).unwrap_or(f64::NAN))
+            .map(|(_, r)| table.value(r, c).unwrap_or(f64::NAN))
             .collect(),
         None => Vec::new(),
     };
-    let (interval, t_s): (f64, Vec<f64>) = match time {
+    let indexed = |interval: f64| (1..=rows.len()).map(|i| i as f64 * interval).collect();
+    match *time {
         Some((c, kind)) if times.iter().all(|t| t.is_finite()) => {
             let step = median_step(&times);
             let interval = match kind {
@@ -363,13 +489,14 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             (interval, t_s)
         }
         Some((c, _)) => {
-            warnings.push(format!("{file}: time column '{}' has cells that are not times; rows are indexed 1..n instead", header[c]));
-            time = None;
+            warnings.push(format!(
+                "{}: time column '{}' has cells that are not times; rows are indexed 1..n instead",
+                file(opts),
+                header[c]
+            ));
+            *time = None;
             let interval = given_interval(opts).unwrap_or(1.0);
-            (
-                interval,
-                (1..=rows.len()).map(|i| i as f64 * interval).collect(),
-            )
+            (interval, indexed(interval))
         }
         None => {
             let interval = given_interval(opts).unwrap_or(1.0);
@@ -377,105 +504,91 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
                 "no time column: rows are indexed 1..{} at {interval} s",
                 rows.len()
             ));
-            (
-                interval,
-                (1..=rows.len()).map(|i| i as f64 * interval).collect(),
-            )
+            (interval, indexed(interval))
         }
-    };
-    if let Some(c) = dropped_counter {
-        run.notes.push(format!(
-            "column '{}' counts rows next to the time column; not kept as a metric",
-            header[c]
-        ));
     }
+}
 
-    let mut b = SeriesBuilder::new();
-    for &t in &t_s {
-        b.push_row(t);
+/// Adds numeric column `c` as a metric: cells that are not numbers are kept as missing with a
+/// warning, and a column that never decreases is noted as a possible cumulative counter
+/// (unless it is the row counter).
+fn add_metric(
+    table: &Table,
+    c: usize,
+    counter: Option<usize>,
+    b: &mut SeriesBuilder,
+    notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+    opts: &ImportOptions,
+) {
+    let (header, rows) = (&table.header, &table.rows);
+    let vals: Vec<Option<f64>> = rows.iter().map(|(_, r)| table.value(r, c)).collect();
+    let (name, unit, scale, note) = metric_for(&header[c], &table.names[c], &vals);
+    if let Some(note) = note {
+        notes.push(note);
     }
-    let time_col = time.map(|(c, _)| c);
-    let mut text_cols = Vec::new();
-    for c in 0..width {
-        if Some(c) == time_col || Some(c) == dropped_counter {
-            continue;
-        }
-        if !numeric[c] {
-            text_cols.push(c);
-            continue;
-        }
-        let vals: Vec<Option<f64>> = rows.iter().map(|(_, r)| value(r, c)).collect();
-        let (name, unit, scale, note) = metric_for(&header[c], &names[c], &vals);
-        if let Some(note) = note {
-            run.notes.push(note);
-        }
-        let m = b.metric(MetricId::new(name.clone()), unit);
-        let mut bad = Vec::new();
-        for (row, ((line, r), v)) in rows.iter().zip(&vals).enumerate() {
-            match v {
-                Some(v) => b.set(m, row, v * scale),
-                None if is_placeholder(&r[c]) => {}
-                None => bad.push(format!("line {line} '{}'", shorten(&r[c], 30))),
-            }
-        }
-        if !bad.is_empty() {
-            warnings.push(format!(
-                "{file}: column '{}': {} cell(s) not a number, kept as missing: {}",
-                header[c],
-                bad.len(),
-                bad.join(", ")
-            ));
-        }
-        let present: Vec<f64> = vals.iter().flatten().copied().collect();
-        let non_decreasing =
-            present.windows(2).all(|w| w[1] >= w[0]) && present.windows(2).any(|w| w[1] > w[0]);
-        if present.len() >= 3
-            && non_decreasing
-            && !matches!(unit, Unit::Percent | Unit::Ratio)
-            && Some(c) != counter
-        {
-            run.notes.push(format!(
-                "column '{}' never decreases over {} rows: it may be a cumulative counter; kept as given under '{name}', not turned into a rate",
-                header[c],
-                present.len()
-            ));
+    let m = b.metric(MetricId::new(name.clone()), unit);
+    let mut bad = Vec::new();
+    for (row, ((line, r), v)) in rows.iter().zip(&vals).enumerate() {
+        match v {
+            Some(v) => b.set(m, row, v * scale),
+            None if is_placeholder(&r[c]) => {}
+            None => bad.push(format!("line {line} '{}'", shorten(&r[c], 30))),
         }
     }
-    // Text cells cannot be metrics; keep them readable as notes, per row.
-    if !text_cols.is_empty() {
-        const MAX_ROWS: usize = 50;
-        for (i, (_, r)) in rows.iter().enumerate().take(MAX_ROWS) {
-            let cells: Vec<String> = text_cols
-                .iter()
-                .filter(|&&c| !r[c].is_empty())
-                .map(|&c| format!("{}={}", header[c], r[c]))
-                .collect();
-            if !cells.is_empty() {
-                run.notes.push(format!(
-                    "row {} (t={} s): {}",
-                    i + 1,
-                    t_s[i],
-                    cells.join(", ")
-                ));
-            }
-        }
-        if rows.len() > MAX_ROWS {
-            run.notes.push(format!(
-                "… text cells of {} more rows not repeated here",
-                rows.len() - MAX_ROWS
-            ));
-        }
-    }
-    if b.rows() > 0
-        && (0..width).all(|c| !numeric[c] || Some(c) == time_col || Some(c) == dropped_counter)
-    {
+    if !bad.is_empty() {
         warnings.push(format!(
-            "{file}: no numeric column besides the time; the series is empty"
+            "{}: column '{}': {} cell(s) not a number, kept as missing: {}",
+            file(opts),
+            header[c],
+            bad.len(),
+            bad.join(", ")
         ));
     }
-    run.series = b.finish(interval);
-    run.notes.extend(warnings.iter().cloned());
-    Ok(Imported { run, warnings })
+    let present: Vec<f64> = vals.iter().flatten().copied().collect();
+    let non_decreasing =
+        present.windows(2).all(|w| w[1] >= w[0]) && present.windows(2).any(|w| w[1] > w[0]);
+    if present.len() >= 3
+        && non_decreasing
+        && !matches!(unit, Unit::Percent | Unit::Ratio)
+        && Some(c) != counter
+    {
+        notes.push(format!(
+            "column '{}' never decreases over {} rows: it may be a cumulative counter; kept as given under '{name}', not turned into a rate",
+            header[c],
+            present.len()
+        ));
+    }
+}
+
+/// Text cells cannot be metrics; they are kept readable as notes, per row (the first 50).
+fn text_cell_notes(table: &Table, text_cols: &[usize], t_s: &[f64], notes: &mut Vec<String>) {
+    if text_cols.is_empty() {
+        return;
+    }
+    const MAX_ROWS: usize = 50;
+    let (header, rows) = (&table.header, &table.rows);
+    for (i, (_, r)) in rows.iter().enumerate().take(MAX_ROWS) {
+        let cells: Vec<String> = text_cols
+            .iter()
+            .filter(|&&c| !r[c].is_empty())
+            .map(|&c| format!("{}={}", header[c], r[c]))
+            .collect();
+        if !cells.is_empty() {
+            notes.push(format!(
+                "row {} (t={} s): {}",
+                i + 1,
+                t_s[i],
+                cells.join(", ")
+            ));
+        }
+    }
+    if rows.len() > MAX_ROWS {
+        notes.push(format!(
+            "… text cells of {} more rows not repeated here",
+            rows.len() - MAX_ROWS
+        ));
+    }
 }
 
 /// Makes column names unique: the second `x` becomes `x_2`.

@@ -127,16 +127,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             continue;
         }
         if is_group_line(t) {
-            cpu_titles = t
-                .split_ascii_whitespace()
-                .filter(|w| w.starts_with("cpu") && w.len() > 3)
-                .map(|w| w[3..].to_string())
-                .collect();
-            if !titles_checked.contains(&cpu_titles) {
-                let cpus: Vec<u32> = cpu_titles.iter().filter_map(|c| c.parse().ok()).collect();
-                check_header_cpus(&cpus, n, None, &mut checks);
-                titles_checked.push(cpu_titles.clone());
-            }
+            cpu_titles = group_line_cpus(t, n, &mut titles_checked, &mut checks);
             continue;
         }
         if is_vmstat_column_header(t) {
@@ -162,39 +153,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             }
             continue; // preamble: a prompt, the command, uname output
         };
-        values.clear();
-        scan_cells(t, &mut cells);
-        let count = cells.len();
-        let mut bad: Option<(usize, &str)> = None;
-        for (i, (cell, &(_, kind))) in cells.iter().zip(lay.cols.iter()).enumerate() {
-            let parsed = match cell.num {
-                Some(v) if kind == Kind::Memory && !lay.bare_memory_is_bytes => {
-                    Some((v * 1024.0, false))
-                }
-                Some(v) => Some((v, false)),
-                None => parse_value(cell.text, kind, lay.bare_memory_is_bytes),
-            };
-            match parsed {
-                Some((v, h)) => {
-                    humanized |= h && kind != Kind::Memory;
-                    values.push(v);
-                }
-                None => {
-                    if bad.is_none() {
-                        bad = Some((i + 1, cell.text));
-                    }
-                }
-            }
-        }
-        let want = lay.cols.len();
-        let problem = field_count_problem(count, want, lay.line, t).or_else(|| {
-            bad.map(|(column, tok)| RowProblem {
-                column,
-                expected: "a number, optionally with a K/M/G suffix".to_string(),
-                found: tok.to_string(),
-            })
-        });
-        if let Some(problem) = problem {
+        if let Err(problem) = read_row(t, lay, &mut cells, &mut values, &mut humanized) {
             truncated_last_row_or_error(opts, n, last_line, problem, &mut warnings)?;
             break;
         }
@@ -210,38 +169,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             stamps.push(t);
             stamp_lines.push(n);
         }
-        // A CPU whose us, sy and id are all 0 counted no ticks: offline, or not there.
-        let mut offline: Vec<usize> = Vec::new();
-        for (cpu, at) in &lay.cpu_groups {
-            let (Some(&us), Some(&sy), Some(&id)) =
-                (values.get(*at), values.get(at + 1), values.get(at + 2))
-            else {
-                continue;
-            };
-            let shares = [("us", us), ("sy", sy), ("id", id)];
-            match cpu {
-                Some(cpu) if is_offline(&shares) => {
-                    checks.offline(cpu, n);
-                    offline.extend(*at..*at + 3);
-                }
-                Some(cpu) => check_shares(
-                    &mut checks,
-                    n,
-                    &|| format!("CPU {cpu}"),
-                    &shares,
-                    &[],
-                    VMSTAT_SHARES,
-                ),
-                None => check_shares(
-                    &mut checks,
-                    n,
-                    &|| "the CPUs".into(),
-                    &shares,
-                    &[],
-                    VMSTAT_SHARES,
-                ),
-            }
-        }
+        let offline = check_cpu_groups(&mut checks, n, lay, &values);
         for (i, (&(m, _), v)) in lay.cols.iter().zip(values.iter()).enumerate() {
             if !offline.contains(&i) {
                 b.set(m, row, *v);
@@ -263,19 +191,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         .or(given_interval(opts))
         .unwrap_or(1.0);
     let row_times = if stamped {
-        for (k, w) in stamps.windows(2).enumerate() {
-            if w[1] < w[0] {
-                let (before, line) = (stamp_lines[k], stamp_lines[k + 1]);
-                time_backwards(
-                    &mut checks,
-                    line,
-                    &stamp_text(original, text, line),
-                    before,
-                    &stamp_text(original, text, before),
-                    false,
-                );
-            }
-        }
+        check_stamp_order(&stamps, &stamp_lines, (original, text), &mut checks);
         let start = stamps[0] - interval;
         if prefixed.as_ref().is_some_and(|p| p.absolute) {
             run.meta.started_unix_s = start;
@@ -293,6 +209,132 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     run.notes.push("FreeBSD vmstat's us includes nice time and sy includes interrupt time (stored as cpu_user_pct and cpu_system_pct)".into());
     checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     Ok(finish_table(run, b, interval, row_times, warnings, opts))
+}
+
+/// Reads one data row under `lay` into `values`, in column order, or says what is wrong
+/// with it. `humanized` is set when a rate read was humanized (`14K`), even in a bad row.
+fn read_row<'t>(
+    t: &'t str,
+    lay: &Layout,
+    cells: &mut Vec<Cell<'t>>,
+    values: &mut Vec<f64>,
+    humanized: &mut bool,
+) -> Result<(), RowProblem> {
+    values.clear();
+    scan_cells(t, cells);
+    let count = cells.len();
+    let mut bad: Option<(usize, &str)> = None;
+    for (i, (cell, &(_, kind))) in cells.iter().zip(lay.cols.iter()).enumerate() {
+        let parsed = match cell.num {
+            Some(v) if kind == Kind::Memory && !lay.bare_memory_is_bytes => {
+                Some((v * 1024.0, false))
+            }
+            Some(v) => Some((v, false)),
+            None => parse_value(cell.text, kind, lay.bare_memory_is_bytes),
+        };
+        match parsed {
+            Some((v, h)) => {
+                *humanized |= h && kind != Kind::Memory;
+                values.push(v);
+            }
+            None => {
+                if bad.is_none() {
+                    bad = Some((i + 1, cell.text));
+                }
+            }
+        }
+    }
+    let want = lay.cols.len();
+    let problem = field_count_problem(count, want, lay.line, t).or_else(|| {
+        bad.map(|(column, tok)| RowProblem {
+            column,
+            expected: "a number, optionally with a K/M/G suffix".to_string(),
+            found: tok.to_string(),
+        })
+    });
+    match problem {
+        Some(p) => Err(p),
+        None => Ok(()),
+    }
+}
+
+/// Checks each `us sy id` group of a row; returns the positions of the groups of CPUs that
+/// are offline (all three 0: it counted no ticks, or is not there), which are not kept.
+fn check_cpu_groups(checks: &mut Checks, n: usize, lay: &Layout, values: &[f64]) -> Vec<usize> {
+    let mut offline: Vec<usize> = Vec::new();
+    for (cpu, at) in &lay.cpu_groups {
+        let (Some(&us), Some(&sy), Some(&id)) =
+            (values.get(*at), values.get(at + 1), values.get(at + 2))
+        else {
+            continue;
+        };
+        let shares = [("us", us), ("sy", sy), ("id", id)];
+        match cpu {
+            Some(cpu) if is_offline(&shares) => {
+                checks.offline(cpu, n);
+                offline.extend(*at..*at + 3);
+            }
+            Some(cpu) => check_shares(
+                checks,
+                n,
+                &|| format!("CPU {cpu}"),
+                &shares,
+                &[],
+                VMSTAT_SHARES,
+            ),
+            None => check_shares(
+                checks,
+                n,
+                &|| "the CPUs".into(),
+                &shares,
+                &[],
+                VMSTAT_SHARES,
+            ),
+        }
+    }
+    offline
+}
+
+/// The CPUs a group line's `cpuN` titles name; each new set of them is checked once.
+fn group_line_cpus(
+    t: &str,
+    n: usize,
+    titles_checked: &mut Vec<Vec<String>>,
+    checks: &mut Checks,
+) -> Vec<String> {
+    let cpu_titles: Vec<String> = t
+        .split_ascii_whitespace()
+        .filter(|w| w.starts_with("cpu") && w.len() > 3)
+        .map(|w| w[3..].to_string())
+        .collect();
+    if !titles_checked.contains(&cpu_titles) {
+        let cpus: Vec<u32> = cpu_titles.iter().filter_map(|c| c.parse().ok()).collect();
+        check_header_cpus(&cpus, n, None, checks);
+        titles_checked.push(cpu_titles.clone());
+    }
+    cpu_titles
+}
+
+/// Marks row timestamps (from a collector's prefix) that go back.
+fn check_stamp_order(
+    stamps: &[f64],
+    stamp_lines: &[usize],
+    (original, text): (&str, &str),
+    checks: &mut Checks,
+) {
+    for (k, w) in stamps.windows(2).enumerate() {
+        if w[1] < w[0] {
+            let (before, line) = (stamp_lines[k], stamp_lines[k + 1]);
+            time_backwards(
+                checks,
+                line,
+                &stamp_text(original, text, line),
+                before,
+                &stamp_text(original, text, before),
+                false,
+            );
+        }
+    }
 }
 
 /// The delay from a `vmstat 1`, `vmstat -w 5` or `vmstat -c 10 -w 1` command line in the preamble.

@@ -165,28 +165,10 @@ pub fn import_with(
 
     let first_header = numbered_lines(text)
         .find(|(_, l)| is_group_line(l.trim()))
-        .map(|(n, _)| n);
-    let Some(first_header) = first_header else {
-        return Err(error(
-            opts,
-            1,
-            None,
-            "a Linux vmstat header 'procs -----------memory---------- …'",
-            text.lines().next().unwrap_or(""),
-        ));
-    };
+        .map(|(n, _)| n)
+        .ok_or_else(|| no_header(text, opts))?;
     let facts = command_args(text, first_header).map(|a| command_facts(&a));
-    let unit_bytes = vopts
-        .memory_unit_bytes
-        .or_else(|| facts.as_ref().and_then(|f| f.unit_bytes))
-        .unwrap_or(1024.0);
-    let unit_known =
-        vopts.memory_unit_bytes.is_some() || facts.as_ref().is_some_and(|f| f.unit_bytes.is_some());
-    let skip_first = match vopts.first_line {
-        FirstLine::SinceBoot => true,
-        FirstLine::Sample => false,
-        FirstLine::Auto => !facts.as_ref().is_some_and(|f| f.no_first),
-    };
+    let (unit_bytes, unit_known, skip_first) = memory_unit_and_first_line(vopts, facts.as_ref());
 
     let mut b = SeriesBuilder::new();
     let mut layout: Option<Layout> = None;
@@ -233,54 +215,13 @@ pub fn import_with(
             }
             continue; // preamble before the header: a prompt, a command, a title
         };
-        let extra = if lay.timestamps { 2 } else { 0 };
-        let want = lay.cols.len() + extra;
-        scan_cells(t, &mut cells);
-        let count = cells.len();
-        values.clear();
-        let mut bad: Option<(usize, &str)> = None;
-        for (i, cell) in cells.iter().take(lay.cols.len()).enumerate() {
-            match cell.num.or_else(|| parse_number(cell.text)) {
-                Some(v) => values.push(v),
-                None => {
-                    if bad.is_none() {
-                        bad = Some((i + 1, cell.text));
-                    }
-                }
+        let stamp = match read_row(t, lay, &mut cells, &mut values) {
+            Ok(stamp) => stamp,
+            Err(problem) => {
+                truncated_last_row_or_error(opts, n, last_line, problem, &mut warnings)?;
+                break;
             }
-        }
-        let date = cells.get(lay.cols.len()).map(|c| c.text);
-        let clock = cells.get(lay.cols.len() + 1).map(|c| c.text);
-        let stamp = if lay.timestamps {
-            match (date.and_then(parse_iso_date), clock.and_then(parse_clock)) {
-                (Some(d), Some(c)) => Some(d as f64 * 86_400.0 + c),
-                _ => None,
-            }
-        } else {
-            None
         };
-        let problem = field_count_problem(count, want, lay.line, t).or_else(|| {
-            if let Some((column, tok)) = bad {
-                Some(RowProblem {
-                    column,
-                    expected: "a number".to_string(),
-                    found: tok.to_string(),
-                })
-            } else if lay.timestamps && stamp.is_none() {
-                Some(RowProblem {
-                    column: want - 1,
-                    expected: "a timestamp 'YYYY-MM-DD HH:MM:SS' at the end of the line"
-                        .to_string(),
-                    found: t.to_string(),
-                })
-            } else {
-                None
-            }
-        });
-        if let Some(problem) = problem {
-            truncated_last_row_or_error(opts, n, last_line, problem, &mut warnings)?;
-            break;
-        }
         if since_boot_pending {
             since_boot_pending = false;
             warnings.push(format!(
@@ -299,25 +240,7 @@ pub fn import_with(
             stamp_lines.push((n, false));
             all_zoned &= prefixed.as_ref().is_some_and(|p| p.absolute);
         }
-        // At most six share columns: kept on the stack, this runs for every row.
-        let mut buf = [("", 0.0); 6];
-        let mut k = 0;
-        for &(i, name) in lay.shares.iter().take(buf.len()) {
-            if let Some(&v) = values.get(i) {
-                buf[k] = (name, v);
-                k += 1;
-            }
-        }
-        let shares = &buf[..k];
-        // procps 4's `gu` may or may not be inside `us`: the row adds up either way.
-        check_shares(
-            &mut checks,
-            n,
-            &|| "the CPUs".into(),
-            shares,
-            &["gu"],
-            VMSTAT_SHARES,
-        );
+        check_row_shares(&mut checks, n, lay, &values);
         for (&(m, scale), v) in lay.cols.iter().zip(values.iter()) {
             b.set(m, row, v * scale);
         }
@@ -332,37 +255,22 @@ pub fn import_with(
         ));
     }
 
-    // The interval: measured from timestamps, else the command line, else the person, else 1 s.
     let stamped = !stamps.is_empty() && stamps.len() == b.rows();
-    let interval = if stamped { median_step(&stamps) } else { None }
-        .or(facts.as_ref().and_then(|f| f.delay_s))
-        .or(given_interval(opts))
-        .unwrap_or(1.0);
-    if let (Some(f), Some(user)) = (facts.as_ref().and_then(|f| f.delay_s), given_interval(opts)) {
-        if (f - user).abs() > 1e-9 && !stamped {
-            warnings.push(format!("{file}: the log's command line says an interval of {f} s, the option says {user} s; used {f} s"));
-        }
-    }
+    let interval = interval_of(
+        stamped.then_some(&stamps[..]),
+        facts.as_ref(),
+        opts,
+        &mut warnings,
+    );
     let row_times = if stamped {
-        for (k, w) in stamps.windows(2).enumerate() {
-            if w[1] >= w[0] {
-                continue;
-            }
-            let ((before_line, _), (line, local)) = (stamp_lines[k], stamp_lines[k + 1]);
-            // A local clock set back an hour (daylight saving time ends) is no damage.
-            if local && (3000.0..=3600.0).contains(&(w[0] - w[1])) {
-                warnings.push(format!("{file}: line {line}: the row timestamps go back by about an hour (a clock change?); rows are kept in log order"));
-                continue;
-            }
-            time_backwards(
-                &mut checks,
-                line,
-                &stamp_text(original, text, line),
-                before_line,
-                &stamp_text(original, text, before_line),
-                false,
-            );
-        }
+        check_stamp_order(
+            &stamps,
+            &stamp_lines,
+            (original, text),
+            &mut checks,
+            &mut warnings,
+            file,
+        );
         let start = stamps[0] - interval;
         if all_zoned {
             run.meta.started_unix_s = start;
@@ -378,21 +286,191 @@ pub fn import_with(
         run.notes.push(p.note(stamped));
     }
     if !unit_known {
-        let max = memory_metrics
-            .iter()
-            .flat_map(|&m| b.values(m).iter().flatten())
-            .fold(0.0f64, |a, &v| a.max(v));
-        if max > 0.0 && max < 64.0 * 1_048_576.0 {
-            warnings.push(format!(
-                "{file}: memory columns read as KiB (vmstat's default), but they would total under 64 MiB; if the log was taken with `-S M`, put the command (e.g. `$ vmstat -S M 1`) on the log's first line and import it again"
-            ));
-        }
+        warnings.extend(memory_unit_warning(&b, &memory_metrics, file));
     }
     run.notes.push(
         "vmstat's us includes nice time and sy includes hard and soft interrupt time (stored as cpu_user_pct and cpu_system_pct)".into(),
     );
     checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     Ok(finish_table(run, b, interval, row_times, warnings, opts))
+}
+
+/// The error for a text with no `procs ---memory---` header line.
+fn no_header(text: &str, opts: &ImportOptions) -> ImportError {
+    error(
+        opts,
+        1,
+        None,
+        "a Linux vmstat header 'procs -----------memory---------- …'",
+        text.lines().next().unwrap_or(""),
+    )
+}
+
+/// The interval: measured from the row timestamps (`stamps`, when every row has one), else
+/// the command line, else the person, else 1 s. A command line and an option that disagree
+/// are said.
+fn interval_of(
+    stamps: Option<&[f64]>,
+    facts: Option<&CommandFacts>,
+    opts: &ImportOptions,
+    warnings: &mut Vec<String>,
+) -> f64 {
+    let interval = stamps
+        .and_then(median_step)
+        .or(facts.and_then(|f| f.delay_s))
+        .or(given_interval(opts))
+        .unwrap_or(1.0);
+    if let (Some(f), Some(user)) = (facts.and_then(|f| f.delay_s), given_interval(opts)) {
+        if (f - user).abs() > 1e-9 && stamps.is_none() {
+            let file = file(opts);
+            warnings.push(format!("{file}: the log's command line says an interval of {f} s, the option says {user} s; used {f} s"));
+        }
+    }
+    interval
+}
+
+/// The memory unit in bytes, whether the log or the options said it (else KiB is assumed),
+/// and whether the first data line is to be skipped as averages since boot.
+fn memory_unit_and_first_line(
+    vopts: &VmstatLinuxOptions,
+    facts: Option<&CommandFacts>,
+) -> (f64, bool, bool) {
+    let unit_bytes = vopts
+        .memory_unit_bytes
+        .or_else(|| facts.and_then(|f| f.unit_bytes))
+        .unwrap_or(1024.0);
+    let unit_known =
+        vopts.memory_unit_bytes.is_some() || facts.is_some_and(|f| f.unit_bytes.is_some());
+    let skip_first = match vopts.first_line {
+        FirstLine::SinceBoot => true,
+        FirstLine::Sample => false,
+        FirstLine::Auto => !facts.is_some_and(|f| f.no_first),
+    };
+    (unit_bytes, unit_known, skip_first)
+}
+
+/// Reads one data row under `lay` into `values` (each column's number, in order), with its
+/// `vmstat -t` timestamp when the layout has one; or what is wrong with it.
+fn read_row<'t>(
+    t: &'t str,
+    lay: &Layout,
+    cells: &mut Vec<Cell<'t>>,
+    values: &mut Vec<f64>,
+) -> Result<Option<f64>, RowProblem> {
+    let extra = if lay.timestamps { 2 } else { 0 };
+    let want = lay.cols.len() + extra;
+    scan_cells(t, cells);
+    let count = cells.len();
+    values.clear();
+    let mut bad: Option<(usize, &str)> = None;
+    for (i, cell) in cells.iter().take(lay.cols.len()).enumerate() {
+        match cell.num.or_else(|| parse_number(cell.text)) {
+            Some(v) => values.push(v),
+            None => {
+                if bad.is_none() {
+                    bad = Some((i + 1, cell.text));
+                }
+            }
+        }
+    }
+    let date = cells.get(lay.cols.len()).map(|c| c.text);
+    let clock = cells.get(lay.cols.len() + 1).map(|c| c.text);
+    let stamp = if lay.timestamps {
+        match (date.and_then(parse_iso_date), clock.and_then(parse_clock)) {
+            (Some(d), Some(c)) => Some(d as f64 * 86_400.0 + c),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let problem = field_count_problem(count, want, lay.line, t).or_else(|| {
+        if let Some((column, tok)) = bad {
+            Some(RowProblem {
+                column,
+                expected: "a number".to_string(),
+                found: tok.to_string(),
+            })
+        } else if lay.timestamps && stamp.is_none() {
+            Some(RowProblem {
+                column: want - 1,
+                expected: "a timestamp 'YYYY-MM-DD HH:MM:SS' at the end of the line".to_string(),
+                found: t.to_string(),
+            })
+        } else {
+            None
+        }
+    });
+    match problem {
+        Some(p) => Err(p),
+        None => Ok(stamp),
+    }
+}
+
+/// Checks that a row's CPU shares add up.
+fn check_row_shares(checks: &mut Checks, n: usize, lay: &Layout, values: &[f64]) {
+    // At most six share columns: kept on the stack, this runs for every row.
+    let mut buf = [("", 0.0); 6];
+    let mut k = 0;
+    for &(i, name) in lay.shares.iter().take(buf.len()) {
+        if let Some(&v) = values.get(i) {
+            buf[k] = (name, v);
+            k += 1;
+        }
+    }
+    let shares = &buf[..k];
+    // procps 4's `gu` may or may not be inside `us`: the row adds up either way.
+    check_shares(
+        checks,
+        n,
+        &|| "the CPUs".into(),
+        shares,
+        &["gu"],
+        VMSTAT_SHARES,
+    );
+}
+
+/// Marks row timestamps that go back (line `n`'s stamp before line `n - 1`'s), except a
+/// local clock set back an hour, which is only said. `texts` is the log as given and with
+/// collectors' prefixes taken off.
+fn check_stamp_order(
+    stamps: &[f64],
+    stamp_lines: &[(usize, bool)],
+    (original, text): (&str, &str),
+    checks: &mut Checks,
+    warnings: &mut Vec<String>,
+    file: &str,
+) {
+    for (k, w) in stamps.windows(2).enumerate() {
+        if w[1] >= w[0] {
+            continue;
+        }
+        let ((before_line, _), (line, local)) = (stamp_lines[k], stamp_lines[k + 1]);
+        // A local clock set back an hour (daylight saving time ends) is no damage.
+        if local && (3000.0..=3600.0).contains(&(w[0] - w[1])) {
+            warnings.push(format!("{file}: line {line}: the row timestamps go back by about an hour (a clock change?); rows are kept in log order"));
+            continue;
+        }
+        time_backwards(
+            checks,
+            line,
+            &stamp_text(original, text, line),
+            before_line,
+            &stamp_text(original, text, before_line),
+            false,
+        );
+    }
+}
+
+/// The warning for memory columns read as KiB that would total under 64 MiB (the log was
+/// perhaps taken with `-S M`).
+fn memory_unit_warning(b: &SeriesBuilder, memory_metrics: &[usize], file: &str) -> Option<String> {
+    let max = memory_metrics
+        .iter()
+        .flat_map(|&m| b.values(m).iter().flatten())
+        .fold(0.0f64, |a, &v| a.max(v));
+    (max > 0.0 && max < 64.0 * 1_048_576.0).then(|| format!(
+        "{file}: memory columns read as KiB (vmstat's default), but they would total under 64 MiB; if the log was taken with `-S M`, put the command (e.g. `$ vmstat -S M 1`) on the log's first line and import it again"
+    ))
 }
 
 /// A row's time as the log prints it, for messages: the prefix a collector put before the

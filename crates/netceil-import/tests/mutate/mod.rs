@@ -3,12 +3,11 @@
 //! or return an error whose line lies within the input. A panic fails. Kept in one place so
 //! every reader is held to the same rule.
 //!
-//! Cases per test: `PROPTEST_CASES` (proptest's own variable), 256 by default. Executions are
-//! counted per test so a long campaign can report them.
+//! Cases per test: `PROPTEST_CASES` (proptest's own variable), 256 by default. Besides the
+//! random cases, [`sweep`] applies a fixed set of mutations to every fixture of a corpus, so
+//! each run covers the same cases and its outcome can be asserted.
 
 #![allow(dead_code)]
-
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use netceil_import::{import, Format, ImportError, ImportOptions, Imported};
 use proptest::prelude::*;
@@ -116,33 +115,126 @@ pub const FORMATS: [Format; 8] = [
 ];
 
 /// Imports a mutated text with `format` and with every other reader here, checking that each
-/// either succeeds or names a line within the input.
-pub fn check(format: Format, text: &str, counter: &AtomicUsize) -> Result<(), TestCaseError> {
+/// either succeeds or fails with an error that names the file, a line within the input and
+/// what was expected. Returns what `format`'s own reader did.
+pub fn check(format: Format, text: &str) -> Result<Result<Imported, ImportError>, TestCaseError> {
     let opts = ImportOptions {
         file: "fuzz.txt".into(),
         ..ImportOptions::default()
     };
     let lines = text.split('\n').count().max(1);
     let _ = netceil_import::detect(text);
+    let mut own = None;
     for f in std::iter::once(format).chain(FORMATS.iter().copied().filter(|f| *f != format)) {
-        counter.fetch_add(1, Ordering::Relaxed);
         let result = import(f, text, &opts);
-        if let Ok(i) = &result {
-            implausible_within(i, lines)?;
+        match &result {
+            Ok(i) => implausible_within(i, lines)?,
+            Err(e) => {
+                prop_assert!(
+                    e.line >= 1 && e.line <= lines + 1,
+                    "{}: error line {} outside 1..={} for {e}",
+                    f.name(),
+                    e.line,
+                    lines + 1
+                );
+                prop_assert_eq!(&e.file, "fuzz.txt");
+                prop_assert!(
+                    !e.expected.trim().is_empty(),
+                    "{}: the error says nothing of what was expected: {e}",
+                    f.name()
+                );
+                let said = e.to_string();
+                prop_assert!(
+                    said.starts_with(&format!("fuzz.txt: line {}", e.line))
+                        && said.contains(&format!("expected {}", e.expected)),
+                    "{}: the message does not name the file, the line and what was expected: {said}",
+                    f.name()
+                );
+            }
         }
-        if let Err(e) = result {
-            prop_assert!(
-                e.line >= 1 && e.line <= lines + 1,
-                "{}: error line {} outside 1..={} for {e}",
-                f.name(),
-                e.line,
-                lines + 1
+        own.get_or_insert(result);
+    }
+    Ok(own.expect("the own format is read first"))
+}
+
+/// The fixed mutations of [`sweep`]: each kind at eleven positions (0, 0.1, … 1.0 of the
+/// text). The text cut to nothing is among them.
+pub fn fixed_mutations() -> Vec<Mutation> {
+    let mut out = Vec::new();
+    for i in 0..=10 {
+        let p = f64::from(i) / 10.0;
+        out.push(Mutation::Truncate(p));
+        out.push(Mutation::Flip(p, 0x20));
+        out.push(Mutation::SwapLines(p, 1.0 - p));
+        out.push(Mutation::DeleteLine(p));
+        out.push(Mutation::DuplicateLine(p));
+        out.push(Mutation::Insert(p, b"\n9:{".to_vec()));
+    }
+    out
+}
+
+/// What a fixture's own reader did with the texts [`fixed_mutations`] made of it that differ
+/// from it and are not empty.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Changed texts it imported.
+    pub accepted: usize,
+    /// Changed texts it refused, each with the mutation and the error.
+    pub rejected: Vec<(Mutation, ImportError)>,
+}
+
+/// Applies every [`fixed_mutations`] to the fixture `text` (named `name`) and [`check`]s each
+/// result with every reader, so a panic or an error that does not name the file, a line of
+/// the input and what was expected fails, naming the mutation. Asserts what the mutations
+/// imply whatever the reader: the fixture as it is imports with `format` exactly when
+/// `imports`; a mutation that leaves the text as it was gets the same answer; a text cut to
+/// nothing is refused at line 1; and, for a fixture that imports, the changed texts are
+/// neither all imported (the damage would never reach the reader's checks) nor all refused
+/// (the reader would never get past them).
+pub fn sweep(format: Format, name: &str, text: &str, imports: bool) -> Tally {
+    let run = |t: &str, what: &dyn std::fmt::Debug| {
+        check(format, t).unwrap_or_else(|e| panic!("{name} after {what:?}: {e}"))
+    };
+    let as_is = run(text, &"no mutation").map(drop);
+    assert_eq!(
+        as_is.is_ok(),
+        imports,
+        "{name} as it is, read as {}: {as_is:?}",
+        format.name()
+    );
+    let mut tally = Tally::default();
+    for m in fixed_mutations() {
+        let changed = apply(text, std::slice::from_ref(&m));
+        let got = run(&changed, &m);
+        if changed == text {
+            assert_eq!(
+                got.map(drop),
+                as_is,
+                "{name} after {m:?}, which changed nothing"
             );
-            prop_assert_eq!(&e.file, "fuzz.txt");
-            prop_assert!(!e.to_string().is_empty());
+        } else if changed.is_empty() {
+            match got {
+                Ok(_) => panic!("{name} cut to nothing by {m:?} imports"),
+                Err(e) => assert_eq!(e.line, 1, "{name} cut to nothing by {m:?}: {e}"),
+            }
+        } else {
+            match got {
+                Ok(_) => tally.accepted += 1,
+                Err(e) => tally.rejected.push((m, e)),
+            }
         }
     }
-    Ok(())
+    if imports {
+        assert!(
+            tally.accepted > 0 && !tally.rejected.is_empty(),
+            "{name}: of {} changed texts, {} imported and {} were refused: the fixed \
+             mutations should reach both",
+            tally.accepted + tally.rejected.len(),
+            tally.accepted,
+            tally.rejected.len()
+        );
+    }
+    tally
 }
 
 /// A fixture from tests/fixtures.
@@ -158,14 +250,6 @@ pub fn seed(name: &str) -> String {
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
-
-/// Reports the executions of a fuzz test on stderr (shown with `--nocapture`).
-pub fn report(name: &str, counter: &AtomicUsize) {
-    eprintln!(
-        "{name}: {} reader executions",
-        counter.load(Ordering::Relaxed)
-    );
 }
 
 /// Import options naming `file`, everything else default.

@@ -152,62 +152,15 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
     let mut ev = EventLoop::new(plan.socks.len() + 1)?;
     let flows_n = plan.socks.len();
     let interval_ns = plan.rate_tps.map(|r| flows_n as f64 * 1e9 / r);
-    let mut flows = Vec::with_capacity(flows_n);
-    for (i, sock) in plan.socks.into_iter().enumerate() {
-        let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLET;
-        match &sock {
-            Sock::Tcp(s) => ev.add(s, i as u64, flags)?,
-            Sock::Udp(s) => ev.add(s, i as u64, flags)?,
-        }
-        flows.push(Flow {
-            id: i as u16,
-            sock,
-            outstanding: VecDeque::new(),
-            next_seq: 0,
-            next_slot: 0,
-            // Flow phases interleave so the total is evenly spaced at 1/rate.
-            first_slot_ns: plan.start_ns + plan.rate_tps.map_or(0, |r| (i as f64 * 1e9 / r) as u64),
-            tx_unwritten: 0,
-            rx_partial: 0,
-            writable: true,
-            cap_blocked: false,
-            retry_at_ns: None,
-            dead: false,
-        });
-    }
-    let mut c = Client {
-        size: plan.size,
-        max_outstanding: plan.max_outstanding.max(1),
-        run_id: plan.run_id,
+    let mut flows = register_flows(&ev, plan.socks, plan.start_ns, plan.rate_tps)?;
+    let mut c = Client::new(
+        plan.size,
+        plan.max_outstanding,
+        plan.run_id,
         interval_ns,
-        deadline_ns: plan.deadline_ns,
-        issuing: true,
-        loss_timeout_ns: MIN_LOSS_TIMEOUT_NS,
-        req: vec![0x3Cu8; plan.size.min(256 * 1024)],
-        rx: vec![0u8; plan.size.max(64 * 1024)],
-        live: plan.live,
-        out: Outcome {
-            latency: histogram()?,
-            service: histogram()?,
-            send_lateness: histogram()?,
-            issued: 0,
-            completed: 0,
-            lost: 0,
-            in_flight: 0,
-            duplicates: 0,
-            late_responses: 0,
-            foreign: 0,
-            send_errors: 0,
-            late_sends: 0,
-            cap_waits: 0,
-            issue_end_ns: 0,
-            last_completion_ns: 0,
-            loss_timeout_ns: MIN_LOSS_TIMEOUT_NS,
-            cpu_ns: 0,
-            error: None,
-            dead_flows: 0,
-        },
-    };
+        plan.deadline_ns,
+        plan.live,
+    )?;
     let udp = flows.iter().any(|f| matches!(f.sock, Sock::Udp(_)));
     let mut schedule: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     if let Some(iv) = interval_ns {
@@ -296,50 +249,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         }
     }
 
-    // Drain: no new requests; wait for the answers still owed.
-    c.issuing = false;
-    let drain_len = |stopped: bool| {
-        if stopped {
-            DRAIN_AFTER_STOP_NS
-        } else if udp {
-            c.loss_timeout_ns
-        } else {
-            TCP_DRAIN_NS
-        }
-    };
-    let mut stopped = plan.stop.load(Ordering::Relaxed);
-    let mut drain_deadline = now_ns() + drain_len(stopped);
-    loop {
-        let now = now_ns();
-        if udp {
-            for f in &mut flows {
-                c.expire(f, now);
-            }
-        }
-        let owed = flows
-            .iter()
-            .filter(|f| !f.dead)
-            .any(|f| !f.outstanding.is_empty());
-        if !owed || now >= drain_deadline {
-            break;
-        }
-        if !stopped && plan.stop.load(Ordering::Relaxed) {
-            stopped = true;
-            drain_deadline = drain_deadline.min(now + DRAIN_AFTER_STOP_NS);
-        }
-        let wake_at = if udp {
-            drain_deadline.min(now + TIMEOUT_SCAN_NS)
-        } else {
-            drain_deadline
-        };
-        events.clear();
-        events.extend(ev.wait(Some(wake_at), now)?);
-        for &(token, flags) in &events {
-            if let Some(f) = flows.get_mut(token as usize) {
-                c.on_event(f, flags);
-            }
-        }
-    }
+    c.drain(&mut ev, &mut flows, &mut events, &plan.stop, udp)?;
     c.out.in_flight = flows
         .iter()
         .map(|f| f.outstanding.iter().filter(|p| !p.answered).count() as u64)
@@ -348,6 +258,141 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
     c.out.loss_timeout_ns = c.loss_timeout_ns;
     c.out.cpu_ns = thread_cpu_ns() - cpu_start;
     Ok(c.out)
+}
+
+/// The flows, each registered with the event loop (token: its index); paced flows' phases
+/// interleave so the total is evenly spaced at 1/rate.
+fn register_flows(
+    ev: &EventLoop,
+    socks: Vec<Sock>,
+    start_ns: u64,
+    rate_tps: Option<f64>,
+) -> Result<Vec<Flow>, LoadError> {
+    let mut flows = Vec::with_capacity(socks.len());
+    for (i, sock) in socks.into_iter().enumerate() {
+        let flags = EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT | EpollFlags::EPOLLET;
+        match &sock {
+            Sock::Tcp(s) => ev.add(s, i as u64, flags)?,
+            Sock::Udp(s) => ev.add(s, i as u64, flags)?,
+        }
+        flows.push(Flow {
+            id: i as u16,
+            sock,
+            outstanding: VecDeque::new(),
+            next_seq: 0,
+            next_slot: 0,
+            // Flow phases interleave so the total is evenly spaced at 1/rate.
+            first_slot_ns: start_ns + rate_tps.map_or(0, |r| (i as f64 * 1e9 / r) as u64),
+            tx_unwritten: 0,
+            rx_partial: 0,
+            writable: true,
+            cap_blocked: false,
+            retry_at_ns: None,
+            dead: false,
+        });
+    }
+    Ok(flows)
+}
+
+impl Client {
+    fn new(
+        size: usize,
+        max_outstanding: usize,
+        run_id: u16,
+        interval_ns: Option<f64>,
+        deadline_ns: u64,
+        live: Arc<Live>,
+    ) -> Result<Client, LoadError> {
+        Ok(Client {
+            size,
+            max_outstanding: max_outstanding.max(1),
+            run_id,
+            interval_ns,
+            deadline_ns,
+            issuing: true,
+            loss_timeout_ns: MIN_LOSS_TIMEOUT_NS,
+            req: vec![0x3Cu8; size.min(256 * 1024)],
+            rx: vec![0u8; size.max(64 * 1024)],
+            live,
+            out: Outcome {
+                latency: histogram()?,
+                service: histogram()?,
+                send_lateness: histogram()?,
+                issued: 0,
+                completed: 0,
+                lost: 0,
+                in_flight: 0,
+                duplicates: 0,
+                late_responses: 0,
+                foreign: 0,
+                send_errors: 0,
+                late_sends: 0,
+                cap_waits: 0,
+                issue_end_ns: 0,
+                last_completion_ns: 0,
+                loss_timeout_ns: MIN_LOSS_TIMEOUT_NS,
+                cpu_ns: 0,
+                error: None,
+                dead_flows: 0,
+            },
+        })
+    }
+
+    /// After the sending phase: no new requests; waits for the answers still owed, until
+    /// none is or the drain time has passed (shorter once a stop is asked).
+    fn drain(
+        &mut self,
+        ev: &mut EventLoop,
+        flows: &mut [Flow],
+        events: &mut Vec<(u64, EpollFlags)>,
+        stop: &AtomicBool,
+        udp: bool,
+    ) -> Result<(), LoadError> {
+        self.issuing = false;
+        let drain_len = |stopped: bool| {
+            if stopped {
+                DRAIN_AFTER_STOP_NS
+            } else if udp {
+                self.loss_timeout_ns
+            } else {
+                TCP_DRAIN_NS
+            }
+        };
+        let mut stopped = stop.load(Ordering::Relaxed);
+        let mut drain_deadline = now_ns() + drain_len(stopped);
+        loop {
+            let now = now_ns();
+            if udp {
+                for f in flows.iter_mut() {
+                    self.expire(f, now);
+                }
+            }
+            let owed = flows
+                .iter()
+                .filter(|f| !f.dead)
+                .any(|f| !f.outstanding.is_empty());
+            if !owed || now >= drain_deadline {
+                break;
+            }
+            if !stopped && stop.load(Ordering::Relaxed) {
+                stopped = true;
+                drain_deadline = drain_deadline.min(now + DRAIN_AFTER_STOP_NS);
+            }
+            let wake_at = if udp {
+                drain_deadline.min(now + TIMEOUT_SCAN_NS)
+            } else {
+                drain_deadline
+            };
+            events.clear();
+            events.extend(ev.wait(Some(wake_at), now)?);
+            for &(token, flags) in events.iter() {
+                if let Some(f) = flows.get_mut(token as usize) {
+                    self.on_event(f, flags);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Flow {

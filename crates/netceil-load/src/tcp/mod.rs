@@ -458,37 +458,14 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
     }
     flow_outcomes.sort_by_key(|f| f.flow);
 
-    let mut flows = Vec::with_capacity(flow_outcomes.len());
-    let (mut tx_bytes, mut rx_bytes) = (0u64, 0u64);
-    let (mut acked_fallback, mut unknown) = (Vec::new(), Vec::new());
-    let mut errors = Vec::new();
-    for f in &flow_outcomes {
-        tx_bytes += f.tx_bytes;
-        let bytes = match f.rx_reported {
-            Some(b) => b,
-            None => match f.info.as_ref().and_then(sender::acked_payload) {
-                Some(b) => {
-                    acked_fallback.push(f.flow);
-                    b
-                }
-                None => {
-                    unknown.push(f.flow);
-                    0
-                }
-            },
-        };
-        if let Some(e) = &f.error {
-            errors.push((f.flow, e.clone()));
-        }
-        rx_bytes += bytes;
-        flows.push(FlowResult {
-            flow: f.flow,
-            bytes,
-            bits_per_s: bytes as f64 * 8.0 / rx_window_s,
-            retransmits: f.info.map(|i| u64::from(i.total_retrans)),
-            rtt_us: f.info.map(|i| f64::from(i.rtt_us)),
-        });
-    }
+    let FlowTotals {
+        flows,
+        tx_bytes,
+        rx_bytes,
+        acked_fallback,
+        unknown,
+        errors,
+    } = flow_totals(&flow_outcomes, rx_window_s);
 
     let requested_bps = cfg.rate_per_flow_bps.map(|r| r * f64::from(cfg.flows));
     let tx_bits_per_s = tx_bytes as f64 * 8.0 / send_window_s;
@@ -505,35 +482,7 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
         };
     let app_paced = plan.kind == TcpPacing::Application && !lateness.is_empty();
 
-    if let (Some(rate), Some(total)) = (cfg.rate_per_flow_bps, requested_bps) {
-        notes.push(format!(
-            "requested {rate:.0} bit/s per flow × {} flows = {total:.0} bit/s; senders wrote \
-             {tx_bits_per_s:.0} bit/s ({:.2} % of it)",
-            cfg.flows,
-            tx_bits_per_s / total * 100.0
-        ));
-    }
-    match plan.kind {
-        TcpPacing::Application => notes.push(format!(
-            "pacing: application, {} B writes on an absolute schedule per flow (every {:.1} ms){}",
-            plan.chunk,
-            plan.chunk as f64 * 8.0 / cfg.rate_per_flow_bps.unwrap_or(1.0) * 1e3,
-            if cfg.pacing == TcpPacingChoice::Auto {
-                "; chosen over SO_MAX_PACING_RATE, which on loopback let each flow start with an \
-                 unpaced burst of 200–300 KB (1 Mbit/s flows measured 20–90 % fast), while this \
-                 holds the average"
-            } else {
-                ", as asked"
-            }
-        )),
-        TcpPacing::Kernel => notes.push(format!(
-            "pacing: kernel, SO_MAX_PACING_RATE {:.0} bytes/s per socket (TCP internal pacing \
-             unless the qdisc is fq), TCP_NOTSENT_LOWAT {} B",
-            cfg.rate_per_flow_bps.unwrap_or_default() / 8.0,
-            plan.chunk
-        )),
-        TcpPacing::None => {}
-    }
+    rate_and_pacing_notes(cfg, plan, requested_bps, tx_bits_per_s, &mut notes);
     if short && backpressure > 0 && plan.kind == TcpPacing::Application {
         notes.push(format!(
             "paced flows fell short while their sockets were full {backpressure} times: the \
@@ -566,27 +515,7 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
          kernel's TCP counters, which the caller adds"
             .into(),
     );
-    if !acked_fallback.is_empty() {
-        notes.push(format!(
-            "{} flows (first: {}) sent no receiver count in time; their bytes are \
-             tcpi_bytes_acked, i.e. what reached the receiver's kernel",
-            acked_fallback.len(),
-            acked_fallback[0]
-        ));
-    }
-    if !unknown.is_empty() {
-        notes.push(format!(
-            "{} flows (first: {}) have no receiver count and no TCP_INFO: counted as 0 bytes",
-            unknown.len(),
-            unknown[0]
-        ));
-    }
-    if let Some((flow, e)) = errors.first() {
-        notes.push(format!(
-            "{} flows had errors; flow {flow}: {e}",
-            errors.len()
-        ));
-    }
+    flow_count_notes(&acked_fallback, &unknown, &errors, &mut notes);
     if let Some(s) = &server_report {
         notes.push(format!(
             "in-process receiver: {} threads' CPU {:.3} s ({:.1} % of one core)",
@@ -633,6 +562,133 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
         tcp_pacing: Some(plan.kind),
         notes,
         ..Results::default()
+    }
+}
+
+/// The flows' results and what they add up to.
+struct FlowTotals {
+    flows: Vec<FlowResult>,
+    tx_bytes: u64,
+    rx_bytes: u64,
+    /// Flows whose received bytes are TCP_INFO's acked bytes (no receiver count came).
+    acked_fallback: Vec<u32>,
+    /// Flows with neither: counted as 0 bytes.
+    unknown: Vec<u32>,
+    /// Each flow's error.
+    errors: Vec<(u32, String)>,
+}
+
+/// Each flow's result: its received bytes are the receiver's count, else what TCP_INFO says
+/// was acked, else 0; rates are over the receive window.
+fn flow_totals(flow_outcomes: &[sender::FlowOutcome], rx_window_s: f64) -> FlowTotals {
+    let mut flows = Vec::with_capacity(flow_outcomes.len());
+    let (mut tx_bytes, mut rx_bytes) = (0u64, 0u64);
+    let (mut acked_fallback, mut unknown) = (Vec::new(), Vec::new());
+    let mut errors = Vec::new();
+    for f in flow_outcomes {
+        tx_bytes += f.tx_bytes;
+        let bytes = match f.rx_reported {
+            Some(b) => b,
+            None => match f.info.as_ref().and_then(sender::acked_payload) {
+                Some(b) => {
+                    acked_fallback.push(f.flow);
+                    b
+                }
+                None => {
+                    unknown.push(f.flow);
+                    0
+                }
+            },
+        };
+        if let Some(e) = &f.error {
+            errors.push((f.flow, e.clone()));
+        }
+        rx_bytes += bytes;
+        flows.push(FlowResult {
+            flow: f.flow,
+            bytes,
+            bits_per_s: bytes as f64 * 8.0 / rx_window_s,
+            retransmits: f.info.map(|i| u64::from(i.total_retrans)),
+            rtt_us: f.info.map(|i| f64::from(i.rtt_us)),
+        });
+    }
+
+    FlowTotals {
+        flows,
+        tx_bytes,
+        rx_bytes,
+        acked_fallback,
+        unknown,
+        errors,
+    }
+}
+
+/// What was requested and what the senders wrote, and how the flows were paced.
+fn rate_and_pacing_notes(
+    cfg: &TcpConfig,
+    plan: &PacingPlan,
+    requested_bps: Option<f64>,
+    tx_bits_per_s: f64,
+    notes: &mut Vec<String>,
+) {
+    if let (Some(rate), Some(total)) = (cfg.rate_per_flow_bps, requested_bps) {
+        notes.push(format!(
+            "requested {rate:.0} bit/s per flow × {} flows = {total:.0} bit/s; senders wrote \
+             {tx_bits_per_s:.0} bit/s ({:.2} % of it)",
+            cfg.flows,
+            tx_bits_per_s / total * 100.0
+        ));
+    }
+    match plan.kind {
+        TcpPacing::Application => notes.push(format!(
+            "pacing: application, {} B writes on an absolute schedule per flow (every {:.1} ms){}",
+            plan.chunk,
+            plan.chunk as f64 * 8.0 / cfg.rate_per_flow_bps.unwrap_or(1.0) * 1e3,
+            if cfg.pacing == TcpPacingChoice::Auto {
+                "; chosen over SO_MAX_PACING_RATE, which on loopback let each flow start with an \
+                 unpaced burst of 200–300 KB (1 Mbit/s flows measured 20–90 % fast), while this \
+                 holds the average"
+            } else {
+                ", as asked"
+            }
+        )),
+        TcpPacing::Kernel => notes.push(format!(
+            "pacing: kernel, SO_MAX_PACING_RATE {:.0} bytes/s per socket (TCP internal pacing \
+             unless the qdisc is fq), TCP_NOTSENT_LOWAT {} B",
+            cfg.rate_per_flow_bps.unwrap_or_default() / 8.0,
+            plan.chunk
+        )),
+        TcpPacing::None => {}
+    }
+}
+
+/// The flows whose received bytes are not the receiver's count, and the flows' errors.
+fn flow_count_notes(
+    acked_fallback: &[u32],
+    unknown: &[u32],
+    errors: &[(u32, String)],
+    notes: &mut Vec<String>,
+) {
+    if !acked_fallback.is_empty() {
+        notes.push(format!(
+            "{} flows (first: {}) sent no receiver count in time; their bytes are \
+             tcpi_bytes_acked, i.e. what reached the receiver's kernel",
+            acked_fallback.len(),
+            acked_fallback[0]
+        ));
+    }
+    if !unknown.is_empty() {
+        notes.push(format!(
+            "{} flows (first: {}) have no receiver count and no TCP_INFO: counted as 0 bytes",
+            unknown.len(),
+            unknown[0]
+        ));
+    }
+    if let Some((flow, e)) = errors.first() {
+        notes.push(format!(
+            "{} flows had errors; flow {flow}: {e}",
+            errors.len()
+        ));
     }
 }
 

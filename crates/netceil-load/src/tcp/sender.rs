@@ -124,35 +124,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         WriteMode::Greedy { write_size } => write_size,
         WriteMode::Scheduled { chunk, .. } => chunk,
     };
-    let mut flows = Vec::with_capacity(plan.flows.len());
-    for (index, (id, stream)) in plan.flows.into_iter().enumerate() {
-        ev.add(
-            &stream,
-            index as u64,
-            EpollFlags::EPOLLOUT | EpollFlags::EPOLLIN | EpollFlags::EPOLLET,
-        )?;
-        let first_due_ns = match plan.mode {
-            WriteMode::Scheduled { interval_ns, .. } => {
-                // Flow phases spread over one interval, so the flows do not write in lockstep.
-                plan.start_ns
-                    + (f64::from(id) * interval_ns / f64::from(plan.total_flows.max(1))) as u64
-            }
-            WriteMode::Greedy { .. } => plan.start_ns,
-        };
-        flows.push(Flow {
-            id,
-            stream,
-            writable: true,
-            sent: 0,
-            owed: 0,
-            next_chunk: 0,
-            first_due_ns,
-            report: [0; REPORT_LEN],
-            report_got: 0,
-            report_done: false,
-            error: None,
-        });
-    }
+    let mut flows = register_flows(&ev, plan.flows, plan.mode, plan.start_ns, plan.total_flows)?;
     let mut out = Outcome {
         flows: Vec::new(),
         cpu_ns: 0,
@@ -270,9 +242,65 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
     };
     out.send_end_ns = send_end;
 
-    // Half-close every flow and collect the receivers' counts.
+    out.last_report_ns = collect_reports(&mut ev, &mut flows, &mut events, &plan.stop, send_end)?;
+    out.flows = flows.into_iter().map(Flow::outcome).collect();
+    out.cpu_ns = thread_cpu_ns() - cpu_start;
+    Ok(out)
+}
+
+/// The flows, each registered with the event loop (token: its index) and given the time of
+/// its first write: phases spread over one interval when scheduled, so the flows do not
+/// write in lockstep.
+fn register_flows(
+    ev: &EventLoop,
+    streams: Vec<(u32, TcpStream)>,
+    mode: WriteMode,
+    start_ns: u64,
+    total_flows: u32,
+) -> Result<Vec<Flow>, LoadError> {
+    let mut flows = Vec::with_capacity(streams.len());
+    for (index, (id, stream)) in streams.into_iter().enumerate() {
+        ev.add(
+            &stream,
+            index as u64,
+            EpollFlags::EPOLLOUT | EpollFlags::EPOLLIN | EpollFlags::EPOLLET,
+        )?;
+        let first_due_ns = match mode {
+            WriteMode::Scheduled { interval_ns, .. } => {
+                // Flow phases spread over one interval, so the flows do not write in lockstep.
+                start_ns + (f64::from(id) * interval_ns / f64::from(total_flows.max(1))) as u64
+            }
+            WriteMode::Greedy { .. } => start_ns,
+        };
+        flows.push(Flow {
+            id,
+            stream,
+            writable: true,
+            sent: 0,
+            owed: 0,
+            next_chunk: 0,
+            first_due_ns,
+            report: [0; REPORT_LEN],
+            report_got: 0,
+            report_done: false,
+            error: None,
+        });
+    }
+    Ok(flows)
+}
+
+/// Half-closes every flow and collects the receivers' counts, until each has come or the
+/// drain time has passed (shorter once a stop is asked). Returns when the last count came
+/// (`send_end` if none did).
+fn collect_reports(
+    ev: &mut EventLoop,
+    flows: &mut [Flow],
+    events: &mut Vec<(u64, EpollFlags)>,
+    stop: &AtomicBool,
+    send_end: u64,
+) -> Result<u64, LoadError> {
     let mut waiting = 0usize;
-    for f in &mut flows {
+    for f in flows.iter_mut() {
         if f.error.is_none() {
             match f.stream.shutdown(Shutdown::Write) {
                 Ok(()) => waiting += 1,
@@ -287,24 +315,24 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
             DRAIN_NS
         }
     };
-    let mut stopped = plan.stop.load(Ordering::Relaxed);
+    let mut stopped = stop.load(Ordering::Relaxed);
     let drain_start = now_ns();
     let mut drain_deadline = drain_start + drain_len(stopped);
-    out.last_report_ns = send_end;
+    let mut last_report_ns = send_end;
     // Counts may already be there (edge-triggered: read once before waiting for edges).
-    for f in &mut flows {
+    for f in flows.iter_mut() {
         if f.error.is_none() {
             if let Some(done) = read_report(f) {
                 waiting -= 1;
                 if done {
-                    out.last_report_ns = out.last_report_ns.max(now_ns());
+                    last_report_ns = last_report_ns.max(now_ns());
                 }
             }
         }
     }
     while waiting > 0 {
         let now = now_ns();
-        if !stopped && plan.stop.load(Ordering::Relaxed) {
+        if !stopped && stop.load(Ordering::Relaxed) {
             stopped = true;
             drain_deadline = drain_deadline.min(now + DRAIN_AFTER_STOP_NS);
         }
@@ -313,7 +341,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         }
         events.clear();
         events.extend(ev.wait(Some(drain_deadline), now)?);
-        for &(token, _flags) in &events {
+        for &(token, _flags) in events.iter() {
             let Some(f) = flows.get_mut(token as usize) else {
                 continue;
             };
@@ -323,30 +351,30 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
             if let Some(done) = read_report(f) {
                 waiting -= 1;
                 if done {
-                    out.last_report_ns = out.last_report_ns.max(now_ns());
+                    last_report_ns = last_report_ns.max(now_ns());
                 }
             }
         }
     }
+    Ok(last_report_ns)
+}
 
-    out.flows = flows
-        .into_iter()
-        .map(|f| {
-            let info = tcp_info(f.stream.as_fd()).ok();
-            let error = f.error.or_else(|| {
-                (!f.report_done).then(|| "no byte count from the receiver in time".to_string())
-            });
-            FlowOutcome {
-                flow: f.id,
-                tx_bytes: f.sent,
-                rx_reported: f.report_done.then(|| u64::from_le_bytes(f.report)),
-                info,
-                error,
-            }
-        })
-        .collect();
-    out.cpu_ns = thread_cpu_ns() - cpu_start;
-    Ok(out)
+impl Flow {
+    /// What the flow did: its TCP_INFO is read now.
+    fn outcome(self) -> FlowOutcome {
+        let f = self;
+        let info = tcp_info(f.stream.as_fd()).ok();
+        let error = f.error.or_else(|| {
+            (!f.report_done).then(|| "no byte count from the receiver in time".to_string())
+        });
+        FlowOutcome {
+            flow: f.id,
+            tx_bytes: f.sent,
+            rx_reported: f.report_done.then(|| u64::from_le_bytes(f.report)),
+            info,
+            error,
+        }
+    }
 }
 
 /// One write of up to `buf.len()` bytes.

@@ -276,33 +276,7 @@ pub fn run_udp(
     let ipv6 = cfg.uses_ipv6();
     let mut notes = Vec::new();
 
-    // The in-process receiver, unless a remote one was named.
-    let local_rx = match cfg.target {
-        Some(_) => None,
-        None => {
-            let listen: SocketAddr = if ipv6 {
-                "[::1]:0".parse().expect("static address")
-            } else {
-                "127.0.0.1:0".parse().expect("static address")
-            };
-            let (socket, grant) =
-                sockets::bind_receiver(listen, cfg.rcvbuf, cfg.rcvbuf_force, RX_TIMEOUT)?;
-            notes.push(grant.note.clone());
-            notes.push(match strategy_for_rcvbuf(grant.granted) {
-                RxStrategy::Coalesce { pause_ns } => format!(
-                    "receiver reads in batches of up to {} with recvmmsg, pausing {} µs after a partial batch (fewer wake-ups for the sender's softirq)",
-                    mmsg::BATCH,
-                    pause_ns / 1000
-                ),
-                _ => format!(
-                    "receiver reads in batches of up to {} with recvmmsg, blocking (receive buffer under {} KiB: no pauses)",
-                    mmsg::BATCH,
-                    receiver::COALESCE_MIN_RCVBUF / 1024
-                ),
-            });
-            Some((socket, grant))
-        }
-    };
+    let local_rx = local_receiver(cfg, ipv6, &mut notes)?;
     let target = match (&local_rx, cfg.target) {
         (Some((s, _)), _) => s
             .local_addr()
@@ -311,27 +285,7 @@ pub fn run_udp(
         (None, None) => unreachable!("either a target or a local receiver"),
     };
 
-    let mut flows = Vec::with_capacity(cfg.flows as usize);
-    for f in 0..cfg.flows {
-        let socket = sockets::connect_sender(target, cfg.sndbuf).map_err(|e| match e {
-            LoadError::Socket { source, .. } if source.raw_os_error() == Some(libc::EMFILE) => {
-                invalid(format!(
-                    "--flows {}: cannot open socket {} ({source}); raise the open-file limit (ulimit -n) or use fewer flows",
-                    cfg.flows,
-                    f + 1
-                ))
-            }
-            e => e,
-        })?;
-        if f == 0 {
-            check_path_mtu(&socket, cfg.payload_bytes, ipv6, target)?;
-        }
-        flows.push(FlowSocket {
-            flow: f as u16,
-            socket,
-            sent: 0,
-        });
-    }
+    let flows = open_flows(cfg, target, ipv6)?;
 
     let requested_pps = cfg.requested_pps();
     let plans = plan_threads(cfg, flows, requested_pps);
@@ -426,6 +380,71 @@ pub fn run_udp(
         local_rx.map(|(_, g)| g.granted),
         notes,
     ))
+}
+
+/// The in-process receiver, bound on loopback, unless a remote one was named; `notes` say
+/// the receive buffer granted and how the receiver reads.
+fn local_receiver(
+    cfg: &UdpConfig,
+    ipv6: bool,
+    notes: &mut Vec<String>,
+) -> Result<Option<(UdpSocket, sockets::RcvbufGrant)>, LoadError> {
+    Ok(match cfg.target {
+        Some(_) => None,
+        None => {
+            let listen: SocketAddr = if ipv6 {
+                "[::1]:0".parse().expect("static address")
+            } else {
+                "127.0.0.1:0".parse().expect("static address")
+            };
+            let (socket, grant) =
+                sockets::bind_receiver(listen, cfg.rcvbuf, cfg.rcvbuf_force, RX_TIMEOUT)?;
+            notes.push(grant.note.clone());
+            notes.push(match strategy_for_rcvbuf(grant.granted) {
+                RxStrategy::Coalesce { pause_ns } => format!(
+                    "receiver reads in batches of up to {} with recvmmsg, pausing {} µs after a partial batch (fewer wake-ups for the sender's softirq)",
+                    mmsg::BATCH,
+                    pause_ns / 1000
+                ),
+                _ => format!(
+                    "receiver reads in batches of up to {} with recvmmsg, blocking (receive buffer under {} KiB: no pauses)",
+                    mmsg::BATCH,
+                    receiver::COALESCE_MIN_RCVBUF / 1024
+                ),
+            });
+            Some((socket, grant))
+        }
+    })
+}
+
+/// One connected socket per flow; the first checks that a datagram crosses the path MTU.
+fn open_flows(
+    cfg: &UdpConfig,
+    target: SocketAddr,
+    ipv6: bool,
+) -> Result<Vec<FlowSocket>, LoadError> {
+    let mut flows = Vec::with_capacity(cfg.flows as usize);
+    for f in 0..cfg.flows {
+        let socket = sockets::connect_sender(target, cfg.sndbuf).map_err(|e| match e {
+            LoadError::Socket { source, .. } if source.raw_os_error() == Some(libc::EMFILE) => {
+                invalid(format!(
+                    "--flows {}: cannot open socket {} ({source}); raise the open-file limit (ulimit -n) or use fewer flows",
+                    cfg.flows,
+                    f + 1
+                ))
+            }
+            e => e,
+        })?;
+        if f == 0 {
+            check_path_mtu(&socket, cfg.payload_bytes, ipv6, target)?;
+        }
+        flows.push(FlowSocket {
+            flow: f as u16,
+            socket,
+            sent: 0,
+        });
+    }
+    Ok(flows)
 }
 
 /// Ends every thread already started when the run cannot go on (the caller's `stop` flag is
@@ -680,107 +699,21 @@ fn build_outcome(
     };
     results.rcvbuf_bytes = rcvbuf_granted.map(|g| g as u64);
 
-    let mut foreign_packets = 0;
-    let receiver_reported = match rx {
-        ReceiverSide::Local(t) => {
-            let mut rx_packets = 0u64;
-            let mut rx_bytes = 0u64;
-            let mut in_flight = 0u64;
-            let mut beyond_window = 0u64;
-            for f in &t.flows {
-                let c = f.tracker.counts();
-                let sent = sent_per_flow[usize::from(f.flow)];
-                rx_packets += c.unique - f.in_flight;
-                rx_bytes += f.bytes;
-                in_flight += f.in_flight;
-                results.lost_packets += f.tracker.lost(Some(sent));
-                results.reordered_packets += c.reordered;
-                results.duplicate_packets += c.duplicates;
-                beyond_window += c.beyond_window;
-            }
-            results.rx_app_packets = rx_packets;
-            results.rx_app_bytes = rx_bytes;
-            results.in_flight_packets = in_flight;
-            results.kernel.socket_drops = t.socket_drops;
-            foreign_packets = t.foreign + t.truncated;
-            if foreign_packets > 0 {
-                notes.push(format!(
-                    "the receiver also read {} datagrams that were not this run's ({} truncated); they are not counted as received",
-                    foreign_packets, t.truncated
-                ));
-            }
-            if beyond_window > 0 {
-                notes.push(format!(
-                    "{beyond_window} datagrams arrived more than {} sequence numbers late: counted as received and reordered without a duplicate check",
-                    seq::WINDOW
-                ));
-            }
-            if t.drain_cut_short {
-                notes.push(format!(
-                    "datagrams were still arriving 1 s after the senders finished; the {in_flight} read after that are reported as in flight"
-                ));
-            } else {
-                notes.push(
-                    "in flight is measured: the receiver read until its socket stayed empty for 30 ms after the senders finished"
-                        .into(),
-                );
-            }
-            if t.errors > 0 {
-                notes.push(format!(
-                    "receiver errors: {} (last: {})",
-                    t.errors,
-                    t.last_error.as_deref().unwrap_or("?")
-                ));
-            }
-            true
-        }
+    let (receiver_reported, foreign_packets) = match rx {
+        ReceiverSide::Local(t) => (
+            true,
+            local_receiver_figures(&mut results, &t, &sent_per_flow, &mut notes),
+        ),
         ReceiverSide::Remote(r) => {
-            results.rx_app_packets = r.received;
-            results.rx_app_bytes = r.received * payload as u64;
-            results.lost_packets = r.lost;
-            results.reordered_packets = r.reordered;
-            results.duplicate_packets = r.duplicates;
-            results.kernel.socket_drops = Some(r.socket_drops);
-            match &r.kernel {
-                Some(k) => {
-                    results.kernel.iface = k.iface.clone();
-                    results.kernel.iface_rx_packets = k.iface_rx_packets;
-                    results.kernel.backlog_drops = k.backlog_drops;
-                    results.kernel.udp_rcvbuf_errors = k.udp_rcvbuf_errors;
-                    results.kernel.udp_in_errors = k.udp_in_errors;
-                    results.rx_kernel_packets = k.iface_rx_packets;
-                    notes.push(format!(
-                        "the receiving machine's kernel counters come from its FinReport, from the run's first datagram to its Fin: interface {} received {} packets (all its traffic, not only this run's); softnet backlog drops {}, Udp RcvbufErrors {}, InErrors {} (its network namespace)",
-                        k.iface.as_deref().unwrap_or("?"),
-                        opt_count(k.iface_rx_packets),
-                        opt_count(k.backlog_drops),
-                        opt_count(k.udp_rcvbuf_errors),
-                        opt_count(k.udp_in_errors),
-                    ));
-                }
-                None => notes.push(
-                    "the receiver sent no kernel counters (a netceil recv that predates them, or one that could not read /proc): its interface, backlog and UDP error counters are not checked"
-                        .into(),
-                ),
-            }
-            notes.push(format!(
-                "receiver figures come from the remote receiver's FinReport ({} of {} flows answered); rx bytes = received × payload; in flight is 0 because each flow's Fin is read after its data",
-                r.flows_answered, r.flows_total
-            ));
-            if r.flows_answered < r.flows_total {
-                notes.push(format!(
-                    "{} flows got no FinReport: their datagrams count as unexplained",
-                    r.flows_total - r.flows_answered
-                ));
-            }
-            true
+            remote_receiver_figures(&mut results, &r, payload, &mut notes);
+            (true, 0)
         }
         ReceiverSide::Unknown => {
             notes.push(format!(
                 "the receiver never answered the Fin within {} s: received, lost and unexplained are unknown (left at 0)",
                 FIN_WAIT.as_secs_f64()
             ));
-            false
+            (false, 0)
         }
     };
     results.rx_app_pps = per_s(results.rx_app_packets as f64);
@@ -793,6 +726,135 @@ fn build_outcome(
     }
 
     results.generator = generator_stats(cfg, reports, duration_s, requested_pps);
+    generator_notes(cfg, reports, &mut results, tx_packets, &mut notes);
+    results.notes = notes;
+    UdpOutcome {
+        results,
+        receiver_port,
+        rcvbuf_granted,
+        receiver_reported,
+        foreign_packets,
+        sent_per_flow,
+    }
+}
+
+/// The receiver's figures from the in-process receiver's totals (each flow's received, lost,
+/// reordered and duplicate datagrams against what was sent on it). Returns how many
+/// datagrams it read that were not this run's.
+fn local_receiver_figures(
+    results: &mut Results,
+    t: &RxTotals,
+    sent_per_flow: &[u64],
+    notes: &mut Vec<String>,
+) -> u64 {
+    let mut rx_packets = 0u64;
+    let mut rx_bytes = 0u64;
+    let mut in_flight = 0u64;
+    let mut beyond_window = 0u64;
+    for f in &t.flows {
+        let c = f.tracker.counts();
+        let sent = sent_per_flow[usize::from(f.flow)];
+        rx_packets += c.unique - f.in_flight;
+        rx_bytes += f.bytes;
+        in_flight += f.in_flight;
+        results.lost_packets += f.tracker.lost(Some(sent));
+        results.reordered_packets += c.reordered;
+        results.duplicate_packets += c.duplicates;
+        beyond_window += c.beyond_window;
+    }
+    results.rx_app_packets = rx_packets;
+    results.rx_app_bytes = rx_bytes;
+    results.in_flight_packets = in_flight;
+    results.kernel.socket_drops = t.socket_drops;
+    let foreign_packets = t.foreign + t.truncated;
+    if foreign_packets > 0 {
+        notes.push(format!(
+            "the receiver also read {} datagrams that were not this run's ({} truncated); they are not counted as received",
+            foreign_packets, t.truncated
+        ));
+    }
+    if beyond_window > 0 {
+        notes.push(format!(
+            "{beyond_window} datagrams arrived more than {} sequence numbers late: counted as received and reordered without a duplicate check",
+            seq::WINDOW
+        ));
+    }
+    if t.drain_cut_short {
+        notes.push(format!(
+            "datagrams were still arriving 1 s after the senders finished; the {in_flight} read after that are reported as in flight"
+        ));
+    } else {
+        notes.push(
+            "in flight is measured: the receiver read until its socket stayed empty for 30 ms after the senders finished"
+                .into(),
+        );
+    }
+    if t.errors > 0 {
+        notes.push(format!(
+            "receiver errors: {} (last: {})",
+            t.errors,
+            t.last_error.as_deref().unwrap_or("?")
+        ));
+    }
+    foreign_packets
+}
+
+/// The receiver's figures from a remote receiver's FinReports, with its kernel counters.
+fn remote_receiver_figures(
+    results: &mut Results,
+    r: &RemoteTotals,
+    payload: usize,
+    notes: &mut Vec<String>,
+) {
+    results.rx_app_packets = r.received;
+    results.rx_app_bytes = r.received * payload as u64;
+    results.lost_packets = r.lost;
+    results.reordered_packets = r.reordered;
+    results.duplicate_packets = r.duplicates;
+    results.kernel.socket_drops = Some(r.socket_drops);
+    match &r.kernel {
+        Some(k) => {
+            results.kernel.iface = k.iface.clone();
+            results.kernel.iface_rx_packets = k.iface_rx_packets;
+            results.kernel.backlog_drops = k.backlog_drops;
+            results.kernel.udp_rcvbuf_errors = k.udp_rcvbuf_errors;
+            results.kernel.udp_in_errors = k.udp_in_errors;
+            results.rx_kernel_packets = k.iface_rx_packets;
+            notes.push(format!(
+                "the receiving machine's kernel counters come from its FinReport, from the run's first datagram to its Fin: interface {} received {} packets (all its traffic, not only this run's); softnet backlog drops {}, Udp RcvbufErrors {}, InErrors {} (its network namespace)",
+                k.iface.as_deref().unwrap_or("?"),
+                opt_count(k.iface_rx_packets),
+                opt_count(k.backlog_drops),
+                opt_count(k.udp_rcvbuf_errors),
+                opt_count(k.udp_in_errors),
+            ));
+        }
+        None => notes.push(
+            "the receiver sent no kernel counters (a netceil recv that predates them, or one that could not read /proc): its interface, backlog and UDP error counters are not checked"
+                .into(),
+        ),
+    }
+    notes.push(format!(
+        "receiver figures come from the remote receiver's FinReport ({} of {} flows answered); rx bytes = received × payload; in flight is 0 because each flow's Fin is read after its data",
+        r.flows_answered, r.flows_total
+    ));
+    if r.flows_answered < r.flows_total {
+        notes.push(format!(
+            "{} flows got no FinReport: their datagrams count as unexplained",
+            r.flows_total - r.flows_answered
+        ));
+    }
+}
+
+/// What the generator did: its busy-wait, whether it kept up with the request, why it
+/// stopped and its failed sends.
+fn generator_notes(
+    cfg: &UdpConfig,
+    reports: &[SenderReport],
+    results: &mut Results,
+    tx_packets: u64,
+    notes: &mut Vec<String>,
+) {
     if results.generator.pacing == Some(PacingMode::Spin) {
         let wall: u64 = reports.iter().map(|r| r.spin_wall_ns).sum();
         notes.push(format!(
@@ -804,7 +866,7 @@ fn build_outcome(
         ));
     }
     let achieved = results.tx_pps;
-    match requested_pps {
+    match results.requested_pps {
         Some(req) => {
             results.generator_limited = achieved < 0.99 * req;
             notes.push(if results.generator_limited {
@@ -837,15 +899,6 @@ fn build_outcome(
             "{} send calls failed (counted, not fatal); last error: {e}",
             results.generator.send_errors
         ));
-    }
-    results.notes = notes;
-    UdpOutcome {
-        results,
-        receiver_port,
-        rcvbuf_granted,
-        receiver_reported,
-        foreign_packets,
-        sent_per_flow,
     }
 }
 
