@@ -867,6 +867,46 @@ fn run_test(
     ctx.running.fetch_sub(1, Ordering::SeqCst);
 }
 
+/// Stops the test's data socket and says what the application side counted there.
+fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<FarApp> {
+    Ok(match data {
+        Data::Udp(r) => {
+            let rep = r.stop().context("stopping the UDP receiver")?;
+            ctx.totals
+                .test_strays
+                .fetch_add(rep.stray_packets, Ordering::Relaxed);
+            ctx.totals
+                .test_stray_bytes
+                .fetch_add(rep.stray_bytes, Ordering::Relaxed);
+            FarApp {
+                udp_packets: rep.rx_packets,
+                udp_bytes: rep.rx_bytes,
+                udp_lost: rep.lost,
+                udp_reordered: rep.reordered,
+                udp_duplicates: rep.duplicates,
+                udp_socket_drops: rep.socket_drops,
+                udp_requests_echoed: rep.requests_echoed,
+                stray_packets: rep.stray_packets,
+                ..FarApp::default()
+            }
+        }
+        Data::Tcp(t) => {
+            let rep = t.stop().context("stopping the TCP server")?;
+            ctx.totals
+                .tests_refused_connections
+                .fetch_add(rep.refused_connections, Ordering::Relaxed);
+            FarApp {
+                tcp_connections: rep.connections,
+                tcp_refused: rep.refused_connections,
+                tcp_stream_bytes: rep.stream_bytes,
+                tcp_echoed_bytes: rep.echoed_bytes,
+                cpu_s: Some(rep.cpu_s),
+                ..FarApp::default()
+            }
+        }
+    })
+}
+
 fn test_body(
     stream: &mut std::net::TcpStream,
     spec: &TestSpec,
@@ -949,42 +989,7 @@ fn test_body(
         .set_write_timeout(Some(WRITE_TIMEOUT))
         .context("SO_SNDTIMEO")?;
     let ended_by = watch_test(stream, spec, &data, ctx, started);
-    let app = match data {
-        Data::Udp(r) => {
-            let rep = r.stop().context("stopping the UDP receiver")?;
-            ctx.totals
-                .test_strays
-                .fetch_add(rep.stray_packets, Ordering::Relaxed);
-            ctx.totals
-                .test_stray_bytes
-                .fetch_add(rep.stray_bytes, Ordering::Relaxed);
-            FarApp {
-                udp_packets: rep.rx_packets,
-                udp_bytes: rep.rx_bytes,
-                udp_lost: rep.lost,
-                udp_reordered: rep.reordered,
-                udp_duplicates: rep.duplicates,
-                udp_socket_drops: rep.socket_drops,
-                udp_requests_echoed: rep.requests_echoed,
-                stray_packets: rep.stray_packets,
-                ..FarApp::default()
-            }
-        }
-        Data::Tcp(t) => {
-            let rep = t.stop().context("stopping the TCP server")?;
-            ctx.totals
-                .tests_refused_connections
-                .fetch_add(rep.refused_connections, Ordering::Relaxed);
-            FarApp {
-                tcp_connections: rep.connections,
-                tcp_refused: rep.refused_connections,
-                tcp_stream_bytes: rep.stream_bytes,
-                tcp_echoed_bytes: rep.echoed_bytes,
-                cpu_s: Some(rep.cpu_s),
-                ..FarApp::default()
-            }
-        }
-    };
+    let app = stop_data(data, ctx)?;
     let duration_s = started.elapsed().as_secs_f64();
     let counters_after = kernel::Counters::read(&ProcFs::new());
     let cpu = match (cpu_before, kernel::cpu_times(&ProcFs::new())) {

@@ -229,6 +229,41 @@ pub fn run(args: SearchArgs) -> Outcome {
     search(settings, replay, common, &args.metrics, store.as_ref())
 }
 
+/// The knees one frame size's search found, each with the index of the part that stopped it
+/// (its first failing trial), counted from `offset`.
+fn knees_of(
+    frame: usize,
+    outcome: &search::SearchOutcome,
+    offset: usize,
+) -> Vec<(Knee, Option<usize>)> {
+    outcome
+        .results
+        .iter()
+        .map(|r| {
+            let knee = Knee {
+                size_bytes: frame,
+                point: "app".into(),
+                loss_tolerance: r.tolerance,
+                min_interval_us: r.rate_pps.map(|p| 1e6 / p),
+                rate_pps: r.rate_pps,
+                bits_per_s: r.rate_pps.map(|p| p * frame as f64 * 8.0),
+                loss_ratio: r.loss_spread.map(|s| s.1),
+                trials: outcome.trials.len(),
+                generator_limited: r.generator_limited,
+                verified: r.verified,
+                upper_pps: r.upper_pps,
+                // Filled in once the trials are analyzed.
+                stopped_by: None,
+                note: r
+                    .incomplete
+                    .clone()
+                    .or_else(|| outcome.stopped_early.clone()),
+            };
+            (knee, r.first_failing_trial.map(|i| offset + i))
+        })
+        .collect()
+}
+
 /// Searches as `settings` say, replaying what `replay` holds first.
 pub fn search(
     mut settings: SearchParams,
@@ -326,27 +361,9 @@ pub fn search(
                 )
             }
         };
-        for r in &outcome.results {
-            stopped_at.push(r.first_failing_trial.map(|i| offset + i));
-            knees.push(Knee {
-                size_bytes: frame,
-                point: "app".into(),
-                loss_tolerance: r.tolerance,
-                min_interval_us: r.rate_pps.map(|p| 1e6 / p),
-                rate_pps: r.rate_pps,
-                bits_per_s: r.rate_pps.map(|p| p * frame as f64 * 8.0),
-                loss_ratio: r.loss_spread.map(|s| s.1),
-                trials: outcome.trials.len(),
-                generator_limited: r.generator_limited,
-                verified: r.verified,
-                upper_pps: r.upper_pps,
-                // Filled in once the trials are analyzed.
-                stopped_by: None,
-                note: r
-                    .incomplete
-                    .clone()
-                    .or_else(|| outcome.stopped_early.clone()),
-            });
+        for (knee, at) in knees_of(frame, &outcome, offset) {
+            stopped_at.push(at);
+            knees.push(knee);
         }
         if c.stopping() {
             interrupted = true;
