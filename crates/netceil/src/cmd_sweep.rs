@@ -255,10 +255,10 @@ impl SizeCells<'_> {
             let cell = cell_of(&r, interval, count);
             c.session.step(&format!(
                 "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}{}",
-                format!("{:.2} us", interval / 1e3),
+                fmt::value(interval / 1e3, Unit::Microseconds),
                 cell.app_ratio * 100.0,
                 cell.kernel_ratio * 100.0,
-                format!("{:.2} us", cell.achieved_gap_ns / 1e3),
+                fmt::value(cell.achieved_gap_ns / 1e3, Unit::Microseconds),
                 if cell.gap_short {
                     "  (generator could not hold the interval)"
                 } else {
@@ -462,7 +462,7 @@ fn knee_table(run: &Run, count: u64) -> String {
     );
     for k in &run.knees {
         let cycle_us = match (k.rate_pps, k.min_interval_us) {
-            (Some(p), Some(_)) if p > 0.0 => format!("{:.0} us", count as f64 / p * 1e6),
+            (Some(p), Some(_)) if p > 0.0 => fmt::value(count as f64 / p * 1e6, Unit::Microseconds),
             _ => "-".into(),
         };
         let data = format!("{:.0} KiB", count as f64 * k.size_bytes as f64 / 1024.0);
@@ -471,7 +471,7 @@ fn knee_table(run: &Run, count: u64) -> String {
             k.size_bytes,
             k.point,
             k.min_interval_us
-                .map_or_else(|| "none".into(), |v| format!("{v:.2} us")),
+                .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::Microseconds)),
             cycle_us,
             data,
             k.bits_per_s
