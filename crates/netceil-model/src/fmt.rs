@@ -6,7 +6,8 @@
 //!   whole (`42 pps`, `0`, `3`), since it is exact.
 //! - **Decimal SI prefixes** (k, M, G, T, P, E = 10^3 … 10^18), as the README states for bit
 //!   rates, and for bytes too (`1 kB` = 1000 B, `18.0 MB/s` = 144 Mbit/s). The prefix is
-//!   chosen after rounding, so 999 950 reads `1.00 M`, never `1000 k`.
+//!   chosen after rounding, so 999 950 reads `1.00 M`, never `1000 k`. Rounding is done once,
+//!   on the value itself (not on a quotient), and an exact tie goes to the even digit.
 //! - **Durations** take the small prefixes instead: `50.0 ms`, `9.49 µs`, `412 ns`; from one
 //!   second up they stay in seconds (`14.1 s`, `3600 s`).
 //! - **Percentages and ratios** take no prefix: `69.2 %`, `0.00409 %`, `1500 %`, `0.820`.
@@ -389,8 +390,11 @@ mod tests {
 
     #[test]
     fn numbers_counts_changes_and_factors() {
-        let cases: [(String, &str); 22] = [
+        let cases: [(String, &str); 24] = [
             (number(26_754.0), "26.8 k"),
+            // Exact ties go to the even digit.
+            (number(1_025_000_000.0), "1.02 G"),
+            (number(1475.0), "1.48 k"),
             (number(3.5e9), "3.50 G"),
             (number(0.82), "0.820"),
             (number(-0.0), "0"),
