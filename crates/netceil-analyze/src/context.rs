@@ -7,9 +7,9 @@ use netceil_model::{names as n, Evidence, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::Ctx;
-use crate::fmt;
 use crate::ledger::{pct, Entry};
 use crate::rules::tcp_flows;
+use netceil_model::fmt;
 
 /// Threads below this share of a core are not worth sizing.
 const THREAD_MIN_PCT: f64 = 5.0;
@@ -38,7 +38,10 @@ fn cores(ctx: &Ctx, out: &mut Vec<Entry>) {
                 cpus: Vec::new(),
                 far: false,
             };
-            let text = format!("the CPUs {} busy on average", fmt::pct(busy));
+            let text = format!(
+                "the CPUs {} busy on average",
+                fmt::value(busy, Unit::Percent)
+            );
             let cpus = f64::from(ctx.cpus().unwrap_or(1));
             let e = Entry::context(r, cause::CPU_BOUND, text.clone())
                 .sized(pct(100.0 * cpus, "all CPUs"), pct(busy * cpus, "busy"));
@@ -51,7 +54,7 @@ fn cores(ctx: &Ctx, out: &mut Vec<Entry>) {
             cpus: vec![c.cpu],
             far: false,
         };
-        let text = format!("CPU {} {} busy", c.cpu, fmt::pct(c.busy));
+        let text = format!("CPU {} {} busy", c.cpu, fmt::value(c.busy, Unit::Percent));
         let e = Entry::context(r, cause::HOT_CPU, text.clone())
             .sized(pct(100.0, format!("CPU {}", c.cpu)), pct(c.busy, "busy"));
         out.push(with_evidence(
@@ -81,12 +84,12 @@ fn threads(ctx: &Ctx, out: &mut Vec<Entry>) {
         let starved = ctx
             .cpu
             .starved(t)
-            .map(|busy| format!(", on a core {} busy", fmt::pct(busy)));
+            .map(|busy| format!(", on a core {} busy", fmt::value(busy, Unit::Percent)));
         let text = format!(
             "thread {} ({}) at {} of a core{}",
             t.comm,
             t.tid,
-            fmt::pct(t.cpu_pct),
+            fmt::value(t.cpu_pct, Unit::Percent),
             starved.unwrap_or_default()
         );
         let e = Entry::context(r, cause::THREAD_SATURATED, text.clone())
@@ -111,7 +114,11 @@ fn far_cores(ctx: &Ctx, out: &mut Vec<Entry>) {
             cpus: vec![c.cpu],
             far: true,
         };
-        let text = format!("far end CPU {} {} busy", c.cpu, fmt::pct(c.busy_pct));
+        let text = format!(
+            "far end CPU {} {} busy",
+            c.cpu,
+            fmt::value(c.busy_pct, Unit::Percent)
+        );
         let e = Entry::context(r, cause::RECEIVER_SATURATED, text.clone()).sized(
             pct(100.0, format!("far end CPU {}", c.cpu)),
             pct(c.busy_pct, "busy"),
@@ -156,7 +163,7 @@ fn tcp_limits(ctx: &Ctx, out: &mut Vec<Entry>) {
         };
         let text = format!(
             "TCP flows held by the {limit} {} of their busy time",
-            fmt::pct(v)
+            fmt::value(v, Unit::Percent)
         );
         let mut e = Entry::context(r, cause, text.clone()).sized(
             Quantity::new(100.0, Unit::Percent, "of busy time"),

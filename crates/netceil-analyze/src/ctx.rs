@@ -8,11 +8,11 @@ use std::ops::Range;
 
 use netceil_model::{names as n, Advice, Cause, Evidence, Finding, Metric, Run, RunSource, Series};
 
-use crate::fmt;
 use crate::phases::{phases, row_window, Phases};
 use crate::resources::CpuAccount;
 use crate::stats::{self, mean, present, ramp};
 use crate::Options;
+use netceil_model::{fmt, Unit};
 
 /// Whether the run carried network traffic: the network rules speak only about network load.
 #[derive(Debug, Clone, PartialEq)]
@@ -714,8 +714,8 @@ impl<'a> Ctx<'a> {
             if let Some(r) = &self.run.results {
                 return NetActivity::Seen(format!(
                     "the workload sent {} packets ({} bytes)",
-                    fmt::si(r.tx_packets as f64),
-                    fmt::si(r.tx_bytes as f64)
+                    fmt::number(r.tx_packets as f64),
+                    fmt::number(r.tx_bytes as f64)
                 ));
             }
         }
@@ -726,7 +726,10 @@ impl<'a> Ctx<'a> {
             .throughput_bits_per_s
             .filter(|t| *t > 0.0)
         {
-            return NetActivity::Seen(format!("{} as annotated", fmt::bits(t)));
+            return NetActivity::Seen(format!(
+                "{} as annotated",
+                fmt::value(t, Unit::BitsPerSecond)
+            ));
         }
         let s = self.series();
         let whole = |m: &Metric| {
@@ -747,7 +750,7 @@ impl<'a> Ctx<'a> {
             .filter_map(|w| s.total(w))
             .find(|m| whole(m) > 0.0)
         {
-            return NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::si(whole(m))));
+            return NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::number(whole(m))));
         }
         let peak = |names: &[&str]| {
             s.metrics
@@ -764,20 +767,26 @@ impl<'a> Ctx<'a> {
             n::TCP_IN_SEGS_PER_S,
         ]);
         match (bits, pkts) {
-            (Some((m, v)), _) if v >= 1e6 => {
-                NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::bits(v)))
-            }
-            (_, Some((m, v))) if v >= 1e3 => {
-                NetActivity::Seen(format!("{} peaked at {}", m.id, fmt::per_s(v)))
-            }
+            (Some((m, v)), _) if v >= 1e6 => NetActivity::Seen(format!(
+                "{} peaked at {}",
+                m.id,
+                fmt::value(v, Unit::BitsPerSecond)
+            )),
+            (_, Some((m, v))) if v >= 1e3 => NetActivity::Seen(format!(
+                "{} peaked at {}",
+                m.id,
+                fmt::value(v, Unit::PerSecond)
+            )),
             (Some((m, v)), _) => NetActivity::Absent(format!(
                 "the busiest interface counter, {}, peaked at {}",
                 m.id,
-                fmt::bits(v)
+                fmt::value(v, Unit::BitsPerSecond)
             )),
-            (None, Some((m, v))) => {
-                NetActivity::Absent(format!("{} peaked at {}", m.id, fmt::per_s(v)))
-            }
+            (None, Some((m, v))) => NetActivity::Absent(format!(
+                "{} peaked at {}",
+                m.id,
+                fmt::value(v, Unit::PerSecond)
+            )),
             (None, None) => NetActivity::Unknown,
         }
     }

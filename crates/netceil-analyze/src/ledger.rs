@@ -24,7 +24,7 @@
 
 use netceil_model::{Cause, EntryState, Finding, Gain, LedgerEntry, Quantity, Resource, Unit};
 
-use crate::fmt;
+use netceil_model::fmt;
 
 /// A claim must be at least this sure of itself to explain another entry.
 pub const EXPLAIN_MIN: f64 = 0.4;
@@ -302,7 +302,11 @@ pub fn resource_id(r: &Resource) -> String {
 pub fn share_words(e: &Entry) -> Option<String> {
     let share = e.share?;
     let cap = e.capacity.as_ref()?;
-    Some(format!("{} of {}", fmt::pct(share * 100.0), cap.how))
+    Some(format!(
+        "{} of {}",
+        fmt::value(share * 100.0, Unit::Percent),
+        cap.how
+    ))
 }
 
 /// The ranking's answer: entries in order, each with its state, and the sentence that says
@@ -598,7 +602,7 @@ fn state_of(
                     EntryState::NearLimit,
                     format!(
                         "close to its limit (a resource is taken as full from {})",
-                        fmt::pct(SATURATED_SHARE * 100.0)
+                        fmt::value(SATURATED_SHARE * 100.0, Unit::Percent)
                     ),
                 )
             } else {

@@ -43,7 +43,6 @@
 mod context;
 mod ctx;
 mod economy;
-mod fmt;
 pub mod ledger;
 mod not_checked;
 pub mod phases;

@@ -24,8 +24,8 @@ use std::ops::Range;
 
 use netceil_model::{names as n, Metric, MetricId, Series, Unit};
 
-use crate::fmt;
 use crate::stats::{median, present, quantile};
+use netceil_model::fmt;
 
 /// How far from idle to plateau a row must be to count as load.
 pub const LOAD_FRACTION: f64 = 0.8;
@@ -197,7 +197,7 @@ fn split(values: &[Option<f64>], kind: KeyKind, unit: Unit) -> Result<Phases, St
             if plateau < floor || plateau <= 0.0 {
                 return Err(format!(
                     "{} is background traffic at most",
-                    fmt::si(plateau)
+                    fmt::number(plateau)
                 ));
             }
         }
@@ -206,8 +206,8 @@ fn split(values: &[Option<f64>], kind: KeyKind, unit: Unit) -> Result<Phases, St
             if plateau < 2.0 * idle || plateau - idle < min_rise {
                 return Err(format!(
                     "no rise: plateau {} against idle {}",
-                    fmt::si(plateau),
-                    fmt::si(idle)
+                    fmt::number(plateau),
+                    fmt::number(idle)
                 ));
             }
         }
@@ -237,10 +237,10 @@ fn split(values: &[Option<f64>], kind: KeyKind, unit: Unit) -> Result<Phases, St
         load_level,
         rule: format!(
             "load = the longest stretch at ≥ {} ({:.0} % of the way from idle {} to plateau {}), single-row dips allowed",
-            fmt::si(enter),
+            fmt::number(enter),
             LOAD_FRACTION * 100.0,
-            fmt::si(idle),
-            fmt::si(plateau)
+            fmt::number(idle),
+            fmt::number(plateau)
         ),
     })
 }

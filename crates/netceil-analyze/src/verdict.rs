@@ -13,8 +13,8 @@ use netceil_model::{names as n, EntryState, Evidence, Finding};
 
 use crate::cause;
 use crate::ctx::{finding, Ctx, NetActivity};
-use crate::fmt;
 use crate::ledger::{share_words, Class, Ranked, GAIN_TIE};
+use netceil_model::{fmt, Unit};
 
 /// A runner-up this close to the verdict in confidence, at an equal gain, is a close call.
 pub const CLOSE_CALL: f64 = 0.10;
@@ -160,7 +160,7 @@ fn no_load(ctx: &Ctx) -> Option<Finding> {
         NetActivity::Absent(w) => w.clone(),
         _ if quiet_cpu => format!(
             "no network counters, no rise in activity, and the CPU {} busy throughout",
-            fmt::pct(busy.unwrap_or(0.0))
+            fmt::value(busy.unwrap_or(0.0), Unit::Percent)
         ),
         _ => "the run has no load phase and no network counters".into(),
     };
@@ -168,7 +168,12 @@ fn no_load(ctx: &Ctx) -> Option<Finding> {
     let busy = busy.or_else(|| whole_run_busy(ctx));
     let other_work = busy
         .filter(|b| *b >= 20.0)
-        .map(|b| format!("; the CPU was {} busy with other work", fmt::pct(b)))
+        .map(|b| {
+            format!(
+                "; the CPU was {} busy with other work",
+                fmt::value(b, Unit::Percent)
+            )
+        })
         .unwrap_or_default();
     let confidence = if matches!(ctx.net, NetActivity::Absent(_)) {
         0.8
@@ -184,7 +189,7 @@ fn no_load(ctx: &Ctx) -> Option<Finding> {
         f.evidence.push(ctx.ev_total(
             n::CPU_BUSY_PCT,
             Some(b),
-            format!("CPU {} busy on average", fmt::pct(b)),
+            format!("CPU {} busy on average", fmt::value(b, Unit::Percent)),
         ));
     }
     f.next = Some("run a workload (netceil run) or watch during one (netceil watch -- CMD)".into());
@@ -195,19 +200,25 @@ fn no_load(ctx: &Ctx) -> Option<Finding> {
 fn measured(ctx: &Ctx, f: &mut Finding) -> Vec<String> {
     let mut parts = Vec::new();
     if let Some(t) = ctx.throughput() {
-        parts.push(format!("throughput held at {}", fmt::bits(t.bits_per_s)));
+        parts.push(format!(
+            "throughput held at {}",
+            fmt::value(t.bits_per_s, Unit::BitsPerSecond)
+        ));
         f.evidence.push(ctx.ev(
             t.metric.clone(),
             Some(t.bits_per_s),
-            format!("throughput {}", fmt::bits(t.bits_per_s)),
+            format!(
+                "throughput {}",
+                fmt::value(t.bits_per_s, Unit::BitsPerSecond)
+            ),
         ));
     }
     if let Some(b) = ctx.machine_busy().map(|(b, _)| b) {
-        parts.push(format!("the CPU was {} busy", fmt::pct(b)));
+        parts.push(format!("the CPU was {} busy", fmt::value(b, Unit::Percent)));
         f.evidence.push(ctx.ev(
             n::CPU_BUSY_PCT,
             Some(b),
-            format!("CPU {} busy", fmt::pct(b)),
+            format!("CPU {} busy", fmt::value(b, Unit::Percent)),
         ));
     }
     if let Some((c, b)) = ctx
@@ -215,16 +226,19 @@ fn measured(ctx: &Ctx, f: &mut Finding) -> Vec<String> {
         .into_iter()
         .max_by(|a, b| a.1.total_cmp(&b.1))
     {
-        parts.push(format!("the busiest core (CPU {c}) {}", fmt::pct(b)));
+        parts.push(format!(
+            "the busiest core (CPU {c}) {}",
+            fmt::value(b, Unit::Percent)
+        ));
     }
     for (name, words) in [
         (n::CS_PER_S, "context switches"),
         (n::INTR_PER_S, "interrupts"),
     ] {
         if let Some(v) = ctx.total_mean(name) {
-            parts.push(format!("{} {words}/s", fmt::si(v)));
+            parts.push(format!("{} {words}/s", fmt::number(v)));
             f.evidence
-                .push(ctx.ev(name, Some(v), format!("{} {words}/s", fmt::si(v))));
+                .push(ctx.ev(name, Some(v), format!("{} {words}/s", fmt::number(v))));
         }
     }
     if let Some((mean, busiest)) = scheduler_utilization(ctx) {
@@ -263,8 +277,8 @@ fn small_packets(ctx: &Ctx) -> Option<String> {
     (pps >= 100e3 && bytes <= 256.0).then(|| {
         format!(
             "{} of {} packets on average: per-packet cost dominates at that size",
-            fmt::pps(pps),
-            fmt::bytes(bytes)
+            fmt::value(pps, Unit::PacketsPerSecond),
+            fmt::value(bytes, Unit::Bytes)
         )
     })
 }
@@ -366,7 +380,8 @@ fn scheduler_utilization(ctx: &Ctx) -> Option<(String, String)> {
             v
         }
     };
-    let mean_words = mean.and_then(|m| ctx.mean_of(m).map(|v| fmt::pct(pct(m, v))))?;
+    let mean_words =
+        mean.and_then(|m| ctx.mean_of(m).map(|v| fmt::value(pct(m, v), Unit::Percent)))?;
     let busiest_words = busiest
         .map(|(m, v)| {
             let who =
@@ -375,7 +390,7 @@ fn scheduler_utilization(ctx: &Ctx) -> Option<(String, String)> {
                     .map(|(k, v)| format!("{k} {v}"))
                     .collect::<Vec<_>>()
                     .join(", ");
-            format!("busiest {who}: {}", fmt::pct(pct(m, v)))
+            format!("busiest {who}: {}", fmt::value(pct(m, v), Unit::Percent))
         })
         .unwrap_or_else(|| "one figure for all schedulers".into());
     Some((mean_words, busiest_words))

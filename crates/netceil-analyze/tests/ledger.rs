@@ -95,9 +95,9 @@ fn the_verdicts_sentence_carries_the_ledgers_numbers() {
     // 100 % busy, the two threads' shares and their sum, as in the ledger.
     for number in [
         "100 % busy",
-        "34 % of a core",
-        "65 % of a core",
-        "99 % of it",
+        "34.3 % of a core",
+        "65.0 % of a core",
+        "99.3 % of it",
     ] {
         assert!(
             f[0].summary.contains(number) || f[0].evidence.iter().any(|e| e.text.contains(number)),

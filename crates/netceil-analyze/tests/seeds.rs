@@ -71,7 +71,7 @@ fn sk0_is_interrupt_and_context_switch_bound() {
     let idle = evidence(verdict, n::CPU_IDLE_PCT).value.unwrap();
     assert!((60.0..=70.0).contains(&idle), "idle {idle}");
     assert!(verdict.summary.contains("unsteady"), "{verdict}");
-    assert!(verdict.summary.contains("1.9 per interrupt"), "{verdict}");
+    assert!(verdict.summary.contains("1.90 per interrupt"), "{verdict}");
     assert!(verdict
         .advice
         .iter()
@@ -146,10 +146,10 @@ fn lock_profile_names_rtentry_with_its_share_and_bge_next() {
     assert_eq!(f.cause, cause::LOCK_CONTENTION, "{}", shown(&findings));
     for words in [
         "rtentry",
-        "14.06 s",
+        "14.1 s",
         "over 3 call sites",
-        "47 % of the 30.00 s",
-        "5.9 % of the 240 CPU-seconds",
+        "46.9 % of the 30 s",
+        "5.86 % of the 240 CPU-seconds",
         "the next, bge1",
     ] {
         assert!(f.summary.contains(words), "'{words}' missing from: {f}");
@@ -207,7 +207,7 @@ fn erlang_wall_time_snapshots_report_effective_utilization_without_claiming_more
     let f = &findings[0];
     assert_eq!(f.cause, cause::NO_CEILING);
     assert!(
-        f.summary.contains("0.0011 %") && f.summary.contains("scheduler 2: 0.0041 %"),
+        f.summary.contains("0.00106 %") && f.summary.contains("scheduler 2: 0.00409 %"),
         "{f}"
     );
     assert!(f.next.as_deref().unwrap().contains("+sbwt"));
@@ -288,7 +288,7 @@ fn bridge_arithmetic_says_neither_link_nor_packet_rate_binds() {
         "the 40.0 Gbit/s link allows 37.7 Gbit/s",
         "the 3.70 Mpps packet rate allows 42.9 Gbit/s (44.4 Gbit/s counting whole 1500-B IP packets)",
         "the run reached 3.50 Gbit/s",
-        "9.3 % of the lower (link)",
+        "9.29 % of the lower (link)",
         "something else binds first",
     ] {
         assert!(f.summary.contains(words), "'{words}' missing from:\n{f}");

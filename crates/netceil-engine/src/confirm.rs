@@ -10,7 +10,7 @@
 //! restoring.
 
 use netceil_model::params::LoadParams;
-use netceil_model::{Cause, ConfirmOutcome, Confirmation, Rate, Results, Run, Unit};
+use netceil_model::{fmt, Cause, ConfirmOutcome, Confirmation, Rate, Results, Run, Unit};
 use std::time::Duration;
 
 use crate::session::{Session, SessionConfig};
@@ -266,16 +266,6 @@ fn predicted_words(p: Prediction, f: Figure) -> String {
     }
 }
 
-fn show(v: f64, unit: Unit) -> String {
-    match unit {
-        Unit::Percent => format!("{v:.2} %"),
-        Unit::Ratio => format!("{v:.3}"),
-        Unit::PacketsPerSecond => format!("{:.1} kpkt/s", v / 1e3),
-        Unit::BitsPerSecond => format!("{:.2} Gbit/s", v / 1e9),
-        _ => format!("{v:.0}/s"),
-    }
-}
-
 /// Tests the run's verdict by experiment: `None` when the verdict names no ceiling or no
 /// change of netceil's own tests it (the reason is in the returned note).
 pub fn confirm(
@@ -357,7 +347,7 @@ pub fn confirm(
     };
     let list = |v: &[f64]| {
         v.iter()
-            .map(|x| show(*x, unit))
+            .map(|x| fmt::value(*x, unit))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -365,8 +355,8 @@ pub fn confirm(
         "{} moved {} from {} to {} (unchanged: {}; changed: {}; {:.0} s trials): {meaning}",
         words(&change),
         figure.name(),
-        show(ma, unit),
-        show(mb, unit),
+        fmt::value(ma, unit),
+        fmt::value(mb, unit),
         list(&unchanged),
         list(&changed),
         length.as_secs_f64()

@@ -8,6 +8,7 @@
 mod cause;
 pub mod duration;
 mod finding;
+pub mod fmt;
 pub mod input;
 mod ledger;
 pub mod names;

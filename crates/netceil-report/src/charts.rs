@@ -12,7 +12,7 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::fmt;
+use netceil_model::fmt;
 
 /// Width of every chart in SVG pixels; the page scales it down on narrow screens.
 pub const WIDTH: u32 = 960;
@@ -271,8 +271,8 @@ fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
         ctx.configure_mesh()
             .x_desc(chart.x_desc.as_str())
             .y_desc(chart.left.desc.as_str())
-            .x_label_formatter(&|v| fmt::si(*v))
-            .y_label_formatter(&|v| fmt::si(*v))
+            .x_label_formatter(&|v| fmt::number(*v))
+            .y_label_formatter(&|v| fmt::number(*v))
             .axis_desc_style((FONT, 14))
             .label_style((FONT, 12))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
@@ -384,8 +384,8 @@ fn draw_panels(chart: &PanelChart, panels: &[&Panel]) -> ChartResult<String> {
             let mut mesh = ctx.configure_mesh();
             mesh.y_desc(panel.desc.as_str())
                 .y_labels(4)
-                .x_label_formatter(&|v| fmt::si(*v))
-                .y_label_formatter(&|v| fmt::si(*v))
+                .x_label_formatter(&|v| fmt::number(*v))
+                .y_label_formatter(&|v| fmt::number(*v))
                 .axis_desc_style((FONT, 13))
                 .label_style((FONT, 12))
                 .light_line_style(RGBColor(0xee, 0xee, 0xee))
@@ -474,7 +474,7 @@ where
         ctx.configure_mesh()
             .disable_y_mesh()
             .x_desc(value_desc)
-            .x_label_formatter(&|v| fmt::si(*v))
+            .x_label_formatter(&|v| fmt::number(*v))
             .y_label_formatter(&label_of)
             .y_labels(bars.len())
             .axis_desc_style((FONT, 14))
@@ -564,7 +564,7 @@ mod tests {
         assert!(svg.contains("throughput [bit/s]") && svg.contains("time since start [s]"));
         assert!(svg.contains("load_rx_bits_per_s") && svg.contains("iface_rx_bits_per_s"));
         // SI tick labels: a 2e9 maximum gives ticks in G.
-        assert!(svg.contains("1.2 G\n"), "no SI tick label: {svg}");
+        assert!(svg.contains("1.20 G\n"), "no SI tick label: {svg}");
     }
 
     #[test]

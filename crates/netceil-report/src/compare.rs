@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use netceil_model::{names as n, Metric, Run};
 use serde::Serialize;
 
-use crate::fmt;
 use crate::stats::{self, Distribution, WelchTest};
 use crate::summary;
 use crate::view;
+use netceil_model::{fmt, Unit};
 
 /// Share of a metric's maximum above which a row can belong to the load phase.
 pub const LOAD_PHASE_THRESHOLD: f64 = 0.5;
@@ -792,7 +792,7 @@ fn summarize(distributions: &[DistributionRow], differences: &[Difference]) -> V
     for d in differences {
         let Some(t) = &d.test else { continue };
         let rel = (t.mean_a != 0.0)
-            .then(|| fmt::change_pct(t.difference / t.mean_a.abs() * 100.0))
+            .then(|| fmt::change(t.difference / t.mean_a.abs() * 100.0, Unit::Percent))
             .map(|c| format!(" ({c})"))
             .unwrap_or_default();
         if d.significant == Some(true) {
@@ -838,8 +838,20 @@ fn summarize(distributions: &[DistributionRow], differences: &[Difference]) -> V
     out
 }
 
+/// A p-value: `0.031`, `3.1e-4`, `< 1e-6`. Not a unit's figure but a probability, printed
+/// to the precision the t-test's distribution gives, with its floor spelled out.
+pub(crate) fn p_value(p: f64) -> String {
+    if p < 1e-6 {
+        "< 1e-6".into()
+    } else if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
 fn p_phrase(p: f64) -> String {
-    let s = fmt::p_value(p);
+    let s = p_value(p);
     if s.starts_with('<') {
         s
     } else {
@@ -847,20 +859,19 @@ fn p_phrase(p: f64) -> String {
     }
 }
 
-/// A figure's value in its unit symbol: `%` plain, seconds as durations, others with an
-/// SI prefix.
+/// A figure's value by its unit symbol: as [`fmt::value`] writes the [`Unit`] of that
+/// symbol, or with an SI prefix before a symbol no `Unit` has (`pkt`, `CPU-s/Gbit`).
 pub(crate) fn figure_value(v: f64, unit: &str) -> String {
-    match unit {
-        "%" => format!("{} %", fmt::si(v)),
-        "s" => fmt::value(v, netceil_model::Unit::Seconds),
-        _ => fmt::si_with(v, unit),
+    match Unit::from_symbol(unit) {
+        Some(unit) => fmt::value(v, unit),
+        None => fmt::with_symbol(v, unit),
     }
 }
 
 /// A difference between two figures: percentages differ by percentage points.
 pub(crate) fn difference_value(v: f64, unit: &str) -> String {
     if unit == "%" {
-        format!("{} pp", fmt::si(v))
+        format!("{} pp", fmt::plain(v))
     } else {
         figure_value(v, unit)
     }
@@ -914,7 +925,7 @@ fn notes(a: &SideData<'_>, b: &SideData<'_>) -> Vec<String> {
                 out.push(format!(
                     "{name} has no throughput in its series; its {source} ({}) stands for \
                      the whole load phase.",
-                    fmt::si_with(*bytes, "B/s")
+                    fmt::value(*bytes, Unit::BytesPerSecond)
                 ));
             }
         }
@@ -930,8 +941,8 @@ fn notes(a: &SideData<'_>, b: &SideData<'_>) -> Vec<String> {
         out.push(format!(
             "The runs were sampled at different intervals (A {} s, B {} s): per-interval \
              spreads are not directly comparable.",
-            fmt::si(ia),
-            fmt::si(ib)
+            fmt::number(ia),
+            fmt::number(ib)
         ));
     }
     if let (Some(ta), Some(tb)) = (&a.throughput, &b.throughput) {
@@ -943,4 +954,20 @@ fn notes(a: &SideData<'_>, b: &SideData<'_>) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p_values_and_figures() {
+        assert_eq!(p_value(0.031_24), "0.031");
+        assert_eq!(p_value(3.1e-4), "3.1e-4");
+        assert_eq!(p_value(1e-9), "< 1e-6");
+        assert_eq!(figure_value(172_235.3, "pkt/s"), "172 kpps");
+        assert_eq!(figure_value(0.0123, "s"), "12.3 ms");
+        assert_eq!(figure_value(12_300.0, "pkt"), "12.3 kpkt");
+        assert_eq!(difference_value(-2.5, "%"), "-2.50 pp");
+    }
 }

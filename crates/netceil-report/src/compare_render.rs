@@ -8,8 +8,8 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use crate::compare::{
     difference_value, figure_value, Comparison, Difference, DistributionRow, Figure, Side,
 };
-use crate::fmt;
 use crate::markdown::{code, escape};
+use netceil_model::{fmt, Unit};
 
 fn opt_figure(v: Option<f64>, unit: &str) -> String {
     v.map_or_else(|| fmt::MISSING.into(), |v| figure_value(v, unit))
@@ -17,7 +17,7 @@ fn opt_figure(v: Option<f64>, unit: &str) -> String {
 
 fn change(f: &Figure) -> String {
     f.change_pct
-        .map_or_else(|| fmt::MISSING.into(), fmt::change_pct)
+        .map_or_else(|| fmt::MISSING.into(), |v| fmt::change(v, Unit::Percent))
 }
 
 fn side_line(name: &str, s: &Side) -> String {
@@ -44,7 +44,7 @@ fn side_line(name: &str, s: &Side) -> String {
 fn phase_line(name: &str, s: &Side) -> String {
     let p = &s.load_phase;
     let span = match (p.from_s, p.to_s) {
-        (Some(a), Some(b)) => format!(", {}–{} s", fmt::si(a), fmt::si(b)),
+        (Some(a), Some(b)) => format!(", {}–{} s", fmt::number(a), fmt::number(b)),
         _ => String::new(),
     };
     format!(
@@ -118,7 +118,7 @@ pub(crate) fn difference_rows(rows: &[Difference]) -> Vec<[String; 7]> {
                     difference_value(t.ci_low, &d.unit),
                     difference_value(t.ci_high, &d.unit)
                 ),
-                fmt::p_value(t.p_value),
+                crate::compare::p_value(t.p_value),
                 if d.significant == Some(true) {
                     "yes"
                 } else {
@@ -203,7 +203,7 @@ fn knee_rows(c: &Comparison) -> Vec<[String; 6]> {
             (Some(r), _) => format!(
                 "{}{} pps{}{}",
                 if k.generator_limited { "≥ " } else { "" },
-                fmt::si(r),
+                fmt::number(r),
                 k.loss_ratio
                     .map(|l| format!(", worst loss seen {:.4} %", l * 100.0))
                     .unwrap_or_default(),

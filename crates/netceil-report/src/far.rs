@@ -7,9 +7,9 @@
 use netceil_model::{names as n, FarEnd, Metric, Results, Run, Series, Unit};
 
 use crate::charts::{self, Line, Panel, PanelChart};
-use crate::fmt;
 use crate::summary::{self, Row};
 use crate::view;
+use netceil_model::fmt;
 
 /// The far end's report in the results of this run (or part), if one arrived.
 pub fn of(run: &Run) -> Option<&FarEnd> {
@@ -265,14 +265,14 @@ pub fn chart(run: &Run, far: &FarEnd) -> PanelChart {
     let (rate_name, rate_desc, sent, arrived) = if packets {
         (
             "packets: sent here, arrived at the far interface",
-            Unit::PacketsPerSecond.symbol(),
+            Unit::PacketsPerSecond.human_symbol(),
             view::busiest(near, n::LOAD_TX_PPS).or_else(|| view::busiest(near, n::IFACE_TX_PPS)),
             view::busiest(there, n::IFACE_RX_PPS),
         )
     } else {
         (
             "throughput: sent here, arrived at the far interface",
-            Unit::BitsPerSecond.symbol(),
+            Unit::BitsPerSecond.human_symbol(),
             view::busiest(near, n::LOAD_TX_BITS_PER_S)
                 .or_else(|| view::busiest(near, n::IFACE_TX_BITS_PER_S)),
             view::busiest(there, n::IFACE_RX_BITS_PER_S),
@@ -316,7 +316,7 @@ pub fn chart(run: &Run, far: &FarEnd) -> PanelChart {
     let cpu_panel = |what: &str, name: &str| {
         panel(
             cpu_name(what),
-            Unit::Percent.symbol(),
+            Unit::Percent.human_symbol(),
             vec![
                 line(near, cpu_metric(near, name, hot_here), here_label, 0, 0.0),
                 line(

@@ -17,9 +17,9 @@ use crate::charts::{self, Axis, Bar, Line, TimeChart};
 use crate::compare;
 use crate::compare_render;
 use crate::far;
-use crate::fmt;
 use crate::summary::{self, Row};
 use crate::view;
+use netceil_model::fmt;
 
 /// The most per-CPU lines one chart shows; beyond that, the busiest CPUs are kept.
 const MAX_CPU_LINES: usize = 16;
@@ -211,7 +211,7 @@ fn metric_line(series: &Series, metric: &Metric, label: String, index: usize) ->
 }
 
 fn axis_desc(what: &str, unit: Unit) -> String {
-    format!("{what} [{}]", unit.symbol())
+    format!("{what} [{}]", unit.human_symbol())
 }
 
 /// One line per metric, coloured by its position in the whole chart.
@@ -258,7 +258,7 @@ fn rates_chart(run: &Run) -> charts::PanelChart {
     let panels = vec![
         panel(
             "throughput",
-            Unit::BitsPerSecond.symbol(),
+            Unit::BitsPerSecond.human_symbol(),
             busiest(&[
                 n::LOAD_RX_BITS_PER_S,
                 n::LOAD_TX_BITS_PER_S,
@@ -267,7 +267,7 @@ fn rates_chart(run: &Run) -> charts::PanelChart {
         ),
         panel(
             "packets",
-            Unit::PacketsPerSecond.symbol(),
+            Unit::PacketsPerSecond.human_symbol(),
             busiest(&[n::LOAD_TX_PPS, n::LOAD_RX_PPS, n::IFACE_RX_PPS]),
         ),
         panel(
@@ -653,7 +653,7 @@ fn write_locks(page: &mut String, run: &Run, hn: usize) {
                 fmt::count(l.lock.count),
                 fmt::opt_count(l.lock.contended),
                 fmt::value(l.lock.wait_total_s, Unit::Seconds),
-                l.waiters.map_or(fmt::MISSING.into(), fmt::si),
+                l.waiters.map_or(fmt::MISSING.into(), fmt::number),
                 fmt::opt_value(l.cpu_share_pct, Unit::Percent),
                 fmt::opt_value(l.mean_wait_s, Unit::Seconds),
                 fmt::opt_value(l.lock.wait_max_s, Unit::Seconds),
@@ -847,7 +847,7 @@ fn write_knees(page: &mut String, run: &Run, hn: usize) {
                         format!(
                             "{}{}",
                             if k.generator_limited { "≥ " } else { "" },
-                            fmt::si(v)
+                            fmt::number(v)
                         )
                     },
                 ),
@@ -1063,10 +1063,10 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
                         .or_else(|| param(p, "payload_bytes"))
                         .map_or_else(String::new, |v| format!("{v}")),
                     param(p, "rate_pps")
-                        .map(fmt::si)
+                        .map(fmt::number)
                         .or_else(|| param(p, "interval_ns").map(|i| format!("{:.2} µs", i / 1e3)))
                         .unwrap_or_else(|| "unpaced".into()),
-                    r.map_or_else(String::new, |r| fmt::si(r.tx_pps)),
+                    r.map_or_else(String::new, |r| fmt::number(r.tx_pps)),
                     arrived_pct(p)
                         .map_or_else(String::new, |(app, _)| format!("{:.4} %", 100.0 - app)),
                     p.findings
@@ -1165,7 +1165,7 @@ fn write_overview(page: &mut String, runs: &[Run]) {
     let overlays: [(&str, &str, Option<f64>, PickMetric); 5] = [
         (
             "throughput",
-            Unit::BitsPerSecond.symbol(),
+            Unit::BitsPerSecond.human_symbol(),
             None,
             view::throughput_metric,
         ),

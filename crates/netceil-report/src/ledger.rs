@@ -4,7 +4,7 @@
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, ContentArrangement, Table};
 use netceil_model::{EntryState, Ledger, LedgerEntry, Quantity};
 
-use crate::fmt;
+use netceil_model::fmt;
 
 fn state_words(s: EntryState) -> &'static str {
     match s {

@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use netceil_model::{Finding, Run, Unit};
 
 use crate::far;
-use crate::fmt;
 use crate::summary::{self, Row};
+use netceil_model::fmt;
 
 /// Escapes text for markdown: characters that start markup or end a table cell are
 /// backslash-escaped, and newlines become spaces so a cell stays on its line.

@@ -5,8 +5,8 @@ use netceil_model::{
     names as n, time, Evidence, LockStat, Results, Run, RunSource, Unit, WorkloadKind,
 };
 
-use crate::fmt;
 use crate::view;
+use netceil_model::fmt;
 
 /// One labelled figure, already formatted.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,7 +255,7 @@ pub fn results(r: &Results) -> Vec<Row> {
         rows.push(row("lost", loss_text(r)));
     }
     if let Some(tps) = r.transactions_per_s {
-        rows.push(row("transactions", si_rate(tps, "/s")));
+        rows.push(row("transactions", fmt::value(tps, Unit::PerSecond)));
     }
     if let Some(l) = &r.latency_us {
         rows.push(row(
@@ -273,10 +273,6 @@ pub fn results(r: &Results) -> Vec<Row> {
         if r.generator_limited { "yes" } else { "no" },
     ));
     rows
-}
-
-fn si_rate(v: f64, unit: &str) -> String {
-    fmt::si_with(v, unit)
 }
 
 /// Whether the workload counted packets one by one (UDP, request/response). A TCP stream
@@ -420,7 +416,7 @@ pub fn flows(r: &Results) -> Vec<Vec<String>> {
 /// when it covers the whole run.
 pub fn evidence_window(e: &Evidence) -> String {
     e.window_s
-        .map(|(a, b)| format!(", {}–{} s", fmt::si(a), fmt::si(b)))
+        .map(|(a, b)| format!(", {}–{} s", fmt::number(a), fmt::number(b)))
         .unwrap_or_default()
 }
 

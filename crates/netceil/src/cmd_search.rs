@@ -17,7 +17,8 @@ use netceil_model::{
 
 use crate::cli::{CommonRunArgs, MetricsArgs, SearchArgs, SearchWorkload};
 use crate::engine::{self, Progress};
-use crate::{fmt, Failure, Outcome};
+use crate::{Failure, Outcome};
+use netceil_model::{fmt, Unit};
 
 /// What a trial was asked: its frame size, rate (0 = unpaced) and length.
 #[derive(Debug, Clone, Copy)]
@@ -137,8 +138,8 @@ fn trial_line(size: usize, rec: &TrialRecord) -> String {
         rec.index + 1,
         purpose,
         r.duration_s,
-        fmt::pps(r.requested_pps),
-        fmt::pps(r.achieved_pps),
+        fmt::value(r.requested_pps, Unit::PacketsPerSecond),
+        fmt::value(r.achieved_pps, Unit::PacketsPerSecond),
         format!("{:.4} %", r.loss_ratio * 100.0),
         if r.generator_limited() {
             "  (generator short)"
@@ -333,7 +334,7 @@ pub fn search(
                 let m = trials.trial(initial, 0.0)?.tx_pps;
                 trials.c.session.step(&format!(
                     "  {frame:>5} B  the generator sends {} flat out",
-                    fmt::pps(m)
+                    fmt::value(m, Unit::PacketsPerSecond)
                 ));
                 m
             }
@@ -408,7 +409,10 @@ fn rate_of(p: &Run) -> String {
         .as_ref()
         .and_then(|w| w.params_as::<SearchTrialParams>().ok())
         .and_then(|t| t.rate_pps)
-        .map_or_else(|| "unpaced".to_string(), fmt::pps)
+        .map_or_else(
+            || "unpaced".to_string(),
+            |v| fmt::value(v, Unit::PacketsPerSecond),
+        )
 }
 
 /// The knee table: per frame size and tolerance, the rate, its throughput in both units,
@@ -419,7 +423,9 @@ fn knee_table(run: &Run) -> String {
         "frame B  loss ≤     rate          Gbit/s   Gibit/s  loss seen    trials  verified\n",
     );
     for k in &run.knees {
-        let rate = k.rate_pps.map_or_else(|| "none".into(), fmt::pps);
+        let rate = k
+            .rate_pps
+            .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::PacketsPerSecond));
         let gbit = k
             .bits_per_s
             .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9));

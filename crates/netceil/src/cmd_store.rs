@@ -2,13 +2,13 @@
 
 use anyhow::Context;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use netceil_model::{time, RunSource, WorkloadKind};
+use netceil_model::{fmt, time, RunSource, Unit, WorkloadKind};
 use netceil_store::{RunFilter, RunSummary, Store};
 use std::io::Write;
 
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
 use crate::engine::{open_for_reading, resolve};
-use crate::{fmt, summary, Done, Failure, Outcome};
+use crate::{summary, Done, Failure, Outcome};
 
 /// Opens the store to change it (`rm`); here a broken store is an error, not a warning.
 pub fn open() -> Result<Store, Failure> {
@@ -48,9 +48,13 @@ fn when(unix_s: f64) -> String {
 /// The one figure that says most about a run: rx bit/s and pps, else tps.
 fn headline(s: &RunSummary) -> String {
     match (s.rx_app_bits_per_s, s.rx_app_pps, s.transactions_per_s) {
-        (Some(b), Some(p), _) if p > 0.0 => format!("{}  {}", fmt::bits_per_s(b), fmt::pps(p)),
-        (Some(b), _, _) if b > 0.0 => fmt::bits_per_s(b),
-        (_, _, Some(t)) => format!("{} tps", fmt::si(t, "")),
+        (Some(b), Some(p), _) if p > 0.0 => format!(
+            "{}  {}",
+            fmt::value(b, Unit::BitsPerSecond),
+            fmt::value(p, Unit::PacketsPerSecond)
+        ),
+        (Some(b), _, _) if b > 0.0 => fmt::value(b, Unit::BitsPerSecond),
+        (_, _, Some(t)) => format!("{} tps", fmt::number(t)),
         _ => "-".into(),
     }
 }

@@ -18,7 +18,7 @@ use netceil_engine::{new_live_run, Campaign, PartAnalysis, Replay, Trial};
 use netceil_model::params::{
     SweepCycleParams, SweepParams, SweepTcpParams, TcpPacingRequest, TcpParams, UdpParams,
 };
-use netceil_model::{Knee, Results, Run, Workload as WorkloadSpec, WorkloadKind};
+use netceil_model::{fmt, Knee, Results, Run, Unit, Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
 
 use crate::cli::{CommonRunArgs, MetricsArgs, SweepArgs, SweepWorkload};
@@ -255,10 +255,10 @@ impl SizeCells<'_> {
             let cell = cell_of(&r, interval, count);
             c.session.step(&format!(
                 "  {size:>6} B  interval {:>8}  app {:>7.3} %  kernel {:>7.3} %  gap {:>9}{}{}",
-                format!("{:.2} us", interval / 1e3),
+                fmt::value(interval / 1e3, Unit::Microseconds),
                 cell.app_ratio * 100.0,
                 cell.kernel_ratio * 100.0,
-                format!("{:.2} us", cell.achieved_gap_ns / 1e3),
+                fmt::value(cell.achieved_gap_ns / 1e3, Unit::Microseconds),
                 if cell.gap_short {
                     "  (generator could not hold the interval)"
                 } else {
@@ -462,7 +462,7 @@ fn knee_table(run: &Run, count: u64) -> String {
     );
     for k in &run.knees {
         let cycle_us = match (k.rate_pps, k.min_interval_us) {
-            (Some(p), Some(_)) if p > 0.0 => format!("{:.0} us", count as f64 / p * 1e6),
+            (Some(p), Some(_)) if p > 0.0 => fmt::value(count as f64 / p * 1e6, Unit::Microseconds),
             _ => "-".into(),
         };
         let data = format!("{:.0} KiB", count as f64 * k.size_bytes as f64 / 1024.0);
@@ -471,7 +471,7 @@ fn knee_table(run: &Run, count: u64) -> String {
             k.size_bytes,
             k.point,
             k.min_interval_us
-                .map_or_else(|| "none".into(), |v| format!("{v:.2} us")),
+                .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::Microseconds)),
             cycle_us,
             data,
             k.bits_per_s
@@ -662,7 +662,7 @@ pub fn run_tcp(
         c.session.step(&format!(
             "  {:>5} flows  {:>12}",
             cfg.flows,
-            crate::fmt::bits_per_s(bits_per_s)
+            fmt::value(bits_per_s, Unit::BitsPerSecond)
         ));
         measured.push((cfg.flows, bits_per_s));
     }
@@ -687,7 +687,7 @@ pub fn run_tcp(
             "adding flows stopped adding throughput at {} flows: the first step within {:.0} % of the best ({}); the verdict is the analyzer's on that step ({})",
             steps[k].flows,
             (1.0 - FLOWS_KNEE_SHARE) * 100.0,
-            crate::fmt::bits_per_s(steps.iter().map(|s| s.bits_per_s).fold(0.0, f64::max)),
+            fmt::value(steps.iter().map(|s| s.bits_per_s).fold(0.0, f64::max), Unit::BitsPerSecond),
             part.run_id
         ));
     }
@@ -704,10 +704,10 @@ fn flows_table(top: &Run, steps: &[Step], knee: Option<usize>) -> String {
         t.push_str(&format!(
             "{:>5}   {:>12}   {:>8}   {:>9}   {:>9}   {}{}\n",
             s.flows,
-            crate::fmt::bits_per_s(s.bits_per_s),
+            fmt::value(s.bits_per_s, Unit::BitsPerSecond),
             opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
-            opt(s.cs_per_s, &|v| crate::fmt::count(v as u64)),
-            opt(s.intr_per_s, &|v| crate::fmt::count(v as u64)),
+            opt(s.cs_per_s, &|v| fmt::count(v as u64)),
+            opt(s.intr_per_s, &|v| fmt::count(v as u64)),
             top.parts[i]
                 .findings
                 .first()
@@ -915,7 +915,7 @@ fn combo_words(combo: &[(String, String)]) -> String {
 /// A step's headline: throughput, packet rate and loss, or transactions for rr.
 fn headline(r: &Results) -> String {
     if let Some(tps) = r.transactions_per_s {
-        return format!("{} transactions/s", crate::fmt::count(tps as u64));
+        return format!("{} transactions/s", fmt::count(tps as u64));
     }
     let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
     let loss = if sent > 0 {
@@ -928,8 +928,11 @@ fn headline(r: &Results) -> String {
     };
     format!(
         "{}  {}{loss}",
-        crate::fmt::bits_per_s(r.rx_app_bits_per_s.max(r.tx_bits_per_s)),
-        crate::fmt::pps(r.rx_app_pps.max(r.tx_pps))
+        fmt::value(
+            r.rx_app_bits_per_s.max(r.tx_bits_per_s),
+            Unit::BitsPerSecond
+        ),
+        fmt::value(r.rx_app_pps.max(r.tx_pps), Unit::PacketsPerSecond)
     )
 }
 

@@ -19,7 +19,6 @@ mod cmd_sweep;
 mod cmd_watch;
 mod engine;
 pub mod exit;
-mod fmt;
 mod live;
 mod metrics;
 pub mod out;

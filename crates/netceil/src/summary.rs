@@ -1,9 +1,8 @@
 //! The human summary printed at the end of `netceil run`.
 
-use netceil_model::{FarEnd, Results, Run, TcpPacing, WorkloadKind};
+use netceil_model::{fmt, FarEnd, Results, Run, TcpPacing, Unit, WorkloadKind};
+use netceil_report::loss_pct;
 use std::fmt::Write;
-
-use crate::fmt;
 
 /// The whole summary of a run (a suite shows each part, then one table of the ceilings).
 pub fn render(run: &Run) -> String {
@@ -134,7 +133,7 @@ fn far(s: &mut String, f: &FarEnd) {
         there.push(format!(
             "{} TCP connections, {} received",
             fmt::count(a.tcp_connections),
-            fmt::si(a.tcp_stream_bytes as f64, "B")
+            fmt::value(a.tcp_stream_bytes as f64, Unit::Bytes)
         ));
     }
     there.push(format!(
@@ -178,7 +177,7 @@ fn udp(s: &mut String, r: &Results) {
         .map(|f| format!(" ({f} B frame)"))
         .unwrap_or_default();
     let pacing = match r.requested_pps {
-        Some(p) => format!("paced at {}", fmt::pps(p)),
+        Some(p) => format!("paced at {}", fmt::value(p, Unit::PacketsPerSecond)),
         None => "unpaced".into(),
     };
     let _ = writeln!(
@@ -190,15 +189,15 @@ fn udp(s: &mut String, r: &Results) {
         s,
         "  sent        {:>14} pkt  {:>10}  {:>12} payload",
         fmt::count(r.tx_packets),
-        fmt::pps(r.tx_pps),
-        fmt::bits_per_s(r.tx_bits_per_s)
+        fmt::value(r.tx_pps, Unit::PacketsPerSecond),
+        fmt::value(r.tx_bits_per_s, Unit::BitsPerSecond)
     );
     let _ = writeln!(
         s,
         "  received    {:>14} pkt  {:>10}  {:>12} payload (application)",
         fmt::count(r.rx_app_packets),
-        fmt::pps(r.rx_app_pps),
-        fmt::bits_per_s(r.rx_app_bits_per_s)
+        fmt::value(r.rx_app_pps, Unit::PacketsPerSecond),
+        fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond)
     );
     let k = &r.kernel;
     let mut kernel = Vec::new();
@@ -221,7 +220,7 @@ fn udp(s: &mut String, r: &Results) {
         s,
         "  accounting  lost {} ({})  reordered {}  duplicate {}  in flight {}  unexplained {}",
         fmt::count(r.lost_packets),
-        fmt::pct(r.lost_packets as f64, r.tx_packets as f64),
+        fmt::opt_value(loss_pct(r), Unit::Percent),
         fmt::count(r.reordered_packets),
         fmt::count(r.duplicate_packets),
         fmt::count(r.in_flight_packets),
@@ -266,7 +265,7 @@ fn tcp(s: &mut String, r: &Results) {
     let _ = writeln!(
         s,
         "  goodput     {:>12}  ({} received by the application)",
-        fmt::bits_per_s(r.rx_app_bits_per_s),
+        fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
         fmt::count(r.rx_app_bytes)
     );
     let retrans: u64 = r.flows.iter().filter_map(|f| f.retransmits).sum();
@@ -277,8 +276,8 @@ fn tcp(s: &mut String, r: &Results) {
         let _ = writeln!(
             s,
             "  per flow    min {}  max {}  retransmits {}",
-            fmt::bits_per_s(min),
-            fmt::bits_per_s(max),
+            fmt::value(min, Unit::BitsPerSecond),
+            fmt::value(max, Unit::BitsPerSecond),
             fmt::count(retrans)
         );
     }
@@ -307,17 +306,17 @@ fn rr(s: &mut String, r: &Results) {
         r.duration_s
     );
     if let Some(t) = r.transactions_per_s {
-        let _ = writeln!(s, "  rate        {} transactions/s", fmt::si(t, ""));
+        let _ = writeln!(s, "  rate        {} transactions/s", fmt::number(t));
     }
     if let Some(l) = &r.latency_us {
         let _ = writeln!(
             s,
             "  latency     p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples, from intended send time)",
-            fmt::micros(l.p50),
-            fmt::micros(l.p90),
-            fmt::micros(l.p99),
-            fmt::micros(l.p999),
-            fmt::micros(l.max),
+            fmt::value(l.p50, Unit::Microseconds),
+            fmt::value(l.p90, Unit::Microseconds),
+            fmt::value(l.p99, Unit::Microseconds),
+            fmt::value(l.p999, Unit::Microseconds),
+            fmt::value(l.max, Unit::Microseconds),
             fmt::count(l.count)
         );
     }
@@ -347,10 +346,10 @@ fn suite_table(s: &mut String, run: &Run) {
             Some(WorkloadKind::Udp) => {
                 t.add_row(vec![
                     format!("UDP packet rate ({} B frame)", r.frame_bytes.unwrap_or(0)),
-                    fmt::pps(r.rx_app_pps),
+                    fmt::value(r.rx_app_pps, Unit::PacketsPerSecond),
                     format!(
                         "lost {}, unexplained {}",
-                        fmt::pct(r.lost_packets as f64, r.tx_packets as f64),
+                        fmt::opt_value(loss_pct(r), Unit::Percent),
                         r.unexplained_packets
                     ),
                 ]);
@@ -358,7 +357,7 @@ fn suite_table(s: &mut String, run: &Run) {
             Some(WorkloadKind::Tcp) => {
                 t.add_row(vec![
                     "TCP stream".to_string(),
-                    fmt::bits_per_s(r.rx_app_bits_per_s),
+                    fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
                     format!(
                         "{} flow(s), {} retransmits",
                         r.flows.len(),
@@ -370,7 +369,13 @@ fn suite_table(s: &mut String, run: &Run) {
                 let mut lat = r
                     .latency_us
                     .as_ref()
-                    .map(|l| format!("p50 {}  p99 {}", fmt::micros(l.p50), fmt::micros(l.p99)))
+                    .map(|l| {
+                        format!(
+                            "p50 {}  p99 {}",
+                            fmt::value(l.p50, Unit::Microseconds),
+                            fmt::value(l.p99, Unit::Microseconds)
+                        )
+                    })
                     .unwrap_or_default();
                 if let Some(k) = r.closed_loop_in_flight {
                     let sep = if lat.is_empty() { "" } else { ", " };
@@ -378,7 +383,7 @@ fn suite_table(s: &mut String, run: &Run) {
                 }
                 t.add_row(vec![
                     "Request/response".to_string(),
-                    format!("{} tps", fmt::si(r.transactions_per_s.unwrap_or(0.0), "")),
+                    format!("{} tps", fmt::number(r.transactions_per_s.unwrap_or(0.0))),
                     lat,
                 ]);
             }

@@ -8,7 +8,7 @@ use netceil_model::names as n;
 
 use netceil_probe::Row;
 
-use crate::fmt;
+use netceil_model::fmt;
 
 pub use netceil_engine::LoadFigures;
 
@@ -84,7 +84,7 @@ fn sum_ifaces(row: &Row, name: &str, ifaces: &[String]) -> Option<f64> {
 }
 
 fn short(v: f64) -> String {
-    fmt::si(v, "").trim().to_string()
+    fmt::number(v)
 }
 
 /// The hottest CPU by system + softirq + irq time: `cpu1 97`.

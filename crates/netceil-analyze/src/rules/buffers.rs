@@ -15,10 +15,10 @@ use netceil_model::{names as n, Advice, Finding, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry, Explains, Relief};
 use crate::resources::{Role, THREAD_SATURATED_PCT};
 use crate::stats::ramp;
+use netceil_model::fmt;
 
 /// One place where packets can be dropped.
 struct Stage {
@@ -37,7 +37,7 @@ fn socket_advice(rcvbuf: Option<u64>) -> Advice {
         .map(|b| {
             format!(
                 "the socket had {} of receive buffer; ",
-                fmt::bytes(b as f64)
+                fmt::value(b as f64, Unit::Bytes)
             )
         })
         .unwrap_or_default();
@@ -313,16 +313,16 @@ fn reader_limited(ctx: &Ctx) -> Option<String> {
                 return Some(format!(
                     "its reader {} was on a full core ({})",
                     t.comm,
-                    fmt::pct(t.cpu_pct)
+                    fmt::value(t.cpu_pct, Unit::Percent)
                 ));
             }
             ctx.cpu.starved(t).map(|busy| {
                 format!(
                     "its reader {} got {} of a core{} that was {} busy",
                     t.comm,
-                    fmt::pct(t.cpu_pct),
+                    fmt::value(t.cpu_pct, Unit::Percent),
                     t.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default(),
-                    fmt::pct(busy)
+                    fmt::value(busy, Unit::Percent)
                 )
             })
         })
@@ -367,7 +367,7 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
             Some(sh.rows_with_drops),
             format!(
                 "drops in {} of the {} load intervals: {}",
-                fmt::pct(sh.rows_with_drops * 100.0),
+                fmt::value(sh.rows_with_drops * 100.0, Unit::Percent),
                 sh.rows,
                 if sh.steady() {
                     "steady, not bursts"
@@ -413,7 +413,7 @@ fn squeeze_words(ctx: &Ctx, squeeze: f64) -> Finding {
         cause::BUFFER_DROPS,
         format!(
             "The NAPI budget ran out {} with work left (time_squeeze), though nothing was dropped yet.",
-            fmt::per_s(squeeze)
+            fmt::value(squeeze, Unit::PerSecond)
         ),
         0.35 * ctx.data_factor(),
     );
@@ -425,7 +425,10 @@ fn squeeze_evidence(ctx: &Ctx, q: f64, f: &mut Finding) {
     f.evidence.push(ctx.ev(
         n::SOFTNET_TIME_SQUEEZE_PER_S,
         Some(q),
-        format!("NAPI polls ran out of budget {}", fmt::per_s(q)),
+        format!(
+            "NAPI polls ran out of budget {}",
+            fmt::value(q, Unit::PerSecond)
+        ),
     ));
     f.advice.push(advice(
         "sysctl net.core.netdev_budget=600 net.core.netdev_budget_usecs=4000",
@@ -443,18 +446,18 @@ fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>
     };
     let confidence = (0.45 + 0.5 * share.map_or(0.5, |s| ramp(s, 0.001, 0.05))) * data;
     let share_words = share
-        .map(|s| format!(" ({} of the packets)", fmt::pct(s * 100.0)))
+        .map(|s| format!(" ({} of the packets)", fmt::value(s * 100.0, Unit::Percent)))
         .unwrap_or_default();
     let total_words = worst
         .total
-        .map(|t| format!(", {} in all", fmt::si(t)))
+        .map(|t| format!(", {} in all", fmt::number(t)))
         .unwrap_or_default();
     let mut f = finding(
         cause::BUFFER_DROPS,
         format!(
             "Packets were dropped at {}: {}{total_words}{share_words}; that queue overflowed before the packets were read.",
             worst.name,
-            fmt::per_s(worst.per_s)
+            fmt::value(worst.per_s, Unit::PerSecond)
         ),
         confidence,
     );
@@ -463,10 +466,14 @@ fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>
             Some(t) => format!(
                 "{}: {} dropped ({})",
                 s.name,
-                fmt::si(t),
-                fmt::per_s(s.per_s)
+                fmt::number(t),
+                fmt::value(s.per_s, Unit::PerSecond)
             ),
-            None => format!("{}: {} dropped", s.name, fmt::per_s(s.per_s)),
+            None => format!(
+                "{}: {} dropped",
+                s.name,
+                fmt::value(s.per_s, Unit::PerSecond)
+            ),
         };
         let e = if s.whole_run {
             ctx.ev_total(s.metric.clone(), s.total, text)
@@ -483,7 +490,7 @@ fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>
         if busy >= 85.0 {
             f.alternatives.push(format!(
                 "the CPU was {} busy: a bigger buffer may only delay the loss if the reader is too slow",
-                fmt::pct(busy)
+                fmt::value(busy, Unit::Percent)
             ));
         }
     }

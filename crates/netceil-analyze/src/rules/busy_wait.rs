@@ -23,9 +23,9 @@ use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean, ramp};
+use netceil_model::fmt;
 
 /// A metric's values in %, scaling fractions.
 fn as_pct(m: &Metric, v: f64) -> f64 {
@@ -336,7 +336,7 @@ fn polling_finding(
         .map(|t| {
             format!(
                 " while throughput stayed flat at {}",
-                fmt::bits(t.bits_per_s)
+                fmt::value(t.bits_per_s, Unit::BitsPerSecond)
             )
         })
         .unwrap_or_default();
@@ -351,9 +351,9 @@ fn polling_finding(
         .map(|(runnable, blocked)| {
             format!(
                 " (the scheduler's own account: on a CPU {}, runnable and waiting for one {}, blocked {})",
-                fmt::pct(cpu),
-                fmt::pct(runnable),
-                fmt::pct(blocked)
+                fmt::value(cpu, Unit::Percent),
+                fmt::value(runnable, Unit::Percent),
+                fmt::value(blocked, Unit::Percent)
             )
         })
         .unwrap_or_default();
@@ -362,15 +362,15 @@ fn polling_finding(
         format!(
             "Thread {comm} ({tid}){own} {} {} of a core{sched_words} with {} voluntary context switches/s{flat}, and {how}: it never blocks, the signature of a polling loop.",
             if split.is_some() { "wanted" } else { "ran at" },
-            fmt::pct(wanted),
-            fmt::sig2(vol)
+            fmt::value(wanted, Unit::Percent),
+            fmt::number(vol)
         ),
         confidence,
     );
     f.evidence.push(ctx.ev(
         m.id.to_string(),
         Some(cpu),
-        format!("{comm} at {} of a core", fmt::pct(cpu)),
+        format!("{comm} at {} of a core", fmt::value(cpu, Unit::Percent)),
     ));
     if let Some((runnable, blocked)) = split {
         f.evidence.push(ctx.ev(
@@ -378,8 +378,8 @@ fn polling_finding(
             Some(blocked),
             format!(
                 "blocked {} of the time, runnable but waiting for a CPU {} (sched_switch)",
-                fmt::pct(blocked),
-                fmt::pct(runnable)
+                fmt::value(blocked, Unit::Percent),
+                fmt::value(runnable, Unit::Percent)
             ),
         ));
     }
@@ -393,7 +393,7 @@ fn polling_finding(
             }
         ),
         Some(vol),
-        format!("{} voluntary context switches/s", fmt::sig2(vol)),
+        format!("{} voluntary context switches/s", fmt::number(vol)),
     ));
     f.alternatives.push(if progressed.is_some() {
         "a busy worker: ruled out, its own I/O stayed flat while it spun".into()
@@ -525,7 +525,7 @@ mod tests {
         // 50 % and the /proc rule stays silent; the offcpu account says it wanted the core.
         let f = on(&with_sched(50.0, 49.0, 0.5, 0.3, 50.0), polling_thread).expect("polling");
         assert!(f.summary.contains("wanted 99 % of a core"), "{}", f.summary);
-        assert!(f.summary.contains("blocked 0.50 %"), "{}", f.summary);
+        assert!(f.summary.contains("blocked 0.500 %"), "{}", f.summary);
         assert!(on(&with_thread(50.0, 0.3, 1e6), polling_thread).is_none());
     }
 

@@ -26,10 +26,10 @@ use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{pct, Class, Entry, Explains, Relief};
 use crate::resources::Stranger;
 use crate::stats::{mean, mean_strength, ramp};
+use netceil_model::{fmt, Unit};
 
 /// Share of the workload's cores the strangers must have used.
 const STRANGER_SHARE_MIN: f64 = 0.25;
@@ -214,7 +214,14 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
         .strangers
         .iter()
         .take(4)
-        .map(|(p, v)| format!("{} (pid {}) {} of a core", p.comm, p.pid, fmt::pct(*v)))
+        .map(|(p, v)| {
+            format!(
+                "{} (pid {}) {} of a core",
+                p.comm,
+                p.pid,
+                fmt::value(*v, Unit::Percent)
+            )
+        })
         .collect();
     let workload: Vec<String> = {
         let mut pids: Vec<String> = ctx
@@ -250,7 +257,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
         (true, Some(i)) if i > 100.0 - t.busy + 5.0 => {
             format!(
                 "; the machine as a whole was {} idle, but not where the workload could run",
-                fmt::pct(i)
+                fmt::value(i, Unit::Percent)
             )
         }
         _ => String::new(),
@@ -260,9 +267,9 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
         format!(
             "Other programs took the CPU the workload needed: {} used {} of {whose} ({} of a core in all), while those cores were {} idle{machine}; none of them is part of the workload ({workload_words}).",
             named.join(", "),
-            fmt::pct(t.share() * 100.0),
-            fmt::pct(t.taken),
-            fmt::pct(100.0 - t.busy),
+            fmt::value(t.share() * 100.0, Unit::Percent),
+            fmt::value(t.taken, Unit::Percent),
+            fmt::value(100.0 - t.busy, Unit::Percent),
         ),
         confidence,
     );
@@ -271,7 +278,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
             .by_cpu
             .iter()
             .filter(|(c, _)| t.cpus.contains(c))
-            .map(|(c, v)| format!("CPU {c} {}", fmt::pct(*v)))
+            .map(|(c, v)| format!("CPU {c} {}", fmt::value(*v, Unit::Percent)))
             .collect();
         f.evidence.push(ctx.ev(
             format!("{}{{pid={}}}", n::PROC_CPU_PCT, p.pid),
@@ -280,7 +287,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
                 "{} (pid {}) at {} of a core ({})",
                 p.comm,
                 p.pid,
-                fmt::pct(*v),
+                fmt::value(*v, Unit::Percent),
                 on.join(", ")
             ),
         ));
@@ -288,7 +295,11 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, join(&t.cpus)),
         Some(t.busy),
-        format!("{} {} busy", cpu_words(&t.cpus), fmt::pct(t.busy)),
+        format!(
+            "{} {} busy",
+            cpu_words(&t.cpus),
+            fmt::value(t.busy, Unit::Percent)
+        ),
     ));
     f.advice.push(advice(
         "move or throttle the other programs: renice, a cgroup cpu.max, or another machine",
@@ -337,22 +348,22 @@ pub fn steal(ctx: &Ctx) -> Option<Entry> {
         cause::CPU_CONTENTION,
         format!(
             "The hypervisor took the CPU the workload needed: {} of the CPUs' time was stolen for other guests (steal) {}, while {} was left idle and this guest used {}.",
-            fmt::pct(steal),
+            fmt::value(steal, Unit::Percent),
             ctx.window_words(),
-            fmt::pct(idle),
-            fmt::pct(busy)
+            fmt::value(idle, Unit::Percent),
+            fmt::value(busy, Unit::Percent)
         ),
         confidence,
     );
     f.evidence.push(ctx.ev(
         n::CPU_STEAL_PCT,
         Some(steal),
-        format!("steal {}", fmt::pct(steal)),
+        format!("steal {}", fmt::value(steal, Unit::Percent)),
     ));
     f.evidence.push(ctx.ev(
         n::CPU_IDLE_PCT,
         Some(idle),
-        format!("idle {}", fmt::pct(idle)),
+        format!("idle {}", fmt::value(idle, Unit::Percent)),
     ));
     f.advice.push(advice(
         "a larger instance or dedicated cores (CPU pinning on the host, a dedicated-host or non-burstable instance type)",

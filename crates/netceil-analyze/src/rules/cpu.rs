@@ -33,10 +33,10 @@ use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx, Os};
-use crate::fmt;
 use crate::ledger::{pct, Class, Entry, Explains};
 use crate::resources::Core;
 use crate::stats::{mean, mean_strength, ramp};
+use netceil_model::{fmt, Unit};
 
 /// A core the workload may use is hot from this busy share (%).
 pub const HOT_CPU_MIN_PCT: f64 = 85.0;
@@ -79,9 +79,10 @@ fn mask_words(ctx: &Ctx) -> String {
         } else {
             "the other CPUs"
         },
-        fmt::pct(
+        fmt::value(
             100.0
-                - mean(&ctx.cpu.outside.iter().map(|c| c.busy).collect::<Vec<_>>()).unwrap_or(0.0)
+                - mean(&ctx.cpu.outside.iter().map(|c| c.busy).collect::<Vec<_>>()).unwrap_or(0.0),
+            Unit::Percent
         )
     )
 }
@@ -228,25 +229,30 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     let busy_words: Vec<String> = hot
         .cores
         .iter()
-        .map(|c| format!("CPU {} {}", c.cpu, fmt::pct(c.busy)))
+        .map(|c| format!("CPU {} {}", c.cpu, fmt::value(c.busy, Unit::Percent)))
         .collect();
     let what = if hot.kernel_bound() {
         format!(
             "{} of it in the kernel (system + softirq)",
-            fmt::pct(hot.kernel.unwrap_or(0.0))
+            fmt::value(hot.kernel.unwrap_or(0.0), Unit::Percent)
         )
     } else {
         "most of it in user space".to_string()
     };
     let hides = ctx
         .machine_busy()
-        .map(|(b, _)| format!("; the machine-wide average of {} hides it", fmt::pct(b)))
+        .map(|(b, _)| {
+            format!(
+                "; the machine-wide average of {} hides it",
+                fmt::value(b, Unit::Percent)
+            )
+        })
         .unwrap_or_default();
     let head = if cpus.len() == 1 {
         format!(
             "One CPU was the ceiling: CPU {} was {} busy",
             cpus[0],
-            fmt::pct(hot.busy())
+            fmt::value(hot.busy(), Unit::Percent)
         )
     } else {
         format!(
@@ -265,7 +271,7 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
             } else {
                 format!("{} CPUs", hot.others)
             },
-            fmt::pct(hot.others_mean),
+            fmt::value(hot.others_mean, Unit::Percent),
             mask_words(ctx),
             placement_words(ctx, hot),
         ),
@@ -275,34 +281,47 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, c.cpu),
             Some(c.busy),
-            format!("CPU {} busy {}", c.cpu, fmt::pct(c.busy)),
+            format!("CPU {} busy {}", c.cpu, fmt::value(c.busy, Unit::Percent)),
         ));
         if let Some(k) = c.kernel {
             f.evidence.push(ctx.ev(
                 format!("{}{{cpu={}}}", n::CPU_SYSTEM_PCT, c.cpu),
                 Some(k),
-                format!("CPU {} in system + softirq + irq {}", c.cpu, fmt::pct(k)),
+                format!(
+                    "CPU {} in system + softirq + irq {}",
+                    c.cpu,
+                    fmt::value(k, Unit::Percent)
+                ),
             ));
         }
     }
     f.evidence.push(ctx.ev(
         n::CPU_BUSY_PCT,
         Some(hot.others_mean),
-        format!("the other CPUs averaged {} busy", fmt::pct(hot.others_mean)),
+        format!(
+            "the other CPUs averaged {} busy",
+            fmt::value(hot.others_mean, Unit::Percent)
+        ),
     ));
     let on = cpu_list(&cpus);
     if let Some(s) = hot.net_rx_share {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={}}}", n::SOFTIRQ_NET_RX_PER_S, cpus[0]),
             Some(s * 100.0),
-            format!("{} of NET_RX softirqs ran on {on}", fmt::pct(s * 100.0)),
+            format!(
+                "{} of NET_RX softirqs ran on {on}",
+                fmt::value(s * 100.0, Unit::Percent)
+            ),
         ));
     }
     if let Some(s) = hot.irq_share {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={}}}", n::NIC_IRQ_PER_S, cpus[0]),
             Some(s * 100.0),
-            format!("{} of NIC interrupts landed on {on}", fmt::pct(s * 100.0)),
+            format!(
+                "{} of NIC interrupts landed on {on}",
+                fmt::value(s * 100.0, Unit::Percent)
+            ),
         ));
     }
     if let Some(q) = hot.rx_queues {
@@ -317,7 +336,7 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     }
     f.alternatives.push(format!(
         "CPU-bound overall ruled out: the other CPUs averaged {} busy",
-        fmt::pct(hot.others_mean)
+        fmt::value(hot.others_mean, Unit::Percent)
     ));
     hot_advice(ctx, hot, &mut f);
     f.next = Some(format!(
@@ -487,9 +506,9 @@ fn shared_words(
         format!(
             "One CPU was the ceiling: {} all ran on CPU {cpu}, which was {} busy {}; together they got {} of it and competed for the one core{}.",
             names.join(", "),
-            fmt::pct(core.busy),
+            fmt::value(core.busy, Unit::Percent),
             ctx.window_words(),
-            fmt::pct(share),
+            fmt::value(share, Unit::Percent),
             mask_words(ctx)
         ),
         confidence,
@@ -498,7 +517,7 @@ fn shared_words(
         let preempted = t
             .preempted_per_s
             .filter(|p| *p >= 100.0)
-            .map(|p| format!(", preempted {}", fmt::per_s(p)))
+            .map(|p| format!(", preempted {}", fmt::value(p, Unit::PerSecond)))
             .unwrap_or_default();
         let metric = match t.tid {
             Some(tid) => format!("{}{{tid={tid}}}", n::THREAD_CPU_PCT),
@@ -510,18 +529,18 @@ fn shared_words(
             format!(
                 "{} ran on CPU {cpu} at {} of a core{preempted}",
                 t.name,
-                fmt::pct(t.cpu_pct)
+                fmt::value(t.cpu_pct, Unit::Percent)
             ),
         ));
     }
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={cpu}}}", n::CPU_BUSY_PCT),
         Some(core.busy),
-        format!("CPU {cpu} busy {}", fmt::pct(core.busy)),
+        format!("CPU {cpu} busy {}", fmt::value(core.busy, Unit::Percent)),
     ));
     let listed: Vec<String> = others
         .iter()
-        .map(|c| format!("CPU {} {}", c.cpu, fmt::pct(c.busy)))
+        .map(|c| format!("CPU {} {}", c.cpu, fmt::value(c.busy, Unit::Percent)))
         .collect();
     f.alternatives.push(if others.is_empty() {
         "the workload may use no other CPU: its affinity mask holds it to this one".to_string()
@@ -700,7 +719,7 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
         cause::CPU_BOUND,
         format!(
             "The CPU was the ceiling: {cores} {} busy {}{}; {binds}.",
-            fmt::pct(m.busy),
+            fmt::value(m.busy, Unit::Percent),
             ctx.window_words(),
             mask_words(ctx)
         ),
@@ -709,13 +728,16 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
     f.evidence.push(ctx.ev(
         m.metric.clone(),
         Some(m.busy),
-        format!("CPU busy {}", fmt::pct(m.busy)),
+        format!("CPU busy {}", fmt::value(m.busy, Unit::Percent)),
     ));
     if let Some(min) = m.min_core {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu=*}}", n::CPU_BUSY_PCT),
             Some(min),
-            format!("the least busy CPU was at {}", fmt::pct(min)),
+            format!(
+                "the least busy CPU was at {}",
+                fmt::value(min, Unit::Percent)
+            ),
         ));
     }
     if let Some((ns, pps, metric)) = &m.per_packet_ns {
@@ -723,9 +745,9 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
             metric.clone(),
             Some(*pps),
             format!(
-                "{} at {} ns of CPU per packet{}",
-                fmt::pps(*pps),
-                fmt::sig3(*ns),
+                "{} at {} of CPU per packet{}",
+                fmt::value(*pps, Unit::PacketsPerSecond),
+                fmt::value(*ns * 1e-9, Unit::Seconds),
                 if m.kernel_frac.is_some_and(|k| k < 0.4) {
                     " (all CPU time counted, whoever used it)"
                 } else {
@@ -740,9 +762,9 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
             metric.clone(),
             Some(*bits),
             format!(
-                "{} at {} ns of CPU per byte",
-                fmt::bits(*bits),
-                fmt::sig3(*ns)
+                "{} at {} of CPU per byte",
+                fmt::value(*bits, Unit::BitsPerSecond),
+                fmt::value(*ns * 1e-9, Unit::Seconds)
             ),
         ));
     }
@@ -750,7 +772,7 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
         f.evidence.push(ctx.ev(
             "bytes_per_packet",
             Some(b),
-            format!("{} per packet on average", fmt::bytes(b)),
+            format!("{} per packet on average", fmt::value(b, Unit::Bytes)),
         ));
     }
     all_busy_alternatives(ctx, m, &mut f);
@@ -762,14 +784,14 @@ fn all_busy_alternatives(ctx: &Ctx, m: &AllBusy, f: &mut Finding) {
     if let Some(k) = m.kernel_frac.filter(|k| *k < 0.4) {
         f.alternatives.push(format!(
             "only {} of the busy time was in the kernel: other processes may hold much of the CPU (per-thread figures, --pid, tell)",
-            fmt::pct(k * 100.0)
+            fmt::value(k * 100.0, Unit::Percent)
         ));
     }
     f.alternatives.push(format!(
         "one hot CPU ruled out: the least busy CPU was at {}",
         m.min_core.map_or_else(
             || "an unknown level (no per-CPU data)".to_string(),
-            fmt::pct
+            |v| fmt::value(v, Unit::Percent)
         )
     ));
     if ctx
@@ -846,14 +868,14 @@ pub fn quota(ctx: &Ctx) -> Option<Entry> {
     let confidence = (0.55 + 0.35 * strength) * ctx.data_factor();
     let used_words = q
         .used_cpus
-        .map(|u| format!(", used {} of a CPU", fmt::sig2(u)))
+        .map(|u| format!(", used {} of a CPU", fmt::number(u)))
         .unwrap_or_default();
     let throttled_words = q
         .throttled_pct
         .map(|t| {
             format!(
                 " and was throttled in {} of the scheduler's periods",
-                fmt::pct(t)
+                fmt::value(t, Unit::Percent)
             )
         })
         .unwrap_or_default();
@@ -862,7 +884,7 @@ pub fn quota(ctx: &Ctx) -> Option<Entry> {
         format!(
             "The workload's CPU quota was the ceiling: its cgroup {} may use {} of a CPU (CFS bandwidth){used_words}{throttled_words} {}; no core was full because the scheduler stopped the workload, not because it had nothing to do.",
             q.cgroup,
-            fmt::sig2(q.cpus),
+            fmt::number(q.cpus),
             ctx.window_words()
         ),
         confidence,
@@ -870,13 +892,16 @@ pub fn quota(ctx: &Ctx) -> Option<Entry> {
     f.evidence.push(ctx.ev_total(
         "meta.cpu_quota.cpus",
         Some(q.cpus),
-        format!("quota {} CPU ({})", fmt::sig2(q.cpus), q.cgroup),
+        format!("quota {} CPU ({})", fmt::number(q.cpus), q.cgroup),
     ));
     if let Some(t) = q.throttled_pct {
         f.evidence.push(ctx.ev_total(
             "meta.cpu_quota.throttled_pct",
             Some(t),
-            format!("throttled in {} of CFS periods", fmt::pct(t)),
+            format!(
+                "throttled in {} of CFS periods",
+                fmt::value(t, Unit::Percent)
+            ),
         ));
     }
     f.advice.push(advice(
@@ -958,17 +983,20 @@ mod tests {
         );
         let f = on(&run, hot_cpu).expect("hot cpu");
         assert_eq!(f.cause, cause::HOT_CPU);
-        assert!(f.summary.contains("CPU 0 was 98 % busy"), "{}", f.summary);
+        assert!(f.summary.contains("CPU 0 was 98.3 % busy"), "{}", f.summary);
         assert!(f.summary.contains("in the kernel"), "{}", f.summary);
         assert!(
             f.summary.contains("NET_RX softirqs all run on CPU 0"),
             "{}",
             f.summary
         );
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text.contains("NET_RX") && e.text.contains("100 %")));
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.text.contains("NET_RX") && e.text.contains("99.8 %")),
+            "{:?}",
+            f.evidence
+        );
         assert!(f.advice.iter().any(|a| a.knob.contains("rps_cpus")));
         // Where the traffic went is not known: a NIC may be on the path.
         assert!(f.advice.iter().any(|a| a.knob.contains("ethtool -L")));
@@ -1047,10 +1075,13 @@ mod tests {
         let f = on(&run, cpu_bound).expect("cpu bound");
         assert!(f.summary.contains("all 2 CPUs averaged"), "{}", f.summary);
         assert!(f.summary.contains("per-packet cost binds"), "{}", f.summary);
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e.text.contains("ns of CPU per packet")));
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.text.contains("1.64 µs of CPU per packet")),
+            "{:?}",
+            f.evidence
+        );
         assert!(on(&run, hot_cpu).is_none());
     }
 

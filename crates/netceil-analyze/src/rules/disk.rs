@@ -17,9 +17,9 @@ use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{pct, Class, Entry};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::{fmt, Unit};
 
 /// I/O wait (% of CPU time) from which the disk is the ceiling…
 pub const IOWAIT_BINDS_PCT: f64 = 20.0;
@@ -73,21 +73,21 @@ fn words(
     confidence: f64,
 ) -> Finding {
     let blocked_words = blocked
-        .map(|b| format!(", with {} tasks blocked on I/O on average", fmt::sig2(b)))
+        .map(|b| format!(", with {} tasks blocked on I/O on average", fmt::number(b)))
         .unwrap_or_default();
     let busy_words = busy
-        .map(|b| format!(" and busy {} otherwise", fmt::pct(b)))
+        .map(|b| format!(" and busy {} otherwise", fmt::value(b, Unit::Percent)))
         .unwrap_or_default();
     let summary = if binds {
         format!(
             "The work waited on disk I/O: the CPUs sat {} in iowait {}{busy_words}{blocked_words}. A disk, a file system or swap held it, not the network; netceil measures no disk itself.",
-            fmt::pct(iowait),
+            fmt::value(iowait, Unit::Percent),
             ctx.window_words()
         )
     } else {
         format!(
             "The CPUs spent {} in iowait {}{blocked_words}: disk I/O was part of the work, though not the ceiling by these figures.",
-            fmt::pct(iowait),
+            fmt::value(iowait, Unit::Percent),
             ctx.window_words()
         )
     };
@@ -95,13 +95,13 @@ fn words(
     f.evidence.push(ctx.ev(
         n::CPU_IOWAIT_PCT,
         Some(iowait),
-        format!("iowait {}", fmt::pct(iowait)),
+        format!("iowait {}", fmt::value(iowait, Unit::Percent)),
     ));
     if let Some(b) = blocked {
         f.evidence.push(ctx.ev(
             n::PROCS_BLOCKED,
             Some(b),
-            format!("{} tasks blocked on I/O (vmstat b)", fmt::sig2(b)),
+            format!("{} tasks blocked on I/O (vmstat b)", fmt::number(b)),
         ));
     }
     f.alternatives
@@ -142,7 +142,11 @@ mod tests {
         let e = entry_on(&waiting(45.0, 10.0, 4.0), io_wait).expect("io wait");
         assert_eq!(e.class, Class::Ceiling);
         assert_eq!(e.cause, cause::IO_WAIT);
-        assert!(e.finding.summary.contains("45 %"), "{}", e.finding.summary);
+        assert!(
+            e.finding.summary.contains("45.0 %"),
+            "{}",
+            e.finding.summary
+        );
         assert!((e.share.unwrap() - 0.45).abs() < 0.02);
     }
 

@@ -36,9 +36,9 @@ use netceil_model::{names as n, FarCpu, FarEnd, Finding, Quantity, Resource, Res
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry, Explains};
 use crate::stats::{cv, flatter_than_chance, mean, present, ramp};
+use netceil_model::fmt;
 
 /// Where the far end's packets died, and how many.
 struct FarLoss {
@@ -222,7 +222,10 @@ impl Far<'_> {
 
     fn sender(&self) -> String {
         match self.here {
-            Some((c, v)) => format!("the sender's busiest core (CPU {c}) was at {}", fmt::pct(v)),
+            Some((c, v)) => format!(
+                "the sender's busiest core (CPU {c}) was at {}",
+                fmt::value(v, Unit::Percent)
+            ),
             None => "the sender's cores were not sampled".into(),
         }
     }
@@ -477,7 +480,10 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
     let held = mean(&m.arrivals).unwrap_or(0.0);
     let frame = m.r.frame_bytes.map_or(0.0, |b| b as f64);
     let bits = if frame > 0.0 {
-        format!(" ({} of frames)", fmt::bits(held * frame * 8.0))
+        format!(
+            " ({} of frames)",
+            fmt::value(held * frame * 8.0, Unit::BitsPerSecond)
+        )
     } else {
         String::new()
     };
@@ -485,12 +491,12 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
     let how = if m.flat {
         format!(
             "arrivals there stayed flat while the {} offered swung",
-            fmt::pps(m.r.tx_pps)
+            fmt::value(m.r.tx_pps, Unit::PacketsPerSecond)
         )
     } else {
         format!(
             "{} of what was sent vanished there while arrivals held steady (cv {:.2} %)",
-            fmt::pct(share * 100.0),
+            fmt::value(share * 100.0, Unit::Percent),
             m.cv_arr.unwrap_or(0.0) * 100.0
         )
     };
@@ -508,9 +514,9 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         format!(
             "Something in the path between this host and the receiver {} held the traffic at {}{bits}: {} of the {} datagrams sent never reached the far end's interface, neither end counted a drop for them, and {how}. A policer, a shaper or a full link between the hosts.",
             m.host(),
-            fmt::pps(held),
-            fmt::si(m.in_path as f64),
-            fmt::si(m.loss.sent as f64),
+            fmt::value(held, Unit::PacketsPerSecond),
+            fmt::number(m.in_path as f64),
+            fmt::number(m.loss.sent as f64),
         ),
         (0.5 + 0.2 * ramp(share, 1e-3, 0.05) + swing) * ctx.data_factor(),
     );
@@ -522,7 +528,7 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         Some(held),
         format!(
             "arrivals at the far interface: {} (cv {:.2} %) while the offered rate varied (cv {:.2} %)",
-            fmt::pps(held),
+            fmt::value(held, Unit::PacketsPerSecond),
             m.cv_arr.unwrap_or(0.0) * 100.0,
             m.cv_off.unwrap_or(0.0) * 100.0
         ),
@@ -532,7 +538,7 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
     } else {
         format!(
             "random loss of {} in the path (a failing link): not ruled out by this run, whose offer held too steady to show whether arrivals follow it; run at a lower rate: a limiter still passes the same rate, a lossy path a fixed share",
-            fmt::pct(share * 100.0)
+            fmt::value(share * 100.0, Unit::Percent)
         )
     });
     f.advice.push(advice(
@@ -549,20 +555,23 @@ fn ingress_limiter(ctx: &Ctx, m: &Far) -> Finding {
         cause::SHAPER,
         format!(
             "A filter on the receiver's ingress held the traffic at {}: the far end's interface {} counted {} datagrams, its IP layer received only {}/s of them, flat (cv {:.2} % where chance would spread them {:.2} %), and no counter dropped the other {}. An ingress policer (an nftables netdev ingress rule, a tc ingress police action) or filter on the receiver.",
-            fmt::pps(g.rate),
+            fmt::value(g.rate, Unit::PacketsPerSecond),
             m.far.kernel.iface.as_deref().unwrap_or("?"),
-            fmt::si(m.far.kernel.iface_rx_packets.unwrap_or(0) as f64),
-            fmt::si(g.rate),
+            fmt::number(m.far.kernel.iface_rx_packets.unwrap_or(0) as f64),
+            fmt::number(g.rate),
             g.cv.unwrap_or(0.0) * 100.0,
             g.binomial_cv.unwrap_or(0.0) * 100.0,
-            fmt::si(g.gap as f64)
+            fmt::number(g.gap as f64)
         ),
         (0.55 + 0.35 * ramp(g.gap as f64 / m.loss.sent.max(1) as f64, 1e-3, 0.2)) * ctx.data_factor(),
     );
     f.evidence.push(ctx.ev(
         format!("far.{}", n::IP_IN_RECEIVES_PER_S),
         Some(g.rate),
-        format!("the far IP layer received {}", fmt::pps(g.rate)),
+        format!(
+            "the far IP layer received {}",
+            fmt::value(g.rate, Unit::PacketsPerSecond)
+        ),
     ));
     f.alternatives.push(
         "random loss on the receiver: ruled out, the arrivals were flatter than chance allows"
@@ -582,7 +591,7 @@ fn far_softirq(ctx: &Ctx, m: &Far) -> Finding {
         format!(
             "The receiver {} spent {} of CPU {} in softirq while {}: receive processing on that core of the far end is the ceiling.{}",
             m.host(),
-            fmt::pct(m.soft.softirq_pct),
+            fmt::value(m.soft.softirq_pct, Unit::Percent),
             m.soft.cpu,
             m.sender(),
             m.both()
@@ -605,10 +614,10 @@ fn far_receiver(ctx: &Ctx, m: &Far) -> Finding {
             "The receiver {} kept CPU {} {} busy ({} user, {} system, {} softirq) while {}: the receiving application on the far end could not keep up.{}",
             m.host(),
             b.cpu,
-            fmt::pct(b.busy_pct),
-            fmt::pct(b.user_pct),
-            fmt::pct(b.system_pct),
-            fmt::pct(b.softirq_pct),
+            fmt::value(b.busy_pct, Unit::Percent),
+            fmt::value(b.user_pct, Unit::Percent),
+            fmt::value(b.system_pct, Unit::Percent),
+            fmt::value(b.softirq_pct, Unit::Percent),
             m.sender(),
             m.both()
         ),
@@ -639,7 +648,7 @@ fn far_queue(ctx: &Ctx, m: &Far) -> (Finding, &'static str) {
         format!(
             "The receiver {} dropped datagrams in its {queue} while its busiest core was at {} and {}: bursts overran a short queue there, not a full CPU.",
             m.host(),
-            fmt::pct(m.busy.busy_pct),
+            fmt::value(m.busy.busy_pct, Unit::Percent),
             m.sender()
         ),
         m.confidence(ctx, ramp((m.loss.socket + m.loss.backlog) as f64, 0.0, 100.0)),
@@ -660,13 +669,17 @@ fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
         format!(
             "far end CPU {}: softirq {}",
             soft.cpu,
-            fmt::pct(soft.softirq_pct)
+            fmt::value(soft.softirq_pct, Unit::Percent)
         ),
     ));
     f.evidence.push(ctx.ev(
         format!("far.cpu_busy_pct{{cpu={}}}", busy.cpu),
         Some(busy.busy_pct),
-        format!("far end CPU {}: busy {}", busy.cpu, fmt::pct(busy.busy_pct)),
+        format!(
+            "far end CPU {}: busy {}",
+            busy.cpu,
+            fmt::value(busy.busy_pct, Unit::Percent)
+        ),
     ));
     if m.is_udp {
         let l = &m.loss;
@@ -675,13 +688,13 @@ fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
             Some(l.total_lost as f64),
             format!(
                 "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface, {} missed by its NIC; at least {} never reached it)",
-                fmt::si(l.total_lost as f64),
-                fmt::si(l.sent as f64),
-                fmt::si(l.socket as f64),
-                fmt::si(l.backlog as f64),
-                fmt::si(l.iface as f64),
-                fmt::si(m.far_missed as f64),
-                fmt::si(m.in_path as f64)
+                fmt::number(l.total_lost as f64),
+                fmt::number(l.sent as f64),
+                fmt::number(l.socket as f64),
+                fmt::number(l.backlog as f64),
+                fmt::number(l.iface as f64),
+                fmt::number(m.far_missed as f64),
+                fmt::number(m.in_path as f64)
             ),
         ));
     }

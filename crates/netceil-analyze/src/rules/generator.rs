@@ -12,10 +12,10 @@ use netceil_model::{Finding, PacingMode, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry, Explains, Relief};
 use crate::resources::{Role, THREAD_SATURATED_PCT};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::fmt;
 
 /// The sender reached less than 99 % of the requested rate.
 pub fn limited(ctx: &Ctx) -> Option<Entry> {
@@ -82,26 +82,32 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     let confidence = 0.45 + 0.5 * strength;
 
     let asked = match (r.requested_pps, ratio) {
-        (Some(req), _) => format!("{} of the {} asked", fmt::pps(r.tx_pps), fmt::pps(req)),
+        (Some(req), _) => format!(
+            "{} of the {} asked",
+            fmt::value(r.tx_pps, Unit::PacketsPerSecond),
+            fmt::value(req, Unit::PacketsPerSecond)
+        ),
         (None, Some(a)) if a > 0.0 => format!(
             "{} of the {} asked",
-            fmt::bits(r.tx_bits_per_s),
-            fmt::bits(r.tx_bits_per_s / a)
+            fmt::value(r.tx_bits_per_s, Unit::BitsPerSecond),
+            fmt::value(r.tx_bits_per_s / a, Unit::BitsPerSecond)
         ),
-        _ => format!("{} sent", fmt::pps(r.tx_pps)),
+        _ => format!("{} sent", fmt::value(r.tx_pps, Unit::PacketsPerSecond)),
     };
     let share = ratio
-        .map(|a| format!(" ({})", fmt::pct(a * 100.0)))
+        .map(|a| format!(" ({})", fmt::value(a * 100.0, Unit::Percent)))
         .unwrap_or_default();
     let receiver = match (loss, idle) {
         (Some(l), Some(i)) if l < 0.01 && i >= 10.0 => {
             format!(
                 ", while the receiver took all it was sent and the CPU was {} idle",
-                fmt::pct(i)
+                fmt::value(i, Unit::Percent)
             )
         }
         (Some(l), _) if l < 0.01 => ", while the receiver took all it was sent".into(),
-        (_, Some(i)) if i >= 10.0 => format!(", with the CPU {} idle", fmt::pct(i)),
+        (_, Some(i)) if i >= 10.0 => {
+            format!(", with the CPU {} idle", fmt::value(i, Unit::Percent))
+        }
         _ => String::new(),
     };
     let mut f = finding(
@@ -114,13 +120,16 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     f.evidence.push(ctx.ev_total(
         "results.tx_pps",
         Some(r.tx_pps),
-        format!("sent {}", fmt::pps(r.tx_pps)),
+        format!("sent {}", fmt::value(r.tx_pps, Unit::PacketsPerSecond)),
     ));
     if let Some(a) = ratio {
         f.evidence.push(ctx.ev_total(
             "results.generator.achieved_ratio",
             Some(a),
-            format!("achieved {} of the requested rate", fmt::pct(a * 100.0)),
+            format!(
+                "achieved {} of the requested rate",
+                fmt::value(a * 100.0, Unit::Percent)
+            ),
         ));
     }
     let g = &r.generator;
@@ -128,7 +137,10 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
         f.evidence.push(ctx.ev_total(
             "results.generator.cpu_pct",
             Some(g.cpu_pct),
-            format!("the sender used {} of a core", fmt::pct(g.cpu_pct)),
+            format!(
+                "the sender used {} of a core",
+                fmt::value(g.cpu_pct, Unit::Percent)
+            ),
         ));
     }
     if g.late_sends > 0 {
@@ -137,21 +149,21 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
             Some(g.late_sends as f64),
             format!(
                 "{} sends left more than one interval late",
-                fmt::si(g.late_sends as f64)
+                fmt::number(g.late_sends as f64)
             ),
         ));
     }
     if let Some(i) = idle.filter(|i| *i < 10.0) {
         f.alternatives.push(format!(
             "the CPU was saturated too ({} idle): where sender and receiver share the machine, the sender's shortfall is the CPU's",
-            fmt::pct(i)
+            fmt::value(i, Unit::Percent)
         ));
     }
     if let Some(l) = loss {
         if l >= 0.01 {
             f.alternatives.push(format!(
                 "the receiver lost {} of what was sent, so it was at its limit too: not ruled out",
-                fmt::pct(l * 100.0)
+                fmt::value(l * 100.0, Unit::Percent)
             ));
         } else {
             f.alternatives
@@ -169,7 +181,7 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
             Some(g.send_errors as f64),
             format!(
                 "{} sends failed (ENOBUFS and the like)",
-                fmt::si(g.send_errors as f64)
+                fmt::number(g.send_errors as f64)
             ),
         ));
         f.advice.push(advice(
@@ -203,9 +215,9 @@ fn own_busy_wait_finding(ctx: &Ctx) -> Option<Finding> {
         cause::GENERATOR_BUSY_WAIT,
         format!(
             "netceil's own sender busy-waited: {} of its {} CPU-s went to spinning between sends (pacing spin at {}), CPU the system under test could not use.",
-            fmt::pct(share * 100.0),
-            fmt::sig3(g.cpu_s),
-            fmt::pps(r.tx_pps)
+            fmt::value(share * 100.0, Unit::Percent),
+            fmt::number(g.cpu_s),
+            fmt::value(r.tx_pps, Unit::PacketsPerSecond)
         ),
         confidence,
     );
@@ -214,20 +226,23 @@ fn own_busy_wait_finding(ctx: &Ctx) -> Option<Finding> {
         Some(g.spin_cpu_s),
         format!(
             "{} CPU-s spinning against {} CPU-s sending",
-            fmt::sig3(g.spin_cpu_s),
-            fmt::sig3(g.work_cpu_s)
+            fmt::number(g.spin_cpu_s),
+            fmt::number(g.work_cpu_s)
         ),
     ));
     f.evidence.push(ctx.ev_total(
         "results.generator.cpu_pct",
         Some(g.cpu_pct),
-        format!("the sender used {} of a core", fmt::pct(g.cpu_pct)),
+        format!(
+            "the sender used {} of a core",
+            fmt::value(g.cpu_pct, Unit::Percent)
+        ),
     ));
     f.advice.push(advice(
         "--pacing sleep",
         format!(
             "sender CPU falls towards the {} CPU-s of real sending",
-            fmt::sig3(g.work_cpu_s)
+            fmt::number(g.work_cpu_s)
         ),
         Some("sleep pacing is coarse below ~50 µs between sends: keep spin for precise high rates"),
     ));
@@ -271,8 +286,7 @@ mod tests {
         let f = on(&run, limited).expect("generator_limited");
         assert_eq!(f.cause, cause::GENERATOR_LIMITED);
         assert!(
-            f.summary
-                .contains("400 kpps of the 10.0 Mpps asked (4.0 %)"),
+            f.summary.contains("400 kpps of the 10.0 Mpps asked (4 %)"),
             "{}",
             f.summary
         );
@@ -315,7 +329,7 @@ mod tests {
         };
         run.results = Some(r);
         let f = on(&run, own_busy_wait).expect("own busy wait");
-        assert!(f.summary.contains("99 %"), "{}", f.summary);
+        assert!(f.summary.contains("99.0 %"), "{}", f.summary);
         assert!(f.advice[0].knob.contains("--pacing sleep"));
         assert!(f.confidence > 0.9);
         // The same run paced by sleeping is not a finding.

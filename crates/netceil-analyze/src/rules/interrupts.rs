@@ -21,9 +21,9 @@ use netceil_model::{names as n, Finding, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx, Os};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean_strength, ramp};
+use netceil_model::fmt;
 
 /// Interrupts per second per CPU from which the rate can bind.
 pub const INTR_PER_CPU_MIN: f64 = 5_000.0;
@@ -185,13 +185,13 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
     let mut rates = Vec::new();
     if let Some(i) = intr {
         let which = if device.is_some() { "device " } else { "" };
-        rates.push(format!("{} {which}interrupts/s", fmt::si(i)));
+        rates.push(format!("{} {which}interrupts/s", fmt::number(i)));
     }
     if let Some(c) = cs {
-        rates.push(format!("{} context switches/s", fmt::si(c)));
+        rates.push(format!("{} context switches/s", fmt::number(c)));
     }
     let ratio = match (cs, intr) {
-        (Some(c), Some(i)) if i > 0.0 => format!(" ({} per interrupt)", fmt::sig2(c / i)),
+        (Some(c), Some(i)) if i > 0.0 => format!(" ({} per interrupt)", fmt::number(c / i)),
         _ => String::new(),
     };
     let at = thr
@@ -199,8 +199,8 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
         .map(|t| {
             format!(
                 " at {}/s ({})",
-                fmt::bytes(t.bits_per_s / 8.0),
-                fmt::bits(t.bits_per_s)
+                fmt::value(t.bits_per_s / 8.0, Unit::Bytes),
+                fmt::value(t.bits_per_s, Unit::BitsPerSecond)
             )
         })
         .unwrap_or_default();
@@ -211,11 +211,14 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
             } else {
                 ""
             };
-            format!(", about {} frames per interrupt{moderation}", fmt::sig2(f))
+            format!(
+                ", about {} frames per interrupt{moderation}",
+                fmt::number(f)
+            )
         })
         .unwrap_or_default();
     let idle_words = idle_pct
-        .map(|i| format!(", while the CPU sat {} idle", fmt::pct(i)))
+        .map(|i| format!(", while the CPU sat {} idle", fmt::value(i, Unit::Percent)))
         .unwrap_or_default();
     let verb = if strength >= 0.75 {
         "set the ceiling"
@@ -225,7 +228,10 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
     let steadiness = cs_cv
         .map(|c| {
             let word = if c >= 0.07 { "unsteady" } else { "steady" };
-            format!("; the switch rate was {word} (CV {})", fmt::pct(c * 100.0))
+            format!(
+                "; the switch rate was {word} (CV {})",
+                fmt::value(c * 100.0, Unit::Percent)
+            )
         })
         .unwrap_or_default();
     let mut f = finding(
@@ -238,8 +244,10 @@ fn words(ctx: &Ctx, m: &Irq) -> Finding {
     );
     irq_evidence(ctx, m, &mut f);
     if let Some(i) = idle_pct {
-        f.alternatives
-            .push(format!("CPU-bound ruled out: {} idle", fmt::pct(i)));
+        f.alternatives.push(format!(
+            "CPU-bound ruled out: {} idle",
+            fmt::value(i, Unit::Percent)
+        ));
     } else {
         f.alternatives
             .push("CPU-bound not ruled out: the log has no CPU idle figure".into());
@@ -293,14 +301,18 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
         f.evidence.push(ctx.ev(
             m.id.to_string(),
             Some(i),
-            format!("{} interrupts/s {}", fmt::si(i), ctx.window_words()),
+            format!("{} interrupts/s {}", fmt::number(i), ctx.window_words()),
         ));
     }
     if let (Some(c), Some(m)) = (cs, cs_m) {
         f.evidence.push(ctx.ev(
             m.id.to_string(),
             Some(c),
-            format!("{} context switches/s {}", fmt::si(c), ctx.window_words()),
+            format!(
+                "{} context switches/s {}",
+                fmt::number(c),
+                ctx.window_words()
+            ),
         ));
         if let Some(v) = cs_cv {
             f.evidence.push(ctx.ev(
@@ -308,7 +320,7 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
                 Some(v),
                 format!(
                     "context-switch rate varied by {} (coefficient of variation)",
-                    fmt::pct(v * 100.0)
+                    fmt::value(v * 100.0, Unit::Percent)
                 ),
             ));
         }
@@ -317,7 +329,7 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
         f.evidence.push(ctx.ev(
             n::CPU_IDLE_PCT,
             Some(i),
-            format!("CPU {} idle", fmt::pct(i)),
+            format!("CPU {} idle", fmt::value(i, Unit::Percent)),
         ));
     }
     if device.is_none() && intr.is_some() {
@@ -333,14 +345,14 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
             Some(b),
             format!(
                 "{} per interrupt at {} ({}): {} frames per interrupt with {frame_how}",
-                fmt::bytes(b),
-                fmt::bits(t.bits_per_s),
+                fmt::value(b, Unit::Bytes),
+                fmt::value(t.bits_per_s, Unit::BitsPerSecond),
                 if t.measured_in_window {
                     "measured"
                 } else {
                     "as given"
                 },
-                fmt::sig2(frames_per_intr.unwrap_or(0.0))
+                fmt::number(frames_per_intr.unwrap_or(0.0))
             ),
         ));
     }
@@ -348,7 +360,10 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
         f.evidence.push(ctx.ev(
             "bytes_per_cs",
             Some(b),
-            format!("{} of traffic per context switch", fmt::bytes(b)),
+            format!(
+                "{} of traffic per context switch",
+                fmt::value(b, Unit::Bytes)
+            ),
         ));
     }
 }
@@ -484,26 +499,26 @@ fn system_finding(ctx: &Ctx) -> Option<Finding> {
         cause::SYSTEM_INTERRUPTS,
         format!(
             "Interrupts came from the machine itself, not from a device: {}/s {what} ({}/s per CPU) against {}/s device interrupts; {story}. CPU {cpu}, which took {}/s of them, was {} busy.",
-            fmt::si(rate),
-            fmt::si(rate / cpus),
-            fmt::si(device),
-            fmt::si(on_cpu),
-            fmt::pct(cpu_busy)
+            fmt::number(rate),
+            fmt::number(rate / cpus),
+            fmt::number(device),
+            fmt::number(on_cpu),
+            fmt::value(cpu_busy, Unit::Percent)
         ),
         confidence,
     );
     f.evidence
-        .push(ctx.ev(name, Some(rate), format!("{}/s {what}", fmt::si(rate))));
+        .push(ctx.ev(name, Some(rate), format!("{}/s {what}", fmt::number(rate))));
     f.evidence.push(ctx.ev(
         n::DEVICE_INTR_PER_S,
         Some(device),
-        format!("{}/s device interrupts", fmt::si(device)),
+        format!("{}/s device interrupts", fmt::number(device)),
     ));
     for (k, v) in &kinds {
         f.evidence.push(ctx.ev(
             format!("{}{{kind={k}}}", n::IPI_PER_S),
             Some(*v),
-            format!("{}/s {k} IPIs", fmt::si(*v)),
+            format!("{}/s {k} IPIs", fmt::number(*v)),
         ));
     }
     f.alternatives.push(
@@ -562,7 +577,7 @@ mod tests {
         let f = on(&run, check).expect("interrupt bound");
         assert_eq!(f.cause, cause::INTERRUPT_BOUND);
         assert!(f.summary.contains("unsteady"), "{}", f.summary);
-        assert!(f.summary.contains("1.9 per interrupt"), "{}", f.summary);
+        assert!(f.summary.contains("1.90 per interrupt"), "{}", f.summary);
         assert!(f.evidence.iter().any(|e| e.metric == "bytes_per_interrupt"));
         assert!(f.alternatives[0].starts_with("CPU-bound ruled out"));
         assert!(f.confidence > 0.7, "{}", f.confidence);

@@ -27,9 +27,9 @@ use netceil_model::{names as n, Finding, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::fmt;
 
 /// Per CPU: the mean network softirq share (net_rx + net_tx) over the load rows, exact.
 fn net_softirq_by_cpu(ctx: &Ctx) -> BTreeMap<u32, f64> {
@@ -118,8 +118,8 @@ fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
         .as_ref()
         .map(|(ns, what)| {
             format!(
-                ", {} ns of softirq CPU time per packet ({what})",
-                fmt::sig3(*ns)
+                ", {} of softirq CPU time per packet ({what})",
+                fmt::value(*ns * 1e-9, Unit::Seconds)
             )
         })
         .unwrap_or_default();
@@ -127,7 +127,7 @@ fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
         .map(|t| {
             format!(
                 " (/proc/stat's tick-sampled softirq column said {})",
-                fmt::pct(t)
+                fmt::value(t, Unit::Percent)
             )
         })
         .unwrap_or_default();
@@ -135,27 +135,33 @@ fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
         cause::SOFTIRQ_BOUND,
         format!(
             "CPU {cpu} spent {} of its time in network softirq handlers, timed from entry to exit{tick}{cost}: the packet path on that core is the ceiling, whatever the other cores do.",
-            fmt::pct(share)
+            fmt::value(share, Unit::Percent)
         ),
         confidence,
     );
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={cpu}}}", n::SOFTIRQ_EXACT_PCT),
         Some(share),
-        format!("CPU {cpu}: NET_RX + NET_TX softirq {}", fmt::pct(share)),
+        format!(
+            "CPU {cpu}: NET_RX + NET_TX softirq {}",
+            fmt::value(share, Unit::Percent)
+        ),
     ));
     for (c, v) in by_cpu.iter().filter(|(c, _)| **c != cpu) {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={c}}}", n::SOFTIRQ_EXACT_PCT),
             Some(*v),
-            format!("CPU {c}: network softirq {}", fmt::pct(*v)),
+            format!("CPU {c}: network softirq {}", fmt::value(*v, Unit::Percent)),
         ));
     }
     if let Some((ns, _)) = per_packet {
         f.evidence.push(ctx.ev(
             "softirq_ns_per_packet",
             Some(ns),
-            format!("{} ns of softirq per packet", fmt::sig3(ns)),
+            format!(
+                "{} of softirq per packet",
+                fmt::value(ns * 1e-9, Unit::Seconds)
+            ),
         ));
     }
     f.alternatives.push(
@@ -256,18 +262,21 @@ fn napi_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     let mut why = Vec::new();
     if let Some(s) = squeeze {
         why.push(format!(
-            "the softirq loop ran out of netdev_budget {}/s (time squeezes)",
-            fmt::sig2(s)
+            "the softirq loop ran out of netdev_budget {} (time squeezes)",
+            fmt::value(s, Unit::PerSecond)
         ));
     }
     if let Some(d) = backlog_drops {
         why.push(format!(
-            "{}/s packets were dropped at a full backlog",
-            fmt::sig2(d)
+            "{} packets were dropped at a full backlog",
+            fmt::value(d, Unit::PerSecond)
         ));
     }
     if let Some((c, v)) = hot {
-        why.push(format!("CPU {c} spent {} in network softirqs", fmt::pct(v)));
+        why.push(format!(
+            "CPU {c} spent {} in network softirqs",
+            fmt::value(v, Unit::Percent)
+        ));
     }
     let what = if dev == "backlog" {
         "the per-CPU backlog (packets queued by netif_rx: loopback, veth)".to_string()
@@ -279,9 +288,9 @@ fn napi_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
         format!(
             "NAPI polls of {what} used their whole budget{} in {} of {} polls/s ({} packets/s): packets were always waiting, and {}.",
             if budget > 0.0 { format!(" of {budget:.0}") } else { String::new() },
-            fmt::pct(share * 100.0),
-            fmt::si(polls),
-            fmt::si(packets),
+            fmt::value(share * 100.0, Unit::Percent),
+            fmt::number(polls),
+            fmt::number(packets),
             why.join(", and ")
         ),
         confidence,
@@ -291,22 +300,25 @@ fn napi_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
         Some(share * polls),
         format!(
             "{} of polls full ({}/s)",
-            fmt::pct(share * 100.0),
-            fmt::si(share * polls)
+            fmt::value(share * 100.0, Unit::Percent),
+            fmt::number(share * polls)
         ),
     ));
     if let Some(s) = squeeze {
         f.evidence.push(ctx.ev(
             n::SOFTNET_TIME_SQUEEZE_PER_S,
             Some(s),
-            format!("{}/s time squeezes", fmt::sig2(s)),
+            format!("{} time squeezes", fmt::value(s, Unit::PerSecond)),
         ));
     }
     if let Some((ns, what)) = ns_per_packet(ctx, &by_cpu) {
         f.evidence.push(ctx.ev(
             "softirq_ns_per_packet",
             Some(ns),
-            format!("{} ns of softirq per packet ({what})", fmt::sig3(ns)),
+            format!(
+                "{} of softirq per packet ({what})",
+                fmt::value(ns * 1e-9, Unit::Seconds)
+            ),
         ));
     }
     f.advice.push(advice(
@@ -376,7 +388,7 @@ mod tests {
             f.summary
         );
         // (0.92 + 0.10) CPU-s/s over 1 M packets/s = 1020 ns.
-        assert!(f.summary.contains("1020 ns"), "{}", f.summary);
+        assert!(f.summary.contains("1.02 µs"), "{}", f.summary);
         assert!(on(&probed([60.0, 10.0], 0.0, 0.0), softirq_core).is_none());
     }
 

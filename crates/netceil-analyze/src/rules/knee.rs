@@ -19,7 +19,7 @@ use netceil_model::{Finding, Run};
 
 use crate::cause;
 use crate::ctx::finding;
-use crate::fmt;
+use netceil_model::{fmt, Unit};
 
 /// Delivered share from which a point counts as loss-free.
 pub const CLEAN: f64 = 0.99;
@@ -96,20 +96,20 @@ fn size_words(payload: usize) -> String {
 fn rate_words(pps: f64) -> String {
     if pps >= 10e3 {
         format!(
-            "{} (a packet every {} µs)",
-            fmt::pps(pps),
-            fmt::sig3(1e6 / pps)
+            "{} (a packet every {})",
+            fmt::value(pps, Unit::PacketsPerSecond),
+            fmt::value(1e6 / pps, Unit::Microseconds)
         )
     } else {
-        fmt::pps(pps)
+        fmt::value(pps, Unit::PacketsPerSecond)
     }
 }
 
 fn bits_words(bits: f64) -> String {
     format!(
         "{} ({} Gibit/s)",
-        fmt::bits(bits),
-        fmt::sig3(bits / f64::from(1u32 << 30))
+        fmt::value(bits, Unit::BitsPerSecond),
+        fmt::number(bits / f64::from(1u32 << 30))
     )
 }
 
@@ -242,7 +242,7 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
                 format!(
                     "{} the {name} ({})",
                     fmt::times(top / bits),
-                    fmt::bits(*bits)
+                    fmt::value(*bits, Unit::BitsPerSecond)
                 )
             })
             .collect();
@@ -255,7 +255,7 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
         if top > *bits {
             f.alternatives.push(format!(
                 "the {name} ({}) is below the knee: with that hardware it binds first",
-                fmt::bits(*bits)
+                fmt::value(*bits, Unit::BitsPerSecond)
             ));
         }
     }

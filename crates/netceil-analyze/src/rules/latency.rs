@@ -22,20 +22,11 @@ use crate::ledger::{Class, Entry};
 
 use crate::cause;
 use crate::ctx::{advice, finding, ClosedLoop, Ctx, NetActivity, LATENCY_IDENTITY_TOLERANCE};
-use crate::fmt;
 use crate::stats::ramp;
+use netceil_model::fmt;
 
 /// Machine or core busy % from which a busy CPU is named as stretching the round trip.
 const BUSY_CPU_PCT: f64 = 90.0;
-
-/// A round trip in µs as a person writes it.
-fn micros(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{} ms", fmt::sig3(us / 1000.0))
-    } else {
-        format!("{} µs", fmt::sig3(us))
-    }
-}
 
 /// The closed-loop identity holds: the round trip set the rate. In the ledger the round trip
 /// is sized as the rate it allows (in flight ÷ mean round trip) against the rate measured;
@@ -91,11 +82,11 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
             "Round-trip latency set the rate: a closed loop with {} in flight{} completed {} transactions/s, and {} / {} mean round trip = {} transactions/s (measured/predicted {}); only more requests in flight or a shorter round trip raise it.",
             requests(c.in_flight),
             if loopback { " over loopback" } else { "" },
-            fmt::si(c.tps),
+            fmt::number(c.tps),
             c.in_flight,
-            micros(c.mean_rtt_us),
-            fmt::si(predicted),
-            fmt::sig3(ratio),
+            fmt::value(c.mean_rtt_us, Unit::Microseconds),
+            fmt::number(predicted),
+            fmt::number(ratio),
         ),
         confidence,
     );
@@ -114,16 +105,19 @@ fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
     f.evidence.push(ctx.ev_total(
         "results.transactions_per_s",
         Some(c.tps),
-        format!("{} transactions/s measured over the run", fmt::si(c.tps)),
+        format!(
+            "{} transactions/s measured over the run",
+            fmt::number(c.tps)
+        ),
     ));
     f.evidence.push(ctx.ev_total(
         "results.latency_us.mean",
         Some(c.mean_rtt_us),
         format!(
             "mean round trip {} (median {}) over {} round trips; the identity takes the mean (Little's law)",
-            micros(c.mean_rtt_us),
-            micros(c.p50_rtt_us),
-            fmt::si(c.samples as f64)
+            fmt::value(c.mean_rtt_us, Unit::Microseconds),
+            fmt::value(c.p50_rtt_us, Unit::Microseconds),
+            fmt::number(c.samples as f64)
         ),
     ));
     f.evidence.push(ctx.ev_total(
@@ -142,12 +136,12 @@ fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
         "latency_identity_ratio",
         Some(c.ratio()),
         format!(
-            "measured {} / predicted {} ({} / {} µs) = {}",
-            fmt::si(c.tps),
-            fmt::si(c.predicted_tps()),
+            "measured {} / predicted {} ({} / {}) = {}",
+            fmt::number(c.tps),
+            fmt::number(c.predicted_tps()),
             c.in_flight,
-            fmt::sig3(c.mean_rtt_us),
-            fmt::sig3(c.ratio())
+            fmt::value(c.mean_rtt_us, Unit::Microseconds),
+            fmt::number(c.ratio())
         ),
     ));
     // What the loop spent per transaction outside the measured round trip: the client's own
@@ -159,10 +153,10 @@ fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
             Some(outside_us),
             format!(
                 "{} per transaction per flow outside the round trip ({} / {} − {})",
-                micros(outside_us),
+                fmt::value(outside_us, Unit::Microseconds),
                 c.in_flight,
-                fmt::si(c.tps),
-                micros(c.mean_rtt_us)
+                fmt::number(c.tps),
+                fmt::value(c.mean_rtt_us, Unit::Microseconds)
             ),
         ));
     }
@@ -176,15 +170,15 @@ fn alternatives(ctx: &Ctx, c: &ClosedLoop, loopback: bool, f: &mut Finding) {
         if let Some(v) = cs {
             rates.push(format!(
                 "{} context switches/s ({} per transaction)",
-                fmt::si(v),
-                fmt::sig2(v / c.tps)
+                fmt::number(v),
+                fmt::number(v / c.tps)
             ));
         }
         if let Some(v) = intr {
             rates.push(format!(
                 "{} interrupts/s ({} per transaction)",
-                fmt::si(v),
-                fmt::sig2(v / c.tps)
+                fmt::number(v),
+                fmt::number(v / c.tps)
             ));
         }
         f.alternatives.push(format!(
@@ -200,16 +194,16 @@ fn alternatives(ctx: &Ctx, c: &ClosedLoop, loopback: bool, f: &mut Finding) {
     match (busy, hottest) {
         (Some(b), _) if b >= BUSY_CPU_PCT => f.alternatives.push(format!(
             "CPU: {} busy {}. A closed loop does not run out of CPU by itself; a busy CPU shows up as a longer round trip (each wake-up waits for a core), so more flows may not scale",
-            fmt::pct(b),
+            fmt::value(b, Unit::Percent),
             ctx.window_words()
         )),
         (_, Some((cpu, b))) if b >= BUSY_CPU_PCT => f.alternatives.push(format!(
             "CPU: CPU {cpu} was {} busy. A busy core shows up as a longer round trip, not as a separate ceiling",
-            fmt::pct(b)
+            fmt::value(b, Unit::Percent)
         )),
         (Some(b), _) => f.alternatives.push(format!(
             "CPU-bound ruled out: the CPU was {} busy",
-            fmt::pct(b)
+            fmt::value(b, Unit::Percent)
         )),
         _ => {}
     }

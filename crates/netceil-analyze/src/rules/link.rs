@@ -17,10 +17,10 @@ use netceil_model::{names as n, Finding, Quantity, Resource, Run, Unit, Workload
 
 use crate::cause;
 use crate::ctx::{finding, Ctx, Throughput};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::ramp;
 use crate::Options;
+use netceil_model::fmt;
 
 /// Preamble 7 + SFD 1 + inter-frame gap 12 + FCS 4: what every frame costs on the wire beyond
 /// header and payload.
@@ -190,20 +190,20 @@ fn ceilings(
         let bits = speed * l.bytes / wire;
         out.push(Ceiling {
             kind: "link",
-            name: format!("the {} link", fmt::bits(speed)),
-            allows: fmt::bits(bits),
+            name: format!("the {} link", fmt::value(speed, Unit::BitsPerSecond)),
+            allows: fmt::value(bits, Unit::BitsPerSecond),
             bits,
             arithmetic: format!(
                 "link ({how}): {} × {:.0}/{:.0} ({:.0} B of {} per {:.0} B on the wire: + {}) = {} ({} of {:.0}-B frames)",
-                fmt::bits(speed),
+                fmt::value(speed, Unit::BitsPerSecond),
                 l.bytes,
                 wire,
                 l.bytes,
                 l.name,
                 wire,
                 l.overhead_words,
-                fmt::bits(bits),
-                fmt::pps(speed / (wire * 8.0)),
+                fmt::value(bits, Unit::BitsPerSecond),
+                fmt::value(speed / (wire * 8.0), Unit::PacketsPerSecond),
                 wire - 20.0
             ),
         });
@@ -214,11 +214,11 @@ fn ceilings(
         out.push(Ceiling {
             kind: "bus",
             name: format!("the {name} bus"),
-            allows: fmt::bits(bus),
+            allows: fmt::value(bus, Unit::BitsPerSecond),
             bits: bus,
             arithmetic: format!(
                 "bus: {name} at {} as given (its protocol overhead not counted)",
-                fmt::bits(bus)
+                fmt::value(bus, Unit::BitsPerSecond)
             ),
         });
     }
@@ -230,21 +230,24 @@ fn ceilings(
             .map(|ip| {
                 format!(
                     " ({} counting whole {:.0}-B IP packets)",
-                    fmt::bits(pps * ip * 8.0),
+                    fmt::value(pps * ip * 8.0, Unit::BitsPerSecond),
                     ip
                 )
             })
             .unwrap_or_default();
         out.push(Ceiling {
             kind: "packet rate",
-            name: format!("the {} packet rate", fmt::pps(pps)),
-            allows: format!("{}{whole}", fmt::bits(bits)),
+            name: format!(
+                "the {} packet rate",
+                fmt::value(pps, Unit::PacketsPerSecond)
+            ),
+            allows: format!("{}{whole}", fmt::value(bits, Unit::BitsPerSecond)),
             bits,
             arithmetic: format!(
                 "packet rate ({how}): {} × {:.0} B × 8 = {}{whole}",
-                fmt::pps(pps),
+                fmt::value(pps, Unit::PacketsPerSecond),
                 l.bytes,
-                fmt::bits(bits)
+                fmt::value(bits, Unit::BitsPerSecond)
             ),
         });
     }
@@ -264,9 +267,9 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, S
     let pps_here = t.bits_per_s / 8.0 / l.bytes;
     let reached = format!(
         "{} of {} ({} at {:.0} B)",
-        fmt::bits(t.bits_per_s),
+        fmt::value(t.bits_per_s, Unit::BitsPerSecond),
         l.name,
-        fmt::pps(pps_here),
+        fmt::value(pps_here, Unit::PacketsPerSecond),
         l.bytes
     );
     let mut sorted: Vec<&Ceiling> = cs.iter().collect();
@@ -287,8 +290,8 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, S
             format!(
                 "{} was the ceiling: the run carried {reached}, {} of the {} it allows{others_words}.",
                 capitalized(&binding.name),
-                fmt::pct(used * 100.0),
-                fmt::bits(binding.bits)
+                fmt::value(used * 100.0, Unit::Percent),
+                fmt::value(binding.bits, Unit::BitsPerSecond)
             ),
             confidence,
         )
@@ -317,7 +320,7 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, S
                 l.bytes,
                 l.name,
                 allows.join(" and "),
-                fmt::pct(used * 100.0)
+                fmt::value(used * 100.0, Unit::Percent)
             ),
             0.25,
         )
@@ -332,7 +335,7 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, S
     f.evidence.push(ctx.ev(
         t.metric.clone(),
         Some(t.bits_per_s),
-        format!("measured {}", fmt::bits(t.bits_per_s)),
+        format!("measured {}", fmt::value(t.bits_per_s, Unit::BitsPerSecond)),
     ));
     if f.cause == cause::LINK_LIMIT {
         f.alternatives.push("a host-side limit would show as a saturated CPU, drops or a lock: check the other findings".into());
@@ -447,7 +450,7 @@ mod tests {
         let f = on(&tcp_run(940e6, Some(1e9)), check).expect("link");
         assert_eq!(f.cause, cause::LINK_LIMIT);
         assert!(
-            f.summary.contains("100 % of the 941 Mbit/s"),
+            f.summary.contains("99.8 % of the 941 Mbit/s"),
             "{}",
             f.summary
         );
@@ -468,7 +471,7 @@ mod tests {
     fn far_below_the_link_is_headroom_only() {
         let f = on(&tcp_run(144e6, Some(1e9)), check).unwrap();
         assert_eq!(f.cause, cause::LINK_HEADROOM);
-        assert!(f.summary.contains("15 % of it"), "{}", f.summary);
+        assert!(f.summary.contains("15.3 % of it"), "{}", f.summary);
         assert!(
             f.summary
                 .starts_with("The 1.00 Gbit/s link did not bind this run"),

@@ -21,9 +21,9 @@ use netceil_model::{Finding, LockStat, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::fmt;
 
 /// Locks of the blocking machinery: contended as a consequence, not a cause.
 const DERIVED_LOCKS: &[&str] = &["turnstile chain", "sleepq chain"];
@@ -316,23 +316,23 @@ fn small_words(z: &Sized) -> String {
         (Some((w, _)), Some(s)) => format!(
             "{}: waited {} in a {} window, {} of the CPU time: too small to limit anything",
             z.top.name,
-            fmt::secs(z.top.wait_s),
-            fmt::secs(w),
-            fmt::pct(s * 100.0)
+            fmt::value(z.top.wait_s, Unit::Seconds),
+            fmt::value(w, Unit::Seconds),
+            fmt::value(s * 100.0, Unit::Percent)
         ),
         (Some((w, _)), None) => format!(
             "{}: waited {} in a {} window ({} threads waiting on average): too small to limit anything",
             z.top.name,
-            fmt::secs(z.top.wait_s),
-            fmt::secs(w),
-            fmt::sig2(z.waiters.unwrap_or(0.0))
+            fmt::value(z.top.wait_s, Unit::Seconds),
+            fmt::value(w, Unit::Seconds),
+            fmt::number(z.waiters.unwrap_or(0.0))
         ),
         _ => format!(
             "{}: waited {} in all; it would be {} of the CPU time only if the profile covered less than {}, so it cannot have limited anything",
             z.top.name,
-            fmt::secs(z.top.wait_s),
-            fmt::pct(CPU_SHARE_MIN * 100.0),
-            fmt::secs(z.window_needed_s())
+            fmt::value(z.top.wait_s, Unit::Seconds),
+            fmt::value(CPU_SHARE_MIN * 100.0, Unit::Percent),
+            fmt::value(z.window_needed_s(), Unit::Seconds)
         ),
     }
 }
@@ -359,33 +359,33 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
     let arithmetic = match (win, cpus) {
         (Some((w, _)), Some(c)) => format!(
             ": {} of the {} wall time summed over CPUs ({} ÷ {} = {} threads waiting at any moment), or {} of the {} CPU-seconds ({} s × {c} CPUs)",
-            fmt::pct(waiters.unwrap_or(0.0) * 100.0),
-            fmt::secs(w),
-            fmt::secs(top.wait_s),
-            fmt::secs(w),
-            fmt::sig3(waiters.unwrap_or(0.0)),
-            fmt::pct(cpu_share.unwrap_or(0.0) * 100.0),
-            fmt::sig3(w * f64::from(c)),
-            fmt::sig3(w),
+            fmt::value(waiters.unwrap_or(0.0) * 100.0, Unit::Percent),
+            fmt::value(w, Unit::Seconds),
+            fmt::value(top.wait_s, Unit::Seconds),
+            fmt::value(w, Unit::Seconds),
+            fmt::number(waiters.unwrap_or(0.0)),
+            fmt::value(cpu_share.unwrap_or(0.0) * 100.0, Unit::Percent),
+            fmt::number(w * f64::from(c)),
+            fmt::number(w),
         ),
         (Some((w, _)), None) => format!(
             ": {} of the {} wall time summed over CPUs (the CPU count is unknown)",
-            fmt::pct(waiters.unwrap_or(0.0) * 100.0),
-            fmt::secs(w)
+            fmt::value(waiters.unwrap_or(0.0) * 100.0, Unit::Percent),
+            fmt::value(w, Unit::Seconds)
         ),
         _ => format!(
             " (the profile's duration is unknown, so its share cannot be said: it is {} of the CPU time on {} CPU{} if the profile covered {})",
-            fmt::pct(CPU_SHARE_MIN * 100.0),
+            fmt::value(CPU_SHARE_MIN * 100.0, Unit::Percent),
             cpus.unwrap_or(1),
             if cpus.unwrap_or(1) == 1 { "" } else { "s" },
-            fmt::secs(z.window_needed_s())
+            fmt::value(z.window_needed_s(), Unit::Seconds)
         ),
     };
     let next_words = match (next, lead) {
         (Some(n), Some(l)) => format!(
             "; the next, {} ({}), is {} behind and is the bottleneck to expect once {} is gone",
             n.name,
-            fmt::secs(n.wait_s),
+            fmt::value(n.wait_s, Unit::Seconds),
             fmt::times(l),
             top.name
         ),
@@ -394,7 +394,7 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
     let from = match top.sites.first() {
         Some((site, w)) if top.sites.len() > 1 || *site != top.name => format!(
             ", most of it ({}) from {site}",
-            fmt::pct(w / top.wait_s.max(1e-12) * 100.0)
+            fmt::value(w / top.wait_s.max(1e-12) * 100.0, Unit::Percent)
         ),
         _ => String::new(),
     };
@@ -403,7 +403,7 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
         format!(
             "Lock contention on {}: threads waited {} for it{sites}{from}{arithmetic}{next_words}.",
             top.name,
-            fmt::secs(top.wait_s)
+            fmt::value(top.wait_s, Unit::Seconds)
         ),
         confidence,
     );
@@ -411,11 +411,11 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
         let sites: Vec<String> = l
             .sites
             .iter()
-            .map(|(s, w)| format!("{s} {}", fmt::secs(*w)))
+            .map(|(s, w)| format!("{s} {}", fmt::value(*w, Unit::Seconds)))
             .collect();
         let hold = l
             .hold_s
-            .map(|h| format!(", held {}", fmt::secs(h)))
+            .map(|h| format!(", held {}", fmt::value(h, Unit::Seconds)))
             .unwrap_or_default();
         f.evidence.push(ctx.ev_total(
             format!("locks[{}].wait_total_s", l.name),
@@ -423,8 +423,8 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
             format!(
                 "{}: waited {}{hold}, {} {} ({})",
                 l.name,
-                fmt::secs(l.wait_s),
-                fmt::si(l.count as f64),
+                fmt::value(l.wait_s, Unit::Seconds),
+                fmt::number(l.count as f64),
                 if l.contended_only {
                     "contended acquisitions"
                 } else {
@@ -438,14 +438,14 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
         f.evidence.push(ctx.ev_total(
             "window_s",
             Some(w),
-            format!("profile window {} ({how})", fmt::secs(w)),
+            format!("profile window {} ({how})", fmt::value(w, Unit::Seconds)),
         ));
     }
     for d in &z.derived {
         f.alternatives.push(format!(
             "{} ({} of wait) is the blocking machinery's own lock: it is contended because the mutexes above are, not a cause of its own",
             d.name,
-            fmt::secs(d.wait_s)
+            fmt::value(d.wait_s, Unit::Seconds)
         ));
     }
     f.advice.push(advice(
@@ -578,7 +578,7 @@ mod tests {
         annotated.meta.host.cpus = Some(2);
         let g = on(&annotated, check).unwrap();
         assert!(
-            g.summary.contains("25 % of the 20.0 CPU-seconds"),
+            g.summary.contains("25 % of the 20 CPU-seconds"),
             "{}",
             g.summary
         );

@@ -13,9 +13,9 @@ use netceil_model::{names as n, Finding, Quantity, Resource, Unit, WorkloadKind}
 
 use crate::cause;
 use crate::ctx::{finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean, present, ramp};
+use netceil_model::fmt;
 
 /// Shortfall from which a run counts as saturated.
 pub const MIN_SHORTFALL: f64 = 0.01;
@@ -110,7 +110,10 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     let onset_words = start
         .map(|(r, off)| {
             let t0 = if r == 0 { 0.0 } else { s.t_s[r - 1] };
-            format!(", beginning at {t0:.0} s with {} offered", fmt::pps(off))
+            format!(
+                ", beginning at {t0:.0} s with {} offered",
+                fmt::value(off, Unit::PacketsPerSecond)
+            )
         })
         .unwrap_or_default();
     // The interface counts all its traffic, so 1 − its share is a lower bound on our packets
@@ -131,18 +134,18 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
             if unseen < shortfall / 2.0 {
                 format!(
                     "; {iface} counted {} of them, so most were lost between the kernel and the application",
-                    fmt::pct(k.min(1.0) * 100.0)
+                    fmt::value(k.min(1.0) * 100.0, Unit::Percent)
                 )
             } else if unseen >= shortfall * 0.9 {
                 format!(
                     "; {iface} counted only {}, so they were lost at or before it ({before})",
-                    fmt::pct(k * 100.0)
+                    fmt::value(k * 100.0, Unit::Percent)
                 )
             } else {
                 format!(
                     "; {iface} counted {}: about {} were lost at or before it ({before}), the rest between the kernel and the application",
-                    fmt::pct(k * 100.0),
-                    fmt::pct(unseen * 100.0)
+                    fmt::value(k * 100.0, Unit::Percent),
+                    fmt::value(unseen * 100.0, Unit::Percent)
                 )
             }
         }
@@ -152,10 +155,10 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
         cause::SATURATION,
         format!(
             "The receive path saturated at {}: {} of the {} offered reached the application, {} did not{onset_words}{where_words}.",
-            fmt::pps(delivered),
-            fmt::pct((1.0 - shortfall) * 100.0),
-            fmt::pps(offered),
-            fmt::pct(shortfall * 100.0)
+            fmt::value(delivered, Unit::PacketsPerSecond),
+            fmt::value((1.0 - shortfall) * 100.0, Unit::Percent),
+            fmt::value(offered, Unit::PacketsPerSecond),
+            fmt::value(shortfall * 100.0, Unit::Percent)
         ),
         confidence,
     );
@@ -163,23 +166,29 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
         f.evidence.push(ctx.ev_total(
             "results.tx_pps",
             Some(offered),
-            format!("offered {}", fmt::pps(offered)),
+            format!("offered {}", fmt::value(offered, Unit::PacketsPerSecond)),
         ));
         f.evidence.push(ctx.ev_total(
             "results.rx_app_pps",
             Some(delivered),
-            format!("delivered {}", fmt::pps(delivered)),
+            format!(
+                "delivered {}",
+                fmt::value(delivered, Unit::PacketsPerSecond)
+            ),
         ));
     } else {
         f.evidence.push(ctx.ev(
             n::LOAD_TX_PPS,
             Some(offered),
-            format!("offered {}", fmt::pps(offered)),
+            format!("offered {}", fmt::value(offered, Unit::PacketsPerSecond)),
         ));
         f.evidence.push(ctx.ev(
             n::LOAD_RX_PPS,
             Some(delivered),
-            format!("delivered {}", fmt::pps(delivered)),
+            format!(
+                "delivered {}",
+                fmt::value(delivered, Unit::PacketsPerSecond)
+            ),
         ));
     }
     if let Some((r, _)) = start {
@@ -196,9 +205,9 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
                         Some(level),
                         format!(
                             "delivered stayed near {} while offered rose from {} to {}",
-                            fmt::pps(level),
-                            fmt::pps(*first),
-                            fmt::pps(*last)
+                            fmt::value(level, Unit::PacketsPerSecond),
+                            fmt::value(*first, Unit::PacketsPerSecond),
+                            fmt::value(*last, Unit::PacketsPerSecond)
                         ),
                     ));
                 }
@@ -274,13 +283,13 @@ mod tests {
         let none_counted = at(987_500);
         assert!(
             none_counted.contains(
-                "counted only 99 %, so they were lost at or before it (its receive queue"
+                "counted only 98.8 %, so they were lost at or before it (its receive queue"
             ),
             "{none_counted}"
         );
         let part = at(992_000);
         assert!(
-            part.contains("about 0.80 % were lost at or before it (its receive queue, the NIC, or on the way), the rest between"),
+            part.contains("about 0.800 % were lost at or before it (its receive queue, the NIC, or on the way), the rest between"),
             "{part}"
         );
     }

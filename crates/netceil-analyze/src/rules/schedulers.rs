@@ -21,9 +21,9 @@ use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{pct, Class, Entry};
 use crate::stats::{mean, mean_strength, ramp};
+use netceil_model::{fmt, Unit};
 
 /// A scheduler this utilized (%) is full.
 pub const HOT_PCT: f64 = 85.0;
@@ -68,7 +68,7 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
     let confidence = (0.45 + 0.45 * strength) * ctx.data_factor();
     let names: Vec<String> = hot
         .iter()
-        .map(|(s, u)| format!("scheduler {s} {}", fmt::pct(*u)))
+        .map(|(s, u)| format!("scheduler {s} {}", fmt::value(*u, Unit::Percent)))
         .collect();
     let f = if every {
         all_words(ctx, &names, hot_mean, confidence)
@@ -108,7 +108,7 @@ fn hot_words(ctx: &Ctx, names: &[String], others: f64, n_rest: usize, confidence
             if names.len() == 1 { "was" } else { "were" },
             names.join(", "),
             ctx.window_words(),
-            fmt::pct(others)
+            fmt::value(others, Unit::Percent)
         ),
         confidence,
     );
@@ -117,12 +117,12 @@ fn hot_words(ctx: &Ctx, names: &[String], others: f64, n_rest: usize, confidence
         Some(others),
         format!(
             "the other schedulers averaged {} utilized",
-            fmt::pct(others)
+            fmt::value(others, Unit::Percent)
         ),
     ));
     f.alternatives.push(format!(
         "the VM CPU-bound overall: ruled out, the other schedulers averaged {}",
-        fmt::pct(others)
+        fmt::value(others, Unit::Percent)
     ));
     f.advice.push(advice(
         "find the process on that scheduler: erlang:statistics(run_queue_lengths), recon:proc_count(reductions, 10) and recon:proc_window(reductions, 10, 1000)",
@@ -146,7 +146,7 @@ fn all_words(ctx: &Ctx, names: &[String], busy: f64, confidence: f64) -> Finding
         format!(
             "Every scheduler of the VM was full of real work ({}), {} on average {}: the VM is CPU-bound.",
             names.join(", "),
-            fmt::pct(busy),
+            fmt::value(busy, Unit::Percent),
             ctx.window_words()
         ),
         confidence,
@@ -191,7 +191,7 @@ mod tests {
         let e = entry_on(&schedulers(&[90.1, 12.0, 0.0, 1.9]), check).expect("hot");
         assert_eq!(e.cause, cause::HOT_CPU);
         assert!(
-            e.finding.summary.contains("scheduler 1 90 %"),
+            e.finding.summary.contains("scheduler 1 90.1 %"),
             "{}",
             e.finding.summary
         );

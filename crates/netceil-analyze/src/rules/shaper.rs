@@ -33,9 +33,9 @@ use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::{cv, mean, mean_strength, ramp};
+use netceil_model::fmt;
 
 /// Share of load rows that must show throttling.
 const THROTTLED_ROWS_MIN: f64 = 0.5;
@@ -229,14 +229,14 @@ fn words(
     let configured = match (best.configured_bits, match_ratio) {
         (Some(c), Some(r)) => format!(
             ", {} of its configured {}",
-            fmt::pct(r * 100.0),
-            fmt::bits(c)
+            fmt::value(r * 100.0, Unit::Percent),
+            fmt::value(c, Unit::BitsPerSecond)
         ),
         _ => String::new(),
     };
     let offered = best
         .offered_bits
-        .map(|o| format!(" of {} offered", fmt::bits(o)))
+        .map(|o| format!(" of {} offered", fmt::value(o, Unit::BitsPerSecond)))
         .unwrap_or_default();
     let throttle_words = if best.policer {
         "packets dropped by the policer"
@@ -247,9 +247,9 @@ fn words(
         cause::SHAPER,
         format!(
             "A {kind} set the ceiling: {what} passed {}{offered}{configured}, flat (±{}) while {}/s {throttle_words} {}; the run got no more than the {kind} let through.",
-            fmt::bits(best.bits_mean),
-            fmt::pct(best.bits_cv * 100.0),
-            fmt::si(best.throttle_per_s),
+            fmt::value(best.bits_mean, Unit::BitsPerSecond),
+            fmt::value(best.bits_cv * 100.0, Unit::Percent),
+            fmt::number(best.throttle_per_s),
             ctx.window_words()
         ),
         confidence,
@@ -260,14 +260,14 @@ fn words(
         match best.offered_bits {
             Some(o) => format!(
                 "{what} was offered {} and passed {} on average (offered less the dropped share of packets), coefficient of variation {}",
-                fmt::bits(o),
-                fmt::bits(best.bits_mean),
-                fmt::pct(best.bits_cv * 100.0)
+                fmt::value(o, Unit::BitsPerSecond),
+                fmt::value(best.bits_mean, Unit::BitsPerSecond),
+                fmt::value(best.bits_cv * 100.0, Unit::Percent)
             ),
             None => format!(
                 "{what} passed {} on average, coefficient of variation {}",
-                fmt::bits(best.bits_mean),
-                fmt::pct(best.bits_cv * 100.0)
+                fmt::value(best.bits_mean, Unit::BitsPerSecond),
+                fmt::value(best.bits_cv * 100.0, Unit::Percent)
             ),
         },
     ));
@@ -290,15 +290,15 @@ fn words(
         Some(best.throttle_per_s),
         format!(
             "{}/s {throttle_words}, in {} of the load intervals",
-            fmt::si(best.throttle_per_s),
-            fmt::pct(best.throttled_rows * 100.0)
+            fmt::number(best.throttle_per_s),
+            fmt::value(best.throttled_rows * 100.0, Unit::Percent)
         ),
     ));
     if let Some(c) = best.configured_bits {
         f.evidence.push(ctx.ev(
             n::QDISC_RATE_BITS_PER_S,
             Some(c),
-            format!("configured rate {}", fmt::bits(c)),
+            format!("configured rate {}", fmt::value(c, Unit::BitsPerSecond)),
         ));
     }
     f.evidence.push(ctx.ev(
@@ -306,22 +306,22 @@ fn words(
         Some(share),
         format!(
             "it carried {} of the run's {}",
-            fmt::pct(share * 100.0),
-            fmt::bits(total)
+            fmt::value(share * 100.0, Unit::Percent),
+            fmt::value(total, Unit::BitsPerSecond)
         ),
     ));
     if let Some(d) = best.drops_per_s.filter(|d| *d > 0.0 && !best.policer) {
         f.evidence.push(ctx.ev(
             n::QDISC_DROPS_PER_S,
             Some(d),
-            format!("{}/s dropped when its queue was full", fmt::si(d)),
+            format!("{}/s dropped when its queue was full", fmt::number(d)),
         ));
     }
     if let Some(b) = best.backlog_bytes.filter(|b| *b > 0.0) {
         f.evidence.push(ctx.ev(
             n::QDISC_BACKLOG_BYTES,
             Some(b),
-            format!("{} waiting in it on average", fmt::bytes(b)),
+            format!("{} waiting in it on average", fmt::value(b, Unit::Bytes)),
         ));
     }
     let iface = best.bits.id.label(n::LABEL_IFACE).unwrap_or("IF");

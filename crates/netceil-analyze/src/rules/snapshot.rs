@@ -19,9 +19,9 @@ use netceil_model::{Finding, Resource, Series};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::{fmt, Unit};
 
 const PROCESSED: &str = "softnet_processed_total";
 const SQUEEZED: &str = "softnet_time_squeeze_total";
@@ -76,7 +76,7 @@ fn spread_words(t: &Totals) -> String {
     parts
         .iter()
         .take(4)
-        .map(|(c, s)| format!("CPU {c} {}", fmt::pct(s * 100.0)))
+        .map(|(c, s)| format!("CPU {c} {}", fmt::value(s * 100.0, Unit::Percent)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -148,13 +148,16 @@ fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
     let per_cpu_words = match &worst {
         Some((c, r)) if *r > 2.0 * machine => format!(
             " (machine-wide {} per 1000, but {} per 1000 on CPU {c})",
-            fmt::sig2(machine),
-            fmt::sig2(*r)
+            fmt::number(machine),
+            fmt::number(*r)
         ),
         _ => String::new(),
     };
     let where_words = if concentrated {
-        format!(", {} of them on CPU {cpu}", fmt::pct(share * 100.0))
+        format!(
+            ", {} of them on CPU {cpu}",
+            fmt::value(share * 100.0, Unit::Percent)
+        )
     } else {
         format!(", spread: {}", spread_words(&sq))
     };
@@ -162,8 +165,8 @@ fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
         cause::NAPI_BUDGET,
         format!(
             "Since boot (one snapshot, so not when): the receive softirq ran out of its budget with work left {} times, {} per 1000 packets processed{per_cpu_words}{where_words}. That is NAPI budget exhaustion{}.",
-            fmt::si(sq.total),
-            fmt::sig2(machine),
+            fmt::number(sq.total),
+            fmt::number(machine),
             if concentrated { " concentrated on one CPU" } else { "" }
         ),
         0.35 + 0.2 * strength,
@@ -173,7 +176,7 @@ fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
         Some(sq.total),
         format!(
             "{} time squeezes since boot: {}",
-            fmt::si(sq.total),
+            fmt::number(sq.total),
             spread_words(&sq)
         ),
     ));
@@ -182,7 +185,7 @@ fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
         Some(processed.total),
         format!(
             "{} packets processed since boot: {}",
-            fmt::si(processed.total),
+            fmt::number(processed.total),
             spread_words(&processed)
         ),
     ));
@@ -224,11 +227,11 @@ fn drops_finding(ctx: &Ctx) -> Option<Finding> {
         cause::BUFFER_DROPS,
         format!(
             "Since boot (one snapshot, so not when): {} packets were dropped because a CPU's backlog was full{}, {} of them on CPU {cpu}.",
-            fmt::si(d.total),
+            fmt::number(d.total),
             ratio
-                .map(|r| format!(" ({} of those that reached it)", fmt::pct(r * 100.0)))
+                .map(|r| format!(" ({} of those that reached it)", fmt::value(r * 100.0, Unit::Percent)))
                 .unwrap_or_default(),
-            fmt::pct(share * 100.0)
+            fmt::value(share * 100.0, Unit::Percent)
         ),
         0.35 + 0.2 * strength,
     );
@@ -284,7 +287,7 @@ fn skew_finding(ctx: &Ctx) -> Option<(Finding, String)> {
         cause::RX_SKEW,
         format!(
             "Since boot (one snapshot, so not when): {} of the {what} ran on CPU {cpu} of {} CPUs ({}): one core does the machine's receive work.",
-            fmt::pct(share * 100.0),
+            fmt::value(share * 100.0, Unit::Percent),
             t.per_cpu.len(),
             spread_words(&t)
         ),
@@ -295,7 +298,7 @@ fn skew_finding(ctx: &Ctx) -> Option<(Finding, String)> {
         Some(t.total),
         format!(
             "{} {what} since boot: {}",
-            fmt::si(t.total),
+            fmt::number(t.total),
             spread_words(&t)
         ),
     ));
@@ -332,9 +335,9 @@ pub fn listen(ctx: &Ctx) -> Option<Entry> {
         cause::BUFFER_DROPS,
         format!(
             "Since boot (one snapshot, so not when): listening sockets' accept queues overflowed {} times against {} connections accepted ({}): connection attempts were dropped because the application did not accept them fast enough, or its backlog is short.",
-            fmt::si(overflows),
-            fmt::si(accepted),
-            fmt::pct(share * 100.0)
+            fmt::number(overflows),
+            fmt::number(accepted),
+            fmt::value(share * 100.0, Unit::Percent)
         ),
         0.35 + 0.2 * ramp(share, LISTEN_SHARE_MIN, 0.1),
     );
@@ -344,7 +347,10 @@ pub fn listen(ctx: &Ctx) -> Option<Entry> {
             netceil_model::names::SNMP_COUNTER_TOTAL
         ),
         Some(overflows),
-        format!("{} accept-queue overflows since boot", fmt::si(overflows)),
+        format!(
+            "{} accept-queue overflows since boot",
+            fmt::number(overflows)
+        ),
     ));
     f.advice.push(advice(
         "sysctl net.core.somaxconn=4096 and a larger listen() backlog, and an acceptor that keeps up (more accept threads, SO_REUSEPORT)",
@@ -409,12 +415,16 @@ mod tests {
         let f = on(&run, squeeze).expect("napi budget");
         assert_eq!(f.cause, cause::NAPI_BUDGET);
         assert!(f.summary.starts_with("Since boot"), "{}", f.summary);
-        assert!(f.summary.contains("82 % of them on CPU 0"), "{}", f.summary);
+        assert!(
+            f.summary.contains("82.3 % of them on CPU 0"),
+            "{}",
+            f.summary
+        );
         assert!(f.confidence <= 0.55);
         assert!(on(&run, drops).is_none(), "no drops: no drop finding");
         let s = on(&run, skew).expect("skew");
         assert!(
-            s.summary.contains("94 % of the packets processed"),
+            s.summary.contains("93.9 % of the packets processed"),
             "{}",
             s.summary
         );

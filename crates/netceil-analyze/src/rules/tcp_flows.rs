@@ -44,9 +44,9 @@ use netceil_model::{names as n, Finding, Metric, Quantity, Resource, Unit};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::fmt;
 
 /// The flows' aggregate series (sock_diag; names as `ss -ti` prints them).
 pub use netceil_model::names::{
@@ -301,7 +301,7 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
         format!(
             "{} had data to send {} of the time",
             flows_words(l),
-            fmt::pct(l.busy)
+            fmt::value(l.busy, Unit::Percent)
         ),
     ));
     for (name, v, what) in [
@@ -319,7 +319,7 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
                 Some(v),
                 format!(
                     "{what} {} of busy time, by the kernel's count (tcp_info)",
-                    fmt::pct(v)
+                    fmt::value(v, Unit::Percent)
                 ),
             ));
         }
@@ -328,7 +328,7 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
         f.evidence.push(ctx.ev(
             TCP_RETRANS_PER_S,
             Some(r),
-            format!("{} retransmitted", fmt::per_s(r)),
+            format!("{} retransmitted", fmt::value(r, Unit::PerSecond)),
         ));
     }
     if l.full.judged > 0 {
@@ -338,9 +338,9 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
             format!(
                 "of {} busy flow-intervals, the peer's window was full in {}, the send buffer in {}, the congestion window in {} (acked rate × RTT in flight, against each)",
                 l.full.judged,
-                fmt::pct(l.full.rwnd),
-                fmt::pct(l.full.sndbuf),
-                fmt::pct(l.full.cwnd)
+                fmt::value(l.full.rwnd, Unit::Percent),
+                fmt::value(l.full.sndbuf, Unit::Percent),
+                fmt::value(l.full.cwnd, Unit::Percent)
             ),
         ));
     }
@@ -352,7 +352,7 @@ fn window_words(ctx: &Ctx, l: &Limits, share: f64, confidence: f64) -> Finding {
         format!(
             "The receiver's window held {}: it was the limit {} of the time there was data to send {} (sock_diag tcp_info, as ss -ti reads it). The receiver advertised too little room: its receive buffer is small for the path, or its reader did not keep up.",
             flows_words(l),
-            fmt::pct(share),
+            fmt::value(share, Unit::Percent),
             ctx.window_words()
         ),
         confidence,
@@ -374,7 +374,7 @@ fn sndbuf_words(ctx: &Ctx, l: &Limits, share: f64, confidence: f64) -> Finding {
         format!(
             "The send buffer held {}: they were limited by it {} of the time they had data to send {} (sock_diag tcp_info). The socket could not keep enough data queued to fill the path.",
             flows_words(l),
-            fmt::pct(share),
+            fmt::value(share, Unit::Percent),
             ctx.window_words()
         ),
         confidence,
@@ -398,9 +398,9 @@ fn cwnd_words(ctx: &Ctx, l: &Limits, share: f64, confidence: f64) -> Finding {
         format!(
             "Congestion control held {}: the congestion window limited them {} of the time they had data to send {}, with {} retransmitted: losses on the path keep the window down.",
             flows_words(l),
-            fmt::pct(share),
+            fmt::value(share, Unit::Percent),
             ctx.window_words(),
-            fmt::per_s(l.retrans_per_s.unwrap_or(0.0))
+            fmt::value(l.retrans_per_s.unwrap_or(0.0), Unit::PerSecond)
         ),
         confidence,
     );

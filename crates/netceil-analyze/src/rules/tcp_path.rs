@@ -12,9 +12,9 @@ use netceil_model::{names as n, Finding, Resource};
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{Class, Entry};
 use crate::stats::ramp;
+use netceil_model::{fmt, Unit};
 
 /// The TCP path rule.
 /// Retransmissions in the ledger: errors on the path, a loss that congestion control turns
@@ -130,10 +130,10 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
         cause::TCP_PATH,
         format!(
             "TCP lost segments on the path: {} of segments were retransmitted ({}){}, which holds the congestion window down.",
-            fmt::pct(share * 100.0),
+            fmt::value(share * 100.0, Unit::Percent),
             match (m.rate, m.count) {
-                (Some(r), _) => fmt::per_s(r),
-                (None, Some(c)) => format!("{} since boot", fmt::si(c)),
+                (Some(r), _) => fmt::value(r, Unit::PerSecond),
+                (None, Some(c)) => format!("{} since boot", fmt::number(c)),
                 _ => String::new(),
             },
             if spurious { "; many came back as duplicate SACKs, so much of it is reordering, not loss" } else { "" }
@@ -144,12 +144,12 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
         f.evidence.push(ctx.ev(
             n::TCP_RETRANS_SEGS_PER_S,
             Some(rate),
-            format!("{} retransmitted", fmt::per_s(rate)),
+            format!("{} retransmitted", fmt::value(rate, Unit::PerSecond)),
         ));
         f.evidence.push(ctx.ev(
             n::TCP_OUT_SEGS_PER_S,
             out,
-            format!("{} sent", fmt::per_s(out.unwrap_or(0.0))),
+            format!("{} sent", fmt::value(out.unwrap_or(0.0), Unit::PerSecond)),
         ));
     } else if source == "since boot" {
         f.evidence.push(ctx.ev_total(
@@ -157,36 +157,42 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
             m.count,
             format!(
                 "{} segments retransmitted since boot, {} of those sent",
-                fmt::si(m.count.unwrap_or(0.0)),
-                fmt::pct(share * 100.0)
+                fmt::number(m.count.unwrap_or(0.0)),
+                fmt::value(share * 100.0, Unit::Percent)
             ),
         ));
     } else {
         f.evidence.push(ctx.ev_total(
             "results.flows[].retransmits",
             Some(rate),
-            format!("{} retransmitted (TCP_INFO)", fmt::per_s(rate)),
+            format!(
+                "{} retransmitted (TCP_INFO)",
+                fmt::value(rate, Unit::PerSecond)
+            ),
         ));
     }
     if let Some(d) = dsack_in {
         f.evidence.push(ctx.ev(
             n::TCP_DSACK_RECV_PER_S,
             Some(d),
-            format!("{} duplicate SACKs received", fmt::per_s(d)),
+            format!(
+                "{} duplicate SACKs received",
+                fmt::value(d, Unit::PerSecond)
+            ),
         ));
     }
     if let Some(d) = dsack_out {
         f.evidence.push(ctx.ev(
             n::TCP_DSACK_SENT_PER_S,
             Some(d),
-            format!("{} duplicate SACKs sent", fmt::per_s(d)),
+            format!("{} duplicate SACKs sent", fmt::value(d, Unit::PerSecond)),
         ));
     }
     if let Some(t) = timeouts {
         f.evidence.push(ctx.ev(
             n::TCP_TIMEOUTS_PER_S,
             Some(t),
-            format!("{} retransmission timeouts", fmt::per_s(t)),
+            format!("{} retransmission timeouts", fmt::value(t, Unit::PerSecond)),
         ));
     }
     f.advice.push(advice(
@@ -227,7 +233,7 @@ mod tests {
     #[test]
     fn two_percent_retransmits_is_path_trouble() {
         let f = on(&tcp(860.0, 0.0), check).expect("tcp path");
-        assert!(f.summary.contains("2.0 %"), "{}", f.summary);
+        assert!(f.summary.contains("2 %"), "{}", f.summary);
         assert!(!f.summary.contains("reordering"));
     }
 

@@ -25,9 +25,9 @@ use netceil_model::{names as n, Finding, Metric, PacingMode, Resource, WorkloadK
 
 use crate::cause;
 use crate::ctx::{advice, finding, Ctx};
-use crate::fmt;
 use crate::ledger::{pct, Class, Entry, Explains};
 use crate::stats::{mean_strength, ramp};
+use netceil_model::{fmt, Unit};
 
 /// A thread this busy (% of one core) is saturated.
 pub const SATURATED_PCT: f64 = 85.0;
@@ -121,9 +121,9 @@ pub fn wanted_the_whole_core(t: &ThreadLoad) -> bool {
 fn preempted_words(t: &ThreadLoad) -> String {
     match t.nonvoluntary_cs {
         Some(p) if t.cpu_pct < SATURATED_PCT => format!(
-            "; it never waited but was preempted {}/s, so it wanted the whole core and got {}",
-            fmt::sig2(p),
-            fmt::pct(t.cpu_pct)
+            "; it never waited but was preempted {}, so it wanted the whole core and got {}",
+            fmt::value(p, Unit::PerSecond),
+            fmt::value(t.cpu_pct, Unit::Percent)
         ),
         _ => String::new(),
     }
@@ -140,7 +140,7 @@ fn unpaced(ctx: &Ctx) -> bool {
 
 fn kernel_words(t: &ThreadLoad) -> String {
     t.system_pct
-        .map(|s| format!(" ({} in the kernel)", fmt::pct(s)))
+        .map(|s| format!(" ({} in the kernel)", fmt::value(s, Unit::Percent)))
         .unwrap_or_default()
 }
 
@@ -284,10 +284,15 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
     .unwrap_or(0.0);
     let confidence = (0.55 + 0.35 * strength) * ctx.data_factor();
     let rate = match r {
-        Some(r) if r.tx_pps > 0.0 => format!("{} sent", fmt::pps(r.tx_pps)),
+        Some(r) if r.tx_pps > 0.0 => {
+            format!("{} sent", fmt::value(r.tx_pps, Unit::PacketsPerSecond))
+        }
         Some(r) => format!(
             "{} sent",
-            fmt::bits(r.tx_bits_per_s.max(r.rx_app_bits_per_s))
+            fmt::value(
+                r.tx_bits_per_s.max(r.rx_app_bits_per_s),
+                Unit::BitsPerSecond
+            )
         ),
         None => String::new(),
     };
@@ -302,7 +307,7 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
                     "sender"
                 },
                 o.comm,
-                fmt::pct(o.cpu_pct)
+                fmt::value(o.cpu_pct, Unit::Percent)
             )
         })
         .unwrap_or_default();
@@ -313,7 +318,7 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
         (Role::Sender, true, Some(si)) if si >= 5.0 => format!(
             " On loopback the receive path runs in the sender's context: CPU {} spent {} in softirq, so part of the sender's kernel time is the receive side's work.",
             core.unwrap_or(0),
-            fmt::pct(si)
+            fmt::value(si, Unit::Percent)
         ),
         _ => String::new(),
     };
@@ -330,11 +335,11 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
     let mut f = finding(
         cause_name,
         format!(
-            "{head}: {} ran at {} of a core{} and blocked {}/s{}, for {rate}{}{other_words}.{loopback_words}",
+            "{head}: {} ran at {} of a core{} and blocked {}{}, for {rate}{}{other_words}.{loopback_words}",
             t.comm,
-            fmt::pct(t.cpu_pct),
+            fmt::value(t.cpu_pct, Unit::Percent),
             kernel_words(t),
-            fmt::sig2(blocked),
+            fmt::value(blocked, Unit::PerSecond),
             preempted_words(t),
             loss_words(p.which, p.loss),
         ),
@@ -343,21 +348,28 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
     f.evidence.push(ctx.ev(
         format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
         Some(t.cpu_pct),
-        format!("{} at {} of a core", t.comm, fmt::pct(t.cpu_pct)),
+        format!(
+            "{} at {} of a core",
+            t.comm,
+            fmt::value(t.cpu_pct, Unit::Percent)
+        ),
     ));
     f.evidence.push(ctx.ev(
         format!("{}{{tid={}}}", n::THREAD_VOLUNTARY_CS_PER_S, t.tid),
         Some(blocked),
         format!(
             "{} voluntary context switches/s: it never waited",
-            fmt::sig2(blocked)
+            fmt::number(blocked)
         ),
     ));
     if let Some(l) = p.loss {
         f.evidence.push(ctx.ev_total(
             "results.lost_packets",
             Some(l),
-            format!("{} of the packets sent were lost", fmt::pct(l * 100.0)),
+            format!(
+                "{} of the packets sent were lost",
+                fmt::value(l * 100.0, Unit::Percent)
+            ),
         ));
     }
     unpaced_advice(p.which, kind, loopback, &mut f);
@@ -376,16 +388,16 @@ fn loss_words(which: Role, loss: Option<f64>) -> String {
     match (which, loss) {
         (Role::Receiver, Some(l)) if l > 0.0 => format!(
             ", and {} of the packets were lost before it read them",
-            fmt::pct(l * 100.0)
+            fmt::value(l * 100.0, Unit::Percent)
         ),
         (Role::Sender, Some(l)) if l <= 0.0 => ", with nothing lost".into(),
         (Role::Sender, Some(l)) if l < LOSS_MATTERS => format!(
             ", with {} of the packets lost (too few to be the ceiling)",
-            fmt::pct(l * 100.0)
+            fmt::value(l * 100.0, Unit::Percent)
         ),
         (Role::Sender, Some(l)) => format!(
             ", with {} of the packets lost at the receiving side's buffers (a loss on top of this ceiling: the receiver was not saturated)",
-            fmt::pct(l * 100.0)
+            fmt::value(l * 100.0, Unit::Percent)
         ),
         _ => String::new(),
     }
@@ -435,8 +447,8 @@ pub fn progress(t: &ThreadLoad) -> (Option<bool>, String) {
             Some(true),
             format!(
                 "its read/write calls moved {}/s in {}/s calls",
-                fmt::bytes(io.unwrap_or(0.0)),
-                fmt::si(calls.unwrap_or(0.0))
+                fmt::value(io.unwrap_or(0.0), Unit::Bytes),
+                fmt::number(calls.unwrap_or(0.0))
             ),
         );
     }
@@ -448,7 +460,7 @@ pub fn progress(t: &ThreadLoad) -> (Option<bool>, String) {
             None,
             format!(
                 "its read/write calls were flat, but {} of its time was in the kernel, where sendmsg/recvmsg-family calls (not counted) may have done work",
-                fmt::pct(kernel_share.unwrap_or(0.0) * 100.0)
+                fmt::value(kernel_share.unwrap_or(0.0) * 100.0, Unit::Percent)
             ),
         );
     }
@@ -457,8 +469,8 @@ pub fn progress(t: &ThreadLoad) -> (Option<bool>, String) {
             Some(false),
             format!(
                 "its read/write calls stayed flat ({}/s, {}/s calls)",
-                fmt::bytes(b),
-                fmt::si(c)
+                fmt::value(b, Unit::Bytes),
+                fmt::number(c)
             ),
         ),
         _ => (
@@ -490,8 +502,8 @@ pub fn progress_in(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
                 Some(true),
                 format!(
                     "its read/write calls were flat, but it spent {} of its time in the kernel while {from} carried {}/s packets: sendmsg/recvmsg-family calls, which /proc does not count, moved them",
-                    fmt::pct(kernel_share * 100.0),
-                    fmt::si(pps)
+                    fmt::value(kernel_share * 100.0, Unit::Percent),
+                    fmt::number(pps)
                 ),
             );
         }
@@ -538,22 +550,26 @@ fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding 
             "A busy worker, not a polling loop, was the ceiling: thread {} ({}) of process {pid} ran at {} of a core{}, blocked {}/s, and {how}.",
             t.comm,
             t.tid,
-            fmt::pct(t.cpu_pct),
+            fmt::value(t.cpu_pct, Unit::Percent),
             kernel_words(t),
-            fmt::sig2(t.voluntary_cs.unwrap_or(0.0))
+            fmt::number(t.voluntary_cs.unwrap_or(0.0))
         ),
         confidence,
     );
     f.evidence.push(ctx.ev(
         format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
         Some(t.cpu_pct),
-        format!("{} at {} of a core", t.comm, fmt::pct(t.cpu_pct)),
+        format!(
+            "{} at {} of a core",
+            t.comm,
+            fmt::value(t.cpu_pct, Unit::Percent)
+        ),
     ));
     if let Some(c) = t.syscalls_per_s {
         f.evidence.push(ctx.ev(
             format!("{}{{tid={}}}", n::THREAD_SYSCALLS_PER_S, t.tid),
             Some(c),
-            format!("{}/s read/write-family calls", fmt::si(c)),
+            format!("{}/s read/write-family calls", fmt::number(c)),
         ));
     }
     f.advice.push(advice(
@@ -655,7 +671,7 @@ mod tests {
         assert_eq!(f.cause, cause::SENDER_SATURATED);
         assert!(
             f.summary
-                .contains("netceil-udp-tx0 ran at 100 % of a core (100 % in the kernel)"),
+                .contains("netceil-udp-tx0 ran at 99.6 % of a core (99.7 % in the kernel)"),
             "{}",
             f.summary
         );
@@ -690,7 +706,7 @@ mod tests {
         assert_eq!(f.cause, cause::SENDER_SATURATED);
         assert!(
             f.summary
-                .contains("20 % of the packets lost at the receiving side's buffers"),
+                .contains("19.8 % of the packets lost at the receiving side's buffers"),
             "{}",
             f.summary
         );
@@ -704,7 +720,7 @@ mod tests {
         assert_eq!(f.cause, cause::SENDER_SATURATED);
         assert!(
             f.summary
-                .contains("1.3 % of the packets lost at the receiving side's buffers"),
+                .contains("1.29 % of the packets lost at the receiving side's buffers"),
             "{}",
             f.summary
         );
@@ -756,7 +772,7 @@ mod tests {
         }
         let f = on(&run, unpaced_run).expect("sender saturated");
         assert_eq!(f.cause, cause::SENDER_SATURATED);
-        assert!(f.summary.contains("preempted 2500/s"), "{}", f.summary);
+        assert!(f.summary.contains("preempted 2.50 k/s"), "{}", f.summary);
     }
 
     #[test]
