@@ -417,7 +417,7 @@ fn rate_of(p: &Run) -> String {
 
 /// The knee table: per frame size and tolerance, the rate, its throughput in both units,
 /// the loss seen there, and what stopped it.
-fn knee_table(run: &Run) -> String {
+pub(crate) fn knee_table(run: &Run) -> String {
     let mut s = String::new();
     s.push_str(
         "frame B  loss ≤     rate          Gbit/s   Gibit/s  loss seen    trials  verified\n",

@@ -456,7 +456,7 @@ pub fn run_udp(
 
 /// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
 /// and the throughput in both units.
-fn knee_table(run: &Run, count: u64) -> String {
+pub(crate) fn knee_table(run: &Run, count: u64) -> String {
     let mut s = String::from(
         "size B   point   first 100 %   cycle       data         Gbit/s   Gibit/s   cells\n",
     );
@@ -610,7 +610,6 @@ pub fn run_tcp(
     common: &crate::cli::CommonRunArgs,
     metrics_args: &crate::cli::MetricsArgs,
 ) -> Outcome {
-    use netceil_model::names as n;
     if a.flows.is_empty() || a.flows.contains(&0) {
         return Err(Failure::usage(anyhow!(
             "--flows: one or more flow counts, each at least 1"
@@ -649,7 +648,6 @@ pub fn run_tcp(
     )?;
     let c = &mut cmd.campaign;
     let mut interrupted = false;
-    let mut measured = Vec::new();
     for t in &trials {
         if c.stopping() {
             interrupted = true;
@@ -664,21 +662,10 @@ pub fn run_tcp(
             cfg.flows,
             fmt::value(bits_per_s, Unit::BitsPerSecond)
         ));
-        measured.push((cfg.flows, bits_per_s));
     }
     c.end(PartAnalysis::Each);
     let top = &mut c.top;
-    let steps: Vec<Step> = measured
-        .iter()
-        .zip(&top.parts)
-        .map(|(&(flows, bits_per_s), part)| Step {
-            flows,
-            bits_per_s,
-            cpu_busy_pct: series_mean(part, n::CPU_BUSY_PCT),
-            cs_per_s: series_mean(part, n::CS_PER_S),
-            intr_per_s: series_mean(part, n::INTR_PER_S),
-        })
-        .collect();
+    let steps = flows_steps(top);
     let knee = flows_knee(&steps);
     if let Some(k) = knee {
         let part = &top.parts[k];
@@ -692,11 +679,35 @@ pub fn run_tcp(
         ));
     }
     top.meta.complete = !interrupted;
-    cmd.done(true, |top| flows_table(top, &steps, knee))
+    cmd.done(true, flows_table)
+}
+
+/// A TCP flows sweep's steps, from its parts: flows, throughput and the machine's means.
+fn flows_steps(top: &Run) -> Vec<Step> {
+    use netceil_model::names as n;
+    top.parts
+        .iter()
+        .map(|part| {
+            let r = part.results.clone().unwrap_or_default();
+            Step {
+                flows: part
+                    .workload
+                    .as_ref()
+                    .and_then(|w| w.params_as::<TcpParams>().ok())
+                    .map_or(0, |p| p.flows),
+                bits_per_s: r.rx_app_bits_per_s.max(r.tx_bits_per_s),
+                cpu_busy_pct: series_mean(part, n::CPU_BUSY_PCT),
+                cs_per_s: series_mean(part, n::CS_PER_S),
+                intr_per_s: series_mean(part, n::INTR_PER_S),
+            }
+        })
+        .collect()
 }
 
 /// A TCP flows sweep's table: per step, throughput, CPU, switches, interrupts and finding.
-fn flows_table(top: &Run, steps: &[Step], knee: Option<usize>) -> String {
+pub(crate) fn flows_table(top: &Run) -> String {
+    let steps = flows_steps(top);
+    let knee = flows_knee(&steps);
     let mut t =
         String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
     for (i, s) in steps.iter().enumerate() {

@@ -23,6 +23,8 @@ mod live;
 mod metrics;
 pub mod out;
 mod parse;
+#[cfg(test)]
+mod render_snapshots;
 mod summary;
 mod table;
 
