@@ -136,7 +136,13 @@ fn design(
         LoadParams::Rr(_) => 1,
     };
     match cause {
-        C::BufferDrops => {
+        // The socket's own buffer, on this machine, and where the drops were: a far end's
+        // buffer is its own setting, and drops at the backlog are no socket's.
+        C::BufferDrops
+            if udp.is_some_and(|u| u.target.is_none())
+                && results.kernel.socket_drops.unwrap_or(0)
+                    > results.kernel.backlog_drops.unwrap_or(0) =>
+        {
             let now = udp?
                 .rcvbuf
                 .or(results.rcvbuf_bytes.map(|b| b as usize))
@@ -204,13 +210,14 @@ fn apply(i: &Intervention, params: &LoadParams) -> LoadParams {
 fn words(i: &Intervention) -> String {
     match i {
         Intervention::Rcvbuf(b) => format!(
-            "a {BUFFER_FACTOR}× receive buffer ({:.1} MiB)",
-            *b as f64 / (1 << 20) as f64
+            "a {BUFFER_FACTOR}× receive buffer ({})",
+            netceil_model::fmt::value(*b as f64, Unit::Bytes)
         ),
         Intervention::Threads(t) => format!("the flows spread over {t} sender threads"),
-        Intervention::Rate(r) => {
-            format!("the rate lowered to {}", Rate::PacketsPerSecond(r.round()))
-        }
+        Intervention::Rate(r) => format!(
+            "the rate lowered to {}",
+            netceil_model::fmt::value(*r, Unit::PacketsPerSecond)
+        ),
         Intervention::ProbesOff => "the probes off".into(),
     }
 }
@@ -231,25 +238,26 @@ fn spread(v: &[f64]) -> f64 {
 
 /// The outcome of A and B trials under a prediction.
 fn judge(a: &[f64], b: &[f64], prediction: Prediction) -> ConfirmOutcome {
-    let (ma, mb) = (mean(a), mean(b));
-    let noise = spread(a).max(spread(b));
-    // A change smaller than twice the trials' own spread is no change.
-    let moved = (mb - ma).abs() > 2.0 * noise;
-    let scale = ma.abs().max(mb.abs()).max(1e-12);
-    if noise > TOO_NOISY * scale && prediction != Prediction::Reaches {
-        return ConfirmOutcome::Inconclusive;
-    }
     use ConfirmOutcome as O;
+    let (ma, mb) = (mean(a), mean(b));
+    let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+    let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
+    let noise = spread(a).max(spread(b));
+    // Confirmed only when every changed trial is beyond every unchanged one by the predicted
+    // margin. Refuted only when the figure did not move: by less than twice the trials' own
+    // spread and under 5 % of it, with trials that agree among themselves. A move the other
+    // way means the change disturbed something else: that tells nothing of the verdict.
+    let still = (mb - ma).abs() <= (2.0 * noise).max(0.05 * ma.abs());
+    let steady = noise <= TOO_NOISY * ma.abs().max(mb.abs()).max(1e-12);
     match prediction {
         Prediction::Falls if ma <= 0.0 => O::Inconclusive,
-        Prediction::Falls if moved && mb <= 0.5 * ma => O::Confirmed,
-        Prediction::Falls if !moved || mb > 0.8 * ma => O::Refuted,
-        Prediction::Rises if moved && mb >= (1.0 + RISE) * ma => O::Confirmed,
-        Prediction::Rises if !moved || mb < (1.0 + RISE / 2.0) * ma => O::Refuted,
+        Prediction::Falls if max(b) <= 0.5 * min(a) => O::Confirmed,
+        Prediction::Rises if min(b) >= (1.0 + RISE) * max(a) => O::Confirmed,
+        Prediction::Stays if min(b) >= (1.0 + RISE) * max(a) => O::Refuted,
+        Prediction::Stays if still && steady => O::Confirmed,
+        Prediction::Falls | Prediction::Rises if still && steady => O::Refuted,
         Prediction::Reaches if b.iter().all(|x| *x >= 0.98) => O::Confirmed,
         Prediction::Reaches if b.iter().all(|x| *x < 0.9) => O::Refuted,
-        Prediction::Stays if moved && mb >= (1.0 + RISE) * ma => O::Refuted,
-        Prediction::Stays if mb < (1.0 + RISE / 2.0) * ma => O::Confirmed,
         _ => O::Inconclusive,
     }
 }
@@ -294,10 +302,23 @@ pub fn confirm(
         cfg.probes.is_some(),
         rmem_default,
     ) else {
+        let why = match (&top.cause, &params) {
+            (Cause::BufferDrops, LoadParams::Udp(u)) if u.target.is_some() => {
+                "the buffer that dropped is the far end's own setting (netceil serve --rcvbuf)"
+            }
+            (Cause::BufferDrops, LoadParams::Udp(_)) => {
+                "the drops were not at the socket but at the backlog or before it, a machine setting (net.core.netdev_max_backlog) --confirm does not change"
+            }
+            _ => "no change of netceil's own workload relieves it",
+        };
         return Ok(Err(format!(
-            "--confirm: no change of netceil's own workload tests {} on a {} run; the verdict stands untested",
+            "--confirm: {} on a {} run is left untested: {why}",
             top.cause,
-            match params { LoadParams::Udp(_) => "udp", LoadParams::Tcp(_) => "tcp", LoadParams::Rr(_) => "rr" }
+            match params {
+                LoadParams::Udp(_) => "udp",
+                LoadParams::Tcp(_) => "tcp",
+                LoadParams::Rr(_) => "rr",
+            }
         )));
     };
     let length = Duration::from_secs_f64(params.duration_s()).min(TRIAL);
@@ -323,8 +344,13 @@ pub fn confirm(
     }
     let (mut unchanged, mut changed) = (Vec::new(), Vec::new());
     let mut unit = Unit::Count;
+    // The receive buffer each arm was granted: a change the kernel did not make tests nothing.
+    let mut granted = [None, None];
     for _round in 0..2 {
-        for (arm, trial, c) in [(&mut unchanged, &a, &a_cfg), (&mut changed, &b, &b_cfg)] {
+        for (i, (arm, trial, c)) in [(&mut unchanged, &a, &a_cfg), (&mut changed, &b, &b_cfg)]
+            .into_iter()
+            .enumerate()
+        {
             // Each arm in a session of its own, stored nowhere: the run's timeline and
             // verdict stay those of the run itself.
             let mut s = Session::start(c, None, run)?;
@@ -333,16 +359,27 @@ pub fn confirm(
                 .stop(&mut Run::new("confirm", netceil_model::RunSource::Live));
             unit = figure.unit(&r);
             arm.push(figure.of(&r));
+            granted[i] = r.rcvbuf_bytes;
             if s.stopping() {
                 return Err(Error::runtime(anyhow::anyhow!("--confirm: interrupted")));
             }
         }
     }
-    let outcome = judge(&unchanged, &changed, prediction);
+    let not_granted = matches!(change, Intervention::Rcvbuf(_))
+        && granted[1].unwrap_or(0) <= granted[0].unwrap_or(0);
+    let outcome = if not_granted {
+        ConfirmOutcome::Inconclusive
+    } else {
+        judge(&unchanged, &changed, prediction)
+    };
     let (ma, mb) = (mean(&unchanged), mean(&changed));
     let meaning = match outcome {
         ConfirmOutcome::Confirmed => format!("{} is the ceiling", top.cause),
         ConfirmOutcome::Refuted => format!("{} is not the ceiling", top.cause),
+        ConfirmOutcome::Inconclusive if not_granted => format!(
+            "the kernel granted no larger buffer ({} B both times), so this tests nothing",
+            granted[1].unwrap_or(0)
+        ),
         ConfirmOutcome::Inconclusive => "the trials cannot tell".to_string(),
     };
     let list = |v: &[f64]| {
@@ -462,11 +499,12 @@ mod tests {
             sndbuf: None,
             gso: false,
         });
-        let r = Results {
+        let mut r = Results {
             tx_pps: 500_000.0,
             lost_packets: 1000,
             ..Results::default()
         };
+        r.kernel.socket_drops = Some(1000);
         let d = |c: Cause| design(&c, &udp, &r, false, Some(212_992)).map(|x| x.0);
         assert_eq!(
             d(Cause::BufferDrops),
@@ -478,6 +516,14 @@ mod tests {
             Some(Intervention::Rate(350_000.0))
         );
         assert_eq!(d(Cause::Saturation), Some(Intervention::Rate(250_000.0)));
+        // Drops at the backlog are no socket's: a bigger socket buffer tests nothing.
+        let mut backlog = r.clone();
+        backlog.kernel.socket_drops = Some(0);
+        backlog.kernel.backlog_drops = Some(1000);
+        assert_eq!(
+            design(&Cause::BufferDrops, &udp, &backlog, false, Some(212_992)),
+            None
+        );
         // Without probes, a probe verdict has nothing to switch off.
         assert_eq!(d(Cause::SoftirqBound), None);
         assert_eq!(d(Cause::NoCeiling), None);

@@ -82,7 +82,7 @@ pub fn main() -> ExitCode {
         cli::Command::Export(args) => cmd_report::export(args),
         cli::Command::Report(args) => cmd_report::report(args),
         cli::Command::Compare(args) => cmd_report::compare(args),
-        cli::Command::LabChild => child::run(),
+        cli::Command::LabChild => lab_child(),
     };
     finish(&outcome)
 }
@@ -102,4 +102,60 @@ fn finish(outcome: &Outcome) -> ExitCode {
         eprintln!("netceil: writing to stdout: {e}");
     }
     ExitCode::from(exit::exit_code(outcome, stop, stdout))
+}
+
+/// Runs the spec in the environment.
+fn lab_child() -> Outcome {
+    use anyhow::{anyhow, Context};
+    use child::{ChildSpec, Experiment, SPEC_ENV};
+    use cli::{CommonRunArgs, MetricsArgs};
+    use std::time::Duration;
+    let text = std::env::var(SPEC_ENV).map_err(|_| {
+        Failure::usage(anyhow!(
+            "lab-child runs only as a lab's sender ({SPEC_ENV} is not set)"
+        ))
+    })?;
+    let spec: ChildSpec = serde_json::from_str(&text)
+        .with_context(|| format!("{SPEC_ENV}: not a lab child's spec"))
+        .map_err(Failure::usage)?;
+    let common = CommonRunArgs {
+        json: false,
+        to: Some(spec.to),
+        key_file: Some(spec.key_file.clone()),
+        ipv6: false,
+        labels: spec.labels.clone(),
+        quiet: spec.quiet,
+        sample_interval: Duration::from_secs_f64(spec.sample_interval_s),
+        wide: false,
+        // The lab stores the run with its own series once it has merged them.
+        no_store: true,
+        probes: spec
+            .probes
+            .as_deref()
+            .map(netceil_engine::probes::parse_probe_list)
+            .transpose()
+            .map_err(|e| Failure::usage(anyhow!("--probe: {e}")))?,
+        lock_stacks: spec.lock_stacks,
+        run_out: Some(spec.run_out.clone()),
+    };
+    let metrics = MetricsArgs {
+        metrics_listen: None,
+        metrics_linger: None,
+    };
+    match spec.experiment {
+        Experiment::Suite => cmd_run::measure(None, &common, &metrics, false),
+        Experiment::Run { load, confirm } => {
+            cmd_run::measure(Some(load), &common, &metrics, confirm)
+        }
+        Experiment::Search { settings } => {
+            cmd_search::search(settings, Default::default(), &common, &metrics, None)
+        }
+        Experiment::SweepUdp { settings } => {
+            cmd_sweep::run_udp(settings, Default::default(), &common, &metrics, None)
+        }
+        Experiment::SweepTcp { settings } => cmd_sweep::run_tcp(settings, &common, &metrics),
+        Experiment::SweepParam { params, run } => {
+            cmd_sweep::run_param(&params, &run, &common, &metrics)
+        }
+    }
 }
