@@ -689,8 +689,8 @@ mod tests {
         )
     }
 
-    #[test]
-    fn a_starved_readers_drops_follow_the_core_that_starved_it() {
+    /// A full core that starved the socket's reader, and that socket's drops.
+    fn starved_reader() -> (Entry, Entry) {
         let core = claim(
             Class::Ceiling,
             cause::HOT_CPU,
@@ -713,6 +713,12 @@ mod tests {
             0.95,
         )
         .relief(Relief::Nothing);
+        (core, drops)
+    }
+
+    #[test]
+    fn a_starved_readers_drops_follow_the_core_that_starved_it() {
+        let (core, drops) = starved_reader();
         let r = rank(vec![drops, core, cpu(1, 0.4)], None);
         assert!(r.binds);
         assert_eq!(r.entries[0].cause, cause::HOT_CPU);
@@ -726,32 +732,10 @@ mod tests {
     }
 
     #[test]
-    fn refuted_a_starved_readers_drops_follow_the_core_that_starved_it() {
-        let core = claim(
-            Class::Ceiling,
-            cause::HOT_CPU,
-            Resource::Cpu {
-                cpus: vec![0],
-                far: false,
-            },
-            0.7,
-        )
-        .sized(pct(100.0, "one core"), pct(99.0, "busy"))
-        .scaling()
-        .explains(Explains::cause(cause::BUFFER_DROPS));
-        let drops = claim(
-            Class::Loss,
-            cause::BUFFER_DROPS,
-            Resource::Queue {
-                name: "socket".into(),
-                far: false,
-            },
-            0.95,
-        )
-        .relief(Relief::Nothing);
+    fn a_core_an_experiment_refuted_binds_nothing_and_explains_nothing() {
         // An experiment found that spreading the work moved nothing: the core does not bind,
         // explains nothing, and the drops stand as the verdict.
-        let mut core = core;
+        let (mut core, drops) = starved_reader();
         core.refuted = Some("the flows over 2 threads moved delivered from 100 to 101".into());
         let r = rank(vec![drops, core, cpu(1, 0.4)], None);
         assert!(r.binds);
