@@ -281,7 +281,9 @@ pub fn confirm(
     run: &Run,
     wire_id: u16,
 ) -> Result<Result<Confirmation, String>, Error> {
-    let Some(top) = run.findings.iter().find(|f| f.cause.names_ceiling()) else {
+    // The verdict is the first finding; a later one that names a ceiling is not the verdict
+    // (a paced run whose verdict is "no ceiling" also lists what it saw on the way).
+    let Some(top) = run.findings.first().filter(|f| f.cause.names_ceiling()) else {
         return Ok(Err(
             "--confirm: the verdict names no ceiling, so there is nothing to test".into(),
         ));
@@ -479,25 +481,39 @@ mod tests {
     }
 
     #[test]
+    fn only_the_verdict_itself_is_tested() {
+        // A paced run whose verdict is "no ceiling" also lists what it saw on the way (here
+        // io_wait); that later finding is not the verdict and must not be tested.
+        let finding = |cause: Cause| netceil_model::Finding {
+            cause,
+            summary: String::new(),
+            confidence: 0.5,
+            evidence: vec![],
+            alternatives: vec![],
+            advice: vec![],
+            next: None,
+            not_checked: vec![],
+        };
+        let mut run = Run::new("paced", netceil_model::RunSource::Live);
+        run.findings = vec![finding(Cause::NoCeiling), finding(Cause::IoWait)];
+        let cfg = SessionConfig::new(
+            Duration::from_millis(100),
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        );
+        let said = confirm(&cfg, &run, 1).unwrap().unwrap_err();
+        assert!(said.contains("names no ceiling"), "{said}");
+        // The same finding as the verdict is tested (here it gets as far as the workload).
+        run.findings.remove(0);
+        let said = confirm(&cfg, &run, 1).unwrap().unwrap_err();
+        assert!(said.contains("measured nothing"), "{said}");
+    }
+
+    #[test]
     fn each_cause_gets_the_change_that_relieves_it() {
         use netceil_model::params::UdpParams;
         let udp = LoadParams::Udp(UdpParams {
-            payload_bytes: 18,
-            frame_bytes: 64,
-            rate: None,
-            interval_ns: None,
-            pacing: netceil_model::PacingMode::Sleep,
-            burst: 1,
-            count: None,
             duration_s: 6.0,
-            flows: 1,
-            threads: 1,
-            ipv6: false,
-            target: None,
-            rcvbuf: None,
-            rcvbuf_force: false,
-            sndbuf: None,
-            gso: false,
+            ..crate::trial::udp_defaults(18)
         });
         let mut r = Results {
             tx_pps: 500_000.0,

@@ -29,4 +29,4 @@ pub use run::{
     headline_findings, new_live_run, new_run, new_run_id, now_unix_s, part_of, wire_run_id,
 };
 pub use session::{Session, SessionConfig};
-pub use trial::Trial;
+pub use trial::{udp_defaults, Trial};

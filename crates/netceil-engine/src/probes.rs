@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use netceil_bpf::merge::{self, LockRow, Snapshot};
 use netceil_bpf::{ksyms::Ksyms, Config, Probe, Probes};
 use netceil_model::Run;
+use netceil_probe::Source;
 
 /// What the reading thread hands back when it stops.
 struct Collected {
@@ -44,9 +45,8 @@ pub fn parse_probe_list(s: &str) -> Result<ProbeList, String> {
     netceil_bpf::parse_probes(s).map(ProbeList)
 }
 
-fn comm_of(tgid: u32, tid: u32) -> Option<String> {
-    use netceil_probe::Source;
-    netceil_probe::ProcFs::new()
+fn comm_of(source: &dyn Source, tgid: u32, tid: u32) -> Option<String> {
+    source
         .read(&format!("/proc/{tgid}/task/{tid}/comm"))
         .ok()
         .map(|s| s.trim_end().to_string())
@@ -60,6 +60,7 @@ impl ProbeSession {
         lock_stack_every: u32,
         follow: &[u32],
         interval: Duration,
+        source: Arc<dyn Source + Send + Sync>,
     ) -> Result<ProbeSession, netceil_bpf::ProbeError> {
         let mut p = Probes::attach(Config {
             probes: probes.to_vec(),
@@ -107,7 +108,7 @@ impl ProbeSession {
                     let s = lock().snapshot();
                     for t in s.threads.iter().flatten() {
                         if let std::collections::hash_map::Entry::Vacant(e) = comm.entry(t.tid) {
-                            if let Some(c) = comm_of(t.tgid, t.tid) {
+                            if let Some(c) = comm_of(source.as_ref(), t.tgid, t.tid) {
                                 e.insert(c);
                             }
                         }

@@ -80,6 +80,7 @@ impl<'s> Session<'s> {
                     cfg.lock_stacks,
                     &[std::process::id()],
                     cfg.interval,
+                    cfg.source.clone(),
                 )
                 .map_err(|e| Error::usage(anyhow!(e)))?,
             ),

@@ -22,6 +22,32 @@ pub enum Trial {
     Rr(rr::RrConfig, RrParams),
 }
 
+/// The parameters of a UDP train of `payload_bytes` with everything else as the load engine
+/// has it by default (one flow, one thread, sleep pacing, 10 s, the kernel's buffers): the
+/// one place a planner or a test starts a UDP trial from.
+pub fn udp_defaults(payload_bytes: usize) -> UdpParams {
+    let d = udp::UdpConfig::default();
+    UdpParams {
+        payload_bytes,
+        frame_bytes: 0,
+        rate: d.rate,
+        interval_ns: d.interval_ns,
+        pacing: d.pacing,
+        burst: d.burst,
+        count: d.count,
+        duration_s: d.duration.as_secs_f64(),
+        flows: d.flows,
+        threads: d.threads,
+        ipv6: d.ipv6,
+        target: None,
+        rcvbuf: d.rcvbuf,
+        rcvbuf_force: d.rcvbuf_force,
+        sndbuf: d.sndbuf,
+        gso: d.gso,
+    }
+    .with_frame()
+}
+
 fn target_of(t: &Option<String>) -> Result<Option<SocketAddr>, Error> {
     t.as_deref()
         .map(|s| {
@@ -161,26 +187,13 @@ impl Trial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netceil_model::PacingMode;
 
     fn udp(rate: Option<Rate>) -> UdpParams {
         UdpParams {
-            payload_bytes: 18,
-            frame_bytes: 0,
             rate,
-            interval_ns: None,
-            pacing: PacingMode::Sleep,
-            burst: 1,
-            count: None,
             duration_s: 2.0,
-            flows: 1,
-            threads: 1,
-            ipv6: false,
             target: Some("127.0.0.1:9000".into()),
-            rcvbuf: None,
-            rcvbuf_force: false,
-            sndbuf: None,
-            gso: false,
+            ..udp_defaults(18)
         }
     }
 

@@ -1,36 +1,20 @@
 //! A session measures through the machine it is given: with a fake machine, the kernel's side
 //! of a real loopback trial is the fake's, so a command can be tested against any machine.
 
-use netceil_engine::{new_run, Campaign, PartAnalysis, Replay, SessionConfig, Trial};
+use netceil_engine::{new_run, udp_defaults, Campaign, PartAnalysis, Replay, SessionConfig, Trial};
 use netceil_model::params::{LoadParams, UdpParams};
-use netceil_model::{PacingMode, Rate, RunSource};
+use netceil_model::{Rate, RunSource};
 use netceil_probe::FakeSource;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 fn udp(rate_pps: f64, duration_s: f64) -> LoadParams {
-    LoadParams::Udp(
-        UdpParams {
-            payload_bytes: 64,
-            frame_bytes: 0,
-            rate: Some(Rate::PacketsPerSecond(rate_pps)),
-            interval_ns: None,
-            pacing: PacingMode::Sleep,
-            burst: 1,
-            count: None,
-            duration_s,
-            flows: 1,
-            threads: 1,
-            ipv6: false,
-            target: None,
-            rcvbuf: None,
-            rcvbuf_force: false,
-            sndbuf: None,
-            gso: false,
-        }
-        .with_frame(),
-    )
+    LoadParams::Udp(UdpParams {
+        rate: Some(Rate::PacketsPerSecond(rate_pps)),
+        duration_s,
+        ..udp_defaults(64)
+    })
 }
 
 #[test]

@@ -83,6 +83,7 @@ fn check_pids(pids: &[i32]) -> Result<(), Failure> {
 fn start_probes(
     args: &WatchArgs,
     me: u32,
+    source: &std::sync::Arc<dyn netceil_probe::Source + Send + Sync>,
 ) -> Result<Option<netceil_engine::probes::ProbeSession>, Failure> {
     let Some(list) = &args.probes else {
         return Ok(None);
@@ -98,6 +99,7 @@ fn start_probes(
         args.lock_stacks,
         &follow,
         args.interval,
+        source.clone(),
     )
     .map_err(|e| Failure::usage(anyhow!(e)))?;
     eprintln!("netceil: {}", s.status);
@@ -205,12 +207,15 @@ pub fn run(args: WatchArgs) -> Outcome {
     // Before anything starts: a bad address costs nothing.
     let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let stop = crate::stop_flag();
+    // Every read of the machine goes through this one source.
+    let source: std::sync::Arc<dyn netceil_probe::Source + Send + Sync> =
+        std::sync::Arc::new(netceil_probe::ProcFs::new());
     let (mut run, _) = netceil_engine::new_run(
         &args.labels,
         RunSource::Watched {
             command: (!args.command.is_empty()).then(|| args.command.clone()),
         },
-        &netceil_probe::ProcFs::new(),
+        source.as_ref(),
     );
     // netceil's own CPUs are not the watched processes': read below from theirs.
     run.meta.workload_cpus = None;
@@ -219,7 +224,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     // the command is forked (so the command and everything it forks is followed from its
     // first instruction), then only the command.
     let me = std::process::id();
-    let probes = start_probes(&args, me)?;
+    let probes = start_probes(&args, me, &source)?;
     let mut child = launch(&args.command)?;
     let mut pids = args.pids.clone();
     if let Some(c) = &child {
@@ -230,9 +235,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     let watched: Vec<u32> = pids.iter().filter_map(|p| u32::try_from(*p).ok()).collect();
     let affinity = || {
         (!watched.is_empty())
-            .then(|| {
-                netceil_probe::affinity::workload_cpus(&netceil_probe::ProcFs::new(), &watched)
-            })
+            .then(|| netceil_probe::affinity::workload_cpus(source.as_ref(), &watched))
             .flatten()
     };
     let cpus_at_start = affinity();
@@ -249,7 +252,7 @@ pub fn run(args: WatchArgs) -> Outcome {
 
     let store = open_store(args.no_store);
     let mut rec = Recording::start(
-        std::sync::Arc::new(netceil_probe::ProcFs::new()),
+        source.clone(),
         args.interval,
         args.ifaces.clone(),
         pids,

@@ -305,24 +305,13 @@ pub fn udp_train_params(
     rcvbuf: Option<usize>,
     rcvbuf_force: bool,
 ) -> UdpParams {
-    let d = netceil_load::udp::UdpConfig::default();
     UdpParams {
-        payload_bytes,
-        frame_bytes: 0,
-        rate: None,
-        interval_ns: None,
         pacing,
-        burst: d.burst,
-        count: d.count,
-        duration_s: d.duration.as_secs_f64(),
-        flows: d.flows,
-        threads: d.threads,
         ipv6: common.ipv6,
         target: common.to.map(|t| t.to_string()),
         rcvbuf,
         rcvbuf_force,
-        sndbuf: d.sndbuf,
-        gso: d.gso,
+        ..netceil_engine::udp_defaults(payload_bytes)
     }
     .with_frame()
 }
