@@ -501,12 +501,10 @@ impl<'a> Ctx<'a> {
         if !matches!(self.run.source, RunSource::Live) {
             return None;
         }
-        let target = self.run.workload.as_ref()?.params.get("target")?;
-        if target.is_null() {
+        let Some(target) = self.run.workload.as_ref()?.params.peer()? else {
             return Some(true);
-        }
+        };
         target
-            .as_str()?
             .parse::<std::net::SocketAddr>()
             .ok()
             .map(|a| a.ip().is_loopback())
@@ -867,11 +865,9 @@ mod tests {
     fn loopback_is_known_from_the_peer_then_the_counters_then_the_host() {
         let mut run = rr_loopback_run(Some(1), None, 70e3, 13.0);
         assert!(loopback_only(&run), "in-process peer");
-        let params = &mut run.workload.as_mut().unwrap().params;
-        params.insert("target".into(), "[::1]:5201".into());
+        crate::testutil::set_target(&mut run, "[::1]:5201");
         assert!(loopback_only(&run), "--to ::1");
-        let params = &mut run.workload.as_mut().unwrap().params;
-        params.insert("target".into(), "192.0.2.7:5201".into());
+        crate::testutil::set_target(&mut run, "192.0.2.7:5201");
         assert!(!loopback_only(&run), "--to a remote host");
 
         assert!(loopback_only(&counters(140e3, 25.0)), "eth0 only chatters");

@@ -514,12 +514,10 @@ mod tests {
 
     /// An unpaced UDP run's results: `sent` packets, `lost` of them.
     fn unpaced_results(run: &mut Run, sent: u64, lost: u64, socket_drops: u64) {
-        run.workload = Some(Workload {
-            kind: WorkloadKind::Udp,
-            params: [("target".to_string(), serde_json::Value::Null)]
-                .into_iter()
-                .collect(),
-        });
+        run.workload = Some(Workload::typed(
+            WorkloadKind::Udp,
+            &serde_json::json!({ "target": null }),
+        ));
         run.results = Some(Results {
             duration_s: 8.0,
             tx_packets: sent,

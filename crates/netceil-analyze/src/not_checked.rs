@@ -68,7 +68,7 @@ fn far_end(ctx: &Ctx) -> Option<String> {
     if !matches!(run.source, RunSource::Live) {
         return None;
     }
-    let target = run.workload.as_ref()?.params.get("target")?.as_str()?;
+    let target = run.workload.as_ref()?.target()?;
     let r = run.results.as_ref()?;
     if r.far.is_some() {
         // A `netceil serve` reported its counters, CPU per core and series: checked.
@@ -173,12 +173,10 @@ mod tests {
     #[test]
     fn the_far_end_of_to_is_listed_until_it_reports() {
         let mut run = crate::testutil::live_run(10, loaded);
-        run.workload = Some(netceil_model::Workload {
-            kind: netceil_model::WorkloadKind::Udp,
-            params: [("target".to_string(), serde_json::json!("198.18.0.2:9000"))]
-                .into_iter()
-                .collect(),
-        });
+        run.workload = Some(netceil_model::Workload::typed(
+            netceil_model::WorkloadKind::Udp,
+            &serde_json::json!({ "target": "198.18.0.2:9000" }),
+        ));
         run.results = Some(netceil_model::Results {
             duration_s: 10.0,
             tx_packets: 1000,

@@ -1,8 +1,8 @@
 //! Builders for synthetic runs whose truth is known, shared by the rules' unit tests.
 
+use netceil_model::params::{LoadParams, RrParams, RrProtocol};
 use netceil_model::{
-    names as n, Finding, LatencySummary, MetricId, Results, Run, RunSource, Series, Unit, Workload,
-    WorkloadKind,
+    names as n, Finding, LatencySummary, MetricId, Results, Run, RunSource, Series, Unit,
 };
 
 use crate::ctx::Ctx;
@@ -151,13 +151,18 @@ pub fn rr_loopback_run(
         put(s, r, n::IFACE_RX_PPS, &eth0, 20.0);
         put(s, r, n::IFACE_TX_PPS, &eth0, 15.0);
     });
-    let mut params = serde_json::Map::new();
-    params.insert("flows".into(), serde_json::json!(in_flight.unwrap_or(1)));
-    params.insert("target".into(), serde_json::Value::Null);
-    run.workload = Some(Workload {
-        kind: WorkloadKind::Rr,
-        params,
-    });
+    run.workload = Some(
+        LoadParams::Rr(RrParams {
+            proto: RrProtocol::Tcp,
+            size: 64,
+            flows: in_flight.unwrap_or(1),
+            rate_tps: None,
+            duration_s: 10.0,
+            ipv6: false,
+            target: None,
+        })
+        .workload(),
+    );
     let done = (tps * 10.0) as u64;
     run.results = Some(Results {
         duration_s: 10.0,
@@ -194,4 +199,16 @@ pub fn entry_on(run: &Run, rule: fn(&Ctx) -> Option<Entry>) -> Option<Entry> {
     let opts = Options::default();
     let ctx = Ctx::new(run, &opts);
     rule(&ctx)
+}
+
+/// Points a netceil workload's load at a far end (`--to`).
+pub(crate) fn set_target(run: &mut Run, target: &str) {
+    let w = run.workload.as_mut().expect("a workload");
+    let mut p = LoadParams::from_workload(w).expect("one of netceil's own workloads");
+    match &mut p {
+        LoadParams::Udp(u) => u.target = Some(target.into()),
+        LoadParams::Tcp(t) => t.target = Some(target.into()),
+        LoadParams::Rr(r) => r.target = Some(target.into()),
+    }
+    *w = p.workload();
 }

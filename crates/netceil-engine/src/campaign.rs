@@ -18,7 +18,7 @@ use crate::Error;
 enum Kept {
     /// Measured now: cut out of the run's timeline at the end, from `from` to `to` seconds.
     Window {
-        workload: Workload,
+        workload: Box<Workload>,
         results: Box<Results>,
         from: f64,
         to: f64,
@@ -63,9 +63,9 @@ impl Replay {
     /// Takes the first stored part whose workload has every parameter of `asked`, equal.
     fn take(&mut self, asked: &Workload) -> Option<Run> {
         let i = self.parts.iter().position(|p| {
-            p.workload
-                .as_ref()
-                .is_some_and(|w| w.kind == asked.kind && has_all(&w.params, &asked.params))
+            p.workload.as_ref().is_some_and(|w| {
+                w.kind == asked.kind && has_all(&w.params.to_map(), &asked.params.to_map())
+            })
         })?;
         self.used += 1;
         Some(self.parts.remove(i))
@@ -176,7 +176,7 @@ impl<'s> Campaign<'s> {
         part.meta.complete = true;
         self.session.rec.add_part(self.kept.len(), &part);
         self.kept.push(Kept::Window {
-            workload,
+            workload: Box::new(workload),
             results: Box::new(results.clone()),
             from,
             to,
@@ -232,7 +232,7 @@ impl<'s> Campaign<'s> {
                     results,
                     from,
                     to,
-                } => part_of(&self.top, workload, *results, from, to),
+                } => part_of(&self.top, *workload, *results, from, to),
                 Kept::Whole(p) => *p,
             };
             part.run_id = format!("{}.{}", self.top.run_id, self.top.parts.len() + 1);
@@ -269,8 +269,7 @@ pub fn resumable(store: Option<&Store>, spec: &str, target: Option<String>) -> R
     let stored_target = old
         .workload
         .as_ref()
-        .and_then(|w| w.params.get("target"))
-        .and_then(|v| v.as_str())
+        .and_then(|w| w.target())
         .map(str::to_string);
     if stored_target != target {
         return Err(Error::usage(anyhow!(

@@ -8,13 +8,14 @@ use crate::{udp_payload_to_frame, PacingMode, Rate, Workload, WorkloadKind};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// A UDP train (`netceil run udp`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UdpParams {
     pub payload_bytes: usize,
     /// The Ethernet frame that payload makes (derived; kept for readers of the store).
     pub frame_bytes: usize,
     /// `--rate` as given (`100kpps`, `1Gbit/s`).
     #[serde(with = "rate_text", default)]
+    #[schemars(with = "Option<String>")]
     pub rate: Option<Rate>,
     pub interval_ns: Option<f64>,
     pub pacing: PacingMode,
@@ -27,14 +28,18 @@ pub struct UdpParams {
     /// A far end (`--to`), as `ip:port`.
     pub target: Option<String>,
     pub rcvbuf: Option<usize>,
+    #[serde(default)]
     pub rcvbuf_force: bool,
     #[serde(default)]
     pub sndbuf: Option<usize>,
+    #[serde(default)]
     pub gso: bool,
 }
 
 /// Where per-flow TCP pacing is asked to happen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TcpPacingRequest {
     #[default]
@@ -44,7 +49,7 @@ pub enum TcpPacingRequest {
 }
 
 /// Bulk TCP flows (`netceil run tcp`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcpParams {
     pub flows: u32,
     pub msg_size: usize,
@@ -58,7 +63,9 @@ pub struct TcpParams {
 }
 
 /// The transport of a request/response workload.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RrProtocol {
     #[default]
@@ -67,7 +74,7 @@ pub enum RrProtocol {
 }
 
 /// Request/response (`netceil run rr`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RrParams {
     pub proto: RrProtocol,
     pub size: usize,
@@ -79,7 +86,7 @@ pub struct RrParams {
 }
 
 /// One of netceil's own workloads, with its parameters; serialized as its stored workload is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoadParams {
     Udp(UdpParams),
@@ -115,38 +122,386 @@ impl std::fmt::Display for ParamsError {
 impl std::error::Error for ParamsError {}
 
 impl Workload {
-    /// A workload of `kind` with `params` as its parameters.
+    /// A workload of `kind` with `params` as its parameters: typed when they are the
+    /// parameters of one of netceil's commands (see [`Params::read`]), kept as given otherwise.
     pub fn typed(kind: WorkloadKind, params: &impl Serialize) -> Workload {
-        let params = match serde_json::to_value(params) {
+        let map = match serde_json::to_value(params) {
             Ok(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),
         };
-        Workload { kind, params }
+        Workload {
+            kind,
+            params: Params::read(kind, map),
+        }
     }
 
     /// The parameters read back as `T`; an error says which field is missing or wrong.
     pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, ParamsError> {
-        serde_json::from_value(serde_json::Value::Object(self.params.clone())).map_err(|e| {
+        serde_json::from_value(serde_json::Value::Object(self.params.to_map())).map_err(|e| {
             ParamsError {
                 kind: self.kind,
                 reason: e.to_string(),
             }
         })
     }
+
+    /// The far end the workload was sent to (`--to`), as `ip:port`.
+    pub fn target(&self) -> Option<&str> {
+        self.params.target()
+    }
+
+    /// The lab the workload ran in, if it ran in one.
+    pub fn lab(&self) -> Option<&LabInfo> {
+        match &self.params {
+            Params::Lab { lab, .. } => Some(lab),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Workload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = serde_json::Map::new();
+        map.insert(
+            "kind".into(),
+            serde_json::to_value(self.kind).map_err(serde::ser::Error::custom)?,
+        );
+        for (k, v) in self.params.to_map() {
+            if k != "kind" {
+                map.insert(k, v);
+            }
+        }
+        map.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Workload, D::Error> {
+        let mut map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let kind = map
+            .remove("kind")
+            .ok_or_else(|| serde::de::Error::missing_field("kind"))?;
+        let kind: WorkloadKind = serde_json::from_value(kind).map_err(serde::de::Error::custom)?;
+        Ok(Workload {
+            kind,
+            params: Params::read(kind, map),
+        })
+    }
+}
+
+/// One shape of a workload's parameters in the schema: `T`'s fields with the `kind`s it is
+/// stored under beside them (and, for a trial run in a lab, the lab).
+fn shape<T: schemars::JsonSchema>(
+    g: &mut schemars::SchemaGenerator,
+    kinds: &[&str],
+    lab: bool,
+) -> serde_json::Value {
+    let mut s = T::json_schema(g).to_value();
+    if let Some(o) = s.as_object_mut() {
+        let props = o
+            .entry("properties")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(p) = props.as_object_mut() {
+            p.insert("kind".into(), serde_json::json!({ "enum": kinds }));
+            if lab {
+                p.insert("lab".into(), g.subschema_for::<LabInfo>().to_value());
+            }
+        }
+        let required = o.entry("required").or_insert_with(|| serde_json::json!([]));
+        if let Some(r) = required.as_array_mut() {
+            r.push("kind".into());
+            if lab {
+                r.push("lab".into());
+            }
+        }
+    }
+    s
+}
+
+impl schemars::JsonSchema for Workload {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Workload".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let own = ["udp", "tcp", "rr"];
+        let mut shapes = vec![
+            shape::<UdpParams>(g, &["udp"], false),
+            shape::<TcpParams>(g, &["tcp"], false),
+            shape::<RrParams>(g, &["rr"], false),
+            shape::<SuiteParams>(g, &["suite"], false),
+            shape::<WatchParams>(g, &["external"], false),
+            shape::<SearchParams>(g, &["search"], false),
+            shape::<SearchTrialParams>(g, &["udp"], false),
+            shape::<SweepParams>(g, &["sweep"], false),
+            shape::<SweepCycleParams>(g, &["udp"], false),
+            shape::<SweepTcpParams>(g, &["sweep"], false),
+            shape::<SweepParamParams>(g, &["sweep"], false),
+            shape::<UdpParams>(g, &own[..1], true),
+            shape::<TcpParams>(g, &own[1..2], true),
+            shape::<RrParams>(g, &own[2..], true),
+        ];
+        let kind = g.subschema_for::<WorkloadKind>().to_value();
+        shapes.push(serde_json::json!({
+            "description": "Parameters no netceil command of this version wrote (another tool's settings read by an importer, a later version's fields), kept as stored.",
+            "type": "object",
+            "required": ["kind"],
+            "properties": { "kind": kind },
+            "additionalProperties": true,
+        }));
+        schemars::json_schema!({
+            "description": "The workload: its kind beside the parameters it ran with, in one of the shapes of netceil's commands, or as stored by another tool.",
+            "anyOf": shapes,
+        })
+    }
+}
+
+/// The parameters of a workload, typed by the command that ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Params {
+    /// `netceil run udp`, a part of a suite, a sweep param's trial.
+    Udp(UdpParams),
+    /// `netceil run tcp`, a step of `sweep tcp`.
+    Tcp(TcpParams),
+    /// `netceil run rr`.
+    Rr(RrParams),
+    /// The default `netceil run`: several workloads as parts.
+    Suite(SuiteParams),
+    /// `netceil watch`: someone else's load, observed.
+    Watch(WatchParams),
+    /// `netceil search udp`.
+    Search(SearchParams),
+    /// One trial of a search.
+    SearchTrial(SearchTrialParams),
+    /// `netceil sweep udp`.
+    Sweep(SweepParams),
+    /// One cycle of a UDP sweep's cell.
+    SweepCycle(SweepCycleParams),
+    /// `netceil sweep tcp`.
+    SweepTcp(SweepTcpParams),
+    /// `netceil sweep param`.
+    SweepParam(SweepParamParams),
+    /// A trial of netceil's own workloads run in a lab (`netceil lab run|compare`).
+    Lab { lab: LabInfo, trial: Box<Params> },
+    /// Parameters no netceil command of this version wrote: another tool's settings read by
+    /// an importer, or a later version's. Kept as they were, so nothing stored is lost.
+    Other(serde_json::Map<String, serde_json::Value>),
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::Other(serde_json::Map::new())
+    }
+}
+
+/// `T` read from `map` when it is exactly a `T`'s fields: every field stored is one `T` has
+/// (a field `T` does not know would be lost, so that map is not a `T`).
+fn exactly<T: Serialize + DeserializeOwned>(
+    map: &serde_json::Map<String, serde_json::Value>,
+) -> Option<T> {
+    let t: T = serde_json::from_value(serde_json::Value::Object(map.clone())).ok()?;
+    let back = match serde_json::to_value(&t).ok()? {
+        serde_json::Value::Object(m) => m,
+        _ => return None,
+    };
+    map.iter()
+        .all(|(k, v)| back.contains_key(k) || v.is_null())
+        .then_some(t)
+}
+
+impl Params {
+    /// The parameters stored with a workload of `kind`, typed when they are exactly the
+    /// parameters of one of netceil's commands, and kept as given otherwise.
+    pub fn read(kind: WorkloadKind, mut map: serde_json::Map<String, serde_json::Value>) -> Params {
+        map.remove("kind");
+        if matches!(
+            kind,
+            WorkloadKind::Udp | WorkloadKind::Tcp | WorkloadKind::Rr
+        ) {
+            if let Some(lab) = map
+                .get("lab")
+                .and_then(|l| serde_json::from_value::<LabInfo>(l.clone()).ok())
+            {
+                let mut rest = map.clone();
+                rest.remove("lab");
+                let trial = Params::read(kind, rest);
+                if !matches!(trial, Params::Other(_)) {
+                    return Params::Lab {
+                        lab,
+                        trial: Box::new(trial),
+                    };
+                }
+            }
+        }
+        let typed = match kind {
+            WorkloadKind::Udp => exactly(&map)
+                .map(Params::Udp)
+                .or_else(|| exactly(&map).map(Params::SearchTrial))
+                .or_else(|| exactly(&map).map(Params::SweepCycle)),
+            WorkloadKind::Tcp => exactly(&map).map(Params::Tcp),
+            WorkloadKind::Rr => exactly(&map).map(Params::Rr),
+            WorkloadKind::Suite => exactly(&map).map(Params::Suite),
+            WorkloadKind::External => exactly(&map).map(Params::Watch),
+            WorkloadKind::Search => exactly(&map).map(Params::Search),
+            WorkloadKind::Sweep => match map.get("workload").and_then(|w| w.as_str()) {
+                Some("udp") => exactly(&map).map(Params::Sweep),
+                Some("tcp flows") => exactly(&map).map(Params::SweepTcp),
+                Some("param") => exactly(&map).map(Params::SweepParam),
+                _ => None,
+            },
+        };
+        typed.unwrap_or(Params::Other(map))
+    }
+
+    /// The parameters as the fields they are stored as.
+    pub fn to_map(&self) -> serde_json::Map<String, serde_json::Value> {
+        fn fields(
+            v: Result<serde_json::Value, serde_json::Error>,
+        ) -> serde_json::Map<String, serde_json::Value> {
+            match v {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            }
+        }
+        match self {
+            Params::Udp(p) => fields(serde_json::to_value(p)),
+            Params::Tcp(p) => fields(serde_json::to_value(p)),
+            Params::Rr(p) => fields(serde_json::to_value(p)),
+            Params::Suite(p) => fields(serde_json::to_value(p)),
+            Params::Watch(p) => fields(serde_json::to_value(p)),
+            Params::Search(p) => fields(serde_json::to_value(p)),
+            Params::SearchTrial(p) => fields(serde_json::to_value(p)),
+            Params::Sweep(p) => fields(serde_json::to_value(p)),
+            Params::SweepCycle(p) => fields(serde_json::to_value(p)),
+            Params::SweepTcp(p) => fields(serde_json::to_value(p)),
+            Params::SweepParam(p) => fields(serde_json::to_value(p)),
+            Params::Lab { lab, trial } => {
+                let mut m = trial.to_map();
+                if let Ok(l) = serde_json::to_value(lab) {
+                    m.insert("lab".into(), l);
+                }
+                m
+            }
+            Params::Other(m) => m.clone(),
+        }
+    }
+
+    /// The far end the load was sent to (`--to`), as `ip:port`.
+    pub fn target(&self) -> Option<&str> {
+        self.peer().flatten()
+    }
+
+    /// Where the load's peer was: `Some(None)` for netceil's in-process peer (always on
+    /// loopback), `Some(Some(ip:port))` for a far end, `None` when the parameters do not say
+    /// (a suite, a watch, another tool's settings without a `target`).
+    pub fn peer(&self) -> Option<Option<&str>> {
+        match self {
+            Params::Udp(p) => Some(p.target.as_deref()),
+            Params::Tcp(p) => Some(p.target.as_deref()),
+            Params::Rr(p) => Some(p.target.as_deref()),
+            Params::Search(p) => Some(p.target.as_deref()),
+            Params::SearchTrial(p) => Some(p.target.as_deref()),
+            Params::Sweep(p) => Some(p.target.as_deref()),
+            Params::SweepCycle(p) => Some(p.target.as_deref()),
+            Params::SweepTcp(p) => Some(p.target.as_deref()),
+            Params::Lab { trial, .. } => trial.peer(),
+            Params::Other(m) => m.get("target").map(|t| t.as_str()),
+            Params::Suite(_) | Params::Watch(_) | Params::SweepParam(_) => None,
+        }
+    }
+
+    /// One of netceil's own workloads (udp, tcp, rr), also when it ran in a lab.
+    pub fn load(&self) -> Option<LoadParams> {
+        match self {
+            Params::Udp(p) => Some(LoadParams::Udp(p.clone())),
+            Params::Tcp(p) => Some(LoadParams::Tcp(p.clone())),
+            Params::Rr(p) => Some(LoadParams::Rr(p.clone())),
+            Params::Lab { trial, .. } => trial.load(),
+            _ => None,
+        }
+    }
+}
+
+/// The default `netceil run`: its parts in words, and how long each runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SuiteParams {
+    pub parts: Vec<String>,
+    pub part_duration_s: f64,
+}
+
+/// `netceil watch`: what was watched, and how often it was sampled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WatchParams {
+    /// The command launched, if any.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Processes followed (`--pid`).
+    #[serde(default)]
+    pub pids: Vec<i32>,
+    /// Interfaces asked for (`--iface`); empty: all.
+    #[serde(default)]
+    pub ifaces: Vec<String>,
+    pub interval_s: f64,
+}
+
+/// `netceil sweep param`: the parameters varied and the `netceil run` arguments they vary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SweepParamParams {
+    /// The workload swept: `param`.
+    pub workload: String,
+    /// `--param NAME=V1,V2` as given.
+    pub params: Vec<String>,
+    /// The `netceil run` arguments after `--`.
+    pub run: Vec<String>,
+}
+
+/// The lab a trial ran in: its topology, namespaces, knobs, and every lab interface's counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LabInfo {
+    pub name: String,
+    /// `direct`, `bridge`, `router`…
+    pub topology: String,
+    /// The devices a packet crosses, in words (`veth, bridge, veth`).
+    pub path: String,
+    pub mtu: u32,
+    pub sender_netns: String,
+    pub receiver_netns: String,
+    pub middle_netns: Option<String>,
+    pub interfaces: Vec<LabIface>,
+    /// The knobs set for this trial (`--knob NAME=VALUE`).
+    #[serde(default)]
+    pub knobs: std::collections::BTreeMap<String, String>,
+}
+
+/// What one lab interface counted over a trial.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LabIface {
+    pub netns: String,
+    pub iface: String,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
 }
 
 impl LoadParams {
     /// The stored workload these parameters make.
     pub fn workload(&self) -> Workload {
-        match self {
-            LoadParams::Udp(p) => Workload::typed(WorkloadKind::Udp, p),
-            LoadParams::Tcp(p) => Workload::typed(WorkloadKind::Tcp, p),
-            LoadParams::Rr(p) => Workload::typed(WorkloadKind::Rr, p),
-        }
+        let (kind, params) = match self {
+            LoadParams::Udp(p) => (WorkloadKind::Udp, Params::Udp(p.clone())),
+            LoadParams::Tcp(p) => (WorkloadKind::Tcp, Params::Tcp(p.clone())),
+            LoadParams::Rr(p) => (WorkloadKind::Rr, Params::Rr(p.clone())),
+        };
+        Workload { kind, params }
     }
 
-    /// One of netceil's own workloads read back from a stored one.
+    /// One of netceil's own workloads read back from a stored one (also one run in a lab, and
+    /// one a later version stored with fields this one does not know).
     pub fn from_workload(w: &Workload) -> Result<LoadParams, ParamsError> {
+        if let Some(p) = w.params.load() {
+            return Ok(p);
+        }
         match w.kind {
             WorkloadKind::Udp => w.params_as().map(LoadParams::Udp),
             WorkloadKind::Tcp => w.params_as().map(LoadParams::Tcp),
@@ -246,6 +601,129 @@ mod tests {
     }
 
     #[test]
+    fn every_commands_parameters_come_back_typed() {
+        let search = SearchParams {
+            workload: "udp".into(),
+            sizes: vec![64, 1518],
+            loss: vec![0.0, 0.005],
+            trial_s: 10.0,
+            initial_trial_s: 1.0,
+            precision: 0.01,
+            min_pps: 1000.0,
+            max_pps: None,
+            max_trials: 60,
+            target: None,
+            point: "app".into(),
+            pacing: PacingMode::Sleep,
+            rcvbuf: None,
+            rcvbuf_force: false,
+            resumed_from: None,
+        };
+        let lab = LabInfo {
+            name: "nclab-1".into(),
+            topology: "bridge".into(),
+            path: "veth, bridge, veth".into(),
+            mtu: 1500,
+            sender_netns: "a".into(),
+            receiver_netns: "b".into(),
+            middle_netns: Some("m".into()),
+            interfaces: vec![LabIface {
+                netns: "b".into(),
+                iface: "vb".into(),
+                rx_packets: 7,
+                ..LabIface::default()
+            }],
+            knobs: [("gro".to_string(), "off".to_string())].into(),
+        };
+        let cases = [
+            (WorkloadKind::Udp, Params::Udp(udp())),
+            (WorkloadKind::Search, Params::Search(search)),
+            (
+                WorkloadKind::Udp,
+                Params::SearchTrial(SearchTrialParams {
+                    frame_bytes: 64,
+                    payload_bytes: 18,
+                    rate_pps: Some(1e5),
+                    trial_s: 1.0,
+                    duration_s: None,
+                    target: None,
+                }),
+            ),
+            (
+                WorkloadKind::Udp,
+                Params::SweepCycle(SweepCycleParams {
+                    payload_bytes: 18,
+                    interval_ns: 5000.0,
+                    count: 1000,
+                    cycle: 2,
+                    target: None,
+                }),
+            ),
+            (
+                WorkloadKind::Sweep,
+                Params::SweepParam(SweepParamParams {
+                    workload: "param".into(),
+                    params: vec!["flows=1,2".into()],
+                    run: vec!["udp".into()],
+                }),
+            ),
+            (
+                WorkloadKind::Suite,
+                Params::Suite(SuiteParams {
+                    parts: vec!["tcp 1 flow".into()],
+                    part_duration_s: 3.0,
+                }),
+            ),
+            (
+                WorkloadKind::External,
+                Params::Watch(WatchParams {
+                    command: Some(vec!["iperf3".into(), "-s".into()]),
+                    pids: vec![],
+                    ifaces: vec!["lo".into()],
+                    interval_s: 1.0,
+                }),
+            ),
+            (
+                WorkloadKind::Udp,
+                Params::Lab {
+                    lab,
+                    trial: Box::new(Params::Udp(udp())),
+                },
+            ),
+        ];
+        for (kind, params) in cases {
+            let w = Workload { kind, params };
+            let json = serde_json::to_string(&w).unwrap();
+            let back: Workload = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, w, "{json}");
+        }
+    }
+
+    #[test]
+    fn another_tools_settings_are_kept_as_they_were() {
+        // iperf3's test_start, as the importer stores it: not netceil's, kept whole.
+        let json = r#"{"kind":"tcp","tool":"iperf3","protocol":"TCP","num_streams":4,"target":"10.0.0.2:5201"}"#;
+        let w: Workload = serde_json::from_str(json).unwrap();
+        assert!(matches!(w.params, Params::Other(_)), "{:?}", w.params);
+        assert_eq!(w.target(), Some("10.0.0.2:5201"));
+        assert_eq!(
+            serde_json::to_value(&w).unwrap(),
+            serde_json::from_str::<serde_json::Value>(json).unwrap()
+        );
+        // A later version's field is not dropped: the workload stays as stored, and still
+        // runs again.
+        let mut later = LoadParams::Udp(udp()).workload().params.to_map();
+        later.insert("zerocopy".into(), true.into());
+        let w = Workload::typed(WorkloadKind::Udp, &later);
+        assert!(matches!(w.params, Params::Other(_)));
+        assert_eq!(w.params.to_map()["zerocopy"], true);
+        assert_eq!(
+            LoadParams::from_workload(&w).unwrap(),
+            LoadParams::Udp(udp())
+        );
+    }
+
+    #[test]
     fn a_run_stored_before_a_field_existed_still_reads_back() {
         // Stored by netceil 0.1 before `sndbuf` (UDP) and `pacing` (TCP) were kept.
         let old: Workload = serde_json::from_str(
@@ -261,12 +739,15 @@ mod tests {
 
     #[test]
     fn a_damaged_workload_says_which_field() {
-        let mut w = LoadParams::Udp(udp()).workload();
-        w.params.insert("rate".into(), "fast".into());
+        let mut map = LoadParams::Udp(udp()).workload().params.to_map();
+        map.insert("rate".into(), "fast".into());
+        let w = Workload::typed(WorkloadKind::Udp, &map);
+        assert!(matches!(w.params, Params::Other(_)));
         let e = LoadParams::from_workload(&w).unwrap_err().to_string();
         assert!(e.contains("fast"), "{e}");
-        w.params.remove("rate");
-        w.params.remove("flows");
+        map.remove("rate");
+        map.remove("flows");
+        let w = Workload::typed(WorkloadKind::Udp, &map);
         let e = LoadParams::from_workload(&w).unwrap_err().to_string();
         assert!(e.contains("flows"), "{e}");
         let suite = Workload::typed(WorkloadKind::Suite, &serde_json::json!({}));
@@ -275,7 +756,7 @@ mod tests {
 }
 
 /// A loss search (`netceil search udp`), as its run stores it and `--resume` reads it back.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchParams {
     /// The workload searched: `udp`.
     pub workload: String,
@@ -309,7 +790,7 @@ fn sleep() -> PacingMode {
 }
 
 /// One trial of a search, as its part stores it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchTrialParams {
     pub frame_bytes: usize,
     pub payload_bytes: usize,
@@ -324,7 +805,7 @@ pub struct SearchTrialParams {
 }
 
 /// A UDP sweep over sizes and send intervals (`netceil sweep udp`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepParams {
     /// The workload swept: `udp`.
     pub workload: String,
@@ -345,7 +826,7 @@ pub struct SweepParams {
 }
 
 /// One cycle of a sweep's cell, as its part stores it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepCycleParams {
     pub payload_bytes: usize,
     pub interval_ns: f64,
@@ -356,7 +837,7 @@ pub struct SweepCycleParams {
 }
 
 /// A sweep over TCP flow counts (`netceil sweep tcp`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepTcpParams {
     /// The workload swept: `tcp flows`.
     pub workload: String,

@@ -22,12 +22,14 @@ pub enum WorkloadKind {
     Sweep,
 }
 
-/// The workload: its kind plus the parameters it ran with, as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// The workload: its kind plus the parameters it ran with. Stored as one JSON object, the
+/// kind beside the parameters' fields; read back into the typed parameters of the command that
+/// ran it (see [`crate::params::Params`]), or kept as they were when no netceil command wrote
+/// them (an import's settings, a later version's fields).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
     pub kind: WorkloadKind,
-    #[serde(flatten)]
-    pub params: serde_json::Map<String, serde_json::Value>,
+    pub params: crate::params::Params,
 }
 
 /// How a Run came to be.

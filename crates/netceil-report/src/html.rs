@@ -11,6 +11,7 @@
 
 use std::fmt::Write as _;
 
+use netceil_model::params::{Params, SearchTrialParams, SweepCycleParams};
 use netceil_model::{names as n, Finding, Metric, Run, Series, Unit};
 
 use crate::charts::{self, Axis, Bar, Line, TimeChart};
@@ -804,9 +805,20 @@ fn write_environment(page: &mut String, run: &Run, hn: usize) {
     }
 }
 
-/// A part's workload parameter as a number.
-fn param(run: &Run, key: &str) -> Option<f64> {
-    run.workload.as_ref()?.params.get(key)?.as_f64()
+/// A sweep's part: one cycle of a cell.
+fn cycle(run: &Run) -> Option<&SweepCycleParams> {
+    match &run.workload.as_ref()?.params {
+        Params::SweepCycle(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// A search's part: one trial.
+fn search_trial(run: &Run) -> Option<&SearchTrialParams> {
+    match &run.workload.as_ref()?.params {
+        Params::SearchTrial(t) => Some(t),
+        _ => None,
+    }
 }
 
 /// The share of a cycle's packets that arrived (app) and that reached the socket (kernel), %.
@@ -879,7 +891,7 @@ fn write_knees(page: &mut String, run: &Run, hn: usize) {
         ],
         &rows,
     );
-    if run.parts.iter().any(|p| param(p, "interval_ns").is_some()) {
+    if run.parts.iter().any(|p| cycle(p).is_some()) {
         sweep_arrival_chart(page, run);
     } else {
         search_trial_charts(page, run);
@@ -891,7 +903,7 @@ fn sweep_arrival_chart(page: &mut String, run: &Run) {
     let mut sizes: Vec<f64> = run
         .parts
         .iter()
-        .filter_map(|p| param(p, "payload_bytes"))
+        .filter_map(|p| cycle(p).map(|c| c.payload_bytes as f64))
         .collect();
     sizes.sort_by(f64::total_cmp);
     sizes.dedup();
@@ -901,11 +913,11 @@ fn sweep_arrival_chart(page: &mut String, run: &Run) {
             let mut pts: Vec<(f64, Option<f64>)> = run
                 .parts
                 .iter()
-                .filter(|p| param(p, "payload_bytes") == Some(*size))
+                .filter(|p| cycle(p).map(|c| c.payload_bytes as f64) == Some(*size))
                 .filter_map(|p| {
                     let (app, kernel) = arrived_pct(p)?;
                     Some((
-                        param(p, "interval_ns")? / 1e3,
+                        cycle(p)?.interval_ns / 1e3,
                         Some(if pi == 0 { kernel } else { app }),
                     ))
                 })
@@ -940,7 +952,7 @@ fn search_trial_charts(page: &mut String, run: &Run) {
     let mut frames: Vec<f64> = run
         .parts
         .iter()
-        .filter_map(|p| param(p, "frame_bytes"))
+        .filter_map(|p| search_trial(p).map(|t| t.frame_bytes as f64))
         .collect();
     frames.sort_by(f64::total_cmp);
     frames.dedup();
@@ -953,7 +965,7 @@ fn search_trial_charts(page: &mut String, run: &Run) {
                 points: run
                     .parts
                     .iter()
-                    .filter(|p| param(p, "frame_bytes") == Some(*f))
+                    .filter(|p| search_trial(p).map(|t| t.frame_bytes as f64) == Some(*f))
                     .enumerate()
                     .map(|(k, p)| ((k + 1) as f64, pick(p)))
                     .collect(),
@@ -1059,12 +1071,14 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
                 let r = p.results.as_ref();
                 vec![
                     p.run_id.clone(),
-                    param(p, "frame_bytes")
-                        .or_else(|| param(p, "payload_bytes"))
+                    search_trial(p)
+                        .map(|t| t.frame_bytes)
+                        .or_else(|| cycle(p).map(|c| c.payload_bytes))
                         .map_or_else(String::new, |v| format!("{v}")),
-                    param(p, "rate_pps")
+                    search_trial(p)
+                        .and_then(|t| t.rate_pps)
                         .map(fmt::number)
-                        .or_else(|| param(p, "interval_ns").map(|i| format!("{:.2} µs", i / 1e3)))
+                        .or_else(|| cycle(p).map(|c| format!("{:.2} µs", c.interval_ns / 1e3)))
                         .unwrap_or_else(|| "unpaced".into()),
                     r.map_or_else(String::new, |r| fmt::number(r.tx_pps)),
                     arrived_pct(p)

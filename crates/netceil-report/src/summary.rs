@@ -29,7 +29,7 @@ pub fn kind(run: &Run) -> &'static str {
         Some(WorkloadKind::Tcp) => "tcp",
         Some(WorkloadKind::Rr) => "rr",
         Some(WorkloadKind::Suite) => "suite",
-        Some(WorkloadKind::External) => "external",
+        Some(WorkloadKind::External) => "watched",
         Some(WorkloadKind::Search) => "search",
         Some(WorkloadKind::Sweep) => "sweep",
         None => fmt::MISSING,
@@ -182,6 +182,7 @@ pub fn workload_params(run: &Run) -> Vec<Row> {
         return Vec::new();
     };
     w.params
+        .to_map()
         .iter()
         .map(|(k, v)| {
             let value = match v {

@@ -145,24 +145,28 @@ fn real_udp_run_renders() {
 
 /// A sweep as `netceil sweep udp` stores it: knees, and one part per cycle.
 fn sweep_run() -> Run {
+    use netceil_model::params::SweepCycleParams;
     use netceil_model::{Knee, Results, RunSource, Workload, WorkloadKind};
     let mut run = Run::new("sweep-1", RunSource::Live);
     run.workload = Some(Workload {
         kind: WorkloadKind::Search,
-        params: serde_json::Map::new(),
+        params: Default::default(),
     });
     for (i, (interval_ns, rx)) in [(0.0, 4_000u64), (5_000.0, 4_900), (10_000.0, 5_000)]
         .into_iter()
         .enumerate()
     {
         let mut p = Run::new(format!("sweep-1.{}", i + 1), RunSource::Live);
-        p.workload = Some(Workload {
-            kind: WorkloadKind::Udp,
-            params: serde_json::json!({"payload_bytes": 8192, "interval_ns": interval_ns})
-                .as_object()
-                .cloned()
-                .unwrap(),
-        });
+        p.workload = Some(Workload::typed(
+            WorkloadKind::Udp,
+            &SweepCycleParams {
+                payload_bytes: 8192,
+                interval_ns,
+                count: 5_000,
+                cycle: 0,
+                target: None,
+            },
+        ));
         p.results = Some(Results {
             tx_packets: 5_000,
             rx_app_packets: rx,

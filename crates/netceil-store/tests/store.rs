@@ -672,11 +672,10 @@ fn json_fields_keep_every_bit_of_their_floats() {
     results.rx_app_bits_per_s = awkward[1];
     results.latency_us.as_mut().unwrap().p99 = awkward[2];
     run.findings[0].evidence[0].value = Some(awkward[3]);
-    run.workload
-        .as_mut()
-        .unwrap()
-        .params
-        .insert("awkward".into(), serde_json::json!(awkward[4]));
+    let w = run.workload.as_mut().unwrap();
+    let mut params = w.params.to_map();
+    params.insert("awkward".into(), serde_json::json!(awkward[4]));
+    *w = netceil_model::Workload::typed(w.kind, &params);
     let store = Store::open_in_memory().unwrap();
     store.put_run(&run).unwrap();
     assert_eq!(store.get_run("floats").unwrap(), run);

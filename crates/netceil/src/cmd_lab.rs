@@ -26,7 +26,7 @@ use crate::child::{ChildSpec, Experiment};
 use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
 use crate::engine;
 use crate::{Done, Failure, Outcome};
-use netceil_model::params::LoadParams;
+use netceil_model::params::{LabIface, LabInfo, LoadParams, Params};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -446,7 +446,7 @@ impl NsSampler {
     }
 
     /// Rates per interface into the run's rows (by time), and totals per interface.
-    fn merge_into(&self, run: &mut Run) -> Vec<serde_json::Value> {
+    fn merge_into(&self, run: &mut Run) -> Vec<LabIface> {
         let start = run.meta.started_unix_s;
         let mut keys: Vec<(String, String)> = self
             .samples
@@ -505,14 +505,15 @@ impl NsSampler {
                 );
             }
             if let (Some((_, _, first)), Some((_, _, last))) = (rows.first(), rows.last()) {
-                totals.push(json!({
-                    "netns": ns, "iface": iface,
-                    "rx_packets": last.rx_packets.saturating_sub(first.rx_packets),
-                    "tx_packets": last.tx_packets.saturating_sub(first.tx_packets),
-                    "rx_bytes": last.rx_bytes.saturating_sub(first.rx_bytes),
-                    "rx_dropped": last.rx_dropped.saturating_sub(first.rx_dropped),
-                    "tx_dropped": last.tx_dropped.saturating_sub(first.tx_dropped),
-                }));
+                totals.push(LabIface {
+                    netns: ns.clone(),
+                    iface: iface.clone(),
+                    rx_packets: last.rx_packets.saturating_sub(first.rx_packets),
+                    tx_packets: last.tx_packets.saturating_sub(first.tx_packets),
+                    rx_bytes: last.rx_bytes.saturating_sub(first.rx_bytes),
+                    rx_dropped: last.rx_dropped.saturating_sub(first.rx_dropped),
+                    tx_dropped: last.tx_dropped.saturating_sub(first.tx_dropped),
+                });
             }
         }
         totals
@@ -800,14 +801,26 @@ fn run_once(
     }
     let mut run: Run = serde_json::from_slice(&written).context("reading the sender's run")?;
     let totals = sampler.merge_into(&mut run);
-    let lab = json!({
-        "name": spec.name, "topology": spec.topology.name(), "path": spec.topology.path(),
-        "mtu": spec.mtu, "sender_netns": spec.ns_a, "receiver_netns": spec.ns_b,
-        "middle_netns": spec.ns_m, "interfaces": totals,
-        "knobs": labels.iter().filter_map(|(k, v)| k.strip_prefix("knob.").map(|k| (k.to_string(), json!(v)))).collect::<serde_json::Map<_, _>>(),
-    });
+    let lab = LabInfo {
+        name: spec.name.clone(),
+        topology: spec.topology.name().into(),
+        path: spec.topology.path().into(),
+        mtu: spec.mtu,
+        sender_netns: spec.ns_a.clone(),
+        receiver_netns: spec.ns_b.clone(),
+        middle_netns: spec.ns_m.clone(),
+        interfaces: totals,
+        knobs: labels
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("knob.").map(|k| (k.to_string(), v.clone())))
+            .collect(),
+    };
     if let Some(w) = run.workload.as_mut() {
-        w.params.insert("lab".into(), lab);
+        let trial = std::mem::take(&mut w.params);
+        w.params = Params::Lab {
+            lab,
+            trial: Box::new(trial),
+        };
     }
     run.notes.push(format!(
         "lab {} ({}: {}): the sender ran in {}, netceil serve in {}; lab_*{{netns,iface}} series are every lab interface's counters",
@@ -929,12 +942,11 @@ fn figures(run: &Run) -> Figures {
     f.cs_per_s = series_mean(run, "cs_per_s");
     f.intr_per_s = series_mean(run, "intr_per_s");
     // Packets the receiving interface took in, from the lab's own counters.
-    let lab = run.workload.as_ref().and_then(|w| w.params.get("lab"));
-    let rx_iface = lab.and_then(|l| {
-        let ns = l.get("receiver_netns")?.as_str()?;
-        l.get("interfaces")?.as_array()?.iter().find_map(|i| {
-            (i.get("netns")?.as_str()? == ns).then(|| i.get("rx_packets")?.as_u64())?
-        })
+    let rx_iface = run.workload.as_ref().and_then(|w| w.lab()).and_then(|l| {
+        l.interfaces
+            .iter()
+            .find(|i| i.netns == l.receiver_netns)
+            .map(|i| i.rx_packets)
     });
     let busy = series_mean(run, "cpu_busy_pct");
     let cpus = run.meta.host.cpus.map(f64::from);

@@ -16,7 +16,7 @@
 use anyhow::anyhow;
 use netceil_engine::{new_live_run, Campaign, PartAnalysis, Replay, Trial};
 use netceil_model::params::{
-    SweepCycleParams, SweepParams, SweepTcpParams, TcpPacingRequest, TcpParams, UdpParams,
+    Params, SweepCycleParams, SweepParams, SweepTcpParams, TcpPacingRequest, TcpParams, UdpParams,
 };
 use netceil_model::{fmt, Knee, Results, Run, Unit, Workload as WorkloadSpec, WorkloadKind};
 use serde_json::json;
@@ -162,12 +162,14 @@ fn from_run(run: &Run) -> Result<SweepParams, Failure> {
         .workload
         .as_ref()
         .ok_or_else(|| bad("it has no workload"))?;
-    if w.kind != WorkloadKind::Sweep
-        || w.params.get("workload").and_then(|v| v.as_str()) != Some("udp")
-    {
-        return Err(bad("it is not a UDP sweep"));
+    match &w.params {
+        Params::Sweep(p) => Ok(p.clone()),
+        // Stored by another version, or damaged: read what can be read, or say which field.
+        Params::Other(_) if w.kind == WorkloadKind::Sweep => {
+            w.params_as().map_err(|e| bad(&e.to_string()))
+        }
+        _ => Err(bad("it is not a UDP sweep")),
     }
-    w.params_as().map_err(|e| bad(&e.to_string()))
 }
 
 /// The checks a UDP sweep makes before any traffic; its intervals, ns.

@@ -217,6 +217,15 @@ pub fn run(args: WatchArgs) -> Outcome {
         },
         source.as_ref(),
     );
+    run.workload = Some(netceil_model::Workload {
+        kind: netceil_model::WorkloadKind::External,
+        params: netceil_model::params::Params::Watch(netceil_model::params::WatchParams {
+            command: (!args.command.is_empty()).then(|| args.command.clone()),
+            pids: args.pids.clone(),
+            ifaces: args.ifaces.clone(),
+            interval_s: args.interval.as_secs_f64(),
+        }),
+    });
     // netceil's own CPUs are not the watched processes': read below from theirs.
     run.meta.workload_cpus = None;
 

@@ -1013,12 +1013,10 @@ mod tests {
             800e3 * 64.0 * 8.0,
         );
         // netceil's own in-process receiver: the traffic stayed on loopback.
-        let mut params = serde_json::Map::new();
-        params.insert("target".into(), serde_json::Value::Null);
-        run.workload = Some(netceil_model::Workload {
-            kind: netceil_model::WorkloadKind::Udp,
-            params,
-        });
+        run.workload = Some(netceil_model::Workload::typed(
+            netceil_model::WorkloadKind::Udp,
+            &serde_json::json!({ "target": null }),
+        ));
         let f = on(&run, hot_cpu).expect("hot cpu");
         assert!(
             !f.advice

@@ -730,10 +730,7 @@ mod tests {
         assert!(f.evidence.iter().all(|e| e.metric != "bytes_per_interrupt"));
         assert!(f.alternatives.iter().any(|a| a.contains("loopback only")));
         // The same run across a NIC gets the NIC advice.
-        run.workload.as_mut().unwrap().params.insert(
-            "target".into(),
-            serde_json::Value::String("192.0.2.7:5201".into()),
-        );
+        crate::testutil::set_target(&mut run, "192.0.2.7:5201");
         let nic = on(&run, check).expect("interrupt bound");
         assert!(nic.advice.iter().any(|a| a.knob.contains("ethtool -C")));
     }

@@ -310,10 +310,7 @@ mod tests {
     #[test]
     fn across_a_nic_coalescing_advice_is_given() {
         let mut run = rr_loopback_run(Some(1), None, 20_000.0, 48.0);
-        run.workload.as_mut().unwrap().params.insert(
-            "target".into(),
-            serde_json::Value::String("192.0.2.7:5201".into()),
-        );
+        crate::testutil::set_target(&mut run, "192.0.2.7:5201");
         let f = on(&run, check).expect("latency bound");
         assert!(!f.summary.contains("loopback"), "{}", f.summary);
         assert!(

@@ -610,12 +610,10 @@ mod tests {
             thread(s, r, "202", "netceil-udp-rx", rx.0, rx.0 - 2.0, rx.1);
         });
         run.meta.own_thread_ids = vec![201, 202];
-        run.workload = Some(Workload {
-            kind: WorkloadKind::Udp,
-            params: [("target".to_string(), serde_json::Value::Null)]
-                .into_iter()
-                .collect(),
-        });
+        run.workload = Some(Workload::typed(
+            WorkloadKind::Udp,
+            &serde_json::json!({ "target": null }),
+        ));
         run.results = Some(Results {
             duration_s: 8.0,
             tx_packets: 3_024_000,

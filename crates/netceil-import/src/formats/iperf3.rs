@@ -369,7 +369,7 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         } else {
             WorkloadKind::Tcp
         },
-        params: workload,
+        params: netceil_model::params::Params::Other(workload),
     });
     series(&mut run, &intervals, &test, &mut warnings);
     let end = doc

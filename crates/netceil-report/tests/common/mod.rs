@@ -195,7 +195,7 @@ pub fn full_run() -> Run {
         let mut p = Run::new("r-full.1", RunSource::Live);
         p.workload = Some(Workload {
             kind: WorkloadKind::Tcp,
-            params: serde_json::Map::new(),
+            params: Default::default(),
         });
         p.series = full_series();
         p.results = Some(full_results());
@@ -208,10 +208,7 @@ pub fn full_run() -> Run {
         source: RunSource::Watched {
             command: Some(vec!["iperf3".into(), "-s".into()]),
         },
-        workload: Some(Workload {
-            kind: WorkloadKind::Udp,
-            params,
-        }),
+        workload: Some(Workload::typed(WorkloadKind::Udp, &params)),
         meta: RunMeta {
             labels: BTreeMap::from([
                 ("nic".to_string(), "msk0".to_string()),

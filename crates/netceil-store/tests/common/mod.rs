@@ -135,7 +135,7 @@ fn part(id: &str, kind: WorkloadKind, rows: usize) -> Run {
     let mut p = Run::new(id, RunSource::Live);
     p.workload = Some(Workload {
         kind,
-        params: serde_json::Map::new(),
+        params: Default::default(),
     });
     p.meta.started_unix_s = 1_795_302_903.25;
     p.meta.netceil_version = "0.1.0".into();
@@ -159,10 +159,7 @@ pub fn rich_run(run_id: &str) -> Run {
     params.insert("size".into(), serde_json::json!(1472));
     params.insert("rate".into(), serde_json::json!("200k"));
     params.insert("ratio".into(), serde_json::json!(0.1 + 0.2));
-    run.workload = Some(Workload {
-        kind: WorkloadKind::Suite,
-        params,
-    });
+    run.workload = Some(Workload::typed(WorkloadKind::Suite, &params));
     run.meta.labels = BTreeMap::from([
         ("nic".to_string(), "msk".to_string()),
         ("bridge".to_string(), "no".to_string()),
@@ -236,7 +233,7 @@ pub fn started_run(run_id: &str, labels: &[(&str, &str)]) -> Run {
     let mut run = Run::new(run_id, RunSource::Live);
     run.workload = Some(Workload {
         kind: WorkloadKind::Udp,
-        params: serde_json::Map::new(),
+        params: Default::default(),
     });
     run.meta.started_unix_s = 1_795_302_902.0;
     run.meta.netceil_version = "0.1.0".into();
