@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use netceil_model::{MetricId, Unit};
-use netceil_probe::{spawn_sampler, ProcFs, Row, SamplerConfig, SamplerHandle};
+use netceil_probe::{spawn_sampler, Row, SamplerConfig, SamplerHandle, Source};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +19,14 @@ pub struct HostSampler {
 impl HostSampler {
     /// Starts the sampler, and a thread that gives `publish` every row it takes.
     pub fn start(
+        source: Arc<dyn Source + Send + Sync>,
         interval: Duration,
         totals: Arc<ServeTotals>,
         publish: impl Fn(&Row) + Send + 'static,
     ) -> anyhow::Result<HostSampler> {
         let (tx, rows) = std::sync::mpsc::channel::<Row>();
         let sampler = spawn_sampler(
-            ProcFs::new(),
+            source,
             SamplerConfig {
                 interval,
                 ..SamplerConfig::default()

@@ -27,7 +27,7 @@ use netceil_ctl::{
     MAC_GRANT, MAC_REQUEST, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
 };
 use netceil_model::{FarApp, FarEnd};
-use netceil_probe::{spawn_sampler, ProcFs, SamplerConfig};
+use netceil_probe::{spawn_sampler, SamplerConfig, Source};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -62,6 +62,8 @@ pub struct ServeConfig {
     /// Receive buffer for tests' UDP sockets.
     pub rcvbuf: Option<usize>,
     pub rcvbuf_force: bool,
+    /// Where this host's counters are read (the machine itself, or a fake in tests).
+    pub source: Arc<dyn Source + Send + Sync>,
 }
 
 /// Everything the server counted over its life. Atomic so test threads add to it.
@@ -509,6 +511,7 @@ impl Handshakes<'_> {
             totals: self.totals.clone(),
             running: self.running.clone(),
             say: self.say.clone(),
+            source: self.cfg.source.clone(),
         };
         // The handshake is over: the test thread talks to the client with blocking reads and
         // timeouts.
@@ -822,6 +825,7 @@ struct TestCtx {
     totals: Arc<ServeTotals>,
     running: Arc<AtomicUsize>,
     say: Say,
+    source: Arc<dyn Source + Send + Sync>,
 }
 
 /// The test's data side.
@@ -942,11 +946,11 @@ fn test_body(
         Data::Tcp(t) => t.local_addr().port(),
     };
     let iface = kernel::iface_facing(SocketAddr::new(admit_ip, 9));
-    let counters_before = kernel::Counters::read(&ProcFs::new());
-    let cpu_before = kernel::cpu_times(&ProcFs::new());
+    let counters_before = kernel::Counters::read(ctx.source.as_ref());
+    let cpu_before = kernel::cpu_times(ctx.source.as_ref());
     let (row_tx, _rows) = std::sync::mpsc::channel();
     let sampler = spawn_sampler(
-        ProcFs::new(),
+        ctx.source.clone(),
         SamplerConfig {
             interval: Duration::from_millis(u64::from(spec.sample_ms)),
             ..SamplerConfig::default()
@@ -991,8 +995,8 @@ fn test_body(
     let ended_by = watch_test(stream, spec, &data, ctx, started);
     let app = stop_data(data, ctx)?;
     let duration_s = started.elapsed().as_secs_f64();
-    let counters_after = kernel::Counters::read(&ProcFs::new());
-    let cpu = match (cpu_before, kernel::cpu_times(&ProcFs::new())) {
+    let counters_after = kernel::Counters::read(ctx.source.as_ref());
+    let cpu = match (cpu_before, kernel::cpu_times(ctx.source.as_ref())) {
         (Some(b), Some(a)) => kernel::cpu_shares(&b, &a),
         _ => Vec::new(),
     };
@@ -1005,7 +1009,7 @@ fn test_body(
     let mut far = FarEnd {
         address: ctx.local.to_string(),
         netceil_version: env!("CARGO_PKG_VERSION").into(),
-        host: netceil_probe::host::host_info(&ProcFs::new())
+        host: netceil_probe::host::host_info(ctx.source.as_ref())
             .hostname
             .unwrap_or_default(),
         cpus: cpu.len() as u32,

@@ -51,6 +51,8 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
         }
     });
     let totals = Arc::new(ServeTotals::default());
+    let source: Arc<dyn netceil_probe::Source + Send + Sync> =
+        Arc::new(netceil_probe::ProcFs::new());
     let cfg = ServeConfig {
         listen: args.listen,
         key: key.clone(),
@@ -59,11 +61,12 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
         duration: args.duration,
         rcvbuf: args.rcvbuf,
         rcvbuf_force: args.rcvbuf_force,
+        source: source.clone(),
     };
     let stop = crate::stop_flag();
     let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let exporter = match &metrics {
-        Some(m) => Some(export_host(m, totals.clone())?),
+        Some(m) => Some(export_host(m, totals.clone(), source)?),
         None => None,
     };
     let ready = {
@@ -119,10 +122,13 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
 fn export_host(
     m: &netceil_metrics::MetricsServer,
     totals: Arc<ServeTotals>,
+    source: Arc<dyn netceil_probe::Source + Send + Sync>,
 ) -> anyhow::Result<HostSampler> {
     let interval = std::time::Duration::from_secs(1);
     let publisher = m.publisher();
-    let sampler = HostSampler::start(interval, totals, move |row| publisher.update_row(row))?;
+    let sampler = HostSampler::start(source, interval, totals, move |row| {
+        publisher.update_row(row)
+    })?;
     let (mut run, _) = netceil_engine::new_live_run(&[]);
     run.workload = None;
     m.analyze_live(netceil_metrics::LiveVerdict::new(run, interval));
