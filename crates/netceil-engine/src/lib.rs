@@ -6,6 +6,8 @@
 //!   [`Session::measure`] runs it and returns its results.
 //! - A [`Campaign`] keeps a planner's trials as the parts of one run: replay after an
 //!   interruption, each part stored as it ends, the parts cut from one timeline and analyzed.
+//! - The [`plan`]ners decide which trial comes next: the loss search, the UDP sweep grid,
+//!   the TCP flows sweep, the parameter sweep.
 //!
 //! The command line and the terminal are the binary's; nothing here prints to stdout.
 
@@ -14,6 +16,7 @@ pub mod confirm;
 mod error;
 pub mod kernel;
 mod observer;
+pub mod plan;
 pub mod probes;
 pub mod recording;
 pub mod remote;

@@ -7,7 +7,6 @@
 use anyhow::anyhow;
 use netceil_engine::{new_live_run, PartAnalysis, Replay, Trial};
 use netceil_model::{Workload as WorkloadSpec, WorkloadKind};
-use serde_json::json;
 use std::time::Duration;
 
 use crate::cli::{CommonRunArgs, MetricsArgs, RunArgs};
@@ -41,13 +40,19 @@ pub fn measure(
         Some(p) => vec![Trial::new(p, wire_id)?],
     };
     top.workload = Some(if suite {
-        WorkloadSpec::typed(
-            WorkloadKind::Suite,
-            &json!({
-                "parts": ["udp --frame-size 64 (unpaced)", "tcp 1 flow", "rr tcp 64 B closed loop"],
-                "part_duration_s": SUITE_PART.as_secs_f64(),
+        WorkloadSpec {
+            kind: WorkloadKind::Suite,
+            params: netceil_model::params::Params::Suite(netceil_model::params::SuiteParams {
+                parts: [
+                    "udp --frame-size 64 (unpaced)",
+                    "tcp 1 flow",
+                    "rr tcp 64 B closed loop",
+                ]
+                .map(String::from)
+                .to_vec(),
+                part_duration_s: SUITE_PART.as_secs_f64(),
             }),
-        )
+        }
     } else {
         trials[0].workload()
     });

@@ -295,27 +295,6 @@ pub fn plan(
     Ok(Trial::new(load_params(w, common)?, wire_id)?)
 }
 
-/// A UDP train's parameters for a search or a sweep step: the payload, the pacing and the
-/// receiver's buffer, with the common flags (target, IPv6); the rest as `netceil run udp`
-/// has them by default.
-pub fn udp_train_params(
-    common: &CommonRunArgs,
-    payload_bytes: usize,
-    pacing: netceil_model::PacingMode,
-    rcvbuf: Option<usize>,
-    rcvbuf_force: bool,
-) -> UdpParams {
-    UdpParams {
-        pacing,
-        ipv6: common.ipv6,
-        target: common.to.map(|t| t.to_string()),
-        rcvbuf,
-        rcvbuf_force,
-        ..netceil_engine::udp_defaults(payload_bytes)
-    }
-    .with_frame()
-}
-
 /// A loss tolerance from `0`, `0.5%` or `2 %`.
 fn parse_tolerance(text: &str) -> Result<f64, Failure> {
     let t = text.trim();

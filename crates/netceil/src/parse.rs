@@ -3,9 +3,7 @@
 use netceil_model::{Rate, RateParseError};
 use std::time::Duration;
 
-pub use netceil_model::duration::{
-    format_duration, parse_duration_in, secs_within, Span, LONG, RUN, STEP,
-};
+pub use netceil_model::duration::{parse_duration_in, Span, LONG, RUN, STEP};
 
 /// The sampler's interval: what `netceil_probe::sampler::SamplerConfig` accepts, 10 ms to 1 h.
 pub const SAMPLE: Span = Span {
