@@ -6,6 +6,8 @@
 //!   [`Session::measure`] runs it and returns its results.
 //! - A [`Campaign`] keeps a planner's trials as the parts of one run: replay after an
 //!   interruption, each part stored as it ends, the parts cut from one timeline and analyzed.
+//! - [`lab`]: a workload across network-namespace topologies, over knob values and over
+//!   topologies, each change restored.
 //!
 //! The command line and the terminal are the binary's; nothing here prints to stdout.
 
@@ -13,6 +15,7 @@ mod campaign;
 pub mod confirm;
 mod error;
 pub mod kernel;
+pub mod lab;
 mod observer;
 pub mod probes;
 pub mod recording;
