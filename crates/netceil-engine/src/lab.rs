@@ -49,6 +49,29 @@ pub struct Runner<'s> {
     pub store: Option<&'s Store>,
 }
 
+/// A knob campaign: every combination of the knobs' values, each measured `repeat` times.
+#[derive(Debug, Clone, Copy)]
+pub struct KnobPlan<'a> {
+    pub spec: &'a LabSpec,
+    pub knobs: &'a [Knob],
+    pub workload: &'a Workload,
+    pub repeat: u32,
+    /// Keep the sender's stderr (the lab's `--quiet`).
+    pub quiet: bool,
+}
+
+/// A comparison of topologies: each built as a lab of `mtu`, the workload `repeat` times on
+/// each, then each path's packet ceiling with `ceiling`.
+#[derive(Debug, Clone, Copy)]
+pub struct ComparePlan<'a> {
+    pub topologies: &'a [Topology],
+    pub mtu: u32,
+    pub workload: &'a Workload,
+    /// 64-byte frames flat out; `None` measures no ceiling.
+    pub ceiling: Option<&'a Workload>,
+    pub repeat: u32,
+}
+
 /// One knob combination: (knob index, value) per knob.
 pub type KnobStep = Vec<(usize, String)>;
 
@@ -125,18 +148,20 @@ impl Runner<'_> {
 
     /// Every combination of the knobs' values in turn: back to the originals, this step's
     /// values set, the workload `repeat` times. Stops early (with what it has) when told to;
-    /// the originals are restored when `session` closes. `quiet` keeps the sender's stderr.
-    #[allow(clippy::too_many_arguments)]
+    /// the originals are restored when `session` closes.
     pub fn knob_campaign(
         &self,
         session: &mut LabSession,
-        spec: &LabSpec,
-        knobs: &[Knob],
-        w: &Workload,
-        repeat: u32,
-        quiet: bool,
+        plan: &KnobPlan,
         observer: &mut dyn Observer,
     ) -> Result<Vec<KnobRuns>, Error> {
+        let KnobPlan {
+            spec,
+            knobs,
+            workload: w,
+            repeat,
+            quiet,
+        } = *plan;
         let mut results = Vec::new();
         let mut interrupted = false;
         for step in knob_steps(knobs) {
@@ -174,19 +199,21 @@ impl Runner<'_> {
 
     /// Each topology as a lab of this session, the workload on each `repeat` times (the order
     /// alternated round by round, so that drift falls on every topology alike), then each
-    /// path's packet ceiling with `ceiling` (64-byte frames flat out), unless the workload is
-    /// that already. Stops early, with what it has, when told to.
-    #[allow(clippy::too_many_arguments)]
+    /// path's packet ceiling, unless the workload is 64-byte frames already. Stops early, with
+    /// what it has, when told to.
     pub fn compare_campaign(
         &self,
         session: &mut LabSession,
-        topologies: &[Topology],
-        mtu: u32,
-        w: &Workload,
-        ceiling: Option<&Workload>,
-        repeat: u32,
+        plan: &ComparePlan,
         observer: &mut dyn Observer,
     ) -> Result<Vec<TopoRuns>, Error> {
+        let ComparePlan {
+            topologies,
+            mtu,
+            workload: w,
+            ceiling,
+            repeat,
+        } = *plan;
         let tag = format!("c{}", std::process::id());
         let mut results = Vec::new();
         for (i, t) in topologies.iter().enumerate() {

@@ -20,12 +20,9 @@ use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
 use crate::engine;
 use crate::{Done, Failure, Outcome};
 
+/// The lab's error, as the engine judges whose fault it is.
 fn lab_failure(e: netceil_lab::LabError) -> Failure {
-    if e.is_usage() {
-        Failure::usage(e)
-    } else {
-        Failure::from(e)
-    }
+    Failure::from(netceil_engine::Error::from(e))
 }
 
 /// The journal beside the store.
@@ -427,15 +424,14 @@ fn lab_run(a: LabRunArgs) -> Outcome {
         );
     }
     let mut progress = Progress { quiet: a.quiet };
-    let outcome = runner.knob_campaign(
-        &mut session,
-        &spec,
-        &knobs,
-        &w,
-        a.repeat,
-        a.quiet,
-        &mut progress,
-    );
+    let plan = lab::KnobPlan {
+        spec: &spec,
+        knobs: &knobs,
+        workload: &w,
+        repeat: a.repeat,
+        quiet: a.quiet,
+    };
+    let outcome = runner.knob_campaign(&mut session, &plan, &mut progress);
     // Every knob back and the lab down (unless it was an existing one), before any output.
     let done = closed(session);
     let results = outcome?;
@@ -568,15 +564,14 @@ fn lab_compare(a: LabCompareArgs) -> Outcome {
     let runner = runner(store.as_ref())?;
     let mut session = Session::new(journal()?);
     let mut progress = Progress { quiet: a.quiet };
-    let outcome = runner.compare_campaign(
-        &mut session,
-        &topologies,
-        a.mtu,
-        &w,
-        ceiling.as_ref(),
-        a.repeat,
-        &mut progress,
-    );
+    let plan = lab::ComparePlan {
+        topologies: &topologies,
+        mtu: a.mtu,
+        workload: &w,
+        ceiling: ceiling.as_ref(),
+        repeat: a.repeat,
+    };
+    let outcome = runner.compare_campaign(&mut session, &plan, &mut progress);
     let done = closed(session);
     let results = outcome?;
     let cmp = lab::compare(&results, w.frame_bytes, a.mtu);
