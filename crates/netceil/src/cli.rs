@@ -342,11 +342,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub common: CommonRunArgs,
     /// Test the verdict by experiment: change the one thing it blames (a 16× receive buffer,
-    /// the flows over more threads, a lower rate, the probes off) in four short trials
+    /// the receiver on another core, the flows over more threads, a lower rate, the probes
+    /// off) in four short trials
     /// alternated with the unchanged workload, and demote it if the figure does not move.
     /// Changes only netceil's own workload, never the machine. One workload only.
     #[arg(long, global = true)]
     pub confirm: bool,
+    /// Place the receiving thread(s) (the in-process receiver, or rr's echo) on this CPU;
+    /// by default the scheduler places them. It must be one this process may run on.
+    #[arg(long, global = true, value_name = "CPU")]
+    pub rx_cpu: Option<usize>,
+    /// Place the sending thread(s) (rr: its client) on this CPU; by default the scheduler's.
+    #[arg(long, global = true, value_name = "CPU")]
+    pub tx_cpu: Option<usize>,
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }

@@ -629,6 +629,8 @@ pub fn run_tcp(
                 ipv6: common.ipv6,
                 target: a.target.clone(),
                 pacing: TcpPacingRequest::Auto,
+                rx_cpu: None,
+                tx_cpu: None,
             })?)
         })
         .collect::<Result<Vec<_>, Failure>>()?;

@@ -236,6 +236,8 @@ pub fn udp_params(a: &UdpArgs, common: &CommonRunArgs) -> Result<UdpParams, Fail
         rcvbuf_force: a.rcvbuf_force,
         sndbuf: a.sndbuf,
         gso: a.gso,
+        rx_cpu: None,
+        tx_cpu: None,
     }
     .with_frame())
 }
@@ -255,6 +257,8 @@ pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
             TcpPacingArg::Kernel => TcpPacingRequest::Kernel,
             TcpPacingArg::App => TcpPacingRequest::App,
         },
+        rx_cpu: None,
+        tx_cpu: None,
     }
 }
 
@@ -271,6 +275,8 @@ pub fn rr_params(a: &RrArgs, common: &CommonRunArgs) -> RrParams {
         duration_s: a.duration.as_secs_f64(),
         ipv6: common.ipv6,
         target: common.to.map(|t| t.to_string()),
+        rx_cpu: None,
+        tx_cpu: None,
     }
 }
 
