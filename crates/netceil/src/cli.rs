@@ -415,6 +415,11 @@ pub struct CommonRunArgs {
     /// callers; 0 takes none (lowest cost, callers unknown).
     #[arg(long, global = true, value_name = "N", default_value_t = 16)]
     pub lock_stacks: u32,
+    /// Also write what is measured, as it is measured, to FILE as JSON Lines (one object per
+    /// line: begin, progress, end, step, say, close; see the README); `-` writes them to
+    /// stdout, and the table and summary then go to stderr. Not with --json to stdout.
+    #[arg(long, global = true, value_name = "FILE|-")]
+    pub stream: Option<std::path::PathBuf>,
     /// Where a lab's child writes its finished run for the lab (not a flag: set from the
     /// child's spec).
     #[arg(skip)]
@@ -647,6 +652,11 @@ pub struct WatchArgs {
     /// Print the whole run as one JSON document at the end; table rows go to stderr.
     #[arg(long)]
     pub json: bool,
+    /// Also write each sampled interval, as it is sampled, to FILE as JSON Lines (progress
+    /// lines, then close; see the README); `-` writes them to stdout, and the table and
+    /// summary then go to stderr. Not with --json.
+    #[arg(long, value_name = "FILE|-")]
+    pub stream: Option<std::path::PathBuf>,
     /// A label to keep with the run (repeatable).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
