@@ -29,6 +29,7 @@ mod trial;
 
 pub use campaign::{resumable, Campaign, Measured, PartAnalysis, Replay};
 pub use error::{Error, ErrorKind};
+pub use observer::json::{JsonStream, MachineFigures, StreamLine};
 pub use observer::{LoadFigures, LoadKind, Observer, PartStart};
 pub use recording::{check_interval, LoadValues, Recording, ROW_BATCH};
 pub use run::{

@@ -44,6 +44,8 @@ pub fn udp_defaults(payload_bytes: usize) -> UdpParams {
         rcvbuf_force: d.rcvbuf_force,
         sndbuf: d.sndbuf,
         gso: d.gso,
+        rx_cpu: d.rx_cpu,
+        tx_cpu: d.tx_cpu,
     }
     .with_frame()
 }
@@ -108,6 +110,8 @@ impl Trial {
             sndbuf: p.sndbuf,
             run_id: wire_id,
             gso: p.gso,
+            rx_cpu: p.rx_cpu,
+            tx_cpu: p.tx_cpu,
         };
         cfg.validate()?;
         Ok(Trial::Udp(cfg, p))
@@ -128,6 +132,8 @@ impl Trial {
                 TcpPacingRequest::App => tcp::TcpPacingChoice::Application,
             },
             nodelay: false,
+            rx_cpu: p.rx_cpu,
+            tx_cpu: p.tx_cpu,
         };
         cfg.validate()?;
         Ok(Trial::Tcp(cfg, p))
@@ -146,6 +152,8 @@ impl Trial {
             ipv6: p.ipv6,
             target: target_of(&p.target)?,
             run_id: None,
+            rx_cpu: p.rx_cpu,
+            tx_cpu: p.tx_cpu,
         };
         cfg.validate()?;
         Ok(Trial::Rr(cfg, p))

@@ -134,6 +134,7 @@ fn lab_child() -> Outcome {
             .transpose()
             .map_err(|e| Failure::usage(anyhow!("--probe: {e}")))?,
         lock_stacks: spec.lock_stacks,
+        stream: None,
         run_out: Some(spec.run_out.clone()),
     };
     let metrics = MetricsArgs {

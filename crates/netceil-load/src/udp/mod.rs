@@ -89,6 +89,12 @@ pub struct UdpConfig {
     pub run_id: u16,
     /// UDP GSO (UDP_SEGMENT). Not implemented: `validate` rejects it.
     pub gso: bool,
+    /// The CPU the in-process receiver thread is placed on (`--rx-cpu`); `None` leaves it to
+    /// the scheduler.
+    pub rx_cpu: Option<usize>,
+    /// The CPU every sender thread is placed on (`--tx-cpu`); `None` leaves them to the
+    /// scheduler.
+    pub tx_cpu: Option<usize>,
 }
 
 impl Default for UdpConfig {
@@ -110,6 +116,8 @@ impl Default for UdpConfig {
             sndbuf: None,
             run_id: 0,
             gso: false,
+            rx_cpu: None,
+            tx_cpu: None,
         }
     }
 }
@@ -193,6 +201,7 @@ impl UdpConfig {
         if self.threads == 0 {
             return Err(invalid("--threads must be at least 1"));
         }
+        threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())?;
         if self.threads > self.flows {
             return Err(invalid(format!(
                 "--threads {} is more than --flows {}: each sender thread needs at least one flow",
@@ -274,7 +283,9 @@ pub fn run_udp(
 ) -> Result<UdpOutcome, LoadError> {
     cfg.validate()?;
     let ipv6 = cfg.uses_ipv6();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = threads::placement_note(cfg.rx_cpu, cfg.tx_cpu)
+        .into_iter()
+        .collect();
 
     let local_rx = local_receiver(cfg, ipv6, &mut notes)?;
     let target = match (&local_rx, cfg.target) {
@@ -302,8 +313,10 @@ pub fn run_udp(
             let slot = slot_len_for(Some(cfg.payload_bytes));
             let run_id = cfg.run_id;
             let strategy = strategy_for_rcvbuf(grant.granted);
+            let cpu = cfg.rx_cpu;
             threads::spawn_scoped(scope, "netceil-udp-rx".into(), move || {
-                Receiver::for_run(socket, live, slot, run_id, flows, strategy).run(ctl)
+                threads::place(cpu)?;
+                Ok(Receiver::for_run(socket, live, slot, run_id, flows, strategy).run(ctl))
             })
         });
         let rx_handle = match rx_handle {
@@ -318,8 +331,10 @@ pub fn run_udp(
         let mut handles = Vec::new();
         for (i, plan) in plans.into_iter().enumerate() {
             let (live, abort) = (&tx_live[i], &abort);
+            let cpu = cfg.tx_cpu;
             let h = threads::spawn_scoped(scope, format!("netceil-udp-tx{i}"), move || {
-                run_sender(plan, [stop, abort], live)
+                threads::place(cpu)?;
+                Ok(run_sender(plan, [stop, abort], live))
             });
             match h {
                 Ok(h) => handles.push(h),
@@ -343,9 +358,11 @@ pub fn run_udp(
         }
         let mut reports = Vec::new();
         let mut panicked = false;
+        let mut unplaced = None;
         for h in handles {
             match h.join() {
-                Ok(r) => reports.push(r),
+                Ok(Ok(r)) => reports.push(r),
+                Ok(Err(e)) => unplaced = unplaced.or(Some(e)),
                 Err(_) => panicked = true,
             }
         }
@@ -355,12 +372,16 @@ pub fn run_udp(
             return Err(LoadError::Other("a UDP sender thread panicked".into()));
         }
         let rx_totals = match rx_totals {
-            Some(Ok(t)) => Some(t),
+            Some(Ok(Ok(t))) => Some(t),
+            Some(Ok(Err(e))) => return Err(e),
             Some(Err(_)) => {
                 return Err(LoadError::Other("the UDP receiver thread panicked".into()))
             }
             None => None,
         };
+        if let Some(e) = unplaced {
+            return Err(e);
+        }
         Ok((reports, rx_totals))
     })?;
 
