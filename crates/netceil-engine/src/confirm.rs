@@ -330,8 +330,9 @@ fn words(i: &Intervention) -> String {
     }
 }
 
+/// The trials' mean (0 with none: a figure that was never measured moved nothing).
 fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
+    netceil_model::stats::mean(v).unwrap_or(0.0)
 }
 
 fn spread(v: &[f64]) -> f64 {
