@@ -43,7 +43,10 @@ pub fn search(
     settings.resumed_from = replay.from.clone();
     plan::check(&settings, reach)?;
     let (mut top, _) = new_live_run(&common.labels);
-    top.workload = Some(WorkloadSpec::typed(WorkloadKind::Search, &settings));
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Search,
+        params: netceil_model::params::Params::Search(settings.clone()),
+    });
     let progress = Progress::Steps {
         what: "search",
         at_most: plan::steps_at_most(&settings),

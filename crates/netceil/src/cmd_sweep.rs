@@ -49,7 +49,10 @@ pub fn run_udp(
     settings.resumed_from = replay.from.clone();
     let intervals = plan::sweep::check(&settings, reach)?;
     let (mut top, _) = new_live_run(&common.labels);
-    top.workload = Some(WorkloadSpec::typed(WorkloadKind::Sweep, &settings));
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Sweep,
+        params: netceil_model::params::Params::Sweep(settings.clone()),
+    });
     let progress = Progress::Steps {
         what: "sweep",
         at_most: (settings.sizes.len() * intervals.len()) as u64,
@@ -109,7 +112,10 @@ pub fn run_tcp(
 ) -> Outcome {
     let trials = plan::flows::trials(&a, common.ipv6)?;
     let (mut top, _) = new_live_run(&common.labels);
-    top.workload = Some(WorkloadSpec::typed(WorkloadKind::Sweep, &a));
+    top.workload = Some(WorkloadSpec {
+        kind: WorkloadKind::Sweep,
+        params: netceil_model::params::Params::SweepTcp(a.clone()),
+    });
     let store = engine::open_store(common.no_store);
     let mut cmd = engine::start(
         common,

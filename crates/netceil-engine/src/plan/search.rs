@@ -35,17 +35,17 @@ fn trial_workload(
     duration_s: Option<f64>,
     target: Option<String>,
 ) -> Workload {
-    Workload::typed(
-        WorkloadKind::Udp,
-        &SearchTrialParams {
+    Workload {
+        kind: WorkloadKind::Udp,
+        params: netceil_model::params::Params::SearchTrial(SearchTrialParams {
             frame_bytes: t.frame,
             payload_bytes: t.frame - overhead,
             rate_pps: (t.asked > 0.0).then_some(t.asked),
             trial_s: t.trial_s,
             duration_s,
             target,
-        },
-    )
+        }),
+    }
 }
 
 /// Runs the search's UDP trials in the campaign, each a part of the run, stored at once; the

@@ -220,16 +220,16 @@ impl SizeCells<'_> {
         let interval = self.intervals[i];
         let mut worst: Option<Cell> = None;
         for cycle in 0..self.settings.cycles {
-            let asked = Workload::typed(
-                WorkloadKind::Udp,
-                &SweepCycleParams {
+            let asked = Workload {
+                kind: WorkloadKind::Udp,
+                params: WorkloadParams::SweepCycle(SweepCycleParams {
                     payload_bytes: size,
                     interval_ns: interval,
                     count,
                     cycle,
                     target: self.settings.target.clone(),
-                },
-            );
+                }),
+            };
             let (r, from_store) = match c.replayed_part(&asked) {
                 Some(r) => (r, true),
                 None => {
