@@ -42,9 +42,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$set" in
-  base|train|heldout) sets=$set ;;
-  all) sets="base train heldout" ;;
-  *) echo "--set: one of base, train, heldout, all (got '$set')" >&2; exit 2 ;;
+  all) sets="base train heldout confirm2" ;;
+  base) sets=base ;;
+  *) [ -f "bench/diagnose/cases/$set.sh" ] ||
+       { echo "--set: base, all, or a set in bench/diagnose/cases/ ($(cd bench/diagnose/cases && ls *.sh | sed 's/\.sh$//' | tr '\n' ' ')); got '$set'" >&2; exit 2; }
+     sets=$set ;;
 esac
 
 # --- restoring the machine -------------------------------------------------------------------
