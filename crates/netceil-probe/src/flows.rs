@@ -174,20 +174,6 @@ impl FlowTracker {
         if pids.is_empty() {
             return None;
         }
-        // A workload that holds no socket has no TCP flow, and a dump is not free: the kernel
-        // walks its whole TCP hash table for it (262 144 buckets on a 24 GiB machine, a fifth
-        // of the sampler's CPU at 10 ms). Its descriptors are read again every FD_RESCAN, so
-        // a first socket is seen within that, and with it the flow's counters since it opened.
-        let due = self
-            .scanned_at
-            .is_none_or(|t| now.saturating_sub(t) >= FD_RESCAN)
-            || self.scanned_pids != pids;
-        if due {
-            self.scan(source, pids, &[], now);
-        }
-        if self.owner.is_empty() {
-            return Some(Ok(TcpFlows::default()));
-        }
         // The namespaces the workload is in, each entered through one of its processes.
         let mut spaces: BTreeMap<String, String> = BTreeMap::new();
         let mut gone = None;
@@ -234,12 +220,14 @@ impl FlowTracker {
                 reason: "nothing read".into(),
             })));
         }
-        if due {
-            // The descriptors were read just now: what the dump shows beyond them is others'.
-            self.note_others(&sockets);
-        } else if sockets.iter().any(|s| {
+        let unknown = sockets.iter().any(|s| {
             s.inode != 0 && !self.owner.contains_key(&s.inode) && !self.others.contains(&s.inode)
-        }) {
+        });
+        let due = self
+            .scanned_at
+            .is_none_or(|t| now.saturating_sub(t) >= FD_RESCAN)
+            || self.scanned_pids != pids;
+        if unknown || due {
             self.scan(source, pids, &sockets, now);
         }
         let mut flows: Vec<Flow> = sockets
@@ -291,17 +279,12 @@ impl FlowTracker {
                 self.owner.entry(inode).or_insert(pid);
             }
         }
-        self.note_others(sockets);
-        self.scanned_at = Some(now);
-        self.scanned_pids = pids.to_vec();
-    }
-
-    /// The established sockets of a dump that no workload process held at the last fd scan.
-    fn note_others(&mut self, sockets: &[TcpSocket]) {
         self.others = sockets
             .iter()
             .map(|s| s.inode)
             .filter(|i| *i != 0 && !self.owner.contains_key(i))
             .collect();
+        self.scanned_at = Some(now);
+        self.scanned_pids = pids.to_vec();
     }
 }

@@ -585,34 +585,3 @@ fn without_a_workload_or_without_sock_diag() {
         );
     }
 }
-
-#[test]
-fn a_workload_without_sockets_costs_no_dump_until_it_opens_one() {
-    let fake = FakeSource::new();
-    fake.set_qdiscs(Vec::new());
-    fake.set_link("/proc/100/ns/net", NS);
-    fake.set_link("/proc/100/fd/0", "/dev/null");
-    fake.set_tcp_sockets(NS, pair(IDLE, IDLE));
-    let mut s = Sampler::new(fake.clone(), config(vec![100]));
-    for _ in 0..5 {
-        let snap = s.sample();
-        let flows = snap.slow.tcp_flows.as_ref().unwrap().as_ref().unwrap();
-        assert!(flows.flows.is_empty());
-        fake.advance(Duration::from_millis(300));
-    }
-    assert!(fake.tcp_reads().is_empty(), "{:?}", fake.tcp_reads());
-    // It connects: by the next descriptor scan its flow is read, with its counters.
-    fake.set_link("/proc/100/fd/3", "socket:[11]");
-    fake.advance(flows_rescan());
-    let snap = s.sample();
-    let flows = snap.slow.tcp_flows.as_ref().unwrap().as_ref().unwrap();
-    assert_eq!(
-        flows.flows.iter().map(|f| f.inode).collect::<Vec<_>>(),
-        [11]
-    );
-    assert_eq!(fake.tcp_reads().len(), 1);
-}
-
-fn flows_rescan() -> Duration {
-    netceil_probe::flows::FD_RESCAN
-}
