@@ -371,6 +371,39 @@ fn judge(a: &[f64], b: &[f64], prediction: Prediction) -> ConfirmOutcome {
     }
 }
 
+/// Why an experiment that was run tells nothing of the verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Untold {
+    /// The kernel granted no larger buffer than before.
+    NotGranted,
+    /// The receiver moved off the shared core and nothing moved: that clears the receiver,
+    /// not the core.
+    ReceiverOnly,
+}
+
+/// The outcome for the verdict, from what the trials showed. A receiver moved off the shared
+/// core that delivers no more says the receiver's own work was not the ceiling: the core stays
+/// full with the sender's work (and, on loopback, the receive softirq it runs) alone. That
+/// refutes a saturated receiver; a hot core is still hot, so for it the experiment tells
+/// nothing.
+fn settle(
+    change: &Intervention,
+    cause: &Cause,
+    judged: ConfirmOutcome,
+    not_granted: bool,
+) -> (ConfirmOutcome, Option<Untold>) {
+    if not_granted {
+        return (ConfirmOutcome::Inconclusive, Some(Untold::NotGranted));
+    }
+    if matches!(change, Intervention::RxCore { .. })
+        && *cause != Cause::ReceiverSaturated
+        && judged == ConfirmOutcome::Refuted
+    {
+        return (ConfirmOutcome::Inconclusive, Some(Untold::ReceiverOnly));
+    }
+    (judged, None)
+}
+
 fn predicted_words(p: Prediction, f: Figure, i: &Intervention) -> String {
     match p {
         Prediction::Falls => format!("{} falls to half or less", f.name()),
@@ -488,18 +521,23 @@ pub fn confirm(
     }
     let not_granted = matches!(change, Intervention::Rcvbuf(_))
         && granted[1].unwrap_or(0) <= granted[0].unwrap_or(0);
-    let outcome = if not_granted {
-        ConfirmOutcome::Inconclusive
-    } else {
-        judge(&unchanged, &changed, prediction)
-    };
+    let (outcome, untold) = settle(
+        &change,
+        &top.cause,
+        judge(&unchanged, &changed, prediction),
+        not_granted,
+    );
     let (ma, mb) = (mean(&unchanged), mean(&changed));
     let meaning = match outcome {
         ConfirmOutcome::Confirmed => format!("{} is the ceiling", top.cause),
         ConfirmOutcome::Refuted => format!("{} is not the ceiling", top.cause),
-        ConfirmOutcome::Inconclusive if not_granted => format!(
+        ConfirmOutcome::Inconclusive if untold == Some(Untold::NotGranted) => format!(
             "the kernel granted no larger buffer ({} B both times), so this tests nothing",
             granted[1].unwrap_or(0)
+        ),
+        ConfirmOutcome::Inconclusive if untold == Some(Untold::ReceiverOnly) => format!(
+            "the receiver's own work was not the ceiling; the core stays full with the sender's, so {} is neither confirmed nor refuted",
+            top.cause
         ),
         ConfirmOutcome::Inconclusive => "the trials cannot tell".to_string(),
     };
@@ -752,6 +790,42 @@ mod tests {
         );
         // Any other change leaves the unchanged arm as the run had it.
         assert_eq!(unchanged(&Intervention::Threads(2), &udp), udp);
+    }
+
+    #[test]
+    fn a_receiver_moved_to_no_effect_clears_the_receiver_not_the_core() {
+        let moved = Intervention::RxCore {
+            shared: 0,
+            other: 1,
+        };
+        let flat = judge(&[500.0, 505.0], &[502.0, 503.0], Prediction::Rises);
+        assert_eq!(flat, O::Refuted);
+        assert_eq!(
+            settle(&moved, &Cause::ReceiverSaturated, flat, false),
+            (O::Refuted, None)
+        );
+        assert_eq!(
+            settle(&moved, &Cause::HotCpu, flat, false),
+            (O::Inconclusive, Some(Untold::ReceiverOnly))
+        );
+        // A rise confirms either; another change's flat result still refutes a hot core.
+        assert_eq!(
+            settle(&moved, &Cause::HotCpu, O::Confirmed, false),
+            (O::Confirmed, None)
+        );
+        assert_eq!(
+            settle(&Intervention::Threads(2), &Cause::HotCpu, flat, false),
+            (O::Refuted, None)
+        );
+        assert_eq!(
+            settle(
+                &Intervention::Rcvbuf(1 << 20),
+                &Cause::BufferDrops,
+                flat,
+                true
+            ),
+            (O::Inconclusive, Some(Untold::NotGranted))
+        );
     }
 
     #[test]
