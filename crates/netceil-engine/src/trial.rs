@@ -44,6 +44,8 @@ pub fn udp_defaults(payload_bytes: usize) -> UdpParams {
         rcvbuf_force: d.rcvbuf_force,
         sndbuf: d.sndbuf,
         gso: d.gso,
+        gso_segments: d.gso_segments,
+        gro: d.gro,
     }
     .with_frame()
 }
@@ -108,6 +110,8 @@ impl Trial {
             sndbuf: p.sndbuf,
             run_id: wire_id,
             gso: p.gso,
+            gso_segments: p.gso_segments,
+            gro: p.gro,
         };
         cfg.validate()?;
         Ok(Trial::Udp(cfg, p))

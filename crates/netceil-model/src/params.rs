@@ -34,6 +34,12 @@ pub struct UdpParams {
     pub sndbuf: Option<usize>,
     #[serde(default)]
     pub gso: bool,
+    /// Datagrams per GSO send (`--gso-segments`); `None`: as many as fit 64 KiB.
+    #[serde(default)]
+    pub gso_segments: Option<u32>,
+    /// UDP GRO at the receiver (`--gro`).
+    #[serde(default)]
+    pub gro: bool,
 }
 
 /// Where per-flow TCP pacing is asked to happen.
@@ -564,6 +570,8 @@ mod tests {
             rcvbuf_force: false,
             sndbuf: None,
             gso: false,
+            gso_segments: None,
+            gro: false,
         }
         .with_frame()
     }
@@ -735,6 +743,18 @@ mod tests {
             panic!("not tcp")
         };
         assert_eq!(t.pacing, TcpPacingRequest::Auto);
+        // Stored before `gro` and `gso_segments` were kept (and when --gso was refused).
+        let old: Workload = serde_json::from_str(
+            r#"{"kind":"udp","payload_bytes":18,"frame_bytes":64,"rate":"125kpps",
+                "interval_ns":null,"pacing":"sleep","burst":1,"count":null,"duration_s":6.0,
+                "flows":2,"threads":1,"ipv6":false,"target":"10.0.0.2:9000",
+                "rcvbuf":1048576,"rcvbuf_force":false,"sndbuf":null,"gso":false}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            LoadParams::from_workload(&old).unwrap(),
+            LoadParams::Udp(udp())
+        );
     }
 
     #[test]
