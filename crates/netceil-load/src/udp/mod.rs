@@ -781,7 +781,7 @@ fn offload_notes(
         let sends: u64 = reports.iter().map(|r| r.sends).sum();
         let dgrams: u64 = reports.iter().map(|r| r.packets).sum();
         notes.push(format!(
-            "GSO CHANGES WHAT IS MEASURED: each send handed the kernel up to {segs} datagrams ({} bytes), which it cut into {payload}-byte datagrams (UDP_SEGMENT); {dgrams} datagrams went out in {sends} sends ({:.1} per send). The cost of one send per datagram is not measured; each datagram still carries its own header and is counted alone",
+            "GSO CHANGES WHAT IS MEASURED: each send handed the kernel up to {segs} datagrams ({} bytes), which it cut into {payload}-byte datagrams (UDP_SEGMENT); {dgrams} datagrams went out in {sends} sends ({:.1} per send). The cost of one send per datagram is not measured; each datagram still carries its own header and is counted alone. Interface packet counters count a send once where the kernel did not cut it before them (loopback)",
             segs * payload,
             dgrams as f64 / sends.max(1) as f64
         ));
@@ -810,7 +810,7 @@ fn offload_notes(
                 .into(),
         ),
         _ => notes.push(
-            "--gro is for the receiving socket: a far end other than `netceil serve` is not asked for it, and what it did is not known here"
+            "--gro is for the receiving socket, the far end's here: only `netceil serve` is asked for it, and its grant says whether it could"
                 .into(),
         ),
     }
@@ -1069,6 +1069,9 @@ pub struct ServeReport {
     pub stray_bytes: u64,
     /// Datagrams of flows beyond the first 16384 (the receiver's tracking limit): not counted.
     pub untracked_packets: u64,
+    /// With UDP GRO: reads that held more than one datagram, and the datagrams they held.
+    pub gro_reads: u64,
+    pub gro_datagrams: u64,
     /// The socket's drop total (SO_MEMINFO / SO_RXQ_OVFL); `None` if the kernel would not say.
     pub socket_drops: Option<u64>,
     pub notes: Vec<String>,
@@ -1086,6 +1089,8 @@ pub struct UdpReceiver {
     ctl: Arc<RxControl>,
     handle: Option<JoinHandle<RxTotals>>,
     started_ns: u64,
+    /// `None`: GRO not asked; `Some(Ok)`: on; `Some(Err(why))`: the kernel refused it.
+    gro: Option<Result<(), String>>,
 }
 
 impl UdpReceiver {
@@ -1106,7 +1111,15 @@ impl UdpReceiver {
         rcvbuf_force: bool,
         kernel_probe: Option<KernelProbe>,
     ) -> Result<UdpReceiver, LoadError> {
-        Self::spawn_admitting(listen, rcvbuf, rcvbuf_force, kernel_probe, None, None)
+        Self::spawn_admitting(
+            listen,
+            rcvbuf,
+            rcvbuf_force,
+            kernel_probe,
+            None,
+            None,
+            false,
+        )
     }
 
     /// As [`UdpReceiver::spawn_with`], counting and answering only `admit`'s host and run
@@ -1115,6 +1128,9 @@ impl UdpReceiver {
     /// `train_payload`: for a UDP train of this payload (no requests to echo), receive as an
     /// in-process run does, in batches sized for the payload and without a wake-up per
     /// datagram; `None` answers each datagram as soon as it arrives (request/response).
+    ///
+    /// `gro`: for a train, read with UDP GRO if the kernel takes it ([`UdpReceiver::gro`]
+    /// says whether it did); ignored without `train_payload`.
     pub fn spawn_admitting(
         listen: SocketAddr,
         rcvbuf: Option<usize>,
@@ -1122,8 +1138,12 @@ impl UdpReceiver {
         kernel_probe: Option<KernelProbe>,
         admit: Option<Admit>,
         train_payload: Option<usize>,
+        gro: bool,
     ) -> Result<UdpReceiver, LoadError> {
         let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
+        let gro = (gro && train_payload.is_some())
+            .then(|| sockets::enable_gro(&socket).map_err(|e| e.to_string()));
+        let use_gro = matches!(gro, Some(Ok(())));
         let tuning =
             train_payload.map(|p| (slot_len_for(Some(p)), strategy_for_rcvbuf(grant.granted)));
         let local_addr = socket
@@ -1135,6 +1155,7 @@ impl UdpReceiver {
         let handle = threads::spawn("netceil-udp-serve".into(), move || {
             let slot = tuning.map_or(slot_len_for(None), |t| t.0);
             let r = Receiver::for_serve(&socket, &l, slot, kernel_probe).admitting(admit);
+            let r = if use_gro { r.with_gro() } else { r };
             match tuning {
                 Some((_, strategy)) => r.with_strategy(strategy).run(&c),
                 None => r.run(&c),
@@ -1149,7 +1170,14 @@ impl UdpReceiver {
             ctl,
             handle: Some(handle),
             started_ns: now_ns(),
+            gro,
         })
+    }
+
+    /// Whether this receiver reads with UDP GRO: `None` if not asked, `Some(Err(why))` if
+    /// the kernel refused it (the receiver then reads one datagram per message).
+    pub fn gro(&self) -> Option<Result<(), String>> {
+        self.gro.clone()
     }
 
     /// The bound address (with the real port when 0 was asked for).
@@ -1237,6 +1265,8 @@ impl UdpReceiver {
             stray_packets: t.stray,
             stray_bytes: t.stray_bytes,
             untracked_packets: t.untracked,
+            gro_reads: t.gro_reads,
+            gro_datagrams: t.gro_datagrams,
             socket_drops: t.socket_drops,
             notes,
         }
