@@ -160,6 +160,8 @@ pub fn rr_loopback_run(
             duration_s: 10.0,
             ipv6: false,
             target: None,
+            rx_cpu: None,
+            tx_cpu: None,
         })
         .workload(),
     );

@@ -1,14 +1,15 @@
 //! `--confirm`: a verdict tested by experiment, as the field investigations did by hand. The
-//! one thing the verdict blames is changed (a larger receive buffer, flows spread over
-//! threads, a lower rate, the probes off) in short trials alternated with the unchanged
+//! one thing the verdict blames is changed (a larger receive buffer, the receiver on another
+//! core, flows spread over threads, a lower rate, the probes off) in short trials alternated with the unchanged
 //! workload (A, B, A, B), and the figure the verdict is about is compared against the trials'
 //! own spread. A verdict whose intervention moves nothing is refuted, and the analyzer
 //! demotes it.
 //!
-//! Every change is a parameter of netceil's own workload (a socket option, a thread count, a
-//! rate, whether probes attach): nothing on the machine is changed, so nothing needs
+//! Every change is a parameter of netceil's own workload (a socket option, a thread's CPU, a
+//! thread count, a rate, whether probes attach): nothing on the machine is changed, so nothing needs
 //! restoring.
 
+use netceil_model::names as n;
 use netceil_model::params::LoadParams;
 use netceil_model::{fmt, Cause, ConfirmOutcome, Confirmation, Rate, Results, Run, Unit};
 use std::time::Duration;
@@ -41,6 +42,80 @@ pub enum Intervention {
     Rate(f64),
     /// The eBPF probes left off.
     ProbesOff,
+    /// The receiver moved off the core it shared with the sender(s): both arms place the
+    /// sender(s) on `shared`; the unchanged arm keeps the receiver there too, the changed one
+    /// places it on `other`.
+    RxCore { shared: usize, other: usize },
+}
+
+/// Where the run's own load threads ran, and where this process may run.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Cores {
+    /// The receiving thread's CPU: as placed (`--rx-cpu`), else the one it was seen on most.
+    rx: Option<usize>,
+    /// The sending threads' CPUs, likewise.
+    tx: Vec<usize>,
+    /// The CPUs this process may run on (its cgroup cpuset, taskset).
+    allowed: Vec<usize>,
+}
+
+impl Cores {
+    /// The threads' CPUs as the workload placed them, else as the run's thread samples saw
+    /// them (`thread_last_cpu` of the load threads netceil started, by the names it gave).
+    fn of(run: &Run, params: &LoadParams) -> Cores {
+        let (rx_cpu, tx_cpu) = match params {
+            LoadParams::Udp(p) => (p.rx_cpu, p.tx_cpu),
+            LoadParams::Tcp(p) => (p.rx_cpu, p.tx_cpu),
+            LoadParams::Rr(p) => (p.rx_cpu, p.tx_cpu),
+        };
+        let (mut rx, mut tx) = (Vec::new(), Vec::new());
+        for m in run.series.by_name(n::THREAD_LAST_CPU) {
+            let own =
+                m.id.label(n::LABEL_TID)
+                    .and_then(|t| t.parse::<u32>().ok())
+                    .is_some_and(|t| run.meta.own_thread_ids.contains(&t));
+            let comm = m.id.label(n::LABEL_COMM).unwrap_or("");
+            let Some(cpu) = usual(&m.values) else {
+                continue;
+            };
+            if own && comm.contains("-rx") {
+                rx.push(cpu);
+            } else if own && comm.contains("-tx") {
+                tx.push(cpu);
+            }
+        }
+        tx.sort_unstable();
+        tx.dedup();
+        Cores {
+            // One receiving thread, or its CPU is no one thread's.
+            rx: rx_cpu.or((rx.len() == 1).then(|| rx[0])),
+            tx: tx_cpu.map_or(tx, |c| vec![c]),
+            allowed: netceil_load::threads::allowed_cpus().unwrap_or_default(),
+        }
+    }
+}
+
+/// The value a thread's CPU samples took most often.
+fn usual(values: &[Option<f64>]) -> Option<usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for v in values.iter().flatten().filter(|v| **v >= 0.0) {
+        *counts.entry(v.round() as usize).or_insert(0u32) += 1;
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(c, _)| c)
+}
+
+/// The core the receiving thread shared with the sender(s), when the verdict blames that
+/// core: the receiver was saturated, or a core was hot, on a local UDP run or a one-thread TCP
+/// run (one receiving thread), with the receiver on a sender's core.
+fn shared_rx_core(cause: &Cause, params: &LoadParams, cores: &Cores) -> Option<usize> {
+    let one_receiver = match params {
+        LoadParams::Udp(u) => u.target.is_none(),
+        LoadParams::Tcp(t) => t.target.is_none() && t.threads == 1,
+        LoadParams::Rr(_) => false,
+    };
+    let blames_core = matches!(cause, Cause::ReceiverSaturated | Cause::HotCpu);
+    let rx = cores.rx?;
+    (blames_core && one_receiver && cores.tx.contains(&rx)).then_some(rx)
 }
 
 /// What the verdict predicts the change does.
@@ -123,8 +198,24 @@ fn design(
     results: &Results,
     probes_on: bool,
     rmem_default: Option<usize>,
+    cores: &Cores,
 ) -> Option<(Intervention, Figure, Prediction)> {
     use Cause as C;
+    // A receiver that shared its core with the sender(s) gets a core of its own. On loopback
+    // the receive softirq runs in the sender's context on the sender's core; the receiving
+    // thread's own work (the recvmmsg calls, the copy to user space, the accounting) is what
+    // a core of its own relieves. If that share of the shared core was the ceiling, giving
+    // it a whole core raises what is delivered; if it does not rise, the core's other work
+    // (the sender and its softirq) bound the run, not the receiver. No other core to move it
+    // to (one CPU allowed): untested, and said so.
+    if let Some(shared) = shared_rx_core(cause, params, cores) {
+        let other = cores.allowed.iter().copied().find(|c| *c != shared)?;
+        return Some((
+            Intervention::RxCore { shared, other },
+            Figure::Delivered,
+            Prediction::Rises,
+        ));
+    }
     let udp = match params {
         LoadParams::Udp(p) => Some(p),
         _ => None,
@@ -180,10 +271,24 @@ fn design(
     }
 }
 
+/// The unchanged arm's workload: the run's own, with its threads held where the run had them
+/// when the change is a thread's place. The scheduler is free to move unplaced threads, and
+/// then the unchanged arm might run with the receiver apart from the sender, or the changed
+/// one with it back; held, A is the placement the verdict was about and B differs from it in
+/// the receiver's core alone.
+fn unchanged(i: &Intervention, params: &LoadParams) -> LoadParams {
+    let mut p = params.clone();
+    if let Intervention::RxCore { shared, .. } = i {
+        p.place(Some(*shared), Some(*shared));
+    }
+    p
+}
+
 /// The workload with the intervention applied.
 fn apply(i: &Intervention, params: &LoadParams) -> LoadParams {
     let mut p = params.clone();
     match (i, &mut p) {
+        (Intervention::RxCore { shared, other }, p) => p.place(Some(*other), Some(*shared)),
         (Intervention::Rcvbuf(b), LoadParams::Udp(u)) => {
             u.rcvbuf = Some(*b);
             // Past net.core.rmem_max only with CAP_NET_ADMIN; without it the kernel caps it,
@@ -219,6 +324,9 @@ fn words(i: &Intervention) -> String {
             netceil_model::fmt::value(*r, Unit::PacketsPerSecond)
         ),
         Intervention::ProbesOff => "the probes off".into(),
+        Intervention::RxCore { shared, other } => {
+            format!("the receiver moved from CPU {shared} (the sender's) to CPU {other}")
+        }
     }
 }
 
@@ -262,9 +370,14 @@ fn judge(a: &[f64], b: &[f64], prediction: Prediction) -> ConfirmOutcome {
     }
 }
 
-fn predicted_words(p: Prediction, f: Figure) -> String {
+fn predicted_words(p: Prediction, f: Figure, i: &Intervention) -> String {
     match p {
         Prediction::Falls => format!("{} falls to half or less", f.name()),
+        Prediction::Rises if matches!(i, Intervention::RxCore { .. }) => format!(
+            "{} rises by {:.0} % or more (and loss falls with it)",
+            f.name(),
+            RISE * 100.0
+        ),
         Prediction::Rises => format!("{} rises by {:.0} % or more", f.name(), RISE * 100.0),
         Prediction::Reaches => "the generator reaches the lower rate it is asked".into(),
         Prediction::Stays => format!(
@@ -297,14 +410,19 @@ pub fn confirm(
         .read("/proc/sys/net/core/rmem_default")
         .ok()
         .and_then(|t| t.trim().parse().ok());
+    let cores = Cores::of(run, &params);
     let Some((change, figure, prediction)) = design(
         &top.cause,
         &params,
         results,
         cfg.probes.is_some(),
         rmem_default,
+        &cores,
     ) else {
         let why = match (&top.cause, &params) {
+            (c, p) if shared_rx_core(c, p, &cores).is_some() => {
+                "the receiver shared its core with the sender, and this process may run on that one CPU only (its cgroup cpuset or taskset), so there is no other core to move the receiver to"
+            }
             (Cause::BufferDrops, LoadParams::Udp(u)) if u.target.is_some() => {
                 "the buffer that dropped is the far end's own setting (netceil serve --rcvbuf)"
             }
@@ -336,7 +454,7 @@ pub fn confirm(
         }
         p
     };
-    let a = Trial::new(shorten(params.clone()), wire_id)?;
+    let a = Trial::new(shorten(unchanged(&change, &params)), wire_id)?;
     let b = Trial::new(shorten(apply(&change, &params)), wire_id)?;
     // The probes stay as the run had them in both arms, unless they are the change.
     let a_cfg = cfg.clone();
@@ -405,7 +523,7 @@ pub fn confirm(
         intervention: words(&change),
         figure: figure.name().into(),
         unit,
-        predicted: predicted_words(prediction, figure),
+        predicted: predicted_words(prediction, figure, &change),
         unchanged,
         changed,
         trial_s: length.as_secs_f64(),
@@ -521,7 +639,8 @@ mod tests {
             ..Results::default()
         };
         r.kernel.socket_drops = Some(1000);
-        let d = |c: Cause| design(&c, &udp, &r, false, Some(212_992)).map(|x| x.0);
+        let none = Cores::default();
+        let d = |c: Cause| design(&c, &udp, &r, false, Some(212_992), &none).map(|x| x.0);
         assert_eq!(
             d(Cause::BufferDrops),
             Some(Intervention::Rcvbuf(212_992 * 16))
@@ -537,7 +656,14 @@ mod tests {
         backlog.kernel.socket_drops = Some(0);
         backlog.kernel.backlog_drops = Some(1000);
         assert_eq!(
-            design(&Cause::BufferDrops, &udp, &backlog, false, Some(212_992)),
+            design(
+                &Cause::BufferDrops,
+                &udp,
+                &backlog,
+                false,
+                Some(212_992),
+                &none
+            ),
             None
         );
         // Without probes, a probe verdict has nothing to switch off.
@@ -547,5 +673,112 @@ mod tests {
             panic!()
         };
         assert_eq!((u.threads, u.flows), (2, 2));
+    }
+
+    fn lossy() -> Results {
+        Results {
+            tx_pps: 500_000.0,
+            lost_packets: 1000,
+            ..Results::default()
+        }
+    }
+
+    #[test]
+    fn a_receiver_that_shared_the_senders_core_is_moved_to_another() {
+        use netceil_model::params::UdpParams;
+        let udp = LoadParams::Udp(UdpParams {
+            duration_s: 6.0,
+            ..crate::trial::udp_defaults(18)
+        });
+        let shared = Cores {
+            rx: Some(0),
+            tx: vec![0],
+            allowed: vec![0, 1],
+        };
+        let d = |c: Cause, p: &LoadParams, cores: &Cores| {
+            design(&c, p, &lossy(), false, None, cores).map(|x| (x.0, x.2))
+        };
+        let i = Intervention::RxCore {
+            shared: 0,
+            other: 1,
+        };
+        let moved = Some((i.clone(), Prediction::Rises));
+        assert_eq!(d(Cause::ReceiverSaturated, &udp, &shared), moved);
+        assert_eq!(d(Cause::HotCpu, &udp, &shared), moved);
+        // The receiver on a core of its own: moving it tests nothing; the other changes stay.
+        let apart = Cores {
+            tx: vec![1],
+            ..shared.clone()
+        };
+        assert_eq!(
+            d(Cause::ReceiverSaturated, &udp, &apart).map(|x| x.0),
+            Some(Intervention::Rate(250_000.0))
+        );
+        assert_eq!(
+            d(Cause::HotCpu, &udp, &apart).map(|x| x.0),
+            Some(Intervention::Threads(2))
+        );
+        // One CPU allowed (cpuset, taskset): nowhere to move it, and no other change either.
+        let one = Cores {
+            allowed: vec![0],
+            ..shared.clone()
+        };
+        assert_eq!(d(Cause::ReceiverSaturated, &udp, &one), None);
+        assert_eq!(d(Cause::HotCpu, &udp, &one), None);
+        // A far end's receiver is not this process's to place.
+        let LoadParams::Udp(mut far) = udp.clone() else {
+            panic!()
+        };
+        far.target = Some("10.0.0.2:9000".into());
+        assert_ne!(
+            d(Cause::ReceiverSaturated, &LoadParams::Udp(far), &shared),
+            moved
+        );
+        // A holds both on the shared core; B differs in the receiver's core alone.
+        let (LoadParams::Udp(a), LoadParams::Udp(b)) = (unchanged(&i, &udp), apply(&i, &udp))
+        else {
+            panic!()
+        };
+        assert_eq!((a.rx_cpu, a.tx_cpu), (Some(0), Some(0)));
+        assert_eq!((b.rx_cpu, b.tx_cpu), (Some(1), Some(0)));
+        assert_eq!(
+            LoadParams::Udp(UdpParams {
+                rx_cpu: None,
+                tx_cpu: None,
+                ..b
+            }),
+            udp
+        );
+        // Any other change leaves the unchanged arm as the run had it.
+        assert_eq!(unchanged(&Intervention::Threads(2), &udp), udp);
+    }
+
+    #[test]
+    fn the_threads_cores_are_read_from_the_runs_own_thread_samples() {
+        use netceil_model::{Metric, MetricId};
+        let mut run = Run::new("seen", netceil_model::RunSource::Live);
+        run.meta.own_thread_ids = vec![11, 12];
+        let cpu = |tid: &str, comm: &str, v: &[f64]| Metric {
+            id: MetricId::new(n::THREAD_LAST_CPU)
+                .with(n::LABEL_TID, tid)
+                .with(n::LABEL_COMM, comm),
+            unit: Unit::Count,
+            values: v.iter().map(|x| Some(*x)).collect(),
+        };
+        run.series.metrics = vec![
+            cpu("11", "netceil-udp-rx", &[1.0, 0.0, 0.0, 0.0]),
+            cpu("12", "netceil-udp-tx0", &[0.0, 0.0, 1.0, 0.0]),
+            // Named like a load thread, but not one netceil started.
+            cpu("13", "netceil-udp-rx", &[1.0, 1.0, 1.0, 1.0]),
+        ];
+        let udp = LoadParams::Udp(crate::trial::udp_defaults(18));
+        let c = Cores::of(&run, &udp);
+        assert_eq!((c.rx, c.tx.clone()), (Some(0), vec![0]));
+        assert!(!c.allowed.is_empty());
+        // Placed by the workload itself: that is where they ran.
+        let mut placed = udp.clone();
+        placed.place(Some(1), Some(1));
+        let c = Cores::of(&run, &placed);
+        assert_eq!((c.rx, c.tx), (Some(1), vec![1]));
     }
 }

@@ -74,3 +74,14 @@ impl From<netceil_load::LoadError> for Error {
         }
     }
 }
+
+/// The lab knows which of its errors are the user's.
+impl From<netceil_lab::LabError> for Error {
+    fn from(e: netceil_lab::LabError) -> Error {
+        if e.is_usage() {
+            Error::usage(e)
+        } else {
+            Error::runtime(e)
+        }
+    }
+}

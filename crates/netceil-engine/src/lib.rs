@@ -8,6 +8,8 @@
 //!   interruption, each part stored as it ends, the parts cut from one timeline and analyzed.
 //! - The [`plan`]ners decide which trial comes next: the loss search, the UDP sweep grid,
 //!   the TCP flows sweep, the parameter sweep.
+//! - [`lab`]: a workload across network-namespace topologies, over knob values and over
+//!   topologies, each change restored.
 //!
 //! The command line and the terminal are the binary's; nothing here prints to stdout.
 
@@ -15,6 +17,7 @@ mod campaign;
 pub mod confirm;
 mod error;
 pub mod kernel;
+pub mod lab;
 mod observer;
 pub mod plan;
 pub mod probes;
@@ -26,6 +29,7 @@ mod trial;
 
 pub use campaign::{resumable, Campaign, Measured, PartAnalysis, Replay};
 pub use error::{Error, ErrorKind};
+pub use observer::json::{JsonStream, MachineFigures, StreamLine};
 pub use observer::{LoadFigures, LoadKind, Observer, PartStart};
 pub use recording::{check_interval, LoadValues, Recording, ROW_BATCH};
 pub use run::{

@@ -3,10 +3,13 @@
 //! same things in the same order.
 
 use netceil_probe::Row;
+use serde::Serialize;
 use std::time::Duration;
 
+pub mod json;
+
 /// What the workload measured in one interval, beside the machine's row of that interval.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LoadFigures {
     pub tx_pps: Option<f64>,
     pub rx_pps: Option<f64>,
@@ -18,7 +21,8 @@ pub struct LoadFigures {
 }
 
 /// Which figures a trial reports as it goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LoadKind {
     /// Packets out and in, bits in, datagrams lost.
     Udp,

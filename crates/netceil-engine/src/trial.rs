@@ -46,6 +46,8 @@ pub fn udp_defaults(payload_bytes: usize) -> UdpParams {
         gso: d.gso,
         gso_segments: d.gso_segments,
         gro: d.gro,
+        rx_cpu: d.rx_cpu,
+        tx_cpu: d.tx_cpu,
     }
     .with_frame()
 }
@@ -112,6 +114,8 @@ impl Trial {
             gso: p.gso,
             gso_segments: p.gso_segments,
             gro: p.gro,
+            rx_cpu: p.rx_cpu,
+            tx_cpu: p.tx_cpu,
         };
         cfg.validate()?;
         Ok(Trial::Udp(cfg, p))
@@ -132,6 +136,8 @@ impl Trial {
                 TcpPacingRequest::App => tcp::TcpPacingChoice::Application,
             },
             nodelay: false,
+            rx_cpu: p.rx_cpu,
+            tx_cpu: p.tx_cpu,
         };
         cfg.validate()?;
         Ok(Trial::Tcp(cfg, p))
@@ -150,6 +156,8 @@ impl Trial {
             ipv6: p.ipv6,
             target: target_of(&p.target)?,
             run_id: None,
+            rx_cpu: p.rx_cpu,
+            tx_cpu: p.tx_cpu,
         };
         cfg.validate()?;
         Ok(Trial::Rr(cfg, p))

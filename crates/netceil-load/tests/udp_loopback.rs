@@ -306,3 +306,98 @@ fn progress_is_reported_about_once_a_second() {
     assert_eq!(seen[1].tx_bytes, seen[1].tx_packets * 64);
     assert!((seen[1].elapsed_s - 2.0).abs() < 0.2, "{seen:?}");
 }
+
+/// The CPUs each of this process's UDP load threads may run on, by thread name.
+fn load_thread_affinities() -> Vec<(String, Vec<usize>)> {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if !comm.starts_with("netceil-udp-") {
+            continue;
+        }
+        let Ok(set) = sched_getaffinity(nix::unistd::Pid::from_raw(tid)) else {
+            continue;
+        };
+        let cpus = (0..CpuSet::count())
+            .filter(|c| set.is_set(*c).unwrap_or(false))
+            .collect();
+        out.push((comm.to_string(), cpus));
+    }
+    out
+}
+
+#[test]
+fn the_receiver_and_the_senders_run_on_the_cpus_asked_and_are_left_alone_otherwise() {
+    let allowed = netceil_load::threads::allowed_cpus().unwrap();
+    let (rx, tx) = (*allowed.last().unwrap(), allowed[0]);
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = AtomicBool::new(false);
+    let measure = |cfg: &UdpConfig| {
+        let mut seen = Vec::new();
+        let o =
+            run_udp(cfg, &stop, &mut |_| seen.extend(load_thread_affinities())).expect("run_udp");
+        seen.sort();
+        seen.dedup();
+        (o, seen)
+    };
+    let paced = UdpConfig {
+        rate: Some(Rate::PacketsPerSecond(20_000.0)),
+        count: Some(30_000),
+        ..base()
+    };
+    let (o, seen) = measure(&UdpConfig {
+        rx_cpu: Some(rx),
+        tx_cpu: Some(tx),
+        ..paced.clone()
+    });
+    assert_eq!(
+        seen,
+        vec![
+            ("netceil-udp-rx".to_string(), vec![rx]),
+            ("netceil-udp-tx0".to_string(), vec![tx])
+        ]
+    );
+    assert_eq!(o.results.rx_app_packets, 30_000, "{:#?}", o.results);
+    assert!(
+        o.results
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("receiving thread(s) on CPU {rx}"))),
+        "{:?}",
+        o.results.notes
+    );
+    // Not asked: the threads keep the process's whole set, and no note speaks of placing.
+    let (o, seen) = measure(&paced);
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|(_, c)| *c == allowed), "{seen:?}");
+    assert!(
+        !o.results.notes.iter().any(|n| n.contains("placed")),
+        "{:?}",
+        o.results.notes
+    );
+}
+
+#[test]
+fn a_cpu_this_process_may_not_use_is_refused_before_anything_is_sent() {
+    let e = run_udp(
+        &UdpConfig {
+            rx_cpu: Some(4095),
+            count: Some(10),
+            ..base()
+        },
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(e.is_usage(), "{e}");
+    let e = e.to_string();
+    assert!(
+        e.contains("--rx-cpu 4095") && e.contains("may run only on"),
+        "{e}"
+    );
+}

@@ -40,6 +40,12 @@ pub struct UdpParams {
     /// UDP GRO at the receiver (`--gro`).
     #[serde(default)]
     pub gro: bool,
+    /// The CPU the receiving thread(s) were placed on (`--rx-cpu`); `None`: the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_cpu: Option<usize>,
+    /// The CPU the sending thread(s) were placed on (`--tx-cpu`); `None`: the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_cpu: Option<usize>,
 }
 
 /// Where per-flow TCP pacing is asked to happen.
@@ -66,6 +72,12 @@ pub struct TcpParams {
     pub target: Option<String>,
     #[serde(default)]
     pub pacing: TcpPacingRequest,
+    /// The CPU the receiving thread(s) were placed on (`--rx-cpu`); `None`: the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_cpu: Option<usize>,
+    /// The CPU the sending thread(s) were placed on (`--tx-cpu`); `None`: the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_cpu: Option<usize>,
 }
 
 /// The transport of a request/response workload.
@@ -89,6 +101,12 @@ pub struct RrParams {
     pub duration_s: f64,
     pub ipv6: bool,
     pub target: Option<String>,
+    /// The CPU the receiving thread(s) were placed on (`--rx-cpu`); `None`: the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_cpu: Option<usize>,
+    /// The CPU the sending thread(s) were placed on (`--tx-cpu`); `None`: the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_cpu: Option<usize>,
 }
 
 /// One of netceil's own workloads, with its parameters; serialized as its stored workload is.
@@ -519,6 +537,17 @@ impl LoadParams {
         }
     }
 
+    /// Places the receiving thread(s) on `rx` and the sending thread(s) on `tx` (`None`: the
+    /// scheduler's).
+    pub fn place(&mut self, rx: Option<usize>, tx: Option<usize>) {
+        let (r, t) = match self {
+            LoadParams::Udp(p) => (&mut p.rx_cpu, &mut p.tx_cpu),
+            LoadParams::Tcp(p) => (&mut p.rx_cpu, &mut p.tx_cpu),
+            LoadParams::Rr(p) => (&mut p.rx_cpu, &mut p.tx_cpu),
+        };
+        (*r, *t) = (rx, tx);
+    }
+
     /// How long it runs, seconds.
     pub fn duration_s(&self) -> f64 {
         match self {
@@ -572,6 +601,8 @@ mod tests {
             gso: false,
             gso_segments: None,
             gro: false,
+            rx_cpu: None,
+            tx_cpu: None,
         }
         .with_frame()
     }
@@ -589,6 +620,8 @@ mod tests {
                 ipv6: true,
                 target: None,
                 pacing: TcpPacingRequest::Kernel,
+                rx_cpu: Some(1),
+                tx_cpu: Some(0),
             }),
             LoadParams::Rr(RrParams {
                 proto: RrProtocol::Udp,
@@ -598,6 +631,8 @@ mod tests {
                 duration_s: 2.0,
                 ipv6: false,
                 target: None,
+                rx_cpu: Some(0),
+                tx_cpu: None,
             }),
         ] {
             let w = p.workload();
@@ -755,6 +790,11 @@ mod tests {
             LoadParams::from_workload(&old).unwrap(),
             LoadParams::Udp(udp())
         );
+        // Stored before the threads could be placed: left to the scheduler.
+        assert_eq!((t.rx_cpu, t.tx_cpu), (None, None));
+        // And a workload that places nothing is stored as before.
+        let json = serde_json::to_string(&LoadParams::Udp(udp()).workload()).unwrap();
+        assert!(!json.contains("_cpu"), "{json}");
     }
 
     #[test]

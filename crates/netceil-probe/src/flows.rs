@@ -176,11 +176,13 @@ impl FlowTracker {
         }
         // A workload that holds no socket has no TCP flow, and a dump is not free: the kernel
         // walks its whole TCP hash table for it (262 144 buckets on a 24 GiB machine, a fifth
-        // of the sampler's CPU at 10 ms). Its descriptors are read again every FD_RESCAN, so
-        // a first socket is seen within that, and with it the flow's counters since it opened.
-        let due = self
-            .scanned_at
-            .is_none_or(|t| now.saturating_sub(t) >= FD_RESCAN)
+        // of the sampler's CPU at 10 ms). While it holds none, its descriptors (no socket
+        // among them, so few links to read) are read again at every reading instead, so its
+        // first connection is dumped at the reading after it opens, as before.
+        let due = self.owner.is_empty()
+            || self
+                .scanned_at
+                .is_none_or(|t| now.saturating_sub(t) >= FD_RESCAN)
             || self.scanned_pids != pids;
         if due {
             self.scan(source, pids, &[], now);

@@ -601,9 +601,9 @@ fn a_workload_without_sockets_costs_no_dump_until_it_opens_one() {
         fake.advance(Duration::from_millis(300));
     }
     assert!(fake.tcp_reads().is_empty(), "{:?}", fake.tcp_reads());
-    // It connects: by the next descriptor scan its flow is read, with its counters.
+    // It connects: at the next reading its flow is read, with its counters.
     fake.set_link("/proc/100/fd/3", "socket:[11]");
-    fake.advance(flows_rescan());
+    fake.advance(Duration::from_millis(100));
     let snap = s.sample();
     let flows = snap.slow.tcp_flows.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(
@@ -611,8 +611,4 @@ fn a_workload_without_sockets_costs_no_dump_until_it_opens_one() {
         [11]
     );
     assert_eq!(fake.tcp_reads().len(), 1);
-}
-
-fn flows_rescan() -> Duration {
-    netceil_probe::flows::FD_RESCAN
 }

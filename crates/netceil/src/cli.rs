@@ -342,11 +342,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub common: CommonRunArgs,
     /// Test the verdict by experiment: change the one thing it blames (a 16× receive buffer,
-    /// the flows over more threads, a lower rate, the probes off) in four short trials
+    /// the receiver on another core, the flows over more threads, a lower rate, the probes
+    /// off) in four short trials
     /// alternated with the unchanged workload, and demote it if the figure does not move.
     /// Changes only netceil's own workload, never the machine. One workload only.
     #[arg(long, global = true)]
     pub confirm: bool,
+    /// Place the receiving thread(s) (the in-process receiver, or rr's echo) on this CPU;
+    /// by default the scheduler places them. It must be one this process may run on.
+    #[arg(long, global = true, value_name = "CPU")]
+    pub rx_cpu: Option<usize>,
+    /// Place the sending thread(s) (rr: its client) on this CPU; by default the scheduler's.
+    #[arg(long, global = true, value_name = "CPU")]
+    pub tx_cpu: Option<usize>,
     #[command(flatten)]
     pub metrics: MetricsArgs,
 }
@@ -407,6 +415,11 @@ pub struct CommonRunArgs {
     /// callers; 0 takes none (lowest cost, callers unknown).
     #[arg(long, global = true, value_name = "N", default_value_t = 16)]
     pub lock_stacks: u32,
+    /// Also write what is measured, as it is measured, to FILE as JSON Lines (one object per
+    /// line: begin, progress, end, step, say, close; see the README); `-` writes them to
+    /// stdout, and the table and summary then go to stderr. Not with --json to stdout.
+    #[arg(long, global = true, value_name = "FILE|-")]
+    pub stream: Option<std::path::PathBuf>,
     /// Where a lab's child writes its finished run for the lab (not a flag: set from the
     /// child's spec).
     #[arg(skip)]
@@ -649,6 +662,11 @@ pub struct WatchArgs {
     /// Print the whole run as one JSON document at the end; table rows go to stderr.
     #[arg(long)]
     pub json: bool,
+    /// Also write each sampled interval, as it is sampled, to FILE as JSON Lines (progress
+    /// lines, then close; see the README); `-` writes them to stdout, and the table and
+    /// summary then go to stderr. Not with --json.
+    #[arg(long, value_name = "FILE|-")]
+    pub stream: Option<std::path::PathBuf>,
     /// A label to keep with the run (repeatable).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,

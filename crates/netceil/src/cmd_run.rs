@@ -18,11 +18,20 @@ use netceil_model::params::LoadParams;
 const SUITE_PART: Duration = Duration::from_secs(6);
 
 pub fn run(args: RunArgs) -> Outcome {
-    let load = args
+    let mut load = args
         .workload
         .as_ref()
         .map(|w| engine::load_params(w, &args.common))
         .transpose()?;
+    match &mut load {
+        Some(p) => p.place(args.rx_cpu, args.tx_cpu),
+        None if args.rx_cpu.is_some() || args.tx_cpu.is_some() => {
+            return Err(Failure::usage(anyhow!(
+                "--rx-cpu and --tx-cpu place one workload's threads; name it (netceil run udp|tcp|rr)"
+            )))
+        }
+        None => {}
+    }
     measure(load, &args.common, &args.metrics, args.confirm)
 }
 

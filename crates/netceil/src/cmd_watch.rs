@@ -12,7 +12,7 @@ use crate::engine::open_store;
 use crate::live::terminal_width;
 use crate::table::{LiveTable, LoadFigures};
 use crate::{Done, Failure, Outcome};
-use netceil_engine::Recording;
+use netceil_engine::{Observer, Recording};
 
 /// How much of a launched command's output is kept in the run; the rest is counted.
 const OUTPUT_KEEP: usize = 1 << 20;
@@ -284,9 +284,11 @@ pub fn run(args: WatchArgs) -> Outcome {
         args.wide,
         terminal_width(args.json),
     );
+    let mut stream = crate::engine::open_stream(args.stream.as_deref(), args.json, true)?;
+    let stream_on_stdout = args.stream.as_deref() == Some(std::path::Path::new("-"));
     let deadline = args.duration.map(|d| Instant::now() + d);
     let print = |line: &str| {
-        if args.json {
+        if args.json || stream_on_stdout {
             eprintln!("{line}");
         } else {
             crate::outln!("{line}");
@@ -299,6 +301,9 @@ pub fn run(args: WatchArgs) -> Outcome {
     loop {
         let (rows, ended) = rec.wait_rows(deadline);
         rec.store_rows(&rows);
+        if let Some(s) = &mut stream {
+            s.rows(&rows);
+        }
         for row in rows {
             if !args.quiet {
                 for line in table.lines(&row, &LoadFigures::default()) {
@@ -321,6 +326,10 @@ pub fn run(args: WatchArgs) -> Outcome {
     let (exit_status, stopped_by_duration) = end_watched(child.as_mut(), exit_waiter, &stop)?;
     let rest = rec.stop(&mut run);
     rec.store_rows(&rest);
+    if let Some(s) = &mut stream {
+        s.rows(&rest);
+        s.close();
+    }
     for row in rest {
         if !args.quiet {
             for line in table.lines(&row, &LoadFigures::default()) {
@@ -377,7 +386,12 @@ fn emit(
     stored: Option<&str>,
     store: Option<&netceil_store::Store>,
 ) -> Result<(), Failure> {
-    let mut out = crate::out::stdout();
+    // With the stream on stdout, the summary goes to stderr.
+    let mut out: Box<dyn Write> = if args.stream.as_deref() == Some(std::path::Path::new("-")) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(crate::out::stdout())
+    };
     if args.json {
         serde_json::to_writer_pretty(&mut out, run).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;

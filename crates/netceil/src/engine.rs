@@ -110,21 +110,26 @@ pub fn start<'s>(
     progress: Progress,
 ) -> Result<Command<'s>, Failure> {
     let metrics = crate::metrics::from_flag(metrics_args.metrics_listen)?;
+    let stream = open_stream(common.stream.as_deref(), common.json, false)?;
     let mut campaign = Campaign::start(&session_config(common), store, top, replay)?;
     if let Some(status) = &campaign.session.probe_status {
         eprintln!("netceil: {status}");
     }
     match progress {
+        // With the stream on stdout, the table goes to stderr as with --json.
         Progress::Table => campaign
             .session
             .observe(Box::new(crate::live::TerminalParts::new(
-                common.json,
+                common.json || stream_on_stdout(common),
                 common.quiet,
                 common.wide,
             ))),
         Progress::Steps { what, at_most } => campaign.session.observe(Box::new(
             crate::live::Steps::new(what, at_most, common.quiet),
         )),
+    }
+    if let Some(s) = stream {
+        campaign.session.observe(Box::new(s));
     }
     if let Some(m) = &metrics {
         campaign.session.observe(metrics_rows(m));
@@ -162,6 +167,9 @@ impl Command<'_> {
         if print {
             if self.common.json {
                 emit_json(&top)?;
+            } else if stream_on_stdout(&self.common) {
+                // stdout is the stream's: the summary goes to stderr.
+                eprint!("{}", render(&top));
             } else {
                 let mut out = crate::out::stdout();
                 write!(out, "{}", render(&top)).context("writing to stdout")?;
@@ -174,6 +182,45 @@ impl Command<'_> {
         }
         Ok(store_outcome(self.common.no_store, stored.is_some()))
     }
+}
+
+/// Whether `--stream -` writes the stream to stdout.
+pub fn stream_on_stdout(common: &CommonRunArgs) -> bool {
+    common.stream.as_deref() == Some(std::path::Path::new("-"))
+}
+
+/// The JSON stream `--stream` asks for: to stdout for `-` (refused with `--json`, whose
+/// document is stdout's), else to that file, created or truncated; `watching`: a watch's,
+/// a progress line per sampled row.
+pub fn open_stream(
+    path: Option<&std::path::Path>,
+    json: bool,
+    watching: bool,
+) -> Result<Option<netceil_engine::JsonStream<Box<dyn Write>>>, Failure> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let out: Box<dyn Write> = if path == std::path::Path::new("-") {
+        if json {
+            return Err(Failure::usage(anyhow!(
+                "--stream - and --json both write to stdout: give --stream a file, or leave out --json"
+            )));
+        }
+        Box::new(std::io::stdout())
+    } else {
+        let f = std::fs::File::create(path).map_err(|e| {
+            Failure::usage(anyhow!(
+                "--stream {}: cannot create it: {e}; expected a file that can be written, or -",
+                path.display()
+            ))
+        })?;
+        Box::new(std::io::BufWriter::new(f))
+    };
+    Ok(Some(if watching {
+        netceil_engine::JsonStream::watching(out)
+    } else {
+        netceil_engine::JsonStream::new(out)
+    }))
 }
 
 /// The run as one JSON document on stdout.
@@ -238,6 +285,8 @@ pub fn udp_params(a: &UdpArgs, common: &CommonRunArgs) -> Result<UdpParams, Fail
         gso: a.gso,
         gso_segments: a.gso_segments,
         gro: a.gro,
+        rx_cpu: None,
+        tx_cpu: None,
     }
     .with_frame())
 }
@@ -257,6 +306,8 @@ pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
             TcpPacingArg::Kernel => TcpPacingRequest::Kernel,
             TcpPacingArg::App => TcpPacingRequest::App,
         },
+        rx_cpu: None,
+        tx_cpu: None,
     }
 }
 
@@ -273,6 +324,8 @@ pub fn rr_params(a: &RrArgs, common: &CommonRunArgs) -> RrParams {
         duration_s: a.duration.as_secs_f64(),
         ipv6: common.ipv6,
         target: common.to.map(|t| t.to_string()),
+        rx_cpu: None,
+        tx_cpu: None,
     }
 }
 

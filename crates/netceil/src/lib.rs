@@ -5,7 +5,6 @@
 //! panics when the reader of stdout has gone.
 #![warn(clippy::print_stdout)]
 
-mod child;
 mod cli;
 mod cmd_analyze;
 mod cmd_gen;
@@ -29,15 +28,13 @@ mod summary;
 mod table;
 
 use clap::Parser;
+use netceil_engine::lab::DIE_WITH_PARENT;
 use std::process::ExitCode;
 
 pub use exit::{on_stop, stop_flag, Done, Failure, Outcome};
 
-/// Set by `netceil lab` (to its own PID) on the netceil processes it starts: they stop, as on
-/// SIGTERM, when that process dies, even by `kill -9`, so nothing keeps running in a lab that
-/// `lab down --all` removed.
-pub(crate) const DIE_WITH_PARENT: &str = "NETCEIL_DIE_WITH_PARENT";
-
+/// A netceil that `netceil lab` started stops, as on SIGTERM, when the lab's process dies,
+/// even by `kill -9` (see [`DIE_WITH_PARENT`]).
 fn die_with_parent() {
     let Some(parent) = std::env::var(DIE_WITH_PARENT)
         .ok()
@@ -104,11 +101,12 @@ fn finish(outcome: &Outcome) -> ExitCode {
     ExitCode::from(exit::exit_code(outcome, stop, stdout))
 }
 
-/// Runs the spec in the environment.
+/// Runs the typed spec a lab hands its sender in the environment
+/// (`netceil_engine::lab::ChildSpec`).
 fn lab_child() -> Outcome {
     use anyhow::{anyhow, Context};
-    use child::{ChildSpec, Experiment, SPEC_ENV};
     use cli::{CommonRunArgs, MetricsArgs};
+    use netceil_engine::lab::{ChildSpec, Experiment, SPEC_ENV};
     use std::time::Duration;
     let text = std::env::var(SPEC_ENV).map_err(|_| {
         Failure::usage(anyhow!(
@@ -136,6 +134,7 @@ fn lab_child() -> Outcome {
             .transpose()
             .map_err(|e| Failure::usage(anyhow!("--probe: {e}")))?,
         lock_stacks: spec.lock_stacks,
+        stream: None,
         run_out: Some(spec.run_out.clone()),
     };
     let metrics = MetricsArgs {

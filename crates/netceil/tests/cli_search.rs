@@ -150,8 +150,27 @@ fn a_small_sweep_on_loopback_finds_a_knee_at_both_points() {
     for k in knees {
         let point = k["point"].as_str().unwrap();
         assert!(point == "kernel" || point == "app", "{k:#}");
-        // 100 us between 8 KiB datagrams is 0.66 Gbit/s: loopback takes all of it.
-        let interval = k["min_interval_us"].as_f64().expect("a knee within 100 us");
+        // 100 us between 8 KiB datagrams is 0.66 Gbit/s: loopback's kernel takes all of it.
+        // The receiving program may not, on a shared machine whose other work keeps it off
+        // its core for the 2.5 ms the default buffer lasts at 100 µs gaps: then the app point
+        // has no knee, and the run must say why instead of inventing one.
+        let Some(interval) = k["min_interval_us"].as_f64() else {
+            assert_eq!(
+                point, "app",
+                "the kernel point has a knee within 100 us: {k:#}"
+            );
+            assert!(
+                k["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("no interval reached")),
+                "{k:#}"
+            );
+            assert!(
+                k["rate_pps"].is_null() && k["bits_per_s"].is_null(),
+                "{k:#}"
+            );
+            continue;
+        };
         assert!((0.0..=100.0).contains(&interval), "{k:#}");
         let bits = k["bits_per_s"].as_f64().unwrap();
         let size = k["size_bytes"].as_f64().unwrap();

@@ -81,6 +81,8 @@ pub fn trials(a: &SweepTcpParams, ipv6: bool) -> Result<Vec<Trial>, Error> {
                 ipv6,
                 target: a.target.clone(),
                 pacing: TcpPacingRequest::Auto,
+                rx_cpu: None,
+                tx_cpu: None,
             })
         })
         .collect()

@@ -62,6 +62,11 @@ pub struct RrConfig {
     /// The run id in UDP request headers; `None` draws one. A `netceil serve` test answers
     /// only the run id it granted.
     pub run_id: Option<u16>,
+    /// The CPU the in-process echo (the receiving side) is placed on (`--rx-cpu`); `None`
+    /// leaves it to the scheduler.
+    pub rx_cpu: Option<usize>,
+    /// The CPU the request/response client thread is placed on (`--tx-cpu`).
+    pub tx_cpu: Option<usize>,
 }
 
 impl Default for RrConfig {
@@ -75,6 +80,8 @@ impl Default for RrConfig {
             ipv6: false,
             target: None,
             run_id: None,
+            rx_cpu: None,
+            tx_cpu: None,
         }
     }
 }
@@ -134,7 +141,8 @@ impl RrConfig {
         if self.duration.is_zero() {
             return bad("--duration must be longer than 0 s".into());
         }
-        check_family(self.ipv6, self.target)
+        check_family(self.ipv6, self.target)?;
+        threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())
     }
 }
 
@@ -183,8 +191,15 @@ pub fn run_rr(
     )?;
     let echo = match (cfg.target, cfg.proto) {
         (Some(_), _) => None,
-        (None, RrProto::Tcp) => Some(Echo::Tcp(Server::start(loopback(cfg.ipv6), 1)?)),
-        (None, RrProto::Udp) => Some(Echo::Udp(udp_echo::UdpEcho::start(loopback(cfg.ipv6))?)),
+        (None, RrProto::Tcp) => Some(Echo::Tcp(Server::start_on(
+            loopback(cfg.ipv6),
+            1,
+            cfg.rx_cpu,
+        )?)),
+        (None, RrProto::Udp) => Some(Echo::Udp(udp_echo::UdpEcho::start(
+            loopback(cfg.ipv6),
+            cfg.rx_cpu,
+        )?)),
     };
     let target = match (&echo, cfg.target) {
         (_, Some(t)) => t,
@@ -238,8 +253,12 @@ pub fn run_rr(
         stop: inner_stop.clone(),
         live: live.clone(),
     };
-    let handle = threads::spawn("netceil-rr".into(), move || client::run(plan))
-        .map_err(|e| LoadError::Other(format!("cannot start the request/response thread: {e}")))?;
+    let cpu = cfg.tx_cpu;
+    let handle = threads::spawn("netceil-rr".into(), move || {
+        threads::place(cpu)?;
+        client::run(plan)
+    })
+    .map_err(|e| LoadError::Other(format!("cannot start the request/response thread: {e}")))?;
 
     let mut next_progress = start_ns + 1_000_000_000;
     let (mut last_ns, mut last_done, mut last_sum) = (start_ns, 0u64, 0u64);
@@ -280,9 +299,14 @@ pub fn run_rr(
         Some(Echo::Udp(u)) => Some(format!(
             "in-process UDP echo answered {} requests (netceil recv's UDP receiver echoes the \
              same way)",
-            u.stop()
+            u.stop()?
         )),
         None => None,
+    };
+    // Where the threads were placed, when asked, joins the echo's note.
+    let echo_note = match (threads::placement_note(cfg.rx_cpu, cfg.tx_cpu), echo_note) {
+        (Some(p), Some(e)) => Some(format!("{e}; {p}")),
+        (p, e) => e.or(p),
     };
     Ok(summarize(
         cfg,

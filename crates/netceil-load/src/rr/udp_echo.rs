@@ -18,11 +18,12 @@ const IDLE_CHECK: Duration = Duration::from_millis(20);
 pub(crate) struct UdpEcho {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<u64>>,
+    handle: Option<JoinHandle<Result<u64, LoadError>>>,
 }
 
 impl UdpEcho {
-    pub(crate) fn start(bind: SocketAddr) -> Result<UdpEcho, LoadError> {
+    /// Binds `bind` and echoes from a thread placed on `cpu` (`None`: the scheduler's).
+    pub(crate) fn start(bind: SocketAddr, cpu: Option<usize>) -> Result<UdpEcho, LoadError> {
         let socket =
             UdpSocket::bind(bind).map_err(|source| LoadError::Bind { addr: bind, source })?;
         socket
@@ -34,7 +35,8 @@ impl UdpEcho {
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = stop.clone();
         let handle = threads::spawn("netceil-udp-echo".into(), move || {
-            echo_loop(&socket, &thread_stop)
+            threads::place(cpu)?;
+            Ok(echo_loop(&socket, &thread_stop))
         })
         .map_err(|e| LoadError::Other(format!("cannot start the UDP echo thread: {e}")))?;
         Ok(UdpEcho {
@@ -48,10 +50,12 @@ impl UdpEcho {
         self.addr
     }
 
-    /// Stops the echo; returns how many requests it answered.
-    pub(crate) fn stop(mut self) -> u64 {
+    /// Stops the echo; returns how many requests it answered, or why it could not start.
+    pub(crate) fn stop(mut self) -> Result<u64, LoadError> {
         self.stop.store(true, Ordering::Relaxed);
-        self.handle.take().map_or(0, |h| h.join().unwrap_or(0))
+        self.handle
+            .take()
+            .map_or(Ok(0), |h| h.join().unwrap_or(Ok(0)))
     }
 }
 
@@ -93,7 +97,7 @@ mod tests {
 
     #[test]
     fn echo_answers_requests_and_ignores_the_rest() {
-        let echo = UdpEcho::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let echo = UdpEcho::start("127.0.0.1:0".parse().unwrap(), None).unwrap();
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         client.connect(echo.local_addr()).unwrap();
         client
@@ -122,6 +126,6 @@ mod tests {
             }
         );
         assert_eq!(&back[18..64], &req[18..64]);
-        assert_eq!(echo.stop(), 1);
+        assert_eq!(echo.stop().unwrap(), 1);
     }
 }

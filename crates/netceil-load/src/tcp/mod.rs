@@ -93,6 +93,11 @@ pub struct TcpConfig {
     pub pacing: TcpPacingChoice,
     /// TCP_NODELAY on the sending sockets.
     pub nodelay: bool,
+    /// The CPU every in-process receiver thread is placed on (`--rx-cpu`); `None` leaves
+    /// them to the scheduler.
+    pub rx_cpu: Option<usize>,
+    /// The CPU every sender thread is placed on (`--tx-cpu`); `None`: the scheduler's.
+    pub tx_cpu: Option<usize>,
 }
 
 impl Default for TcpConfig {
@@ -107,6 +112,8 @@ impl Default for TcpConfig {
             target: None,
             pacing: TcpPacingChoice::Auto,
             nodelay: false,
+            rx_cpu: None,
+            tx_cpu: None,
         }
     }
 }
@@ -141,6 +148,7 @@ impl TcpConfig {
             return bad("--duration must be longer than 0 s".into());
         }
         check_family(self.ipv6, self.target)?;
+        threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())?;
         if self.rate_per_flow_bps.is_none() && self.pacing != TcpPacingChoice::Auto {
             return bad(format!(
                 "{:?} pacing needs --rate-per-flow: without a rate there is nothing to pace",
@@ -275,7 +283,11 @@ pub fn run_tcp(
     let threads = if cfg.threads == 0 { cpus } else { cfg.threads }.clamp(1, cfg.flows);
 
     let server = if in_process {
-        Some(Server::start(loopback(cfg.ipv6), threads as usize)?)
+        Some(Server::start_on(
+            loopback(cfg.ipv6),
+            threads as usize,
+            cfg.rx_cpu,
+        )?)
     } else {
         None
     };
@@ -285,7 +297,9 @@ pub fn run_tcp(
         (None, None) => unreachable!("in_process is target.is_none()"),
     };
     let plan = plan_pacing(cfg);
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = threads::placement_note(cfg.rx_cpu, cfg.tx_cpu)
+        .into_iter()
+        .collect();
     let configure = |s: &TcpStream| -> Result<(), LoadError> {
         if cfg.nodelay {
             s.set_nodelay(true)
@@ -338,7 +352,9 @@ pub fn run_tcp(
             stop: inner_stop.clone(),
             tx_live,
         };
+        let cpu = cfg.tx_cpu;
         let h = threads::spawn(format!("netceil-tcp-tx{t}"), move || {
+            threads::place(cpu)?;
             sender::run(worker_plan)
         })
         .map_err(|e| LoadError::Other(format!("cannot start a sender thread: {e}")))?;

@@ -83,14 +83,24 @@ pub(crate) struct Server {
 impl Server {
     /// Binds `listen` and starts `threads` workers.
     pub(crate) fn start(listen: SocketAddr, threads: usize) -> Result<Server, LoadError> {
-        Self::start_admitting(listen, threads, None)
+        Self::start_admitting(listen, threads, None, None)
     }
 
-    /// As [`Server::start`], closing at once every connection not from `admit`.
+    /// As [`Server::start`], with every worker placed on `cpu` (`None`: the scheduler's).
+    pub(crate) fn start_on(
+        listen: SocketAddr,
+        threads: usize,
+        cpu: Option<usize>,
+    ) -> Result<Server, LoadError> {
+        Self::start_admitting(listen, threads, None, cpu)
+    }
+
+    /// As [`Server::start_on`], closing at once every connection not from `admit`.
     pub(crate) fn start_admitting(
         listen: SocketAddr,
         threads: usize,
         admit: Option<IpAddr>,
+        cpu: Option<usize>,
     ) -> Result<Server, LoadError> {
         let bind_err = |source| LoadError::Bind {
             addr: listen,
@@ -139,8 +149,11 @@ impl Server {
                 free: Vec::new(),
                 report: TcpServeReport::default(),
             };
-            let handle = threads::spawn(format!("netceil-tcp-rx{index}"), move || worker.run())
-                .map_err(|e| LoadError::Other(format!("cannot start a receiver thread: {e}")))?;
+            let handle = threads::spawn(format!("netceil-tcp-rx{index}"), move || {
+                threads::place(cpu)?;
+                worker.run()
+            })
+            .map_err(|e| LoadError::Other(format!("cannot start a receiver thread: {e}")))?;
             workers.push(handle);
         }
         Ok(Server {
@@ -210,7 +223,7 @@ impl TcpTestServer {
     /// Binds `listen` (port 0 for any) with as many workers as cores (at most 8).
     pub fn start(listen: SocketAddr, admit: IpAddr) -> Result<TcpTestServer, LoadError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        Server::start_admitting(listen, threads, Some(admit)).map(TcpTestServer)
+        Server::start_admitting(listen, threads, Some(admit), None).map(TcpTestServer)
     }
 
     pub fn local_addr(&self) -> SocketAddr {

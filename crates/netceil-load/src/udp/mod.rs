@@ -96,6 +96,12 @@ pub struct UdpConfig {
     /// UDP GRO on the in-process receiver (`--gro`): reads may hold several datagrams, cut
     /// apart and counted one by one. With a target, the far end is asked (`netceil serve`).
     pub gro: bool,
+    /// The CPU the in-process receiver thread is placed on (`--rx-cpu`); `None` leaves it to
+    /// the scheduler.
+    pub rx_cpu: Option<usize>,
+    /// The CPU every sender thread is placed on (`--tx-cpu`); `None` leaves them to the
+    /// scheduler.
+    pub tx_cpu: Option<usize>,
 }
 
 impl Default for UdpConfig {
@@ -119,6 +125,8 @@ impl Default for UdpConfig {
             gso: false,
             gso_segments: None,
             gro: false,
+            rx_cpu: None,
+            tx_cpu: None,
         }
     }
 }
@@ -202,6 +210,7 @@ impl UdpConfig {
         if self.threads == 0 {
             return Err(invalid("--threads must be at least 1"));
         }
+        threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())?;
         if self.threads > self.flows {
             return Err(invalid(format!(
                 "--threads {} is more than --flows {}: each sender thread needs at least one flow",
@@ -294,7 +303,9 @@ pub fn run_udp(
 ) -> Result<UdpOutcome, LoadError> {
     cfg.validate()?;
     let ipv6 = cfg.uses_ipv6();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = threads::placement_note(cfg.rx_cpu, cfg.tx_cpu)
+        .into_iter()
+        .collect();
 
     let local_rx = local_receiver(cfg, ipv6, &mut notes)?;
     let target = match (&local_rx, cfg.target) {
@@ -323,9 +334,11 @@ pub fn run_udp(
             let run_id = cfg.run_id;
             let strategy = strategy_for_rcvbuf(grant.granted);
             let gro = cfg.gro;
+            let cpu = cfg.rx_cpu;
             threads::spawn_scoped(scope, "netceil-udp-rx".into(), move || {
+                threads::place(cpu)?;
                 let r = Receiver::for_run(socket, live, slot, run_id, flows, strategy);
-                if gro { r.with_gro() } else { r }.run(ctl)
+                Ok(if gro { r.with_gro() } else { r }.run(ctl))
             })
         });
         let rx_handle = match rx_handle {
@@ -340,8 +353,10 @@ pub fn run_udp(
         let mut handles = Vec::new();
         for (i, plan) in plans.into_iter().enumerate() {
             let (live, abort) = (&tx_live[i], &abort);
+            let cpu = cfg.tx_cpu;
             let h = threads::spawn_scoped(scope, format!("netceil-udp-tx{i}"), move || {
-                run_sender(plan, [stop, abort], live)
+                threads::place(cpu)?;
+                Ok(run_sender(plan, [stop, abort], live))
             });
             match h {
                 Ok(h) => handles.push(h),
@@ -365,9 +380,11 @@ pub fn run_udp(
         }
         let mut reports = Vec::new();
         let mut panicked = false;
+        let mut unplaced = None;
         for h in handles {
             match h.join() {
-                Ok(r) => reports.push(r),
+                Ok(Ok(r)) => reports.push(r),
+                Ok(Err(e)) => unplaced = unplaced.or(Some(e)),
                 Err(_) => panicked = true,
             }
         }
@@ -377,12 +394,16 @@ pub fn run_udp(
             return Err(LoadError::Other("a UDP sender thread panicked".into()));
         }
         let rx_totals = match rx_totals {
-            Some(Ok(t)) => Some(t),
+            Some(Ok(Ok(t))) => Some(t),
+            Some(Ok(Err(e))) => return Err(e),
             Some(Err(_)) => {
                 return Err(LoadError::Other("the UDP receiver thread panicked".into()))
             }
             None => None,
         };
+        if let Some(e) = unplaced {
+            return Err(e);
+        }
         Ok((reports, rx_totals))
     })?;
 
