@@ -146,6 +146,7 @@ mod tests {
             rate_bits_per_s: None,
             run_id: 1,
             sample_ms: 1000,
+            gro: false,
         }
     }
 

@@ -89,6 +89,20 @@ pub struct TestSpec {
     pub run_id: u16,
     /// The far end's sampling interval, ms.
     pub sample_ms: u32,
+    /// UDP trains: read with UDP GRO (`--gro`). Left out when false, so a request without it
+    /// is what it always was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gro: bool,
+}
+
+/// The server's answer to a request for UDP GRO.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum GroAnswer {
+    /// The data socket reads with UDP_GRO.
+    On,
+    /// The server's kernel refused UDP_GRO: the data socket reads one datagram per message.
+    Refused { reason: String },
 }
 
 /// The server's yes.
@@ -102,6 +116,9 @@ pub struct Grant {
     pub limits: Limits,
     /// HMAC-SHA256(key, both nonces, test id and port): the server knows the key too.
     pub mac: Option<String>,
+    /// The answer to a request for UDP GRO; absent when none was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro: Option<GroAnswer>,
 }
 
 #[cfg(test)]
@@ -119,6 +136,7 @@ mod tests {
             rate_bits_per_s: None,
             run_id: 7,
             sample_ms: 1000,
+            gro: false,
         }
     }
 
@@ -148,6 +166,7 @@ mod tests {
             data_port: 40000,
             limits: Limits::default(),
             mac: None,
+            gro: None,
         });
         let b = encode(&g).unwrap();
         assert!(matches!(

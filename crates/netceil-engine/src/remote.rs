@@ -3,8 +3,8 @@
 
 use anyhow::anyhow;
 use netceil_ctl::{
-    fresh_nonce, hex, read_frame, unhex, write_frame, ClientMsg, FrameError, Grant, Key, ServerMsg,
-    TestKind, TestSpec, MAX_SERVER_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+    fresh_nonce, hex, read_frame, unhex, write_frame, ClientMsg, FrameError, Grant, GroAnswer, Key,
+    ServerMsg, TestKind, TestSpec, MAX_SERVER_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
 };
 use netceil_load::{rr, tcp, udp};
 use netceil_model::{FarEnd, Results};
@@ -24,6 +24,8 @@ pub struct FarSession {
     stream: TcpStream,
     control: SocketAddr,
     grant: Grant,
+    /// The request asked for UDP GRO at the far end.
+    asked_gro: bool,
 }
 
 impl FarSession {
@@ -93,11 +95,21 @@ impl FarSession {
             }
             (false, _) => None,
         };
+        let asked_gro = spec.gro;
         write_frame(&mut stream, &ClientMsg::Request { test: spec, mac })
             .map_err(|e| ctx("sending the request", e))?;
-        let grant = match read_server(&mut stream, control, "the grant")? {
-            ServerMsg::Grant(g) => g,
-            other => return Err(unexpected(control, "a grant", other)),
+        let grant = match read_server(&mut stream, control, "the grant") {
+            Ok(ServerMsg::Grant(g)) => g,
+            Ok(other) => return Err(unexpected(control, "a grant", other)),
+            Err(e) if asked_gro => {
+                return Err(Failure {
+                    kind: e.kind,
+                    error: e.error.context(
+                        "--gro asks the far end for UDP GRO: a netceil serve older than this client does not know the request and closes it",
+                    ),
+                })
+            }
+            Err(e) => return Err(e),
         };
         if let Some(k) = key.filter(|_| key_required) {
             let ok = grant.mac.as_deref().is_some_and(|m| {
@@ -122,7 +134,25 @@ impl FarSession {
             stream,
             control,
             grant,
+            asked_gro,
         })
+    }
+
+    /// What the grant says that changes what is measured: whether the far end reads with
+    /// UDP GRO as asked.
+    pub fn notes(&self) -> Vec<String> {
+        match (&self.grant.gro, self.asked_gro) {
+            (_, false) => vec![],
+            (Some(GroAnswer::On), true) => vec![
+                "GRO CHANGES WHAT IS MEASURED at the far end: its data socket read with UDP_GRO on, cutting coalesced reads into datagrams counted one by one (far.app.udp_gro_reads and udp_gro_datagrams say how many); the cost of one read per datagram is not measured there".into(),
+            ],
+            (Some(GroAnswer::Refused { reason }), true) => vec![format!(
+                "--gro: the far end could not turn on UDP GRO ({reason}); it read one datagram per message, as without --gro"
+            )],
+            (None, true) => vec![
+                "--gro: the far end did not say whether it read with UDP GRO; take it as off".into(),
+            ],
+        }
     }
 
     /// Where the test's data goes.
@@ -201,6 +231,7 @@ pub fn udp_spec(cfg: &udp::UdpConfig, interval: Duration) -> TestSpec {
         rate_bits_per_s: None,
         run_id: cfg.run_id,
         sample_ms: sample_ms(interval),
+        gro: cfg.gro,
     }
 }
 
@@ -217,6 +248,7 @@ pub fn tcp_spec(cfg: &tcp::TcpConfig, interval: Duration) -> TestSpec {
             .map(|b| (b * f64::from(cfg.flows)).ceil() as u64),
         run_id: 0,
         sample_ms: sample_ms(interval),
+        gro: false,
     }
 }
 
@@ -234,6 +266,7 @@ pub fn rr_spec(cfg: &rr::RrConfig, run_id: u16, interval: Duration) -> TestSpec 
         rate_bits_per_s: None,
         run_id,
         sample_ms: sample_ms(interval),
+        gro: false,
     }
 }
 

@@ -207,6 +207,7 @@ impl<'s> Session<'s> {
         // On an error the far session is dropped: the server sees the control connection
         // close and ends the test.
         let mut results = measure(self, &cfg)?;
+        results.notes.extend(far.notes());
         remote::attach(&mut results, far.finish(), granted_at);
         Ok(results)
     }

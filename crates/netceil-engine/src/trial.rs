@@ -44,6 +44,8 @@ pub fn udp_defaults(payload_bytes: usize) -> UdpParams {
         rcvbuf_force: d.rcvbuf_force,
         sndbuf: d.sndbuf,
         gso: d.gso,
+        gso_segments: d.gso_segments,
+        gro: d.gro,
         rx_cpu: d.rx_cpu,
         tx_cpu: d.tx_cpu,
     }
@@ -110,6 +112,8 @@ impl Trial {
             sndbuf: p.sndbuf,
             run_id: wire_id,
             gso: p.gso,
+            gso_segments: p.gso_segments,
+            gro: p.gro,
             rx_cpu: p.rx_cpu,
             tx_cpu: p.tx_cpu,
         };

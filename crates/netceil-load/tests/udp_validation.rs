@@ -147,18 +147,48 @@ fn bad_configurations_name_the_flag() {
     );
     rejects(
         UdpConfig {
+            ipv6: true,
+            target: Some("127.0.0.1:9".parse().unwrap()),
+            ..ok.clone()
+        },
+        "--ipv6",
+    );
+}
+
+#[test]
+fn gso_settings_the_kernel_cannot_take_are_refused() {
+    let ok = UdpConfig {
+        payload_bytes: 1400,
+        ..UdpConfig::default()
+    };
+    assert!(UdpConfig {
+        gso: true,
+        ..ok.clone()
+    }
+    .validate()
+    .is_ok());
+    rejects(
+        UdpConfig {
             gso: true,
+            payload_bytes: 40_000,
             ..ok.clone()
         },
         "--gso",
     );
     rejects(
         UdpConfig {
-            ipv6: true,
-            target: Some("127.0.0.1:9".parse().unwrap()),
+            gso: true,
+            gso_segments: Some(65),
             ..ok.clone()
         },
-        "--ipv6",
+        "--gso-segments",
+    );
+    rejects(
+        UdpConfig {
+            gso_segments: Some(8),
+            ..ok.clone()
+        },
+        "--gso-segments",
     );
 }
 

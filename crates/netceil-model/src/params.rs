@@ -34,6 +34,12 @@ pub struct UdpParams {
     pub sndbuf: Option<usize>,
     #[serde(default)]
     pub gso: bool,
+    /// Datagrams per GSO send (`--gso-segments`); `None`: as many as fit 64 KiB.
+    #[serde(default)]
+    pub gso_segments: Option<u32>,
+    /// UDP GRO at the receiver (`--gro`).
+    #[serde(default)]
+    pub gro: bool,
     /// The CPU the receiving thread(s) were placed on (`--rx-cpu`); `None`: the scheduler's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_cpu: Option<usize>,
@@ -593,6 +599,8 @@ mod tests {
             rcvbuf_force: false,
             sndbuf: None,
             gso: false,
+            gso_segments: None,
+            gro: false,
             rx_cpu: None,
             tx_cpu: None,
         }
@@ -770,6 +778,18 @@ mod tests {
             panic!("not tcp")
         };
         assert_eq!(t.pacing, TcpPacingRequest::Auto);
+        // Stored before `gro` and `gso_segments` were kept (and when --gso was refused).
+        let old: Workload = serde_json::from_str(
+            r#"{"kind":"udp","payload_bytes":18,"frame_bytes":64,"rate":"125kpps",
+                "interval_ns":null,"pacing":"sleep","burst":1,"count":null,"duration_s":6.0,
+                "flows":2,"threads":1,"ipv6":false,"target":"10.0.0.2:9000",
+                "rcvbuf":1048576,"rcvbuf_force":false,"sndbuf":null,"gso":false}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            LoadParams::from_workload(&old).unwrap(),
+            LoadParams::Udp(udp())
+        );
         // Stored before the threads could be placed: left to the scheduler.
         assert_eq!((t.rx_cpu, t.tx_cpu), (None, None));
         // And a workload that places nothing is stored as before.

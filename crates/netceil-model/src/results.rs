@@ -202,6 +202,12 @@ pub struct FarApp {
     pub udp_socket_drops: Option<u64>,
     /// Requests echoed (request/response over UDP).
     pub udp_requests_echoed: u64,
+    /// With UDP GRO (`--gro`): reads that held more than one datagram, and the datagrams
+    /// they held.
+    #[serde(default)]
+    pub udp_gro_reads: u64,
+    #[serde(default)]
+    pub udp_gro_datagrams: u64,
     /// Datagrams on the test's socket not from the granted peer or not of its run: counted,
     /// never answered.
     pub stray_packets: u64,

@@ -23,8 +23,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use netceil_ctl::{
     decode, fit_reply, fresh_nonce, hex, unhex, write_frame, Admission, ClientMsg, Decoded,
-    Displaced, Evicted, FrameError, Grant, Host, Key, Limits, ServerMsg, Slots, TestKind, TestSpec,
-    MAC_GRANT, MAC_REQUEST, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+    Displaced, Evicted, FrameError, Grant, GroAnswer, Host, Key, Limits, ServerMsg, Slots,
+    TestKind, TestSpec, MAC_GRANT, MAC_REQUEST, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN,
+    PROTO,
 };
 use netceil_model::{FarApp, FarEnd};
 use netceil_probe::{spawn_sampler, SamplerConfig, Source};
@@ -890,6 +891,8 @@ fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<FarApp> {
                 udp_duplicates: rep.duplicates,
                 udp_socket_drops: rep.socket_drops,
                 udp_requests_echoed: rep.requests_echoed,
+                udp_gro_reads: rep.gro_reads,
+                udp_gro_datagrams: rep.gro_datagrams,
                 stray_packets: rep.stray_packets,
                 ..FarApp::default()
             }
@@ -932,6 +935,7 @@ fn test_body(
                     run_id: spec.run_id,
                 }),
                 (spec.kind == TestKind::Udp).then_some(spec.payload_bytes as usize),
+                spec.gro,
             )
             .context("opening the test's UDP socket")?,
         )
@@ -978,6 +982,13 @@ fn test_body(
             data_port,
             limits: ctx.limits.clone(),
             mac,
+            gro: match &data {
+                Data::Udp(r) => r.gro().map(|g| match g {
+                    Ok(()) => GroAnswer::On,
+                    Err(reason) => GroAnswer::Refused { reason },
+                }),
+                Data::Tcp(_) => None,
+            },
         }),
     )
     .context("sending the grant")?;

@@ -488,9 +488,19 @@ pub struct UdpArgs {
     /// Send buffer to request on the sender's sockets, bytes.
     #[arg(long, value_parser = parse_size)]
     pub sndbuf: Option<usize>,
-    /// UDP GSO (UDP_SEGMENT): fewer, larger sends. Changes what is measured; never the default.
+    /// UDP GSO (UDP_SEGMENT): each send is a buffer of up to 64 KiB that the kernel cuts into
+    /// --size datagrams, each still with its own header. Changes what is measured (the cost of
+    /// one send per datagram is gone); never the default.
     #[arg(long)]
     pub gso: bool,
+    /// Datagrams per GSO send (default: as many as fit 64 KiB, at most 64).
+    #[arg(long, requires = "gso")]
+    pub gso_segments: Option<u32>,
+    /// UDP GRO (UDP_GRO) at the receiver: reads may hold many datagrams, split and counted one
+    /// by one. Changes what is measured (the cost of one read per datagram); independent of
+    /// --gso. With --to, only a `netceil serve` far end is asked.
+    #[arg(long)]
+    pub gro: bool,
 }
 
 impl From<PacingArg> for netceil_model::PacingMode {

@@ -283,6 +283,8 @@ pub fn udp_params(a: &UdpArgs, common: &CommonRunArgs) -> Result<UdpParams, Fail
         rcvbuf_force: a.rcvbuf_force,
         sndbuf: a.sndbuf,
         gso: a.gso,
+        gso_segments: a.gso_segments,
+        gro: a.gro,
         rx_cpu: None,
         tx_cpu: None,
     }

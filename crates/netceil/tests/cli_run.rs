@@ -240,3 +240,49 @@ fn analyze_explains_an_unknown_format_and_reads_stdin() {
         run["findings"]
     );
 }
+
+/// `--gso`, `--gro` and both on loopback at a modest paced rate: every datagram counted (sent =
+/// received, nothing lost), the run records the flags, and the notes say what they change.
+#[test]
+fn gso_and_gro_count_every_datagram_and_are_recorded() {
+    for (flags, gso, gro) in [
+        (&["--gso"][..], true, false),
+        (&["--gro"][..], false, true),
+        (&["--gso", "--gro"][..], true, true),
+    ] {
+        let mut args = vec![
+            "run",
+            "udp",
+            "--size",
+            "1400",
+            "--rate",
+            "20k",
+            "--burst",
+            "16",
+            "--duration",
+            "1s",
+            "--rcvbuf",
+            "4M",
+        ];
+        args.extend_from_slice(flags);
+        let v = run_json(&args);
+        let r = &v["results"];
+        let tx = r["tx_packets"].as_u64().unwrap();
+        assert!(tx > 15_000, "{flags:?}: sent {tx}");
+        assert_eq!(r["rx_app_packets"].as_u64(), Some(tx), "{flags:?}: {r}");
+        assert_eq!(r["lost_packets"], 0, "{flags:?}");
+        assert_eq!(r["unexplained_packets"], 0, "{flags:?}");
+        assert_eq!(v["workload"]["gso"], gso, "{flags:?}: {}", v["workload"]);
+        assert_eq!(v["workload"]["gro"], gro, "{flags:?}: {}", v["workload"]);
+        let notes = r["notes"].to_string();
+        assert_eq!(
+            notes.contains("GSO CHANGES WHAT IS MEASURED"),
+            gso,
+            "{notes}"
+        );
+        assert_eq!(notes.contains("GRO"), gro, "{notes}");
+        if gso && gro {
+            assert!(notes.contains("GRO CHANGES WHAT IS MEASURED"), "{notes}");
+        }
+    }
+}

@@ -339,6 +339,57 @@ fn a_far_end_run_shows_both_ends_in_the_summary_and_the_reports() {
     );
 }
 
+/// `--gro` through `netceil serve`: the far end reads with UDP GRO as asked, says so in its
+/// grant, and its coalesced reads are counted one datagram at a time.
+#[test]
+fn gro_is_asked_of_the_far_end_and_it_says_what_it_did() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", &addr, "--duration", "30"]);
+    let server = Server::start(cmd);
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "udp",
+            "--to",
+            &addr,
+            "--size",
+            "1400",
+            "--rate",
+            "20k",
+            "--burst",
+            "16",
+            "--duration",
+            "1s",
+            "--gso",
+            "--gro",
+            "--json",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["results"];
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("GRO CHANGES WHAT IS MEASURED at the far end"),
+        "{notes}"
+    );
+    let tx = r["tx_packets"].as_u64().unwrap();
+    assert_eq!(r["far"]["app"]["udp_packets"].as_u64(), Some(tx), "{r:#}");
+    // On loopback each GSO send reaches the GRO socket whole.
+    let coalesced = r["far"]["app"]["udp_gro_datagrams"].as_u64().unwrap();
+    assert!(coalesced > tx / 2, "{coalesced} of {tx} read coalesced");
+    assert_eq!(v["workload"]["gro"], true);
+    drop(server);
+}
+
 #[test]
 fn serve_refuses_other_hosts_without_a_key() {
     Command::new(BIN)

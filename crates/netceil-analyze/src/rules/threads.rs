@@ -421,7 +421,7 @@ fn unpaced_advice(which: Role, kind: Option<WorkloadKind>, loopback: bool, f: &m
                 }),
             ));
             f.advice.push(advice(
-                "--size larger (or --gso when available)",
+                "--size larger, or --gso (and --gro at the receiver)",
                 "fewer system calls and packets per byte: more bytes per second from the same core",
                 Some("the packet rate falls"),
             ));

@@ -20,9 +20,11 @@ const MEMINFO_VARS: usize = libc::SK_MEMINFO_DROPS as usize + 1;
 /// Datagrams per sendmmsg/recvmmsg call.
 pub const BATCH: usize = 64;
 
-/// Room for one `SO_RXQ_OVFL` control message (a u32) with its header, as u64 words so the
-/// buffer is aligned for `cmsghdr`.
-const CONTROL_WORDS: usize = 4;
+/// Room for an `SO_RXQ_OVFL` control message (a u32) and a `UDP_GRO` one (an int), each with
+/// its header, as u64 words so the buffer is aligned for `cmsghdr`.
+const CONTROL_WORDS: usize = 8;
+/// Room for one `UDP_SEGMENT` control message (a u16) with its header.
+const SEGMENT_CONTROL_WORDS: usize = 4;
 
 /// How long a `recvmmsg` call may wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,20 +50,26 @@ pub struct RecvBatch {
 }
 
 impl RecvBatch {
-    /// `slot_len` bytes per datagram; longer datagrams are cut and flagged as truncated.
+    /// [`BATCH`] slots of `slot_len` bytes; longer datagrams are cut and flagged as truncated.
     pub fn new(slot_len: usize) -> RecvBatch {
+        Self::with_slots(slot_len, BATCH)
+    }
+
+    /// `slots` slots (at least one) of `slot_len` bytes each.
+    pub fn with_slots(slot_len: usize, slots: usize) -> RecvBatch {
+        let slots = slots.max(1);
         let mut b = RecvBatch {
             slot_len,
-            buffers: vec![0; slot_len * BATCH],
+            buffers: vec![0; slot_len * slots],
             // SAFETY: iovec, sockaddr_storage and mmsghdr are plain C structs for which all-zero
             // bytes are a valid value (null pointers, zero lengths).
-            iovecs: vec![unsafe { zeroed() }; BATCH],
-            names: vec![unsafe { zeroed() }; BATCH],
-            control: vec![[0; CONTROL_WORDS]; BATCH],
-            hdrs: vec![unsafe { zeroed() }; BATCH],
+            iovecs: vec![unsafe { zeroed() }; slots],
+            names: vec![unsafe { zeroed() }; slots],
+            control: vec![[0; CONTROL_WORDS]; slots],
+            hdrs: vec![unsafe { zeroed() }; slots],
             received: 0,
         };
-        for i in 0..BATCH {
+        for i in 0..slots {
             b.iovecs[i].iov_base = b.buffers[i * slot_len..].as_mut_ptr().cast();
             b.iovecs[i].iov_len = slot_len;
             let h = &mut b.hdrs[i].msg_hdr;
@@ -73,7 +81,12 @@ impl RecvBatch {
         b
     }
 
-    /// Receives up to [`BATCH`] datagrams, waiting as `wait` says.
+    /// Messages one call can read.
+    pub fn slots(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    /// Receives up to one message per slot, waiting as `wait` says.
     pub fn recv(&mut self, fd: BorrowedFd<'_>, wait: RecvWait) -> io::Result<usize> {
         for h in &mut self.hdrs {
             h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -86,14 +99,14 @@ impl RecvBatch {
             RecvWait::One => libc::MSG_WAITFORONE,
             RecvWait::Never => libc::MSG_DONTWAIT,
         };
-        // SAFETY: every mmsghdr points at buffers owned by `self` (set up in `new`, never moved
-        // or resized), with lengths that match their allocations; the kernel writes at most
-        // those lengths. A null timeout is allowed.
+        // SAFETY: every mmsghdr points at buffers owned by `self` (set up in `with_slots`, never
+        // moved or resized), with lengths that match their allocations; the kernel writes at
+        // most those lengths. A null timeout is allowed.
         let n = unsafe {
             libc::recvmmsg(
                 fd.as_raw_fd(),
                 self.hdrs.as_mut_ptr(),
-                BATCH as libc::c_uint,
+                self.hdrs.len() as libc::c_uint,
                 flags,
                 std::ptr::null_mut(),
             )
@@ -134,15 +147,31 @@ impl RecvBatch {
     /// The socket's cumulative drop count as of datagram `i`, from its `SO_RXQ_OVFL` control
     /// message. The kernel attaches one only once the count is non-zero.
     pub fn rxq_ovfl(&self, i: usize) -> Option<u32> {
+        self.control_u32(i, libc::SOL_SOCKET, libc::SO_RXQ_OVFL)
+    }
+
+    /// With `UDP_GRO` on, message `i` holds several datagrams coalesced by the kernel, each of
+    /// this many bytes but the last (which may be shorter); `None` when it holds one datagram.
+    pub fn gro_segment(&self, i: usize) -> Option<usize> {
+        self.control_u32(i, libc::SOL_UDP, libc::UDP_GRO)
+            .map(|s| s as usize)
+            .filter(|&s| s > 0)
+    }
+
+    /// The 4-byte datum (u32 or C int) of message `i`'s control message `level`/`kind`.
+    fn control_u32(&self, i: usize, level: i32, kind: i32) -> Option<u32> {
         let hdr = &self.hdrs[i].msg_hdr;
         // SAFETY: `hdr` is a msghdr the kernel filled in the last recvmmsg call; its control
         // pointer and (kernel-updated) length describe `self.control[i]`. CMSG_FIRSTHDR/NXTHDR
-        // stay within msg_controllen, and the data of an SO_RXQ_OVFL message is one u32 that we
-        // read unaligned.
+        // stay within msg_controllen; the data of SO_RXQ_OVFL (a u32) and UDP_GRO (an int) is
+        // four bytes, read unaligned after checking the message is long enough.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(hdr);
             while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_RXQ_OVFL {
+                if (*c).cmsg_level == level
+                    && (*c).cmsg_type == kind
+                    && (*c).cmsg_len as usize >= libc::CMSG_LEN(4) as usize
+                {
                     return Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
                 }
                 c = libc::CMSG_NXTHDR(hdr, c);
@@ -155,10 +184,11 @@ impl RecvBatch {
 /// Datagrams to send: fixed buffers, each with its own length and optional destination.
 pub struct SendBatch {
     slot_len: usize,
-    // Never resized after `new`, so the pointers in `hdrs` stay valid.
+    // Never resized after `with_slots`, so the pointers in `hdrs` stay valid.
     buffers: Vec<u8>,
     iovecs: Vec<libc::iovec>,
     names: Vec<libc::sockaddr_storage>,
+    control: Vec<[u64; SEGMENT_CONTROL_WORDS]>,
     hdrs: Vec<libc::mmsghdr>,
 }
 
@@ -166,21 +196,67 @@ impl SendBatch {
     /// [`BATCH`] buffers of `slot_len` bytes, each initially `slot_len` long and sent on the
     /// socket's connected address.
     pub fn new(slot_len: usize) -> SendBatch {
+        Self::with_slots(slot_len, BATCH, None)
+    }
+
+    /// `slots` buffers (at least one) of `slot_len` bytes. With `segment = Some(s)`, each
+    /// message carries a `UDP_SEGMENT` control message: the kernel cuts a buffer longer than
+    /// `s` into datagrams of `s` bytes (UDP GSO), the last one possibly shorter.
+    pub fn with_slots(slot_len: usize, slots: usize, segment: Option<u16>) -> SendBatch {
+        let slots = slots.max(1);
         let mut b = SendBatch {
             slot_len,
-            buffers: vec![0; slot_len * BATCH],
+            buffers: vec![0; slot_len * slots],
             // SAFETY: plain C structs, all-zero is valid (see RecvBatch::new).
-            iovecs: vec![unsafe { zeroed() }; BATCH],
-            names: vec![unsafe { zeroed() }; BATCH],
-            hdrs: vec![unsafe { zeroed() }; BATCH],
+            iovecs: vec![unsafe { zeroed() }; slots],
+            names: vec![unsafe { zeroed() }; slots],
+            control: vec![[0; SEGMENT_CONTROL_WORDS]; slots],
+            hdrs: vec![unsafe { zeroed() }; slots],
         };
-        for i in 0..BATCH {
+        for i in 0..slots {
             b.iovecs[i].iov_base = b.buffers[i * slot_len..].as_mut_ptr().cast();
             b.iovecs[i].iov_len = slot_len;
             b.hdrs[i].msg_hdr.msg_iov = &mut b.iovecs[i];
             b.hdrs[i].msg_hdr.msg_iovlen = 1;
+            if let Some(size) = segment {
+                b.set_segment(i, size);
+            }
         }
         b
+    }
+
+    /// Attaches the `UDP_SEGMENT` control message of `size` to message `i`.
+    fn set_segment(&mut self, i: usize, size: u16) {
+        let space = std::mem::size_of_val(&self.control[i]);
+        let h = &mut self.hdrs[i].msg_hdr;
+        h.msg_control = self.control[i].as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE of a u16 (24 bytes on 64-bit Linux) fits the 32-byte, u64-aligned
+        // control buffer of this message, which `self` owns and never moves; CMSG_FIRSTHDR of
+        // a msghdr whose control length is that space points at its start, and CMSG_DATA
+        // stays inside it. The u16 is written unaligned.
+        unsafe {
+            let needed = libc::CMSG_SPACE(size_of::<u16>() as u32) as usize;
+            assert!(
+                needed <= space,
+                "UDP_SEGMENT control message fits its buffer"
+            );
+            h.msg_controllen = needed as _;
+            let c = libc::CMSG_FIRSTHDR(h);
+            (*c).cmsg_level = libc::SOL_UDP;
+            (*c).cmsg_type = libc::UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size);
+        }
+    }
+
+    /// Messages in the batch.
+    pub fn slots(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    /// Bytes each buffer holds.
+    pub fn slot_len(&self) -> usize {
+        self.slot_len
     }
 
     /// Buffer `i`, whole slot.
@@ -210,8 +286,8 @@ impl SendBatch {
 
     /// Sends datagrams `start..start + n` (clipped to the batch), as [`SendBatch::send`].
     pub fn send_from(&mut self, fd: BorrowedFd<'_>, start: usize, n: usize) -> io::Result<usize> {
-        let start = start.min(BATCH);
-        let n = n.min(BATCH - start);
+        let start = start.min(self.hdrs.len());
+        let n = n.min(self.hdrs.len() - start);
         // SAFETY: mmsghdrs `start..start + n` (within the array) point at buffers and addresses
         // owned by `self` with matching lengths (iov_len ≤ slot length); the kernel only reads
         // them.

@@ -13,6 +13,7 @@
 //! fit the route MTU (IP_MTU of the connected socket) is a configuration error, because a
 //! fragmented train measures reassembly, not the packet rate asked for.
 
+mod gso;
 mod mmsg;
 mod receiver;
 mod sender;
@@ -87,8 +88,14 @@ pub struct UdpConfig {
     pub sndbuf: Option<usize>,
     /// Marks this run's datagrams; others reaching the receiver are counted as foreign.
     pub run_id: u16,
-    /// UDP GSO (UDP_SEGMENT). Not implemented: `validate` rejects it.
+    /// UDP GSO (`--gso`): each send is a super-buffer of several datagrams that the kernel
+    /// cuts apart (UDP_SEGMENT). Changes what is measured: the per-datagram send cost is gone.
     pub gso: bool,
+    /// Datagrams per GSO send (`--gso-segments`); `None`: as many as fit 64 KiB (at most 64).
+    pub gso_segments: Option<u32>,
+    /// UDP GRO on the in-process receiver (`--gro`): reads may hold several datagrams, cut
+    /// apart and counted one by one. With a target, the far end is asked (`netceil serve`).
+    pub gro: bool,
     /// The CPU the in-process receiver thread is placed on (`--rx-cpu`); `None` leaves it to
     /// the scheduler.
     pub rx_cpu: Option<usize>,
@@ -116,6 +123,8 @@ impl Default for UdpConfig {
             sndbuf: None,
             run_id: 0,
             gso: false,
+            gso_segments: None,
+            gro: false,
             rx_cpu: None,
             tx_cpu: None,
         }
@@ -222,11 +231,22 @@ impl UdpConfig {
             return Err(invalid("--sndbuf must be greater than zero"));
         }
         if self.gso {
-            return Err(invalid(
-                "--gso (UDP_SEGMENT) is not supported by this build of netceil",
-            ));
+            gso::segments_per_send(self.payload_bytes, self.gso_segments).map_err(invalid)?;
+        } else if let Some(n) = self.gso_segments {
+            return Err(invalid(format!(
+                "--gso-segments {n} needs --gso: it says how many datagrams each GSO send carries"
+            )));
         }
         Ok(())
+    }
+
+    /// Datagrams per send: 1 without GSO. Call after [`UdpConfig::validate`].
+    pub fn segments_per_send(&self) -> usize {
+        if self.gso {
+            gso::segments_per_send(self.payload_bytes, self.gso_segments).unwrap_or(1)
+        } else {
+            1
+        }
     }
 
     /// The requested total packet rate, if paced.
@@ -313,10 +333,12 @@ pub fn run_udp(
             let slot = slot_len_for(Some(cfg.payload_bytes));
             let run_id = cfg.run_id;
             let strategy = strategy_for_rcvbuf(grant.granted);
+            let gro = cfg.gro;
             let cpu = cfg.rx_cpu;
             threads::spawn_scoped(scope, "netceil-udp-rx".into(), move || {
                 threads::place(cpu)?;
-                Ok(Receiver::for_run(socket, live, slot, run_id, flows, strategy).run(ctl))
+                let r = Receiver::for_run(socket, live, slot, run_id, flows, strategy);
+                Ok(if gro { r.with_gro() } else { r }.run(ctl))
             })
         });
         let rx_handle = match rx_handle {
@@ -420,6 +442,9 @@ fn local_receiver(
             };
             let (socket, grant) =
                 sockets::bind_receiver(listen, cfg.rcvbuf, cfg.rcvbuf_force, RX_TIMEOUT)?;
+            if cfg.gro {
+                sockets::enable_gro(&socket)?;
+            }
             notes.push(grant.note.clone());
             notes.push(match strategy_for_rcvbuf(grant.granted) {
                 RxStrategy::Coalesce { pause_ns } => format!(
@@ -458,6 +483,9 @@ fn open_flows(
         })?;
         if f == 0 {
             check_path_mtu(&socket, cfg.payload_bytes, ipv6, target)?;
+        }
+        if cfg.gso {
+            sockets::check_gso(&socket, cfg.payload_bytes)?;
         }
         flows.push(FlowSocket {
             flow: f as u16,
@@ -548,6 +576,7 @@ fn plan_threads(
                 deadline_ns,
                 payload_bytes: cfg.payload_bytes,
                 run_id: cfg.run_id,
+                gso_segments: cfg.segments_per_send(),
             }
         })
         .collect()
@@ -719,6 +748,7 @@ fn build_outcome(
         ..Results::default()
     };
     results.rcvbuf_bytes = rcvbuf_granted.map(|g| g as u64);
+    offload_notes(cfg, reports, &rx, &mut notes);
 
     let (receiver_reported, foreign_packets) = match rx {
         ReceiverSide::Local(t) => (
@@ -756,6 +786,54 @@ fn build_outcome(
         receiver_reported,
         foreign_packets,
         sent_per_flow,
+    }
+}
+
+/// What GSO and GRO changed in what was measured: datagrams per send, and per read.
+fn offload_notes(
+    cfg: &UdpConfig,
+    reports: &[SenderReport],
+    rx: &ReceiverSide,
+    notes: &mut Vec<String>,
+) {
+    let payload = cfg.payload_bytes;
+    if cfg.gso {
+        let segs = cfg.segments_per_send();
+        let sends: u64 = reports.iter().map(|r| r.sends).sum();
+        let dgrams: u64 = reports.iter().map(|r| r.packets).sum();
+        notes.push(format!(
+            "GSO CHANGES WHAT IS MEASURED: each send handed the kernel up to {segs} datagrams ({} bytes), which it cut into {payload}-byte datagrams (UDP_SEGMENT); {dgrams} datagrams went out in {sends} sends ({:.1} per send). The cost of one send per datagram is not measured; each datagram still carries its own header and is counted alone. Interface packet counters count a send once where the kernel did not cut it before them (loopback)",
+            segs * payload,
+            dgrams as f64 / sends.max(1) as f64
+        ));
+    }
+    if !cfg.gro {
+        return;
+    }
+    if let ReceiverSide::Local(RxTotals {
+        socket_drops: Some(d @ 1..),
+        ..
+    }) = rx
+    {
+        notes.push(format!(
+            "with GRO the socket's drop counter counts the buffers it dropped, and a buffer can hold many coalesced datagrams: its {d} is not a datagram count, so the datagrams of those buffers beyond one each show as unexplained; loss counted by sequence number is exact"
+        ));
+    }
+    match rx {
+        ReceiverSide::Local(t) if t.gro_reads > 0 => notes.push(format!(
+            "GRO CHANGES WHAT IS MEASURED: the receiver read with UDP_GRO on; {} reads held {} datagrams coalesced by the kernel ({:.1} per read), cut apart by their segment size and counted one by one. The cost of one read per datagram is not measured",
+            t.gro_reads,
+            t.gro_datagrams,
+            t.gro_datagrams as f64 / t.gro_reads as f64
+        )),
+        ReceiverSide::Local(_) => notes.push(
+            "GRO was on at the receiver (UDP_GRO), but no read held more than one datagram: the kernel coalesced nothing (on loopback only GSO sends arrive coalesced), so this run measured one read per datagram"
+                .into(),
+        ),
+        _ => notes.push(
+            "--gro is for the receiving socket, the far end's here: only `netceil serve` is asked for it, and its grant says whether it could"
+                .into(),
+        ),
     }
 }
 
@@ -1012,6 +1090,9 @@ pub struct ServeReport {
     pub stray_bytes: u64,
     /// Datagrams of flows beyond the first 16384 (the receiver's tracking limit): not counted.
     pub untracked_packets: u64,
+    /// With UDP GRO: reads that held more than one datagram, and the datagrams they held.
+    pub gro_reads: u64,
+    pub gro_datagrams: u64,
     /// The socket's drop total (SO_MEMINFO / SO_RXQ_OVFL); `None` if the kernel would not say.
     pub socket_drops: Option<u64>,
     pub notes: Vec<String>,
@@ -1029,6 +1110,8 @@ pub struct UdpReceiver {
     ctl: Arc<RxControl>,
     handle: Option<JoinHandle<RxTotals>>,
     started_ns: u64,
+    /// `None`: GRO not asked; `Some(Ok)`: on; `Some(Err(why))`: the kernel refused it.
+    gro: Option<Result<(), String>>,
 }
 
 impl UdpReceiver {
@@ -1049,7 +1132,15 @@ impl UdpReceiver {
         rcvbuf_force: bool,
         kernel_probe: Option<KernelProbe>,
     ) -> Result<UdpReceiver, LoadError> {
-        Self::spawn_admitting(listen, rcvbuf, rcvbuf_force, kernel_probe, None, None)
+        Self::spawn_admitting(
+            listen,
+            rcvbuf,
+            rcvbuf_force,
+            kernel_probe,
+            None,
+            None,
+            false,
+        )
     }
 
     /// As [`UdpReceiver::spawn_with`], counting and answering only `admit`'s host and run
@@ -1058,6 +1149,9 @@ impl UdpReceiver {
     /// `train_payload`: for a UDP train of this payload (no requests to echo), receive as an
     /// in-process run does, in batches sized for the payload and without a wake-up per
     /// datagram; `None` answers each datagram as soon as it arrives (request/response).
+    ///
+    /// `gro`: for a train, read with UDP GRO if the kernel takes it ([`UdpReceiver::gro`]
+    /// says whether it did); ignored without `train_payload`.
     pub fn spawn_admitting(
         listen: SocketAddr,
         rcvbuf: Option<usize>,
@@ -1065,8 +1159,12 @@ impl UdpReceiver {
         kernel_probe: Option<KernelProbe>,
         admit: Option<Admit>,
         train_payload: Option<usize>,
+        gro: bool,
     ) -> Result<UdpReceiver, LoadError> {
         let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
+        let gro = (gro && train_payload.is_some())
+            .then(|| sockets::enable_gro(&socket).map_err(|e| e.to_string()));
+        let use_gro = matches!(gro, Some(Ok(())));
         let tuning =
             train_payload.map(|p| (slot_len_for(Some(p)), strategy_for_rcvbuf(grant.granted)));
         let local_addr = socket
@@ -1078,6 +1176,7 @@ impl UdpReceiver {
         let handle = threads::spawn("netceil-udp-serve".into(), move || {
             let slot = tuning.map_or(slot_len_for(None), |t| t.0);
             let r = Receiver::for_serve(&socket, &l, slot, kernel_probe).admitting(admit);
+            let r = if use_gro { r.with_gro() } else { r };
             match tuning {
                 Some((_, strategy)) => r.with_strategy(strategy).run(&c),
                 None => r.run(&c),
@@ -1092,7 +1191,14 @@ impl UdpReceiver {
             ctl,
             handle: Some(handle),
             started_ns: now_ns(),
+            gro,
         })
+    }
+
+    /// Whether this receiver reads with UDP GRO: `None` if not asked, `Some(Err(why))` if
+    /// the kernel refused it (the receiver then reads one datagram per message).
+    pub fn gro(&self) -> Option<Result<(), String>> {
+        self.gro.clone()
     }
 
     /// The bound address (with the real port when 0 was asked for).
@@ -1180,6 +1286,8 @@ impl UdpReceiver {
             stray_packets: t.stray,
             stray_bytes: t.stray_bytes,
             untracked_packets: t.untracked,
+            gro_reads: t.gro_reads,
+            gro_datagrams: t.gro_datagrams,
             socket_drops: t.socket_drops,
             notes,
         }

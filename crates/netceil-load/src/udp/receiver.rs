@@ -9,6 +9,10 @@
 //! Socket-level drops come from the kernel's own per-socket counter: the `SO_RXQ_OVFL` control
 //! message on each datagram (live), and `SO_MEMINFO` at the end (it also sees drops after the
 //! last delivered datagram).
+//!
+//! With `UDP_GRO` on ([`Receiver::with_gro`]), one read may hold several datagrams the kernel
+//! coalesced; they are cut apart by the segment size of its control message and each is
+//! accounted by its own header, as if read alone.
 
 use std::collections::HashMap;
 use std::io;
@@ -17,6 +21,7 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::gso;
 use super::mmsg::{self, RecvBatch, RecvWait, SendBatch, BATCH};
 use super::seq::{window_for_flows, Arrival, SeqTracker};
 use super::sockets::DropCounter;
@@ -157,6 +162,9 @@ pub struct RxTotals {
     pub socket_drops: Option<u64>,
     /// The drain hit its time limit while datagrams were still arriving.
     pub drain_cut_short: bool,
+    /// With UDP GRO: reads that held more than one datagram, and the datagrams they held.
+    pub gro_reads: u64,
+    pub gro_datagrams: u64,
 }
 
 /// The receive loop's state. Built in its own thread (the batches hold raw pointers).
@@ -171,6 +179,8 @@ pub struct Receiver<'a> {
     totals: RxTotals,
     kernel_probe: Option<KernelProbe>,
     admit: Option<Admit>,
+    /// UDP GRO is on: cut each read by its segment size.
+    gro: bool,
     unique_total: u64,
     bytes_total: u64,
     expected_total: u64,
@@ -243,6 +253,14 @@ impl<'a> Receiver<'a> {
         self
     }
 
+    /// Reads coalesced buffers (the socket must have `UDP_GRO` on): slots of 64 KiB, each
+    /// cut into its datagrams.
+    pub fn with_gro(mut self) -> Self {
+        self.batch = RecvBatch::with_slots(gso::RECV_SLOT, gso::RECV_MSGS);
+        self.gro = true;
+        self
+    }
+
     /// Only `admit`'s host and run are counted and answered; the rest are strays.
     pub fn admitting(mut self, admit: Option<Admit>) -> Self {
         self.admit = admit;
@@ -252,7 +270,7 @@ impl<'a> Receiver<'a> {
     /// Under an [`Admit`], whether datagram `i` is from the admitted host and run; counts it as
     /// a stray when not.
     #[inline]
-    fn admitted(&mut self, i: usize, h: Option<&Header>) -> bool {
+    fn admitted(&mut self, i: usize, h: Option<&Header>, len: usize) -> bool {
         let Some(a) = self.admit else {
             return true;
         };
@@ -260,9 +278,15 @@ impl<'a> Receiver<'a> {
             && self.batch.source(i).is_some_and(|s| s.ip() == a.peer);
         if !ok {
             self.totals.stray += 1;
-            self.totals.stray_bytes += self.batch.len(i) as u64;
+            self.totals.stray_bytes += len as u64;
         }
         ok
+    }
+
+    /// Bytes `start..start + len` of message `i` (cut to what its slot holds).
+    #[inline]
+    fn bytes(&self, i: usize, part: (usize, usize)) -> &[u8] {
+        part_of(&self.batch, i, part)
     }
 
     fn new(
@@ -283,6 +307,7 @@ impl<'a> Receiver<'a> {
             totals: RxTotals::default(),
             kernel_probe: None,
             admit: None,
+            gro: false,
             unique_total: 0,
             bytes_total: 0,
             expected_total: 0,
@@ -313,7 +338,7 @@ impl<'a> Receiver<'a> {
                     self.process(n);
                     if let RxStrategy::Coalesce { pause_ns } = self.strategy {
                         poll_next = true;
-                        if n < BATCH {
+                        if n < self.batch.slots() {
                             // The queue is drained: let it fill while we are off its wait
                             // queue, so the sender's softirq need not wake us per datagram.
                             sleep_until_ns(now_ns() + pause_ns);
@@ -397,68 +422,26 @@ impl<'a> Receiver<'a> {
             .store(self.drops.total(), Ordering::Relaxed);
     }
 
-    /// Accounts the `n` datagrams of the last batch and sends any replies they call for.
+    /// Accounts the `n` messages of the last batch (each one datagram, or with GRO several)
+    /// and sends any replies they call for.
     fn process(&mut self, n: usize) {
         let mut replies = 0usize;
         for i in 0..n {
-            let header = Header::read(self.batch.datagram(i));
-            if !self.admitted(i, header.as_ref()) {
-                continue;
-            }
-            if self.batch.truncated(i) {
-                self.totals.truncated += 1;
-                continue;
-            }
-            let Some(h) = header else {
-                self.totals.foreign += 1;
-                continue;
+            let len = self.batch.len(i);
+            let segment = if self.gro {
+                self.batch.gro_segment(i).filter(|&s| s < len)
+            } else {
+                None
             };
-            match h.kind {
-                Kind::Data => self.account(i, &h),
-                Kind::Request => {
-                    let src = self.batch.source(i);
-                    let dgram = self.batch.datagram(i);
-                    if let Some(src) = src {
-                        let len = dgram.len();
-                        let out = self.replies.buf_mut(replies);
-                        out[..len].copy_from_slice(dgram);
-                        // Same header and payload; only the kind nibble changes.
-                        out[2] = (out[2] & 0xF0) | Kind::Response as u8;
-                        self.replies.set_len(replies, len);
-                        self.replies.set_dest(replies, src);
-                        replies += 1;
-                        self.totals.requests_echoed += 1;
-                    } else {
-                        self.totals.foreign += 1;
+            match segment {
+                None => self.datagram(i, (0, len), &mut replies),
+                Some(seg) => {
+                    self.totals.gro_reads += 1;
+                    for part in gso::split(len, seg) {
+                        self.totals.gro_datagrams += 1;
+                        self.datagram(i, part, &mut replies);
                     }
                 }
-                Kind::Fin => {
-                    let fin_len = self.batch.len(i);
-                    if let Some(report) = self.fin(i, &h) {
-                        let (src, body) = report;
-                        let mut probe = [0u8; FinReport::FULL_LEN];
-                        if self.admit.is_some() && HEADER_LEN + body.write(&mut probe) > fin_len {
-                            // Answering would send more than arrived: a serving receiver
-                            // never amplifies, so an unpadded Fin goes unanswered.
-                            self.totals.stray += 1;
-                            self.totals.stray_bytes += fin_len as u64;
-                            continue;
-                        }
-                        let out = self.replies.buf_mut(replies);
-                        Header {
-                            kind: Kind::FinReport,
-                            ts_ns: now_ns(),
-                            ..h
-                        }
-                        .write(out);
-                        let len = body.write(&mut out[HEADER_LEN..]);
-                        self.replies.set_len(replies, HEADER_LEN + len);
-                        self.replies.set_dest(replies, src);
-                        replies += 1;
-                        self.totals.fin_reports_sent += 1;
-                    }
-                }
-                Kind::Response | Kind::FinReport => self.totals.foreign += 1,
             }
         }
         if n > 0 {
@@ -467,25 +450,94 @@ impl<'a> Receiver<'a> {
                 self.drops.update(raw);
             }
         }
-        if replies > 0 {
-            let mut sent = 0;
-            while sent < replies {
-                // Replies go out in order; a failed one is skipped (counted) so one bad
-                // address cannot stall the rest.
-                match self
-                    .replies
-                    .send_from(self.socket.as_fd(), sent, replies - sent)
-                {
-                    Ok(k) => sent += k.max(1),
-                    Err(e) => {
-                        self.totals.errors += 1;
-                        self.totals.last_error = Some(format!("reply send: {e}"));
-                        sent += 1;
+        self.flush_replies(replies);
+        self.publish();
+    }
+
+    /// Accounts one datagram, bytes `part` of message `i`; queues the reply it calls for.
+    fn datagram(&mut self, i: usize, part: (usize, usize), replies: &mut usize) {
+        let len = part.1;
+        let header = Header::read(self.bytes(i, part));
+        if !self.admitted(i, header.as_ref(), len) {
+            return;
+        }
+        if self.batch.truncated(i) {
+            self.totals.truncated += 1;
+            return;
+        }
+        let Some(h) = header else {
+            self.totals.foreign += 1;
+            return;
+        };
+        if *replies == self.replies.slots() && matches!(h.kind, Kind::Request | Kind::Fin) {
+            // A coalesced read can call for more replies than a batch holds.
+            self.flush_replies(*replies);
+            *replies = 0;
+        }
+        match h.kind {
+            Kind::Data => self.account(i, &h, len),
+            Kind::Request => {
+                let src = self.batch.source(i);
+                match src {
+                    Some(src) if len <= self.replies.slot_len() => {
+                        let dgram = part_of(&self.batch, i, part);
+                        let out = self.replies.buf_mut(*replies);
+                        out[..len].copy_from_slice(dgram);
+                        // Same header and payload; only the kind nibble changes.
+                        out[2] = (out[2] & 0xF0) | Kind::Response as u8;
+                        self.replies.set_len(*replies, len);
+                        self.replies.set_dest(*replies, src);
+                        *replies += 1;
+                        self.totals.requests_echoed += 1;
                     }
+                    _ => self.totals.foreign += 1,
+                }
+            }
+            Kind::Fin => {
+                if let Some((src, body)) = self.fin(i, &h, part) {
+                    let mut probe = [0u8; FinReport::FULL_LEN];
+                    if self.admit.is_some() && HEADER_LEN + body.write(&mut probe) > len {
+                        // Answering would send more than arrived: a serving receiver
+                        // never amplifies, so an unpadded Fin goes unanswered.
+                        self.totals.stray += 1;
+                        self.totals.stray_bytes += len as u64;
+                        return;
+                    }
+                    let out = self.replies.buf_mut(*replies);
+                    Header {
+                        kind: Kind::FinReport,
+                        ts_ns: now_ns(),
+                        ..h
+                    }
+                    .write(out);
+                    let body_len = body.write(&mut out[HEADER_LEN..]);
+                    self.replies.set_len(*replies, HEADER_LEN + body_len);
+                    self.replies.set_dest(*replies, src);
+                    *replies += 1;
+                    self.totals.fin_reports_sent += 1;
+                }
+            }
+            Kind::Response | Kind::FinReport => self.totals.foreign += 1,
+        }
+    }
+
+    /// Sends replies `0..replies` in order; a failed one is skipped (counted) so one bad
+    /// address cannot stall the rest.
+    fn flush_replies(&mut self, replies: usize) {
+        let mut sent = 0;
+        while sent < replies {
+            match self
+                .replies
+                .send_from(self.socket.as_fd(), sent, replies - sent)
+            {
+                Ok(k) => sent += k.max(1),
+                Err(e) => {
+                    self.totals.errors += 1;
+                    self.totals.last_error = Some(format!("reply send: {e}"));
+                    sent += 1;
                 }
             }
         }
-        self.publish();
     }
 
     /// The flow a datagram belongs to; `None` after counting it as foreign or untracked.
@@ -561,11 +613,11 @@ impl<'a> Receiver<'a> {
     }
 
     #[inline]
-    fn account(&mut self, i: usize, h: &Header) {
+    fn account(&mut self, i: usize, h: &Header, len: usize) {
         let Some(idx) = self.lookup(i, h) else {
             return;
         };
-        let len = self.batch.len(i) as u64;
+        let len = len as u64;
         let late = self.past_drain_deadline;
         let flow = &mut self.flows_mut()[idx];
         let before = flow.tracker.counts().max_seen_plus_one;
@@ -587,10 +639,15 @@ impl<'a> Receiver<'a> {
 
     /// Takes note of a Fin and returns the report to send back, with its destination; `None`
     /// (counted) if the Fin is malformed or not for a flow we track.
-    fn fin(&mut self, i: usize, h: &Header) -> Option<(SocketAddr, FinReport)> {
+    fn fin(
+        &mut self,
+        i: usize,
+        h: &Header,
+        part: (usize, usize),
+    ) -> Option<(SocketAddr, FinReport)> {
         let (Some(src), Some(fin)) = (
             self.batch.source(i),
-            Fin::read(&self.batch.datagram(i)[HEADER_LEN..]),
+            Fin::read(self.bytes(i, part).get(HEADER_LEN..).unwrap_or(&[])),
         ) else {
             self.totals.foreign += 1;
             return None;
@@ -635,6 +692,13 @@ impl<'a> Receiver<'a> {
             },
         ))
     }
+}
+
+/// Bytes `start..start + len` of message `i` of `batch` (cut to what its slot holds).
+#[inline]
+fn part_of(batch: &RecvBatch, i: usize, (start, len): (usize, usize)) -> &[u8] {
+    let d = batch.datagram(i);
+    &d[start.min(d.len())..(start + len).min(d.len())]
 }
 
 /// A read that ended because the socket's timeout passed with nothing to read.

@@ -1,9 +1,13 @@
 //! One UDP sender thread: a share of the flows, a share of the rate, one pacer.
 //!
-//! Sends go out in `sendmmsg` batches of up to [`BATCH`] datagrams to one flow's socket; the
+//! Sends go out in `sendmmsg` batches of up to [`BATCH`](super::mmsg::BATCH) datagrams to one flow's socket; the
 //! next batch goes to the next flow (round robin per call; a burst stays on one flow). Paced, a batch is what the pacer
 //! says is due (one burst when on time, everything owed when behind); unpaced, always a full
 //! batch. Each datagram gets its own sequence number; the timestamp is read once per batch.
+//!
+//! With GSO (`gso_segments > 1`) a message is a super-buffer of up to that many datagrams laid
+//! end to end, each with its own header, that the kernel cuts into datagrams (`UDP_SEGMENT`);
+//! a batch is then up to [`gso::SEND_MSGS`] super-buffers.
 
 use std::net::UdpSocket;
 use std::os::fd::AsFd;
@@ -12,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 use netceil_model::PacingMode;
 
-use super::mmsg::{SendBatch, BATCH};
+use super::gso;
+use super::mmsg::SendBatch;
 use crate::clock::{now_ns, sleep_until_ns, thread_cpu_ns};
 use crate::header::{Header, Kind};
 use crate::pacing::Pacer;
@@ -43,6 +48,8 @@ pub struct SenderPlan {
     pub deadline_ns: u64,
     pub payload_bytes: usize,
     pub run_id: u16,
+    /// Datagrams per send with UDP GSO; 1 sends each datagram on its own (no GSO).
+    pub gso_segments: usize,
 }
 
 /// The per-thread live counter, alone on its cache line so threads do not share one.
@@ -65,6 +72,8 @@ pub enum StopReason {
 pub struct SenderReport {
     pub flows: Vec<FlowSocket>,
     pub packets: u64,
+    /// Messages the kernel took: one per datagram, or with GSO one per super-buffer.
+    pub sends: u64,
     pub cpu_ns: u64,
     /// CPU spent busy-waiting (thread CPU clock around each spin).
     pub spin_cpu_ns: u64,
@@ -88,7 +97,15 @@ pub struct SenderReport {
 pub fn run_sender(mut plan: SenderPlan, stop: [&AtomicBool; 2], live: &TxLive) -> SenderReport {
     let cpu_start = thread_cpu_ns();
     let payload = plan.payload_bytes;
-    let mut batch = SendBatch::new(payload);
+    let segs = plan.gso_segments.max(1);
+    let mut batch = if segs > 1 {
+        // `validate` keeps GSO payloads under 32 KiB, so the segment size fits a u16.
+        SendBatch::with_slots(payload * segs, gso::SEND_MSGS, Some(payload as u16))
+    } else {
+        SendBatch::new(payload)
+    };
+    // Datagrams one call can carry.
+    let capacity = (batch.slots() * segs) as u64;
     let mut pacer = Pacer::new(
         plan.pacing,
         plan.packet_interval_ns,
@@ -98,16 +115,17 @@ pub fn run_sender(mut plan: SenderPlan, stop: [&AtomicBool; 2], live: &TxLive) -
     let paced = pacer.mode() != PacingMode::None;
     let burst = u64::from(plan.burst.max(1));
     // Catching up, send whole bursts per call where a burst fits in one.
-    let chunk_cap = if burst <= BATCH as u64 {
-        BATCH as u64 / burst * burst
+    let chunk_cap = if burst <= capacity {
+        capacity / burst * burst
     } else {
-        BATCH as u64
+        capacity
     };
     let mut remaining = plan.count.unwrap_or(u64::MAX);
     let mut owed = 0u64;
     let mut fresh_burst = false;
     let mut flow_index = 0usize;
     let mut packets = 0u64;
+    let mut sends = 0u64;
     let mut send_errors = 0u64;
     let mut last_error = None;
     let mut spin_cpu_ns = 0u64;
@@ -158,12 +176,7 @@ pub fn run_sender(mut plan: SenderPlan, stop: [&AtomicBool; 2], live: &TxLive) -
                 None => break (plan.deadline_ns, StopReason::Duration),
             }
         }
-        let want = if paced {
-            owed.min(chunk_cap)
-        } else {
-            BATCH as u64
-        }
-        .min(remaining) as usize;
+        let want = if paced { owed.min(chunk_cap) } else { capacity }.min(remaining) as usize;
         let ts = now_ns();
         if ts >= plan.deadline_ns {
             // Paced and behind, what is still owed at the deadline is not sent: the run's time
@@ -175,18 +188,19 @@ pub fn run_sender(mut plan: SenderPlan, stop: [&AtomicBool; 2], live: &TxLive) -
         }
         let flow = &mut plan.flows[flow_index];
         let fd = flow.socket.as_fd();
-        for k in 0..want {
-            Header {
-                kind: Kind::Data,
-                run_id: plan.run_id,
-                flow: flow.flow,
-                seq: (flow.sent + k as u64) as u32,
-                ts_ns: ts,
-            }
-            .write(batch.buf_mut(k));
-        }
-        match batch.send(fd, want) {
-            Ok(k) => {
+        let first = Header {
+            kind: Kind::Data,
+            run_id: plan.run_id,
+            flow: flow.flow,
+            seq: flow.sent as u32,
+            ts_ns: ts,
+        };
+        let msgs = fill_batch(&mut batch, payload, segs, want, first);
+        match batch.send(fd, msgs) {
+            Ok(m) => {
+                // Every message is full but the last: the first `m` carry this many.
+                let k = (m * segs).min(want);
+                sends += m as u64;
                 flow.sent += k as u64;
                 packets += k as u64;
                 remaining -= k as u64;
@@ -217,6 +231,7 @@ pub fn run_sender(mut plan: SenderPlan, stop: [&AtomicBool; 2], live: &TxLive) -
     SenderReport {
         flows: plan.flows,
         packets,
+        sends,
         cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),
         spin_cpu_ns,
         spin_wall_ns: pacer.spin_ns(),
@@ -229,4 +244,36 @@ pub fn run_sender(mut plan: SenderPlan, stop: [&AtomicBool; 2], live: &TxLive) -
         stopped_by,
         paced,
     }
+}
+
+/// Lays `want` datagrams out in `batch`, `segs` per message (1 without GSO), with sequence
+/// numbers from `first.seq` on; returns the messages to send.
+fn fill_batch(
+    batch: &mut SendBatch,
+    payload: usize,
+    segs: usize,
+    want: usize,
+    first: Header,
+) -> usize {
+    if segs == 1 {
+        for k in 0..want {
+            Header {
+                seq: first.seq.wrapping_add(k as u32),
+                ..first
+            }
+            .write(batch.buf_mut(k));
+        }
+        return want;
+    }
+    let msgs = want.div_ceil(segs);
+    for m in 0..msgs {
+        let n = segs.min(want - m * segs);
+        let head = Header {
+            seq: first.seq.wrapping_add((m * segs) as u32),
+            ..first
+        };
+        let len = gso::fill_super(batch.buf_mut(m), payload, n, head);
+        batch.set_len(m, len);
+    }
+    msgs
 }

@@ -164,6 +164,45 @@ pub fn connect_sender(target: SocketAddr, sndbuf: Option<usize>) -> Result<UdpSo
     Ok(socket)
 }
 
+/// Checks that the kernel takes UDP GSO on this socket: sets `UDP_SEGMENT` to `segment` and
+/// back to 0 (the sender asks for segmentation per send, in a control message, so that other
+/// sends on the socket, such as the `Fin`, stay whole).
+pub fn check_gso(socket: &UdpSocket, segment: usize) -> Result<(), LoadError> {
+    let refused = |e: nix::Error| {
+        LoadError::socket(
+            format!(
+                "setsockopt UDP_SEGMENT {segment} (--gso: UDP GSO needs Linux 4.18 or later{})",
+                if e == nix::Error::ENOPROTOOPT || e == nix::Error::EINVAL {
+                    "; this kernel does not take it"
+                } else {
+                    ""
+                }
+            ),
+            std::io::Error::from(e),
+        )
+    };
+    setsockopt(socket, sockopt::UdpGsoSegment, &(segment as i32)).map_err(refused)?;
+    setsockopt(socket, sockopt::UdpGsoSegment, &0).map_err(refused)
+}
+
+/// Turns UDP GRO on for a receive socket (`UDP_GRO`): the kernel may then hand over several
+/// datagrams of one flow in one read, with their segment size in a control message.
+pub fn enable_gro(socket: &UdpSocket) -> Result<(), LoadError> {
+    setsockopt(socket, sockopt::UdpGroSegment, &true).map_err(|e| {
+        LoadError::socket(
+            format!(
+                "setsockopt UDP_GRO (--gro: UDP GRO needs Linux 5.0 or later{})",
+                if e == nix::Error::ENOPROTOOPT || e == nix::Error::EINVAL {
+                    "; this kernel does not take it"
+                } else {
+                    ""
+                }
+            ),
+            std::io::Error::from(e),
+        )
+    })
+}
+
 /// Largest UDP payload that fits `mtu` without fragmentation.
 pub fn max_payload_for_mtu(mtu: usize, ipv6: bool) -> usize {
     mtu.saturating_sub(if ipv6 { 40 } else { 20 } + 8)
