@@ -162,6 +162,7 @@ pub fn rr_loopback_run(
             target: None,
             rx_cpu: None,
             tx_cpu: None,
+            spin: false,
         })
         .workload(),
     );
@@ -186,6 +187,7 @@ pub fn rr_loopback_run(
             mean: mean_us,
             count: done,
         }),
+        service_us: None,
         ..Default::default()
     });
     run

@@ -158,6 +158,7 @@ impl Trial {
             run_id: None,
             rx_cpu: p.rx_cpu,
             tx_cpu: p.tx_cpu,
+            spin: p.spin,
         };
         cfg.validate()?;
         Ok(Trial::Rr(cfg, p))

@@ -170,6 +170,17 @@ fn check_stall_is_measured(r: &Results, stall_ms: f64) {
     );
     assert!(l.max > stall_ms * 0.95 * 1e3, "{l:?}");
     assert!(l.p50 < 10_000.0, "{l:?}");
+    // From the actual send, every answer took no longer than from its intended send: each
+    // quantile of the service time is at most the latency's.
+    let s = r
+        .service_us
+        .as_ref()
+        .expect("service time from the actual send");
+    assert_eq!(s.count, l.count, "{s:?} {l:?}");
+    assert!(
+        s.p50 <= l.p50 && s.p99 <= l.p99 && s.max <= l.max && s.min <= l.min,
+        "service {s:?} exceeds latency {l:?}"
+    );
 }
 
 #[test]
@@ -348,4 +359,42 @@ fn ipv6_loopback_works_for_both_protocols() {
         let r = run(&cfg);
         assert!(r.rx_app_packets > 0, "{proto:?}");
     }
+}
+
+#[test]
+fn a_spinning_client_polls_instead_of_sleeping_and_says_what_it_cost() {
+    // Paced at 200/s for 1 s: a sleeping client would use a few ms of CPU; a spinning one
+    // polls all second long, most of it finding nothing.
+    let paced = |spin| RrConfig {
+        proto: RrProto::Udp,
+        rate_tps: Some(200.0),
+        duration: Duration::from_secs(1),
+        spin,
+        ..RrConfig::default()
+    };
+    let sleeping = run(&paced(false));
+    let spun = run(&paced(true));
+    let (s, g) = (&sleeping.generator, &spun.generator);
+    assert_eq!(s.pacing, Some(netceil_model::PacingMode::Sleep));
+    assert_eq!(g.pacing, Some(netceil_model::PacingMode::Spin));
+    assert_eq!(s.spin_cpu_s, 0.0);
+    // The spinner's CPU is many times the sleeper's, and most of it is idle polls.
+    assert!(g.cpu_s > 5.0 * s.cpu_s.max(0.01), "spun {g:?} slept {s:?}");
+    assert!(
+        g.spin_cpu_s > 0.5 * g.cpu_s && g.spin_cpu_s <= g.cpu_s,
+        "{g:?}"
+    );
+    assert!(
+        (g.spin_cpu_s + g.work_cpu_s - g.cpu_s).abs() < 1e-6,
+        "{g:?}"
+    );
+    assert!(
+        spun.notes.iter().any(|n| n.contains("--spin")),
+        "{:?}",
+        spun.notes
+    );
+    // It still answers every request on schedule.
+    let l = spun.latency_us.as_ref().unwrap();
+    assert!((190..=201).contains(&l.count), "{l:?}");
+    assert_eq!(spun.lost_packets, 0);
 }

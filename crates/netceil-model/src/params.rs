@@ -107,6 +107,9 @@ pub struct RrParams {
     /// The CPU the sending thread(s) were placed on (`--tx-cpu`); `None`: the scheduler's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_cpu: Option<usize>,
+    /// The client busy-polled its sockets and the clock instead of sleeping (`--spin`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spin: bool,
 }
 
 /// One of netceil's own workloads, with its parameters; serialized as its stored workload is.
@@ -633,6 +636,7 @@ mod tests {
                 target: None,
                 rx_cpu: Some(0),
                 tx_cpu: None,
+                spin: true,
             }),
         ] {
             let w = p.workload();

@@ -131,6 +131,11 @@ pub struct Results {
     pub generator: GeneratorStats,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<LatencySummary>,
+    /// Request/response: the round trip from each request's actual send to its answer (what
+    /// sockperf and netperf report), beside `latency_us`, which a paced run counts from the
+    /// intended send time. The difference is the client's own lateness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_us: Option<LatencySummary>,
     /// Request/response transactions per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,

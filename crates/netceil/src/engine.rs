@@ -326,6 +326,7 @@ pub fn rr_params(a: &RrArgs, common: &CommonRunArgs) -> RrParams {
         target: common.to.map(|t| t.to_string()),
         rx_cpu: None,
         tx_cpu: None,
+        spin: a.spin,
     }
 }
 

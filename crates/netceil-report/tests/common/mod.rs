@@ -147,6 +147,7 @@ fn full_results() -> Results {
             mean: 13.1,
             count: 218_188,
         }),
+        service_us: None,
         transactions_per_s: Some(72_729.0),
         closed_loop_in_flight: Some(1),
         rcvbuf_bytes: Some(8 << 20),

@@ -93,6 +93,7 @@ pub fn results(scale: f64) -> Results {
             mean: 14.2,
             count: 5000,
         }),
+        service_us: None,
         transactions_per_s: Some(70_000.5),
         closed_loop_in_flight: Some(4),
         flows: vec![FlowResult {

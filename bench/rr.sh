@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Request/response latency: netceil run rr against sockperf under-load, side by side, alternated
+# in every round, over loopback only. Both send 64 B requests at the same fixed rate and answer
+# every one (sockperf --reply-every 1, --full-rtt: the whole round trip, as netceil reports).
+# netceil gives two figures: latency from each request's intended send time (its headline,
+# which counts the client's own lateness) and service time from the actual send (what sockperf
+# measures). netceil runs twice per round: sleeping between events (its default) and with
+# --spin (busy-polling, as sockperf's client does by default: compare like with like). Prints
+# per round and the medians and ranges of the ratios netceil / sockperf at p50 and p99 (≤ 1 is
+# netceil as fast or faster).
+#
+# usage: bench/rr.sh [ROUNDS] [SECONDS] [RATE] [udp|tcp]   (defaults: 5 rounds, 5 s, 5000/s, udp)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5} secs=${2:-5} rate=${3:-5000} proto=${4:-udp}
+out=bench/out/rr
+mkdir -p "$out"
+need=()
+command -v sockperf >/dev/null || need+=(sockperf)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+cargo build --release -q -p netceil
+nc=${CARGO_TARGET_DIR:-target}/release/netceil
+port=$((20000 + RANDOM % 20000))
+tcp=(); [ "$proto" = tcp ] && tcp=(--tcp)
+servers=()
+cleanup() {
+  [ ${#servers[@]} -eq 0 ] || kill "${servers[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+sockperf_round() {
+  sockperf sr -i 127.0.0.1 -p "$port" "${tcp[@]}" >/dev/null 2>&1 & servers=($!)
+  sleep 0.5
+  sockperf ul -i 127.0.0.1 -p "$port" "${tcp[@]}" -m 64 --mps "$rate" -t "$secs" \
+    --reply-every 1 --full-rtt >"$out/sockperf.txt" 2>&1 || true
+  kill "${servers[@]}" 2>/dev/null || true; wait "${servers[@]}" 2>/dev/null || true; servers=()
+  python3 - "$out/sockperf.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+p = {float(a): float(b) for a, b in re.findall(r"percentile (\d+\.\d+) = +([\d.]+)", t)}
+if 50.0 not in p or 99.0 not in p:
+    sys.exit(f"sockperf printed no percentiles: {t[-400:]}")
+print(p[50.0], p[99.0])
+PY
+}
+netceil_round() { # [--spin]
+  "$nc" run rr --proto "$proto" --size 64 --rate "$rate" --duration "$secs" "$@" --json -q --no-store >"$out/nc.json"
+  python3 - "$out/nc.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+l, s = r["latency_us"], r["service_us"]
+print(l["p50"], l["p99"], s["p50"], s["p99"])
+PY
+}
+
+rows=()
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then
+    n=$(netceil_round); ns=$(netceil_round --spin); s=$(sockperf_round)
+  else
+    s=$(sockperf_round); ns=$(netceil_round --spin); n=$(netceil_round)
+  fi
+  echo "round $r  netceil latency p50 p99, service p50 p99: $n | --spin: $ns | sockperf p50 p99: $s (µs)"
+  rows+=("$n $ns $s")
+done
+printf '%s\n' "${rows[@]}" | python3 -c '
+import statistics as st, sys
+rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
+def show(name, i, j):
+    r = [x[i] / x[j] for x in rows if x[j] > 0]
+    print(f"{name:32s} median {st.median(r):.3f}  range {min(r):.3f}-{max(r):.3f}")
+print(f"netceil / sockperf, {len(rows)} rounds ('"$proto"', 64 B at '"$rate"'/s; <= 1 is netceil as fast):")
+show("latency p50 (from intended)", 0, 8)
+show("latency p99 (from intended)", 1, 9)
+show("service p50 (from actual send)", 2, 8)
+show("service p99 (from actual send)", 3, 9)
+show("--spin latency p50", 4, 8)
+show("--spin latency p99", 5, 9)
+show("--spin service p50", 6, 8)
+show("--spin service p99", 7, 9)
+'
