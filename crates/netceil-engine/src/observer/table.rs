@@ -10,7 +10,7 @@ use netceil_probe::Row;
 
 use netceil_model::fmt;
 
-pub use netceil_engine::LoadFigures;
+use super::LoadFigures;
 
 /// The workload columns each kind of run shows.
 pub const UDP_COLUMNS: &[&str] = &["tx pps", "rx pps", "rx bit/s", "lost"];
