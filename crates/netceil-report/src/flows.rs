@@ -4,7 +4,7 @@
 
 use netceil_model::names as n;
 use netceil_model::params::TcpParams;
-use netceil_model::{stats, Run};
+use netceil_model::Run;
 
 /// A step's figures, from its results and its series window.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,12 +32,6 @@ pub fn knee(steps: &[FlowStep]) -> Option<usize> {
         .flatten()
 }
 
-fn series_mean(run: &Run, name: &str) -> Option<f64> {
-    let m = run.series.total(name)?;
-    let v: Vec<f64> = m.values.iter().flatten().copied().collect();
-    stats::mean(&v)
-}
-
 /// A TCP flows sweep's steps, from its parts: flows, throughput and the machine's means.
 pub fn steps(top: &Run) -> Vec<FlowStep> {
     top.parts
@@ -51,9 +45,9 @@ pub fn steps(top: &Run) -> Vec<FlowStep> {
                     .and_then(|w| w.params_as::<TcpParams>().ok())
                     .map_or(0, |p| p.flows),
                 bits_per_s: r.rx_app_bits_per_s.max(r.tx_bits_per_s),
-                cpu_busy_pct: series_mean(part, n::CPU_BUSY_PCT),
-                cs_per_s: series_mean(part, n::CS_PER_S),
-                intr_per_s: series_mean(part, n::INTR_PER_S),
+                cpu_busy_pct: part.series.total_mean(n::CPU_BUSY_PCT),
+                cs_per_s: part.series.total_mean(n::CS_PER_S),
+                intr_per_s: part.series.total_mean(n::INTR_PER_S),
             }
         })
         .collect()

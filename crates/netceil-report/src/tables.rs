@@ -3,6 +3,17 @@
 
 use netceil_model::{fmt, Run, Unit};
 
+/// A knee's throughput in Gbit/s (10^9) and Gibit/s (2^30), three decimals; `-` for none.
+fn gbit_gibit(bits_per_s: Option<f64>) -> (String, String) {
+    match bits_per_s {
+        Some(b) => (
+            format!("{:.3}", b / 1e9),
+            format!("{:.3}", b / (1u64 << 30) as f64),
+        ),
+        None => (fmt::MISSING.into(), fmt::MISSING.into()),
+    }
+}
+
 /// The knee table: per frame size and tolerance, the rate, its throughput in both units,
 /// the loss seen there, and what stopped it.
 pub fn search(run: &Run) -> String {
@@ -14,12 +25,7 @@ pub fn search(run: &Run) -> String {
         let rate = k
             .rate_pps
             .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::PacketsPerSecond));
-        let gbit = k
-            .bits_per_s
-            .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9));
-        let gibit = k
-            .bits_per_s
-            .map_or_else(|| "-".into(), |b| format!("{:.3}", b / (1u64 << 30) as f64));
+        let (gbit, gibit) = gbit_gibit(k.bits_per_s);
         let seen = k
             .loss_ratio
             .map_or_else(|| "-".into(), |l| format!("{:.4} %", l * 100.0));
@@ -58,6 +64,7 @@ pub fn sweep(run: &Run, count: u64) -> String {
             _ => "-".into(),
         };
         let data = format!("{:.0} KiB", count as f64 * k.size_bytes as f64 / 1024.0);
+        let (gbit, gibit) = gbit_gibit(k.bits_per_s);
         s.push_str(&format!(
             "{:>6}   {:<6}  {:>11}   {:>9}   {:>10}   {:>7}   {:>7}   {:>5}\n",
             k.size_bytes,
@@ -66,10 +73,8 @@ pub fn sweep(run: &Run, count: u64) -> String {
                 .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::Microseconds)),
             cycle_us,
             data,
-            k.bits_per_s
-                .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9)),
-            k.bits_per_s
-                .map_or_else(|| "-".into(), |b| format!("{:.3}", b / (1u64 << 30) as f64)),
+            gbit,
+            gibit,
             k.trials
         ));
         if let Some(n) = &k.note {
