@@ -11,7 +11,9 @@
 //! - [`lab`]: a workload across network-namespace topologies, over knob values and over
 //!   topologies, each change restored.
 //!
-//! The command line and the terminal are the binary's; nothing here prints to stdout.
+//! The command line is the binary's. Nothing here prints to stdout but through a writer its
+//! caller gives: the terminal's observers ([`TerminalParts`], [`Steps`]) draw their bars on
+//! the terminal and write their plain lines through the binary's stdout.
 
 mod campaign;
 pub mod confirm;
@@ -30,6 +32,8 @@ mod trial;
 pub use campaign::{resumable, Campaign, Measured, PartAnalysis, Replay};
 pub use error::{Error, ErrorKind};
 pub use observer::json::{JsonStream, MachineFigures, StreamLine};
+pub use observer::table::{LiveTable, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
+pub use observer::terminal::{terminal_width, Live, OpenStdout, Steps, TerminalParts};
 pub use observer::{LoadFigures, LoadKind, Observer, PartStart};
 pub use recording::{check_interval, LoadValues, Recording, ROW_BATCH};
 pub use run::{

@@ -7,6 +7,10 @@ use serde::Serialize;
 use std::time::Duration;
 
 pub mod json;
+#[cfg(test)]
+mod live_snapshots;
+pub mod table;
+pub mod terminal;
 
 /// What the workload measured in one interval, beside the machine's row of that interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -217,6 +217,13 @@ impl Series {
             .find(|m| m.id.name == name && m.id.labels.is_empty())
     }
 
+    /// The mean of the measured values of the metric with this name and no labels.
+    pub fn total_mean(&self, name: &str) -> Option<f64> {
+        let m = self.total(name)?;
+        let v: Vec<f64> = m.values.iter().flatten().copied().collect();
+        crate::stats::mean(&v)
+    }
+
     /// Every metric with this name, whatever its labels (e.g. all `cpu_busy_pct{cpu=N}`).
     pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Metric> + 'a {
         self.metrics.iter().filter(move |m| m.id.name == name)
@@ -238,6 +245,24 @@ mod tests {
         assert_eq!(s.get(&b).unwrap().values, vec![None, Some(5.0)]);
         assert_eq!(s.total("a").unwrap().values, vec![Some(1.0), None]);
         assert_eq!(b.to_string(), "b{cpu=0}");
+    }
+
+    #[test]
+    fn total_mean_skips_unmeasured_rows_and_labelled_metrics() {
+        let mut s = Series::new(1.0);
+        for (t, v) in [(1.0, Some(10.0)), (2.0, None), (3.0, Some(30.0))] {
+            s.push_row(t);
+            if let Some(v) = v {
+                s.set(&MetricId::new("a"), Unit::PerSecond, v);
+            }
+            s.set(
+                &MetricId::new("a").with("cpu", "0"),
+                Unit::PerSecond,
+                1000.0,
+            );
+        }
+        assert_eq!(s.total_mean("a"), Some(20.0), "the unmeasured row is no 0");
+        assert_eq!(s.total_mean("b"), None);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //!   and a named significance test; rendered by [`compare_table`] and [`compare_markdown`],
 //!   or serialized as JSON.
 //! - [`run_schema`]: the JSON Schema of the Run, published as `docs/run.schema.json`.
+//! - [`text`] and [`tables`]: a run as the terminal shows it (summary, verdict, what was not
+//!   measured) and the planners' tables (search, sweep udp, sweep tcp, with [`flows`]).
 //!
 //! Libraries never print: every function returns a String or writes to a `dyn Write`.
 
@@ -16,12 +18,17 @@ mod compare;
 mod compare_render;
 mod export;
 mod far;
+pub mod flows;
 mod html;
 mod ledger;
 mod markdown;
+#[cfg(test)]
+mod render_snapshots;
 mod schema;
 mod stats;
 mod summary;
+pub mod tables;
+pub mod text;
 mod view;
 
 pub use compare::{

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::cli::AnalyzeArgs;
 use crate::engine::open_store;
-use crate::{summary, Done, Failure, Outcome};
+use crate::{render, Done, Failure, Outcome};
 
 /// The log named by `arg` (`-`: standard input), read within the importers' limits.
 fn read_input(arg: &str) -> Result<String, Failure> {
@@ -139,7 +139,7 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
         if args.explain {
             let with = |v: &mut serde_json::Value, run: &Run| {
                 if let Some(o) = v.as_object_mut() {
-                    o.insert("ledgers".into(), summary::explain_json(run, &options));
+                    o.insert("ledgers".into(), render::explain_json(run, &options));
                 }
             };
             match doc.as_array_mut() {
@@ -154,11 +154,11 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
     for run in &runs {
         writeln!(out, "{}", describe(run)).context("writing to stdout")?;
         if run.results.is_some() {
-            write!(out, "{}", summary::render(run)).context("writing to stdout")?;
+            write!(out, "{}", netceil_report::text::summary(run)).context("writing to stdout")?;
         }
-        write!(out, "{}", summary::verdict(run)).context("writing to stdout")?;
+        write!(out, "{}", netceil_report::text::verdict(run)).context("writing to stdout")?;
         if args.explain {
-            write!(out, "{}", summary::explain(run, &options)).context("writing to stdout")?;
+            write!(out, "{}", render::explain(run, &options)).context("writing to stdout")?;
         }
         match &store {
             Some(s) => writeln!(out, "stored as {} in {}\n", run.run_id, s.path().display()),

@@ -450,8 +450,10 @@ fn lab_run(a: LabRunArgs) -> Outcome {
     } else if knobs.is_empty() {
         for s in &results {
             for run in &s.runs {
-                write!(out, "{}", crate::summary::render(run)).context("writing to stdout")?;
-                write!(out, "{}", crate::summary::verdict(run)).context("writing to stdout")?;
+                write!(out, "{}", netceil_report::text::summary(run))
+                    .context("writing to stdout")?;
+                write!(out, "{}", netceil_report::text::verdict(run))
+                    .context("writing to stdout")?;
                 writeln!(out, "stored as {}", run.run_id).context("writing to stdout")?;
             }
         }

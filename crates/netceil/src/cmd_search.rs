@@ -5,12 +5,11 @@
 use netceil_engine::plan::{search as plan, Reach};
 use netceil_engine::{new_live_run, Replay};
 use netceil_model::params::SearchParams;
-use netceil_model::{Run, Workload as WorkloadSpec, WorkloadKind};
+use netceil_model::{Workload as WorkloadSpec, WorkloadKind};
 
 use crate::cli::{CommonRunArgs, MetricsArgs, SearchArgs, SearchWorkload};
 use crate::engine::{self, Progress};
 use crate::Outcome;
-use netceil_model::{fmt, Unit};
 
 pub fn run(args: SearchArgs) -> Outcome {
     let SearchWorkload::Udp(a) = &args.workload;
@@ -58,48 +57,5 @@ pub fn search(
         reach,
         &crate::exit::interrupted,
     )?;
-    cmd.done(true, knee_table)
-}
-
-/// The knee table: per frame size and tolerance, the rate, its throughput in both units,
-/// the loss seen there, and what stopped it.
-pub(crate) fn knee_table(run: &Run) -> String {
-    let mut s = String::new();
-    s.push_str(
-        "frame B  loss ≤     rate          Gbit/s   Gibit/s  loss seen    trials  verified\n",
-    );
-    for k in &run.knees {
-        let rate = k
-            .rate_pps
-            .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::PacketsPerSecond));
-        let gbit = k
-            .bits_per_s
-            .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9));
-        let gibit = k
-            .bits_per_s
-            .map_or_else(|| "-".into(), |b| format!("{:.3}", b / (1u64 << 30) as f64));
-        let seen = k
-            .loss_ratio
-            .map_or_else(|| "-".into(), |l| format!("{:.4} %", l * 100.0));
-        s.push_str(&format!(
-            "{:>7}  {:>6}  {:>13}{}  {:>8}  {:>8}  {:>9}  {:>6}  {}\n",
-            k.size_bytes,
-            format!("{} %", k.loss_tolerance * 100.0),
-            rate,
-            if k.generator_limited { "≥" } else { " " },
-            gbit,
-            gibit,
-            seen,
-            k.trials,
-            if k.verified { "yes" } else { "no" }
-        ));
-        if let Some(n) = &k.note {
-            s.push_str(&format!("         note: {n}\n"));
-        }
-        if let Some(b) = &k.stopped_by {
-            s.push_str(&format!("         above it: {b}\n"));
-        }
-    }
-    s.push_str("Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s, of Ethernet frames (RFC 2544 frame size × 8 × rate); ≥: the generator could not offer more, a lower bound\n");
-    s
+    cmd.done(true, netceil_report::tables::search)
 }

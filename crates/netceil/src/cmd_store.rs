@@ -8,7 +8,7 @@ use std::io::Write;
 
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
 use crate::engine::{open_for_reading, resolve};
-use crate::{summary, Done, Failure, Outcome};
+use crate::{render, Done, Failure, Outcome};
 
 /// Opens the store to change it (`rm`); here a broken store is an error, not a warning.
 pub fn open() -> Result<Store, Failure> {
@@ -132,12 +132,12 @@ pub fn show(args: ShowArgs) -> Outcome {
         if args.json {
             let doc = serde_json::json!({
                 "run_id": run.run_id,
-                "ledgers": summary::explain_json(&run, &opts),
+                "ledgers": render::explain_json(&run, &opts),
             });
             serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
             writeln!(out).context("writing to stdout")?;
         } else {
-            write!(out, "{}", summary::explain(&run, &opts)).context("writing to stdout")?;
+            write!(out, "{}", render::explain(&run, &opts)).context("writing to stdout")?;
         }
         return Ok(Done::Success);
     }
@@ -179,7 +179,7 @@ pub fn show(args: ShowArgs) -> Outcome {
         writeln!(out, "labels: {labels}").context("writing to stdout")?;
     }
     writeln!(out, "{}", intervals_line(&run.series)).context("writing to stdout")?;
-    write!(out, "{}", summary::render(&run)).context("writing to stdout")?;
+    write!(out, "{}", netceil_report::text::summary(&run)).context("writing to stdout")?;
     for f in &run.findings {
         write!(out, "{f}").context("writing to stdout")?;
     }

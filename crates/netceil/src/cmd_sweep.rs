@@ -7,7 +7,7 @@ use anyhow::anyhow;
 use netceil_engine::plan::{self, param::Combination, Reach};
 use netceil_engine::{new_live_run, Replay};
 use netceil_model::params::{SweepParams, SweepTcpParams};
-use netceil_model::{fmt, Run, Unit, Workload as WorkloadSpec, WorkloadKind};
+use netceil_model::{Workload as WorkloadSpec, WorkloadKind};
 
 use crate::cli::{CommonRunArgs, MetricsArgs, SweepArgs, SweepWorkload};
 use crate::engine::{self, Progress};
@@ -66,43 +66,7 @@ pub fn run_udp(
         &crate::exit::interrupted,
     )?;
     let count = settings.count;
-    cmd.done(true, |top| knee_table(top, count))
-}
-
-/// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
-/// and the throughput in both units.
-pub(crate) fn knee_table(run: &Run, count: u64) -> String {
-    let mut s = String::from(
-        "size B   point   first 100 %   cycle       data         Gbit/s   Gibit/s   cells\n",
-    );
-    for k in &run.knees {
-        let cycle_us = match (k.rate_pps, k.min_interval_us) {
-            (Some(p), Some(_)) if p > 0.0 => fmt::value(count as f64 / p * 1e6, Unit::Microseconds),
-            _ => "-".into(),
-        };
-        let data = format!("{:.0} KiB", count as f64 * k.size_bytes as f64 / 1024.0);
-        s.push_str(&format!(
-            "{:>6}   {:<6}  {:>11}   {:>9}   {:>10}   {:>7}   {:>7}   {:>5}\n",
-            k.size_bytes,
-            k.point,
-            k.min_interval_us
-                .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::Microseconds)),
-            cycle_us,
-            data,
-            k.bits_per_s
-                .map_or_else(|| "-".into(), |b| format!("{:.3}", b / 1e9)),
-            k.bits_per_s
-                .map_or_else(|| "-".into(), |b| format!("{:.3}", b / (1u64 << 30) as f64)),
-            k.trials
-        ));
-        if let Some(n) = &k.note {
-            s.push_str(&format!("         note: {n}\n"));
-        }
-    }
-    s.push_str(&format!(
-        "throughput = UDP payload per cycle / cycle time; a cell is one cycle of {count} packets; Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s\n"
-    ));
-    s
+    cmd.done(true, |top| netceil_report::tables::sweep(top, count))
 }
 
 pub fn run_tcp(
@@ -129,42 +93,7 @@ pub fn run_tcp(
         },
     )?;
     plan::flows::run(&mut cmd.campaign, &trials)?;
-    cmd.done(true, flows_table)
-}
-
-/// A TCP flows sweep's table: per step, throughput, CPU, switches, interrupts and finding.
-pub(crate) fn flows_table(top: &Run) -> String {
-    let steps = plan::flows::steps(top);
-    let knee = plan::flows::knee(&steps);
-    let mut t =
-        String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
-    for (i, s) in steps.iter().enumerate() {
-        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".into(), f);
-        t.push_str(&format!(
-            "{:>5}   {:>12}   {:>8}   {:>9}   {:>9}   {}{}\n",
-            s.flows,
-            fmt::value(s.bits_per_s, Unit::BitsPerSecond),
-            opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
-            opt(s.cs_per_s, &|v| fmt::count(v as u64)),
-            opt(s.intr_per_s, &|v| fmt::count(v as u64)),
-            top.parts[i]
-                .findings
-                .first()
-                .map_or("-", |f| f.cause.as_str()),
-            if knee == Some(i) {
-                "   <- adding flows stops here"
-            } else {
-                ""
-            }
-        ));
-    }
-    for n in &top.notes {
-        t.push_str(&format!("{n}\n"));
-    }
-    if let Some(f) = top.findings.first() {
-        t.push_str(&format!("verdict at the knee: {}\n", f.summary));
-    }
-    t
+    cmd.done(true, netceil_report::tables::flows)
 }
 
 /// `NAME=V1,V2,…` into the flag and its values.

@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::cli::WatchArgs;
 use crate::engine::open_store;
-use crate::live::terminal_width;
-use crate::table::{LiveTable, LoadFigures};
 use crate::{Done, Failure, Outcome};
+use netceil_engine::{terminal_width, LiveTable, LoadFigures};
 use netceil_engine::{Observer, Recording};
 
 /// How much of a launched command's output is kept in the run; the rest is counted.
@@ -408,8 +407,8 @@ fn emit(
         args.interval
     )
     .context("writing to stdout")?;
-    write!(out, "{}", crate::summary::verdict(run)).context("writing to stdout")?;
-    write!(out, "{}", crate::summary::missing(&run.series)).context("writing to stdout")?;
+    write!(out, "{}", netceil_report::text::verdict(run)).context("writing to stdout")?;
+    write!(out, "{}", netceil_report::text::missing(&run.series)).context("writing to stdout")?;
     crate::engine::emit_plain(&mut out, stored, store)
 }
 

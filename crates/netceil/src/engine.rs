@@ -14,7 +14,7 @@ use netceil_store::Store;
 use std::io::Write;
 
 use crate::cli::{CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, TcpArgs, TcpPacingArg, UdpArgs};
-use crate::{summary, Done, Failure, Outcome};
+use crate::{Done, Failure, Outcome};
 use netceil_metrics::{MetricsServer, Publisher};
 
 /// Opens the run store unless told not to. A store that cannot be opened does not stop the
@@ -119,14 +119,21 @@ pub fn start<'s>(
         // With the stream on stdout, the table goes to stderr as with --json.
         Progress::Table => campaign
             .session
-            .observe(Box::new(crate::live::TerminalParts::new(
+            .observe(Box::new(netceil_engine::TerminalParts::new(
                 common.json || stream_on_stdout(common),
                 common.quiet,
                 common.wide,
+                || Box::new(crate::out::stdout()),
             ))),
-        Progress::Steps { what, at_most } => campaign.session.observe(Box::new(
-            crate::live::Steps::new(what, at_most, common.quiet),
-        )),
+        Progress::Steps { what, at_most } => {
+            campaign
+                .session
+                .observe(Box::new(netceil_engine::Steps::new(
+                    what,
+                    at_most,
+                    common.quiet,
+                )))
+        }
     }
     if let Some(s) = stream {
         campaign.session.observe(Box::new(s));
@@ -233,7 +240,11 @@ pub fn emit_json(run: &Run) -> Result<(), Failure> {
 
 /// The run's human summary and verdict.
 pub fn summary_and_verdict(run: &Run) -> String {
-    format!("{}{}", summary::render(run), summary::verdict(run))
+    format!(
+        "{}{}",
+        netceil_report::text::summary(run),
+        netceil_report::text::verdict(run)
+    )
 }
 
 /// The last line of a human summary: where the run was stored, or that it was not.

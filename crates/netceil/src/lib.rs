@@ -18,14 +18,10 @@ mod cmd_sweep;
 mod cmd_watch;
 mod engine;
 pub mod exit;
-mod live;
 mod metrics;
 pub mod out;
 mod parse;
-#[cfg(test)]
-mod render_snapshots;
-mod summary;
-mod table;
+mod render;
 
 use clap::Parser;
 use netceil_engine::lab::DIE_WITH_PARENT;

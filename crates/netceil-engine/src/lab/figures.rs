@@ -25,12 +25,6 @@ pub struct Figures {
     pub rx_packets: u64,
 }
 
-fn series_mean(run: &Run, name: &str) -> Option<f64> {
-    let m = run.series.total(name)?;
-    let v: Vec<f64> = m.values.iter().flatten().copied().collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
 /// A lab run's figures: its results (or its first part's), the host's means, and the lab's own
 /// counters of the receiving interface.
 pub fn figures(run: &Run) -> Figures {
@@ -50,8 +44,8 @@ pub fn figures(run: &Run) -> Figures {
         };
         f.rx_packets = r.rx_app_packets;
     }
-    f.cs_per_s = series_mean(run, "cs_per_s");
-    f.intr_per_s = series_mean(run, "intr_per_s");
+    f.cs_per_s = run.series.total_mean("cs_per_s");
+    f.intr_per_s = run.series.total_mean("intr_per_s");
     // Packets the receiving interface took in, from the lab's own counters.
     let rx_iface = run.workload.as_ref().and_then(|w| w.lab()).and_then(|l| {
         l.interfaces
@@ -59,7 +53,7 @@ pub fn figures(run: &Run) -> Figures {
             .find(|i| i.netns == l.receiver_netns)
             .map(|i| i.rx_packets)
     });
-    let busy = series_mean(run, "cpu_busy_pct");
+    let busy = run.series.total_mean("cpu_busy_pct");
     let cpus = run.meta.host.cpus.map(f64::from);
     let duration = run.series.t_s.last().copied();
     if let (Some(p), Some(b), Some(c), Some(d)) = (rx_iface, busy, cpus, duration) {

@@ -10,7 +10,7 @@ use netceil_probe::Row;
 
 use netceil_model::fmt;
 
-pub use netceil_engine::LoadFigures;
+use super::LoadFigures;
 
 /// The workload columns each kind of run shows.
 pub const UDP_COLUMNS: &[&str] = &["tx pps", "rx pps", "rx bit/s", "lost"];
@@ -83,10 +83,6 @@ fn sum_ifaces(row: &Row, name: &str, ifaces: &[String]) -> Option<f64> {
     total
 }
 
-fn short(v: f64) -> String {
-    fmt::number(v)
-}
-
 /// The hottest CPU by system + softirq + irq time: `cpu1 97`.
 fn hot_cpu(row: &Row) -> Option<(String, f64)> {
     let mut per_cpu: std::collections::BTreeMap<&str, f64> = Default::default();
@@ -131,35 +127,35 @@ const COLUMNS: &[Column] = &[
         width: 7,
         priority: 1,
         wide_only: false,
-        cell: |_, l, _| l.tx_pps.map(short),
+        cell: |_, l, _| l.tx_pps.map(fmt::number),
     },
     Column {
         header: "rx pps",
         width: 7,
         priority: 1,
         wide_only: false,
-        cell: |_, l, _| l.rx_pps.map(short),
+        cell: |_, l, _| l.rx_pps.map(fmt::number),
     },
     Column {
         header: "tx bit/s",
         width: 8,
         priority: 1,
         wide_only: false,
-        cell: |_, l, _| l.tx_bits_per_s.map(short),
+        cell: |_, l, _| l.tx_bits_per_s.map(fmt::number),
     },
     Column {
         header: "rx bit/s",
         width: 8,
         priority: 1,
         wide_only: false,
-        cell: |_, l, _| l.rx_bits_per_s.map(short),
+        cell: |_, l, _| l.rx_bits_per_s.map(fmt::number),
     },
     Column {
         header: "tps",
         width: 7,
         priority: 1,
         wide_only: false,
-        cell: |_, l, _| l.tps.map(short),
+        cell: |_, l, _| l.tps.map(fmt::number),
     },
     Column {
         header: "lat µs",
@@ -173,56 +169,56 @@ const COLUMNS: &[Column] = &[
         width: 7,
         priority: 3,
         wide_only: false,
-        cell: |_, l, _| l.lost.map(|v| short(v as f64)),
+        cell: |_, l, _| l.lost.map(|v| fmt::number(v as f64)),
     },
     Column {
         header: "if rx b/s",
         width: 9,
         priority: 2,
         wide_only: false,
-        cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_BITS_PER_S, i).map(short),
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_BITS_PER_S, i).map(fmt::number),
     },
     Column {
         header: "if rx pps",
         width: 9,
         priority: 2,
         wide_only: false,
-        cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_PPS, i).map(short),
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_RX_PPS, i).map(fmt::number),
     },
     Column {
         header: "if tx b/s",
         width: 9,
         priority: 4,
         wide_only: false,
-        cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_BITS_PER_S, i).map(short),
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_BITS_PER_S, i).map(fmt::number),
     },
     Column {
         header: "if tx pps",
         width: 9,
         priority: 4,
         wide_only: false,
-        cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_PPS, i).map(short),
+        cell: |r, _, i| sum_ifaces(r, n::IFACE_TX_PPS, i).map(fmt::number),
     },
     Column {
         header: "in/s",
         width: 6,
         priority: 1,
         wide_only: false,
-        cell: |r, _, _| r.total(n::INTR_PER_S).map(short),
+        cell: |r, _, _| r.total(n::INTR_PER_S).map(fmt::number),
     },
     Column {
         header: "cs/s",
         width: 6,
         priority: 1,
         wide_only: false,
-        cell: |r, _, _| r.total(n::CS_PER_S).map(short),
+        cell: |r, _, _| r.total(n::CS_PER_S).map(fmt::number),
     },
     Column {
         header: "NET_RX/s",
         width: 8,
         priority: 2,
         wide_only: false,
-        cell: |r, _, _| r.total(n::SOFTIRQ_NET_RX_PER_S).map(short),
+        cell: |r, _, _| r.total(n::SOFTIRQ_NET_RX_PER_S).map(fmt::number),
     },
     Column {
         header: "us",
@@ -274,14 +270,14 @@ const COLUMNS: &[Column] = &[
         width: 7,
         priority: 2,
         wide_only: false,
-        cell: |r, _, i| drops(r, i).map(short),
+        cell: |r, _, i| drops(r, i).map(fmt::number),
     },
     Column {
         header: "retx/s",
         width: 6,
         priority: 3,
         wide_only: false,
-        cell: |r, _, _| r.total(n::TCP_RETRANS_SEGS_PER_S).map(short),
+        cell: |r, _, _| r.total(n::TCP_RETRANS_SEGS_PER_S).map(fmt::number),
     },
     Column {
         header: "wa",
@@ -309,14 +305,14 @@ const COLUMNS: &[Column] = &[
         width: 9,
         priority: 5,
         wide_only: true,
-        cell: |r, _, _| r.total(n::SOFTNET_TIME_SQUEEZE_PER_S).map(short),
+        cell: |r, _, _| r.total(n::SOFTNET_TIME_SQUEEZE_PER_S).map(fmt::number),
     },
     Column {
         header: "NET_TX/s",
         width: 8,
         priority: 5,
         wide_only: true,
-        cell: |r, _, _| r.total(n::SOFTIRQ_NET_TX_PER_S).map(short),
+        cell: |r, _, _| r.total(n::SOFTIRQ_NET_TX_PER_S).map(fmt::number),
     },
     Column {
         header: "psi cpu",

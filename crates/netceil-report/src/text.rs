@@ -1,11 +1,12 @@
-//! The human summary printed at the end of `netceil run`.
+//! A run as the terminal shows it at the end of `netceil run` (and `show`, `analyze`, a
+//! lab's runs): the summary of what was measured, the verdict, and what was not measured.
 
+use crate::summary::loss_pct;
 use netceil_model::{fmt, FarEnd, Results, Run, TcpPacing, Unit, WorkloadKind};
-use netceil_report::loss_pct;
 use std::fmt::Write;
 
 /// The whole summary of a run (a suite shows each part, then one table of the ceilings).
-pub fn render(run: &Run) -> String {
+pub fn summary(run: &Run) -> String {
     let mut s = String::new();
     if run.parts.is_empty() {
         part(&mut s, run);
@@ -23,25 +24,6 @@ pub fn render(run: &Run) -> String {
 }
 
 /// The analyzer's findings, most confident first; says so when there are none.
-/// The run's ledgers (one, or one per part) as tables fitted to the terminal, or to 120
-/// columns through a pipe.
-pub fn explain(run: &Run, opts: &netceil_analyze::Options) -> String {
-    let width = crate::live::terminal_width(false)
-        .unwrap_or(120)
-        .clamp(60, 400);
-    netceil_report::ledgers_text(&netceil_analyze::ledgers(run, opts), width as u16)
-}
-
-/// The run's ledgers as JSON: `[{"part": label, "ledger": …}]`.
-pub fn explain_json(run: &Run, opts: &netceil_analyze::Options) -> serde_json::Value {
-    serde_json::Value::Array(
-        netceil_analyze::ledgers(run, opts)
-            .into_iter()
-            .map(|(part, ledger)| serde_json::json!({ "part": part, "ledger": ledger }))
-            .collect(),
-    )
-}
-
 pub fn verdict(run: &Run) -> String {
     let mut s = String::new();
     if run.findings.is_empty() {

@@ -1,13 +1,20 @@
 //! Live output while a run goes on: one line per second and a progress bar on a terminal,
 //! plain lines otherwise. With --json the lines go to stderr so stdout stays one document.
+//!
+//! These observers draw on the terminal; what they write to stdout goes through the writer
+//! the caller gives them ([`OpenStdout`]), so that the caller decides what a closed pipe means.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use netceil_engine::{LoadFigures, LoadKind, Observer, PartStart};
 use netceil_probe::Row;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use crate::table::{LiveTable, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
+use super::table::{LiveTable, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
+use super::{LoadFigures, LoadKind, Observer, PartStart};
+
+/// Opens stdout for one write of plain lines (no bar): the binary's never panics and notes a
+/// closed pipe.
+pub type OpenStdout = fn() -> Box<dyn Write>;
 
 /// The terminal's width, if stdout (or stderr, when stdout carries JSON) is one.
 pub fn terminal_width(to_stderr: bool) -> Option<usize> {
@@ -25,15 +32,18 @@ pub struct TerminalParts {
     json: bool,
     quiet: bool,
     wide: bool,
+    stdout: OpenStdout,
     part: Option<(Live, LiveTable)>,
 }
 
 impl TerminalParts {
-    pub fn new(json: bool, quiet: bool, wide: bool) -> TerminalParts {
+    /// `json`: stdout carries a document, so the lines go to stderr; `wide`: every column.
+    pub fn new(json: bool, quiet: bool, wide: bool, stdout: OpenStdout) -> TerminalParts {
         TerminalParts {
             json,
             quiet,
             wide,
+            stdout,
             part: None,
         }
     }
@@ -46,7 +56,7 @@ impl Observer for TerminalParts {
             LoadKind::Tcp => TCP_COLUMNS,
             LoadKind::Rr => RR_COLUMNS,
         };
-        let live = Live::new(&part.title, part.length, self.json, self.quiet);
+        let live = Live::new(&part.title, part.length, self.json, self.quiet, self.stdout);
         let table = LiveTable::new(Vec::new(), columns, self.wide, terminal_width(self.json));
         self.part = Some((live, table));
     }
@@ -67,15 +77,23 @@ impl Observer for TerminalParts {
     }
 }
 
+/// One trial's title, lines and progress bar.
 pub struct Live {
     bar: Option<ProgressBar>,
     to_stderr: bool,
     quiet: bool,
+    stdout: OpenStdout,
 }
 
 impl Live {
     /// `length` is the planned run length; `to_stderr` when stdout carries JSON.
-    pub fn new(title: &str, length: Duration, to_stderr: bool, quiet: bool) -> Live {
+    pub fn new(
+        title: &str,
+        length: Duration,
+        to_stderr: bool,
+        quiet: bool,
+        stdout: OpenStdout,
+    ) -> Live {
         let tty = if to_stderr {
             std::io::stderr().is_terminal()
         } else {
@@ -100,6 +118,7 @@ impl Live {
             bar,
             to_stderr,
             quiet,
+            stdout,
         };
         if live.bar.is_none() && !quiet {
             live.line(&format!("{title}: {:.1} s", length.as_secs_f64()));
@@ -116,7 +135,7 @@ impl Live {
             Some(bar) => bar.println(text),
             None if self.to_stderr => eprintln!("{text}"),
             None => {
-                let mut out = crate::out::stdout();
+                let mut out = (self.stdout)();
                 // A closed pipe ends output, not the run: the summary write reports it.
                 let _ = writeln!(out, "{text}");
             }

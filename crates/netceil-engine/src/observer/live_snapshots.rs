@@ -1,66 +1,20 @@
-//! Snapshots of what a measuring command prints, rendered from stored runs of real commands
-//! (tests/fixtures/runs, made with `--json` on loopback): the run summary and verdict, the
-//! live table, and the search and sweep tables. A change of wording, digits or layout shows
-//! up here as a diff to review (`cargo insta review`, or INSTA_UPDATE=always).
+//! Snapshots of the live table, rendered row by row from a stored run of a real
+//! `netceil run udp` (tests/fixtures/runs at the workspace's root, made with `--json` on
+//! loopback). A change of wording, digits or layout shows up here as a diff to review
+//! (`cargo insta review`, or INSTA_UPDATE=always).
 
-use netceil_engine::LoadFigures;
+use super::LoadFigures;
 use netceil_model::names as n;
 use netceil_model::Run;
 use netceil_probe::Row;
 
 fn fixture(name: &str) -> Run {
     let path = format!(
-        "{}/tests/fixtures/runs/{name}.json",
+        "{}/../../tests/fixtures/runs/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// Ids and times differ from run to run of the same fixture only in what the machine named.
-fn summary(run: &Run) -> String {
-    format!(
-        "{}{}",
-        crate::summary::render(run),
-        crate::summary::verdict(run)
-    )
-}
-
-#[test]
-fn udp_run_summary() {
-    insta::assert_snapshot!(summary(&fixture("udp")));
-}
-
-#[test]
-fn tcp_run_summary() {
-    insta::assert_snapshot!(summary(&fixture("tcp")));
-}
-
-#[test]
-fn rr_run_summary() {
-    insta::assert_snapshot!(summary(&fixture("rr")));
-}
-
-#[test]
-fn search_table() {
-    insta::assert_snapshot!(crate::cmd_search::knee_table(&fixture("search")));
-}
-
-#[test]
-fn sweep_udp_table() {
-    let run = fixture("sweep");
-    let count = run
-        .workload
-        .as_ref()
-        .and_then(|w| w.params_as::<netceil_model::params::SweepParams>().ok())
-        .map(|p| p.count)
-        .expect("a UDP sweep");
-    insta::assert_snapshot!(crate::cmd_sweep::knee_table(&run, count));
-}
-
-#[test]
-fn sweep_tcp_table() {
-    insta::assert_snapshot!(crate::cmd_sweep::flows_table(&fixture("sweep-tcp")));
 }
 
 /// The live table as `netceil run udp` printed it, row by row, from the run's own series
@@ -69,7 +23,7 @@ fn sweep_tcp_table() {
 fn live_table(run: &Run, wide: bool) -> String {
     let s = &run.series;
     let mut table =
-        crate::table::LiveTable::new(Vec::new(), crate::table::UDP_COLUMNS, wide, Some(100));
+        super::table::LiveTable::new(Vec::new(), super::table::UDP_COLUMNS, wide, Some(100));
     let at = |name: &str, i: usize| {
         s.total(name)
             .and_then(|m| m.values.get(i).copied().flatten())

@@ -1,0 +1,123 @@
+//! The tables the planners' runs end with: a search's knees (`netceil search udp`), the UDP
+//! size × interval sweep's (`sweep udp`) and the TCP flows sweep's steps (`sweep tcp`).
+
+use netceil_model::{fmt, Run, Unit};
+
+/// A knee's throughput in Gbit/s (10^9) and Gibit/s (2^30), three decimals; `-` for none.
+fn gbit_gibit(bits_per_s: Option<f64>) -> (String, String) {
+    match bits_per_s {
+        Some(b) => (
+            format!("{:.3}", b / 1e9),
+            format!("{:.3}", b / (1u64 << 30) as f64),
+        ),
+        None => (fmt::MISSING.into(), fmt::MISSING.into()),
+    }
+}
+
+/// The knee table: per frame size and tolerance, the rate, its throughput in both units,
+/// the loss seen there, and what stopped it.
+pub fn search(run: &Run) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "frame B  loss ≤     rate          Gbit/s   Gibit/s  loss seen    trials  verified\n",
+    );
+    for k in &run.knees {
+        let rate = k
+            .rate_pps
+            .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::PacketsPerSecond));
+        let (gbit, gibit) = gbit_gibit(k.bits_per_s);
+        let seen = k
+            .loss_ratio
+            .map_or_else(|| "-".into(), |l| format!("{:.4} %", l * 100.0));
+        s.push_str(&format!(
+            "{:>7}  {:>6}  {:>13}{}  {:>8}  {:>8}  {:>9}  {:>6}  {}\n",
+            k.size_bytes,
+            format!("{} %", k.loss_tolerance * 100.0),
+            rate,
+            if k.generator_limited { "≥" } else { " " },
+            gbit,
+            gibit,
+            seen,
+            k.trials,
+            if k.verified { "yes" } else { "no" }
+        ));
+        if let Some(n) = &k.note {
+            s.push_str(&format!("         note: {n}\n"));
+        }
+        if let Some(b) = &k.stopped_by {
+            s.push_str(&format!("         above it: {b}\n"));
+        }
+    }
+    s.push_str("Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s, of Ethernet frames (RFC 2544 frame size × 8 × rate); ≥: the generator could not offer more, a lower bound\n");
+    s
+}
+
+/// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
+/// and the throughput in both units.
+pub fn sweep(run: &Run, count: u64) -> String {
+    let mut s = String::from(
+        "size B   point   first 100 %   cycle       data         Gbit/s   Gibit/s   cells\n",
+    );
+    for k in &run.knees {
+        let cycle_us = match (k.rate_pps, k.min_interval_us) {
+            (Some(p), Some(_)) if p > 0.0 => fmt::value(count as f64 / p * 1e6, Unit::Microseconds),
+            _ => "-".into(),
+        };
+        let data = format!("{:.0} KiB", count as f64 * k.size_bytes as f64 / 1024.0);
+        let (gbit, gibit) = gbit_gibit(k.bits_per_s);
+        s.push_str(&format!(
+            "{:>6}   {:<6}  {:>11}   {:>9}   {:>10}   {:>7}   {:>7}   {:>5}\n",
+            k.size_bytes,
+            k.point,
+            k.min_interval_us
+                .map_or_else(|| "none".into(), |v| fmt::value(v, Unit::Microseconds)),
+            cycle_us,
+            data,
+            gbit,
+            gibit,
+            k.trials
+        ));
+        if let Some(n) = &k.note {
+            s.push_str(&format!("         note: {n}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "throughput = UDP payload per cycle / cycle time; a cell is one cycle of {count} packets; Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s\n"
+    ));
+    s
+}
+
+/// A TCP flows sweep's table: per step, throughput, CPU, switches, interrupts and finding.
+pub fn flows(top: &Run) -> String {
+    let steps = crate::flows::steps(top);
+    let knee = crate::flows::knee(&steps);
+    let mut t =
+        String::from("flows   throughput     CPU busy   cs/s        in/s        top finding\n");
+    for (i, s) in steps.iter().enumerate() {
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".into(), f);
+        t.push_str(&format!(
+            "{:>5}   {:>12}   {:>8}   {:>9}   {:>9}   {}{}\n",
+            s.flows,
+            fmt::value(s.bits_per_s, Unit::BitsPerSecond),
+            opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
+            opt(s.cs_per_s, &|v| fmt::count(v as u64)),
+            opt(s.intr_per_s, &|v| fmt::count(v as u64)),
+            top.parts[i]
+                .findings
+                .first()
+                .map_or("-", |f| f.cause.as_str()),
+            if knee == Some(i) {
+                "   <- adding flows stops here"
+            } else {
+                ""
+            }
+        ));
+    }
+    for n in &top.notes {
+        t.push_str(&format!("{n}\n"));
+    }
+    if let Some(f) = top.findings.first() {
+        t.push_str(&format!("verdict at the knee: {}\n", f.summary));
+    }
+    t
+}
