@@ -302,6 +302,17 @@ fn rr(s: &mut String, r: &Results) {
             fmt::count(l.count)
         );
     }
+    if let Some(l) = &r.service_us {
+        let _ = writeln!(
+            s,
+            "  service     p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (from the actual send, as sockperf counts)",
+            fmt::value(l.p50, Unit::Microseconds),
+            fmt::value(l.p90, Unit::Microseconds),
+            fmt::value(l.p99, Unit::Microseconds),
+            fmt::value(l.p999, Unit::Microseconds),
+            fmt::value(l.max, Unit::Microseconds),
+        );
+    }
     if r.lost_packets > 0 {
         let _ = writeln!(
             s,

@@ -388,13 +388,6 @@ fn summarize(
             cfg.flows
         )
     });
-    if !o.service.is_empty() {
-        notes.push(format!(
-            "service time (from the actual send): p50 {:.1} µs, p99 {:.1} µs",
-            quantile_us(&o.service, 0.5),
-            quantile_us(&o.service, 0.99)
-        ));
-    }
     if cfg.spin {
         notes.push(format!(
             "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side, as sockperf's client reads them",
