@@ -222,6 +222,7 @@ impl<'s> Campaign<'s> {
         self.top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
         for o in self.session.rec.observers() {
             o.close();
+            self.top.notes.extend(o.note());
         }
         let leftover = self.session.rec.stop(&mut self.top);
         self.session.rec.store_rows(&leftover);

@@ -329,6 +329,7 @@ pub fn run(args: WatchArgs) -> Outcome {
     if let Some(s) = &mut stream {
         s.rows(&rest);
         s.close();
+        run.notes.extend(s.note());
     }
     for row in rest {
         if !args.quiet {

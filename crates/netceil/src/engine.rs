@@ -216,11 +216,12 @@ pub fn open_stream(
         })?;
         Box::new(std::io::BufWriter::new(f))
     };
-    Ok(Some(if watching {
+    let stream = if watching {
         netceil_engine::JsonStream::watching(out)
     } else {
         netceil_engine::JsonStream::new(out)
-    }))
+    };
+    Ok(Some(stream.named(format!("--stream {}", path.display()))))
 }
 
 /// The run as one JSON document on stdout.
