@@ -7,15 +7,18 @@
 //! [`WatchedEnd`]: how the command ended, who ended it, what it printed.
 
 use anyhow::{anyhow, Context};
-use netceil_model::Run;
-use netceil_probe::SamplerStopper;
+use netceil_model::params::{Params, WatchParams};
+use netceil_model::{Run, RunSource, Workload, WorkloadKind};
+use netceil_probe::{Row, SamplerStopper, Source};
+use netceil_store::Store;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::Error;
+use crate::{Error, Recording};
 
 /// How much of a launched command's output is kept in the run; the rest is counted.
 pub const OUTPUT_KEEP: usize = 1 << 20;
@@ -249,6 +252,153 @@ impl Watched {
     }
 }
 
+/// What a watch observes, and how.
+pub struct WatchConfig {
+    pub interval: Duration,
+    /// The interfaces to sample (`--iface`); empty: every one.
+    pub ifaces: Vec<String>,
+    /// Processes already running (`--pid`).
+    pub pids: Vec<i32>,
+    /// A command to launch and watch; empty: none.
+    pub command: Vec<String>,
+    /// Echo the command's output to our stderr as it comes.
+    pub echo: bool,
+    /// eBPF probes to attach (`--probe`), and how often a lock wait takes a stack.
+    pub probes: Option<Vec<netceil_bpf::Probe>>,
+    pub lock_stacks: u32,
+    pub labels: Vec<(String, String)>,
+    /// Where the machine is read: every read of the watch goes through it.
+    pub source: Arc<dyn Source + Send + Sync>,
+}
+
+/// A watch under way: the run being recorded, and the processes it observes.
+pub struct Watch<'s> {
+    /// The recording; the caller takes its rows (see [`Recording::wait_rows`]).
+    pub rec: Recording<'s>,
+    /// The run so far: its identity, meta and workload.
+    pub run: Run,
+    watched: Watched,
+    source: Arc<dyn Source + Send + Sync>,
+    /// The watched processes' CPUs at the start (taskset, a cpuset).
+    cpus_at_start: Option<Vec<u32>>,
+}
+
+impl<'s> Watch<'s> {
+    /// Checks the pids, attaches the probes, launches the command and starts recording.
+    /// Probes go on before the command starts; the offcpu probe follows netceil itself until
+    /// the command is forked (so the command and everything it forks is followed from its
+    /// first instruction), then only the command.
+    pub fn start(cfg: &WatchConfig, store: Option<&'s Store>) -> Result<Watch<'s>, Error> {
+        let mut watched = Watched::attach(&cfg.pids)?;
+        let command = (!cfg.command.is_empty()).then(|| cfg.command.clone());
+        let (mut run, _) = crate::new_run(
+            &cfg.labels,
+            RunSource::Watched {
+                command: command.clone(),
+            },
+            cfg.source.as_ref(),
+        );
+        run.workload = Some(Workload {
+            kind: WorkloadKind::External,
+            params: Params::Watch(WatchParams {
+                command,
+                pids: cfg.pids.clone(),
+                ifaces: cfg.ifaces.clone(),
+                interval_s: cfg.interval.as_secs_f64(),
+            }),
+        });
+        // netceil's own CPUs are not the watched processes': read below from theirs.
+        run.meta.workload_cpus = None;
+        let me = std::process::id();
+        let probes = match &cfg.probes {
+            None => None,
+            Some(list) => {
+                let follow: Vec<u32> = cfg
+                    .pids
+                    .iter()
+                    .map(|p| *p as u32)
+                    .chain((!cfg.command.is_empty()).then_some(me))
+                    .collect();
+                let p = crate::probes::ProbeSession::start(
+                    list,
+                    cfg.lock_stacks,
+                    &follow,
+                    cfg.interval,
+                    cfg.source.clone(),
+                )
+                .map_err(|e| Error::usage(anyhow!(e)))?;
+                eprintln!("netceil: {}", p.status);
+                Some(p)
+            }
+        };
+        watched.launch(&cfg.command, cfg.echo)?;
+        // The CPUs the watched processes may use: read now, and again at the end, when a
+        // launched `taskset -c …` has surely applied its mask.
+        let cpus_at_start = workload_cpus(cfg.source.as_ref(), watched.pids());
+        if let (Some(p), Some(_)) = (&probes, watched.command_pid()) {
+            p.follow(me, false);
+        }
+        let mut rec = Recording::start(
+            cfg.source.clone(),
+            cfg.interval,
+            cfg.ifaces.clone(),
+            watched.pids().to_vec(),
+            store,
+            &run,
+        )?;
+        if let Some(p) = probes {
+            rec.set_probes(p);
+        }
+        Ok(Watch {
+            rec,
+            run,
+            watched,
+            source: cfg.source.clone(),
+            cpus_at_start,
+        })
+    }
+
+    /// Wakes `main` and ends the sampling when the launched command exits (see
+    /// [`Watched::wake_on_exit`]).
+    pub fn wake_on_exit(&mut self, main: std::thread::Thread) -> Result<(), Error> {
+        match self.rec.stopper() {
+            Some(s) => self.watched.wake_on_exit(s, main),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the watch: the command (if still running) is ended and reaped, the recording
+    /// stopped and moved into the run. `stopping`: see [`Watched::end`]. Returns the rows
+    /// not yet taken, and how the command ended.
+    pub fn stop(&mut self, stopping: bool) -> Result<(Vec<Row>, WatchedEnd), Error> {
+        // Before the command is reaped (a zombie still has its status file).
+        let cpus = workload_cpus(self.source.as_ref(), self.watched.pids());
+        self.run.meta.workload_cpus = cpus.or(self.cpus_at_start.take());
+        let ended = std::mem::take(&mut self.watched).end(stopping)?;
+        let rest = self.rec.stop(&mut self.run);
+        self.rec.store_rows(&rest);
+        Ok((rest, ended))
+    }
+
+    /// Completes the run: the command's notes, the analysis; stores it. Returns the run,
+    /// where it was stored, and the exit code the command passes on.
+    pub fn finish(mut self, ended: &WatchedEnd) -> (Run, Option<String>, Option<u8>) {
+        let code = ended.record(&mut self.run);
+        self.run.meta.complete = true;
+        netceil_analyze::analyze_into(&mut self.run);
+        let stored = self.rec.finish(&self.run);
+        (self.run, stored, code)
+    }
+}
+
+/// The CPUs the processes `pids` may run on.
+fn workload_cpus(source: &dyn Source, pids: &[i32]) -> Option<Vec<u32>> {
+    let pids: Vec<u32> = pids.iter().filter_map(|p| u32::try_from(*p).ok()).collect();
+    (!pids.is_empty())
+        .then(|| netceil_probe::affinity::workload_cpus(source, &pids))
+        .flatten()
+}
+
 fn join(r: Reader, name: &str) -> Result<Captured, Error> {
     r.join()
         .map_err(|_| Error::runtime(anyhow!("the {name} reader panicked")))
@@ -434,6 +584,50 @@ mod tests {
         assert_eq!(end.status.map(exit_code), Some(3));
         assert_eq!(end.stdout.kept, b"hi\n");
         let _ = rec.stop();
+    }
+
+    #[test]
+    fn a_watch_records_a_command_to_its_end_and_passes_its_code_on() {
+        let fake = netceil_probe::FakeSource::new();
+        let cfg = WatchConfig {
+            interval: Duration::from_millis(50),
+            ifaces: Vec::new(),
+            pids: Vec::new(),
+            command: vec!["sh".into(), "-c".into(), "sleep 0.3; exit 3".into()],
+            echo: false,
+            probes: None,
+            lock_stacks: 0,
+            labels: Vec::new(),
+            source: Arc::new(fake),
+        };
+        let mut w = Watch::start(&cfg, None).unwrap();
+        let pid = w.watched.command_pid().unwrap();
+        w.wake_on_exit(std::thread::current()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut rows = 0;
+        loop {
+            let (r, ended) = w.rec.wait_rows(Some(deadline));
+            rows += r.len();
+            if ended || Instant::now() >= deadline {
+                break;
+            }
+        }
+        let (rest, ended) = w.stop(false).unwrap();
+        assert_eq!(ended.ended_by, EndedBy::Itself);
+        let (run, stored, code) = w.finish(&ended);
+        assert_eq!(code, Some(3));
+        assert_eq!(stored, None);
+        assert!(rows + rest.len() >= 2, "{rows} + {} rows", rest.len());
+        assert!(run.meta.complete);
+        let Some(Params::Watch(p)) = run.workload.as_ref().map(|w| &w.params) else {
+            panic!("{:?}", run.workload)
+        };
+        assert_eq!(p.command.as_deref(), Some(&cfg.command[..]));
+        assert!(run
+            .notes
+            .iter()
+            .any(|n| n.starts_with("command exited with")));
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
     }
 
     #[test]

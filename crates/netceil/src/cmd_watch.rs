@@ -1,7 +1,7 @@
 //! `netceil watch`: observe only, optionally around a command netceil launches.
 
-use anyhow::{anyhow, Context};
-use netceil_model::{Run, RunSource};
+use anyhow::Context;
+use netceil_model::Run;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -11,116 +11,47 @@ use crate::engine::open_store;
 use crate::live::terminal_width;
 use crate::table::{LiveTable, LoadFigures};
 use crate::{Done, Failure, Outcome};
-use netceil_engine::watched::Watched;
-use netceil_engine::{Observer, Recording};
-
-/// Probes go on before the command starts; the offcpu probe follows netceil itself (`me`)
-/// until the command is forked (so the command and everything it forks is followed from its
-/// first instruction), then only the command.
-fn start_probes(
-    args: &WatchArgs,
-    me: u32,
-    source: &std::sync::Arc<dyn netceil_probe::Source + Send + Sync>,
-) -> Result<Option<netceil_engine::probes::ProbeSession>, Failure> {
-    let Some(list) = &args.probes else {
-        return Ok(None);
-    };
-    let follow: Vec<u32> = args
-        .pids
-        .iter()
-        .map(|p| *p as u32)
-        .chain((!args.command.is_empty()).then_some(me))
-        .collect();
-    let s = netceil_engine::probes::ProbeSession::start(
-        &list.0,
-        args.lock_stacks,
-        &follow,
-        args.interval,
-        source.clone(),
-    )
-    .map_err(|e| Failure::usage(anyhow!(e)))?;
-    eprintln!("netceil: {}", s.status);
-    Ok(Some(s))
-}
+use netceil_engine::watched::{Watch, WatchConfig};
+use netceil_engine::Observer;
 
 /// Wakes the watch loop when it must end: Ctrl-C stops the sampler and unparks this thread;
 /// a launched command's exit does the same from the engine's waiter thread.
-fn wake_on_end(rec: &Recording, watched: &mut Watched) -> Result<(), Failure> {
-    let Some(stopper) = rec.stopper() else {
+fn wake_on_end(watch: &mut Watch) -> Result<(), Failure> {
+    let Some(stopper) = watch.rec.stopper() else {
         return Ok(());
     };
-    let main_thread = std::thread::current();
-    let (s, main) = (stopper.clone(), main_thread.clone());
+    let main = std::thread::current();
+    let wake = main.clone();
     crate::on_stop(move || {
-        s.stop();
-        main.unpark();
+        stopper.stop();
+        wake.unpark();
     });
-    Ok(watched.wake_on_exit(stopper, main_thread)?)
+    Ok(watch.wake_on_exit(main)?)
 }
 
 pub fn run(args: WatchArgs) -> Outcome {
     netceil_engine::check_interval(args.interval, "--interval")?;
-    let mut watched = Watched::attach(&args.pids)?;
     // Before anything starts: a bad address costs nothing.
     let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
     let stop = crate::stop_flag();
-    // Every read of the machine goes through this one source.
-    let source: std::sync::Arc<dyn netceil_probe::Source + Send + Sync> =
-        std::sync::Arc::new(netceil_probe::ProcFs::new());
-    let (mut run, _) = netceil_engine::new_run(
-        &args.labels,
-        RunSource::Watched {
-            command: (!args.command.is_empty()).then(|| args.command.clone()),
-        },
-        source.as_ref(),
-    );
-    run.workload = Some(netceil_model::Workload {
-        kind: netceil_model::WorkloadKind::External,
-        params: netceil_model::params::Params::Watch(netceil_model::params::WatchParams {
-            command: (!args.command.is_empty()).then(|| args.command.clone()),
-            pids: args.pids.clone(),
-            ifaces: args.ifaces.clone(),
-            interval_s: args.interval.as_secs_f64(),
-        }),
-    });
-    // netceil's own CPUs are not the watched processes': read below from theirs.
-    run.meta.workload_cpus = None;
-
-    // Probes go on before the command starts; the offcpu probe follows netceil itself until
-    // the command is forked (so the command and everything it forks is followed from its
-    // first instruction), then only the command.
-    let me = std::process::id();
-    let probes = start_probes(&args, me, &source)?;
-    watched.launch(&args.command, !args.quiet)?;
-    let pids = watched.pids().to_vec();
-    // The CPUs the watched processes may use (taskset, a cpuset): read now, and again at the
-    // end, when a launched `taskset -c …` has surely applied its mask.
-    let cpu_pids: Vec<u32> = pids.iter().filter_map(|p| u32::try_from(*p).ok()).collect();
-    let affinity = || {
-        (!cpu_pids.is_empty())
-            .then(|| netceil_probe::affinity::workload_cpus(source.as_ref(), &cpu_pids))
-            .flatten()
+    let config = WatchConfig {
+        interval: args.interval,
+        ifaces: args.ifaces.clone(),
+        pids: args.pids.clone(),
+        command: args.command.clone(),
+        echo: !args.quiet,
+        probes: args.probes.as_ref().map(|l| l.0.clone()),
+        lock_stacks: args.lock_stacks,
+        labels: args.labels.clone(),
+        // Every read of the machine goes through this one source.
+        source: std::sync::Arc::new(netceil_probe::ProcFs::new()),
     };
-    let cpus_at_start = affinity();
-    if let (Some(p), Some(_)) = (&probes, watched.command_pid()) {
-        p.follow(me, false);
-    }
     let store = open_store(args.no_store);
-    let mut rec = Recording::start(
-        source.clone(),
-        args.interval,
-        args.ifaces.clone(),
-        pids,
-        store.as_ref(),
-        &run,
-    )?;
-    if let Some(p) = probes {
-        rec.set_probes(p);
-    }
+    let mut watch = Watch::start(&config, store.as_ref())?;
     if let Some(m) = &metrics {
-        rec.observe(crate::engine::metrics_rows(m));
+        watch.rec.observe(crate::engine::metrics_rows(m));
         m.analyze_live(netceil_metrics::LiveVerdict::new(
-            run.clone(),
+            watch.run.clone(),
             args.interval,
         ));
     }
@@ -133,30 +64,28 @@ pub fn run(args: WatchArgs) -> Outcome {
     let mut stream = crate::engine::open_stream(args.stream.as_deref(), args.json, true)?;
     let stream_on_stdout = args.stream.as_deref() == Some(std::path::Path::new("-"));
     let deadline = args.duration.map(|d| Instant::now() + d);
-    let print = |line: &str| {
-        if args.json || stream_on_stdout {
-            eprintln!("{line}");
-        } else {
-            crate::outln!("{line}");
+    let mut show = |rows: &[netceil_probe::Row]| {
+        if let Some(s) = &mut stream {
+            s.rows(rows);
+        }
+        for row in rows.iter().filter(|_| !args.quiet) {
+            for line in table.lines(row, &LoadFigures::default()) {
+                if args.json || stream_on_stdout {
+                    eprintln!("{line}");
+                } else {
+                    crate::outln!("{line}");
+                }
+            }
         }
     };
     // Nothing here polls: the observer's own cost is the point. The loop sleeps until the
     // sampler sends rows, the deadline passes, or the sampler ends, which Ctrl-C and the
     // command's exit both cause through the sampler's stopper.
-    wake_on_end(&rec, &mut watched)?;
+    wake_on_end(&mut watch)?;
     loop {
-        let (rows, ended) = rec.wait_rows(deadline);
-        rec.store_rows(&rows);
-        if let Some(s) = &mut stream {
-            s.rows(&rows);
-        }
-        for row in rows {
-            if !args.quiet {
-                for line in table.lines(&row, &LoadFigures::default()) {
-                    print(&line);
-                }
-            }
-        }
+        let (rows, ended) = watch.rec.wait_rows(deadline);
+        watch.rec.store_rows(&rows);
+        show(&rows);
         // The reader of the table went away (`| head -1`): nothing more to show, so stop as
         // on Ctrl-C, keeping the run.
         if ended
@@ -167,33 +96,18 @@ pub fn run(args: WatchArgs) -> Outcome {
             break;
         }
     }
-    // Before the command is reaped (a zombie still has its status file).
-    run.meta.workload_cpus = affinity().or(cpus_at_start);
     // Ctrl-C or --duration with a command still running: it got the same SIGINT from the
     // terminal, or the engine ends it, and waits so nothing is left behind.
-    let stopping = stop.load(Ordering::SeqCst) || crate::out::closed();
-    let ended = watched.end(stopping)?;
-    let rest = rec.stop(&mut run);
-    rec.store_rows(&rest);
+    let (rest, ended) = watch.stop(stop.load(Ordering::SeqCst) || crate::out::closed())?;
+    show(&rest);
     if let Some(s) = &mut stream {
-        s.rows(&rest);
         s.close();
-        run.notes.extend(s.note());
+        watch.run.notes.extend(s.note());
     }
-    for row in rest {
-        if !args.quiet {
-            for line in table.lines(&row, &LoadFigures::default()) {
-                print(&line);
-            }
-        }
-    }
-    let code = ended.record(&mut run);
-    run.meta.complete = true;
-    netceil_analyze::analyze_into(&mut run);
+    let (run, stored, code) = watch.finish(&ended);
     if let Some(m) = &metrics {
         m.set_findings(&run.findings);
     }
-    let stored = rec.finish(&run);
     emit(&run, &args, stored.as_deref(), store.as_ref())?;
     if let Some(m) = metrics {
         crate::metrics::linger(m, args.metrics.metrics_linger);

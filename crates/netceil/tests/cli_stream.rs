@@ -163,7 +163,9 @@ fn a_reader_that_goes_away_ends_the_stream_and_the_run_is_still_kept() {
     // The user is told once, on stderr, and the stored run's notes say so.
     let said = "--stream - stopped early: its reader went away";
     let err = String::from_utf8_lossy(&out.stderr);
-    let told = err.lines().filter(|l| l.starts_with(&format!("netceil: {said}")));
+    let told = err
+        .lines()
+        .filter(|l| l.starts_with(&format!("netceil: {said}")));
     assert_eq!(told.count(), 1, "{err}");
     let shown = Command::cargo_bin("netceil")
         .unwrap()
