@@ -222,6 +222,7 @@ impl<'s> Campaign<'s> {
         self.top.meta.own_thread_ids = netceil_load::threads::spawned_thread_ids();
         for o in self.session.rec.observers() {
             o.close();
+            self.top.notes.extend(o.note());
         }
         let leftover = self.session.rec.stop(&mut self.top);
         self.session.rec.store_rows(&leftover);
@@ -251,8 +252,14 @@ impl<'s> Campaign<'s> {
     }
 }
 
-/// The stored run `--resume` names, checked: unfinished, and run against the same target.
-pub fn resumable(store: Option<&Store>, spec: &str, target: Option<String>) -> Result<Run, Error> {
+/// The stored run `--resume` names, checked: unfinished, and run against the same target over
+/// the same address family (`ipv6`).
+pub fn resumable(
+    store: Option<&Store>,
+    spec: &str,
+    target: Option<String>,
+    ipv6: bool,
+) -> Result<Run, Error> {
     use anyhow::anyhow;
     let Some(st) = store else {
         return Err(Error::usage(anyhow!(
@@ -277,7 +284,24 @@ pub fn resumable(store: Option<&Store>, spec: &str, target: Option<String>) -> R
             stored_target.as_deref().unwrap_or("loopback")
         )));
     }
+    check_family(&id, &old, ipv6)?;
     Ok(old)
+}
+
+/// A resumed run goes on over the address family it ran over: the stored one, which `--ipv6`
+/// must match.
+fn check_family(id: &str, old: &Run, ipv6: bool) -> Result<(), Error> {
+    use anyhow::anyhow;
+    let stored = old.workload.as_ref().and_then(|w| w.params.ipv6());
+    match stored {
+        Some(true) if !ipv6 => Err(Error::usage(anyhow!(
+            "--resume {id}: it ran over IPv6; give --ipv6 as it did"
+        ))),
+        Some(false) if ipv6 => Err(Error::usage(anyhow!(
+            "--resume {id}: it ran over IPv4; leave out --ipv6"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +319,41 @@ mod tests {
         p.workload = Some(w(v));
         p.results = Some(Results::default());
         p
+    }
+
+    fn searched(ipv6: Option<bool>) -> Run {
+        let mut v = json!({
+            "workload": "udp", "sizes": [64], "loss": [0.0], "trial_s": 1.0,
+            "initial_trial_s": 0.25, "precision": 0.05, "min_pps": 1000.0, "max_pps": null,
+            "max_trials": 20, "target": null, "point": "app"
+        });
+        if let Some(b) = ipv6 {
+            v["ipv6"] = json!(b);
+        }
+        let mut r = Run::new("s", netceil_model::RunSource::Live);
+        r.workload = Some(Workload::typed(WorkloadKind::Search, &v));
+        r
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_the_address_family_it_ran_over() {
+        let v4 = searched(Some(false));
+        let v6 = searched(Some(true));
+        assert!(check_family("s", &v4, false).is_ok());
+        assert!(check_family("s", &v6, true).is_ok());
+        let e = check_family("s", &v4, true).unwrap_err();
+        assert!(e.is_usage());
+        assert!(e.to_string().contains("ran over IPv4"), "{e}");
+        let e = check_family("s", &v6, false).unwrap_err();
+        assert!(e.to_string().contains("give --ipv6"), "{e}");
+        // Stored before the field was kept: it ran over IPv4.
+        let old = searched(None);
+        assert!(matches!(
+            old.workload.as_ref().unwrap().params,
+            netceil_model::params::Params::Search(_)
+        ));
+        assert!(check_family("s", &old, false).is_ok());
+        assert!(check_family("s", &old, true).is_err());
     }
 
     #[test]

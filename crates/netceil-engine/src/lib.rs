@@ -8,6 +8,7 @@
 //!   interruption, each part stored as it ends, the parts cut from one timeline and analyzed.
 //! - The [`plan`]ners decide which trial comes next: the loss search, the UDP sweep grid,
 //!   the TCP flows sweep, the parameter sweep.
+//! - [`watched`]: the processes a watch observes, a command it launches ended and reaped.
 //! - [`lab`]: a workload across network-namespace topologies, over knob values and over
 //!   topologies, each change restored.
 //!
@@ -28,6 +29,7 @@ pub mod remote;
 mod run;
 mod session;
 mod trial;
+pub mod watched;
 
 pub use campaign::{resumable, Campaign, Measured, PartAnalysis, Replay};
 pub use error::{Error, ErrorKind};

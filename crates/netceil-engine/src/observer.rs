@@ -64,4 +64,9 @@ pub trait Observer {
     fn say(&mut self, _line: &str) {}
     /// The campaign ended: nothing more comes.
     fn close(&mut self) {}
+    /// What the run's notes should say of this observer once it is closed (a stream that
+    /// stopped early), if anything.
+    fn note(&self) -> Option<String> {
+        None
+    }
 }

@@ -213,6 +213,11 @@ impl<'s> Session<'s> {
     }
 
     fn measure_udp(&mut self, cfg: &udp::UdpConfig) -> Result<Results, Error> {
+        // What the receive buffer's note says it was clamped to: this machine's, as read here.
+        let cfg = &udp::UdpConfig {
+            rmem_max: netceil_probe::host::rmem_max(&*self.source),
+            ..cfg.clone()
+        };
         let title = format!(
             "udp {} B payload ({} B frame)",
             cfg.payload_bytes,

@@ -109,6 +109,8 @@ impl Trial {
             target: target_of(&p.target)?,
             rcvbuf: p.rcvbuf,
             rcvbuf_force: p.rcvbuf_force,
+            // Read through the session's source when it measures the trial.
+            rmem_max: None,
             sndbuf: p.sndbuf,
             run_id: wire_id,
             gso: p.gso,

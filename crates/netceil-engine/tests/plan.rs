@@ -65,6 +65,7 @@ fn search_params() -> SearchParams {
         rcvbuf: None,
         rcvbuf_force: false,
         resumed_from: None,
+        ipv6: false,
     }
 }
 
@@ -181,6 +182,7 @@ fn sweep_params() -> SweepParams {
         rcvbuf_force: false,
         target: None,
         resumed_from: None,
+        ipv6: false,
     }
 }
 

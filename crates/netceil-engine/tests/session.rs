@@ -54,3 +54,44 @@ fn a_campaign_on_a_fake_machine_reads_the_fakes_counters() {
     assert_eq!(run.parts.len(), 1);
     assert_eq!(run.parts[0].workload.as_ref(), Some(&asked));
 }
+
+#[test]
+fn the_receive_buffer_note_gives_the_machines_rmem_max_as_read_through_the_source() {
+    // The real kernel clamps a request four times its own rmem_max; the note names the limit
+    // of the machine the session was given, a fake one whose rmem_max is small.
+    let real: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let fake = FakeSource::new();
+    fake.set("/proc/sys/net/core/rmem_max", "4096\n");
+    let cfg = SessionConfig {
+        source: Arc::new(fake),
+        ..SessionConfig::new(Duration::from_millis(100), Arc::new(AtomicBool::new(false)))
+    };
+    let (top, wire) = new_run(&[], RunSource::Live, &netceil_probe::ProcFs::new());
+    let mut c = Campaign::start(&cfg, None, top, Replay::default()).unwrap();
+    let LoadParams::Udp(p) = udp(1000.0, 0.2) else {
+        unreachable!()
+    };
+    let trial = Trial::new(
+        LoadParams::Udp(UdpParams {
+            rcvbuf: Some(real * 4),
+            ..p
+        }),
+        wire,
+    )
+    .unwrap();
+    let asked = trial.workload();
+    let m = c.trial(&trial, &asked, |_| asked.clone()).unwrap();
+    assert!(
+        m.results
+            .notes
+            .iter()
+            .any(|n| n.contains("clamped to net.core.rmem_max = 4096 B")),
+        "{:?}",
+        m.results.notes
+    );
+    c.end(PartAnalysis::Each);
+}

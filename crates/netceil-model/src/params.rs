@@ -413,6 +413,15 @@ impl Params {
         }
     }
 
+    /// Whether a search or a UDP sweep ran over IPv6; `None` for other parameters.
+    pub fn ipv6(&self) -> Option<bool> {
+        match self {
+            Params::Search(p) => Some(p.ipv6),
+            Params::Sweep(p) => Some(p.ipv6),
+            _ => None,
+        }
+    }
+
     /// The far end the load was sent to (`--to`), as `ip:port`.
     pub fn target(&self) -> Option<&str> {
         self.peer().flatten()
@@ -648,6 +657,30 @@ mod tests {
     }
 
     #[test]
+    fn searches_and_sweeps_stored_before_ipv6_was_kept_load_as_ipv4() {
+        let search = r#"{"kind": "search", "workload": "udp", "sizes": [64], "loss": [0.0],
+            "trial_s": 1.0, "initial_trial_s": 0.25, "precision": 0.05, "min_pps": 1000.0,
+            "max_pps": null, "max_trials": 20, "target": null, "point": "app"}"#;
+        let w: Workload = serde_json::from_str(search).unwrap();
+        let Params::Search(p) = &w.params else {
+            panic!("not typed: {:?}", w.params)
+        };
+        assert!(!p.ipv6);
+        assert_eq!(w.params.ipv6(), Some(false));
+        let sweep = r#"{"kind": "sweep", "workload": "udp", "sizes": [1024],
+            "interval": "50us..60us/10us", "count": 10000, "cycles": 2, "pacing": "sleep",
+            "rcvbuf": null, "target": null}"#;
+        let w: Workload = serde_json::from_str(sweep).unwrap();
+        assert_eq!(w.params.ipv6(), Some(false), "{:?}", w.params);
+        // Written with the field, it comes back.
+        let mut p = p.clone();
+        p.ipv6 = true;
+        let json = serde_json::to_string(&Workload::typed(WorkloadKind::Search, &p)).unwrap();
+        let back: Workload = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.params.ipv6(), Some(true), "{json}");
+    }
+
+    #[test]
     fn every_commands_parameters_come_back_typed() {
         let search = SearchParams {
             workload: "udp".into(),
@@ -665,6 +698,7 @@ mod tests {
             rcvbuf: None,
             rcvbuf_force: false,
             resumed_from: None,
+            ipv6: false,
         };
         let lab = LabInfo {
             name: "nclab-1".into(),
@@ -847,6 +881,9 @@ pub struct SearchParams {
     pub rcvbuf_force: bool,
     #[serde(default)]
     pub resumed_from: Option<String>,
+    /// Over IPv6 (`--ipv6`); runs stored before it was kept ran over IPv4.
+    #[serde(default)]
+    pub ipv6: bool,
 }
 
 fn sleep() -> PacingMode {
@@ -887,6 +924,9 @@ pub struct SweepParams {
     pub target: Option<String>,
     #[serde(default)]
     pub resumed_from: Option<String>,
+    /// Over IPv6 (`--ipv6`); runs stored before it was kept ran over IPv4.
+    #[serde(default)]
+    pub ipv6: bool,
 }
 
 /// One cycle of a sweep's cell, as its part stores it.

@@ -35,6 +35,17 @@ pub fn host_info<S: Source + ?Sized>(source: &S) -> HostInfo {
     }
 }
 
+/// `net.core.rmem_max` read through `source`: what the kernel clamps a plain SO_RCVBUF request
+/// to; `None` when unreadable.
+pub fn rmem_max<S: Source + ?Sized>(source: &S) -> Option<usize> {
+    source
+        .read("/proc/sys/net/core/rmem_max")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -927,8 +927,11 @@ fn test_body(
         Data::Udp(
             netceil_load::udp::UdpReceiver::spawn_admitting(
                 bind,
-                ctx.rcvbuf.0,
-                ctx.rcvbuf.1,
+                netceil_load::udp::RcvbufRequest {
+                    size: ctx.rcvbuf.0,
+                    force: ctx.rcvbuf.1,
+                    rmem_max: netceil_probe::host::rmem_max(&*ctx.source),
+                },
                 Some(kernel::far_end_probe()),
                 Some(netceil_load::udp::Admit {
                     peer: admit_ip,

@@ -294,7 +294,7 @@ fn workload(args: &[String]) -> Result<lab::Workload, Failure> {
             let (experiment, rcvbuf) = match &s.workload {
                 Sw::Udp(u) => (
                     Experiment::SweepUdp {
-                        settings: engine::sweep_params(u, None),
+                        settings: engine::sweep_params(u, None, s.common.ipv6),
                     },
                     u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
                 ),
@@ -333,7 +333,7 @@ fn workload(args: &[String]) -> Result<lab::Workload, Failure> {
             }
             Parsed {
                 experiment: Experiment::Search {
-                    settings: engine::search_params(u, None)?,
+                    settings: engine::search_params(u, None, s.common.ipv6)?,
                 },
                 rcvbuf: u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
                 common: s.common,

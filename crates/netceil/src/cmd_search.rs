@@ -19,10 +19,13 @@ pub fn run(args: SearchArgs) -> Outcome {
     // --resume: the stored run's settings and its trials, replayed before any new traffic.
     let (settings, replay) = match &a.resume {
         Some(spec) => {
-            let old = netceil_engine::resumable(store.as_ref(), spec, target.clone())?;
+            let old = netceil_engine::resumable(store.as_ref(), spec, target.clone(), common.ipv6)?;
             (plan::from_run(&old)?, Replay::of(old))
         }
-        None => (engine::search_params(a, target)?, Replay::default()),
+        None => (
+            engine::search_params(a, target, common.ipv6)?,
+            Replay::default(),
+        ),
     };
     search(settings, replay, common, &args.metrics, store.as_ref())
 }
@@ -35,9 +38,10 @@ pub fn search(
     metrics: &MetricsArgs,
     store: Option<&netceil_store::Store>,
 ) -> Outcome {
+    // The address family is the settings': a resumed run's, as it was stored.
     let reach = Reach {
         to: common.to,
-        ipv6: common.ipv6,
+        ipv6: settings.ipv6,
     };
     settings.resumed_from = replay.from.clone();
     plan::check(&settings, reach)?;

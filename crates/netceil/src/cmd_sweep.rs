@@ -26,10 +26,13 @@ pub fn run(args: SweepArgs) -> Outcome {
     let store = engine::open_store(common.no_store);
     let (settings, replay) = match &a.resume {
         Some(spec) => {
-            let old = netceil_engine::resumable(store.as_ref(), spec, target.clone())?;
+            let old = netceil_engine::resumable(store.as_ref(), spec, target.clone(), common.ipv6)?;
             (plan::sweep::from_run(&old)?, Replay::of(old))
         }
-        None => (engine::sweep_params(a, target), Replay::default()),
+        None => (
+            engine::sweep_params(a, target, common.ipv6),
+            Replay::default(),
+        ),
     };
     run_udp(settings, replay, common, &args.metrics, store.as_ref())
 }
@@ -42,9 +45,10 @@ pub fn run_udp(
     metrics: &MetricsArgs,
     store: Option<&netceil_store::Store>,
 ) -> Outcome {
+    // The address family is the settings': a resumed run's, as it was stored.
     let reach = Reach {
         to: common.to,
-        ipv6: common.ipv6,
+        ipv6: settings.ipv6,
     };
     settings.resumed_from = replay.from.clone();
     let intervals = plan::sweep::check(&settings, reach)?;

@@ -223,11 +223,12 @@ pub fn open_stream(
         })?;
         Box::new(std::io::BufWriter::new(f))
     };
-    Ok(Some(if watching {
+    let stream = if watching {
         netceil_engine::JsonStream::watching(out)
     } else {
         netceil_engine::JsonStream::new(out)
-    }))
+    };
+    Ok(Some(stream.named(format!("--stream {}", path.display()))))
 }
 
 /// The run as one JSON document on stdout.
@@ -390,6 +391,7 @@ fn parse_tolerance(text: &str) -> Result<f64, Failure> {
 pub fn search_params(
     a: &crate::cli::SearchUdpArgs,
     target: Option<String>,
+    ipv6: bool,
 ) -> Result<SearchParams, Failure> {
     let mut tolerances = a
         .loss
@@ -422,11 +424,16 @@ pub fn search_params(
         rcvbuf: a.rcvbuf,
         rcvbuf_force: a.rcvbuf_force,
         resumed_from: None,
+        ipv6,
     })
 }
 
 /// What a UDP sweep runs with, from the command line.
-pub fn sweep_params(a: &crate::cli::SweepUdpArgs, target: Option<String>) -> SweepParams {
+pub fn sweep_params(
+    a: &crate::cli::SweepUdpArgs,
+    target: Option<String>,
+    ipv6: bool,
+) -> SweepParams {
     SweepParams {
         workload: "udp".into(),
         sizes: a.sizes.clone(),
@@ -438,6 +445,7 @@ pub fn sweep_params(a: &crate::cli::SweepUdpArgs, target: Option<String>) -> Swe
         rcvbuf_force: a.rcvbuf_force,
         target,
         resumed_from: None,
+        ipv6,
     }
 }
 

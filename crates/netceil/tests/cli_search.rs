@@ -331,6 +331,13 @@ fn a_search_killed_mid_way_resumes_without_losing_a_stored_trial() {
         .map(|p| p["results"]["tx_packets"].as_u64().unwrap())
         .collect();
     assert!(kept.len() >= 3);
+    // It ran over IPv4: resumed over IPv6 it would mix families, so it is refused.
+    netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["search", "udp", "--resume", "last", "--ipv6", "-q"])
+        .assert()
+        .code(2)
+        .stderr(contains("ran over IPv4; leave out --ipv6"));
     let out = netceil()
         .env("NETCEIL_DB", &db)
         .args(["search", "udp", "--resume", "last", "--json", "-q"])

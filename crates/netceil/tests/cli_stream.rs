@@ -160,6 +160,29 @@ fn a_reader_that_goes_away_ends_the_stream_and_the_run_is_still_kept() {
         .unwrap();
     let listed: Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    // The user is told once, on stderr, and the stored run's notes say so.
+    let said = "--stream - stopped early: its reader went away";
+    let err = String::from_utf8_lossy(&out.stderr);
+    let told = err
+        .lines()
+        .filter(|l| l.starts_with(&format!("netceil: {said}")));
+    assert_eq!(told.count(), 1, "{err}");
+    let shown = Command::cargo_bin("netceil")
+        .unwrap()
+        .args(["show", "last", "--json"])
+        .env("NETCEIL_DB", db.path().join("runs.db"))
+        .output()
+        .unwrap();
+    let run: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert!(
+        run["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap_or("").contains(said)),
+        "{:#}",
+        run["notes"]
+    );
 }
 
 #[test]

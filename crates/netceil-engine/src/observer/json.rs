@@ -6,7 +6,8 @@
 //! trial, writes a `progress` line per sampled row instead, with no load figures.
 //!
 //! A write that fails (the reader closed the pipe) ends the stream: nothing more is written,
-//! and the session goes on; the run is kept as without the stream.
+//! and the session goes on; the run is kept as without the stream. The user is told once, on
+//! stderr, and the run's notes say so (see [`Observer::note`]).
 
 use netceil_model::names as n;
 use netceil_probe::Row;
@@ -86,6 +87,14 @@ pub struct JsonStream<W: Write> {
     rows_as_progress: bool,
     /// Why the stream ended early.
     failed: Option<std::io::Error>,
+    /// What the stream is, for the user: `--stream -` or `--stream FILE`.
+    name: String,
+    /// How the user is told the stream ended early (stderr).
+    tell: fn(&str),
+}
+
+fn to_stderr(line: &str) {
+    eprintln!("netceil: {line}");
 }
 
 impl<W: Write> JsonStream<W> {
@@ -95,6 +104,16 @@ impl<W: Write> JsonStream<W> {
             out: Some(out),
             rows_as_progress: false,
             failed: None,
+            name: "the JSON stream".into(),
+            tell: to_stderr,
+        }
+    }
+
+    /// Names the stream in what the user is told (`--stream -`, `--stream run.jsonl`).
+    pub fn named(self, name: impl Into<String>) -> JsonStream<W> {
+        JsonStream {
+            name: name.into(),
+            ..self
         }
     }
 
@@ -118,12 +137,30 @@ impl<W: Write> JsonStream<W> {
         if let Err(e) = written {
             self.failed = Some(e);
             self.out = None;
+            if let Some(n) = self.note() {
+                (self.tell)(&n);
+            }
         }
     }
 
     /// Why the stream stopped before its end, if it did.
     pub fn failed(&self) -> Option<&std::io::Error> {
         self.failed.as_ref()
+    }
+
+    /// What the user is told when the stream stopped before its end, also kept in the
+    /// run's notes; `None` while it is whole.
+    pub fn note(&self) -> Option<String> {
+        let e = self.failed.as_ref()?;
+        let why = if e.kind() == std::io::ErrorKind::BrokenPipe {
+            "its reader went away".to_string()
+        } else {
+            format!("a write failed: {e}")
+        };
+        Some(format!(
+            "{} stopped early: {why}; nothing more was streamed, but the run itself went on and is kept as without the stream",
+            self.name
+        ))
     }
 }
 
@@ -171,6 +208,10 @@ impl<W: Write> Observer for JsonStream<W> {
 
     fn close(&mut self) {
         self.write(&StreamLine::Close);
+    }
+
+    fn note(&self) -> Option<String> {
+        JsonStream::note(self)
     }
 }
 
@@ -294,5 +335,47 @@ mod tests {
         // Nothing more is tried, and nothing panics.
         s.close();
         assert!(s.out.is_none());
+    }
+
+    thread_local! {
+        static TOLD: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    #[test]
+    fn a_stream_whose_writer_fails_tells_the_user_once_and_leaves_a_note() {
+        let mut s = JsonStream::watching(Closing {
+            room: 0,
+            written: Vec::new(),
+        })
+        .named("--stream -");
+        s.tell = |line| TOLD.with(|t| t.borrow_mut().push(line.to_string()));
+        assert!(Observer::note(&s).is_none());
+        s.rows(&[row(), row()]);
+        s.step("more");
+        s.close();
+        let told = TOLD.with(|t| t.borrow().clone());
+        assert_eq!(told.len(), 1, "{told:?}");
+        let note = Observer::note(&s).expect("a note");
+        assert_eq!(told[0], note);
+        assert!(note.contains("--stream -"), "{note}");
+        assert!(note.contains("reader went away"), "{note}");
+        assert!(note.contains("run itself went on"), "{note}");
+
+        // Another failure than a closed pipe says what it was.
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::from_raw_os_error(28))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut s = JsonStream::new(Full).named("--stream run.jsonl");
+        s.tell = |_| {};
+        s.close();
+        let note = s.note().unwrap();
+        assert!(note.contains("--stream run.jsonl"), "{note}");
+        assert!(note.contains("No space left"), "{note}");
     }
 }

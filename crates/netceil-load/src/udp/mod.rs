@@ -40,7 +40,7 @@ use receiver::{
 };
 pub use receiver::{Admit, KernelProbe};
 use sender::{run_sender, FlowSocket, SenderPlan, SenderReport, StopReason, TxLive};
-pub use sockets::DropCounter;
+pub use sockets::{DropCounter, RcvbufRequest};
 
 /// Largest UDP payload over IPv4 (65535 − 20 IP − 8 UDP).
 pub const MAX_PAYLOAD_V4: usize = 65_507;
@@ -84,6 +84,9 @@ pub struct UdpConfig {
     pub rcvbuf: Option<usize>,
     /// Force `rcvbuf` past net.core.rmem_max with SO_RCVBUFFORCE (`--rcvbuf-force`).
     pub rcvbuf_force: bool,
+    /// `net.core.rmem_max` as the caller read it (through its `probe::Source`), for the note
+    /// on the receive buffer; `None`: unknown.
+    pub rmem_max: Option<usize>,
     /// Send buffer to ask for (`--sndbuf`); default: the kernel's.
     pub sndbuf: Option<usize>,
     /// Marks this run's datagrams; others reaching the receiver are counted as foreign.
@@ -120,6 +123,7 @@ impl Default for UdpConfig {
             target: None,
             rcvbuf: None,
             rcvbuf_force: false,
+            rmem_max: None,
             sndbuf: None,
             run_id: 0,
             gso: false,
@@ -440,8 +444,12 @@ fn local_receiver(
             } else {
                 "127.0.0.1:0".parse().expect("static address")
             };
-            let (socket, grant) =
-                sockets::bind_receiver(listen, cfg.rcvbuf, cfg.rcvbuf_force, RX_TIMEOUT)?;
+            let request = RcvbufRequest {
+                size: cfg.rcvbuf,
+                force: cfg.rcvbuf_force,
+                rmem_max: cfg.rmem_max,
+            };
+            let (socket, grant) = sockets::bind_receiver(listen, request, RX_TIMEOUT)?;
             if cfg.gro {
                 sockets::enable_gro(&socket)?;
             }
@@ -1124,6 +1132,16 @@ impl UdpReceiver {
         Self::spawn_with(listen, rcvbuf, rcvbuf_force, None)
     }
 
+    /// A receive buffer request of `size`, forced or not, where net.core.rmem_max is not
+    /// known (the note on the buffer does not give it).
+    fn unknown_max(size: Option<usize>, force: bool) -> RcvbufRequest {
+        RcvbufRequest {
+            size,
+            force,
+            rmem_max: None,
+        }
+    }
+
     /// As [`UdpReceiver::spawn`], with FinReports that carry the machine's kernel counters
     /// read by `kernel_probe`.
     pub fn spawn_with(
@@ -1134,8 +1152,7 @@ impl UdpReceiver {
     ) -> Result<UdpReceiver, LoadError> {
         Self::spawn_admitting(
             listen,
-            rcvbuf,
-            rcvbuf_force,
+            Self::unknown_max(rcvbuf, rcvbuf_force),
             kernel_probe,
             None,
             None,
@@ -1154,14 +1171,13 @@ impl UdpReceiver {
     /// says whether it did); ignored without `train_payload`.
     pub fn spawn_admitting(
         listen: SocketAddr,
-        rcvbuf: Option<usize>,
-        rcvbuf_force: bool,
+        rcvbuf: RcvbufRequest,
         kernel_probe: Option<KernelProbe>,
         admit: Option<Admit>,
         train_payload: Option<usize>,
         gro: bool,
     ) -> Result<UdpReceiver, LoadError> {
-        let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, rcvbuf_force, RX_TIMEOUT)?;
+        let (socket, grant) = sockets::bind_receiver(listen, rcvbuf, RX_TIMEOUT)?;
         let gro = (gro && train_payload.is_some())
             .then(|| sockets::enable_gro(&socket).map_err(|e| e.to_string()));
         let use_gro = matches!(gro, Some(Ok(())));

@@ -20,12 +20,23 @@ pub struct RcvbufGrant {
     pub note: String,
 }
 
+/// A receive buffer request, with what the note on it needs to know of the machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RcvbufRequest {
+    /// Bytes to ask for (`--rcvbuf`); `None` leaves the system default.
+    pub size: Option<usize>,
+    /// Force `size` past net.core.rmem_max with SO_RCVBUFFORCE (`--rcvbuf-force`).
+    pub force: bool,
+    /// `net.core.rmem_max`, as the caller read it (through its `probe::Source`): what a plain
+    /// request is clamped to. `None`: unknown, and the note does not give it.
+    pub rmem_max: Option<usize>,
+}
+
 /// A UDP socket bound to `listen` with SO_RXQ_OVFL on, a read timeout so its thread can notice
 /// a stop request, and the receive buffer asked for (see [`set_rcvbuf`]).
 pub fn bind_receiver(
     listen: SocketAddr,
-    rcvbuf: Option<usize>,
-    force: bool,
+    rcvbuf: RcvbufRequest,
     read_timeout: Duration,
 ) -> Result<(UdpSocket, RcvbufGrant), LoadError> {
     let socket = Socket::new(
@@ -40,7 +51,7 @@ pub fn bind_receiver(
             .set_only_v6(true)
             .map_err(|e| LoadError::socket("setsockopt IPV6_V6ONLY", e))?;
     }
-    let grant = set_rcvbuf(&socket, rcvbuf, force)?;
+    let grant = set_rcvbuf(&socket, rcvbuf)?;
     socket.bind(&listen.into()).map_err(|e| LoadError::Bind {
         addr: listen,
         source: e,
@@ -54,15 +65,6 @@ pub fn bind_receiver(
     Ok((socket, grant))
 }
 
-/// `net.core.rmem_max`, when readable: what a plain SO_RCVBUF request is clamped to.
-fn rmem_max() -> Option<usize> {
-    std::fs::read_to_string("/proc/sys/net/core/rmem_max")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
 /// Sets the receive buffer as an ordinary application would, unless told otherwise:
 /// - nothing asked: no setsockopt at all, so the socket gets `net.core.rmem_default`, what the
 ///   user's own application meets;
@@ -70,12 +72,12 @@ fn rmem_max() -> Option<usize> {
 ///   its bookkeeping); the note says when it was clamped;
 /// - `--rcvbuf N --rcvbuf-force`: SO_RCVBUFFORCE (CAP_NET_ADMIN), which bypasses rmem_max; the
 ///   note says what it bypassed. Without the privilege this is an error, not a silent fallback.
-fn set_rcvbuf(
-    socket: &Socket,
-    requested: Option<usize>,
-    force: bool,
-) -> Result<RcvbufGrant, LoadError> {
-    let max = rmem_max();
+fn set_rcvbuf(socket: &Socket, request: RcvbufRequest) -> Result<RcvbufGrant, LoadError> {
+    let RcvbufRequest {
+        size: requested,
+        force,
+        rmem_max: max,
+    } = request;
     let how = match (requested, force) {
         (None, true) => {
             return Err(LoadError::InvalidConfig(
@@ -249,6 +251,15 @@ mod tests {
         assert_eq!(d.total(), u64::from(u32::MAX) + 4);
     }
 
+    /// A request where net.core.rmem_max is the machine's, as the engine reads it.
+    fn ask(size: Option<usize>, force: bool) -> RcvbufRequest {
+        RcvbufRequest {
+            size,
+            force,
+            rmem_max: Some(read_sysctl("rmem_max")),
+        }
+    }
+
     fn read_sysctl(name: &str) -> usize {
         std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
             .unwrap()
@@ -261,14 +272,13 @@ mod tests {
     fn bind_reports_grant_and_bad_address() {
         let (s, g) = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
-            Some(100_000),
-            false,
+            ask(Some(100_000), false),
             Duration::from_millis(10),
         )
         .unwrap();
         assert!(g.granted >= 100_000, "{g:?}");
         let taken = s.local_addr().unwrap();
-        let e = bind_receiver(taken, None, false, Duration::from_millis(10)).unwrap_err();
+        let e = bind_receiver(taken, ask(None, false), Duration::from_millis(10)).unwrap_err();
         assert!(e.is_usage(), "{e}");
     }
 
@@ -276,8 +286,7 @@ mod tests {
     fn by_default_the_receiver_gets_what_an_ordinary_application_gets() {
         let (_s, g) = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
-            None,
-            false,
+            ask(None, false),
             Duration::from_millis(10),
         )
         .unwrap();
@@ -291,14 +300,14 @@ mod tests {
         let want = max * 4;
         let (_s, g) = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
-            Some(want),
-            false,
+            ask(Some(want), false),
             Duration::from_millis(10),
         )
         .unwrap();
         assert!(g.granted <= 2 * max, "{g:?}");
         assert!(
-            g.note.contains("clamped to net.core.rmem_max"),
+            g.note
+                .contains(&format!("clamped to net.core.rmem_max = {max} B")),
             "{}",
             g.note
         );
@@ -311,8 +320,7 @@ mod tests {
         let want = max * 4;
         match bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
-            Some(want),
-            true,
+            ask(Some(want), true),
             Duration::from_millis(10),
         ) {
             Ok((_s, g)) => {
@@ -324,8 +332,7 @@ mod tests {
         }
         let e = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
-            None,
-            true,
+            ask(None, true),
             Duration::from_millis(10),
         )
         .unwrap_err();
@@ -339,8 +346,7 @@ mod tests {
     fn loopback_mtu_is_known_after_connect() {
         let (rx, _) = bind_receiver(
             "127.0.0.1:0".parse().unwrap(),
-            None,
-            false,
+            ask(None, false),
             Duration::from_millis(10),
         )
         .unwrap();
