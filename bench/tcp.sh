@@ -29,6 +29,7 @@ if [ -z "${NC:-}" ]; then
   cargo build --release -q -p netceil --bin netceil
   NC=${CARGO_TARGET_DIR:-target}/release/netceil
 fi
+[ -x "$NC" ] || { echo "bench/tcp.sh: no netceil binary at $NC" >&2; exit 2; }
 
 nc_pin=() ip_pin=()
 if [ -n "${PIN:-}" ]; then
