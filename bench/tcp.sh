@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# One TCP stream over loopback: netceil against iperf3, alternated in every round (the order
+# flips each round so drift on a shared machine falls on both), same write size (128 KiB, as
+# iperf3's default), same duration, same CPU placement. Prints each round's ratio, the median
+# and the range. Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
+#
+# usage: bench/tcp.sh [ROUNDS] [SECONDS]          (defaults: 7 rounds of 5 s)
+#   PIN=TX,RX   place the sender on CPU TX and the receiver on CPU RX, both tools
+#               (netceil --tx-cpu/--rx-cpu, iperf3 -A TX,RX); unset: the scheduler places both
+#   PRIO=rt     run both tools under SCHED_FIFO 1 (chrt): on a machine shared with builds this
+#               stands in for an idle one (their CPU shares stop deciding the result); the
+#               kernel still keeps 5 % of each second for others. Refused with both threads on
+#               one CPU: iperf3's client then spins at FIFO priority and its server never runs
+#   NC=path     the netceil binary (default: built here with cargo build --release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-7}
+secs=${2:-5}
+out=bench/out
+mkdir -p "$out"
+
+need=()
+command -v iperf3 >/dev/null || need+=(iperf3)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+if [ -z "${NC:-}" ]; then
+  cargo build --release -q -p netceil --bin netceil
+  NC=${CARGO_TARGET_DIR:-target}/release/netceil
+fi
+[ -x "$NC" ] || { echo "bench/tcp.sh: no netceil binary at $NC" >&2; exit 2; }
+
+nc_pin=() ip_pin=()
+if [ -n "${PIN:-}" ]; then
+  nc_pin=(--tx-cpu "${PIN%,*}" --rx-cpu "${PIN#*,}")
+  ip_pin=(-A "$PIN")
+fi
+# Every command is bounded in time, whatever happens to it.
+pre=(timeout $((secs + 30)))
+case ${PRIO:-} in
+  "") ;;
+  rt)
+    if [ -n "${PIN:-}" ] && [ "${PIN%,*}" = "${PIN#*,}" ]; then
+      echo "bench/tcp.sh: PRIO=rt with both threads on CPU ${PIN%,*} can livelock iperf3; use two CPUs" >&2
+      exit 2
+    fi
+    pre+=(chrt -f 1)
+    ;;
+  *)
+    echo "bench/tcp.sh: PRIO is rt or unset, not '$PRIO'" >&2
+    exit 2
+    ;;
+esac
+variants=(nc iperf3)
+
+port=$((20000 + RANDOM % 20000))
+server=""
+cleanup() {
+  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  [ -z "$server" ] || wait "$server" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+run_one() { # run_one VARIANT: prints the receiver's bit/s
+  case $1 in
+    nc)
+      "${pre[@]}" "$NC" run tcp --duration "$secs" --msg-size 128K "${nc_pin[@]}" \
+        --json -q --no-store >"$out/tcp_$1.json"
+      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"]["rx_app_bits_per_s"])' \
+        "$out/tcp_$1.json"
+      ;;
+    iperf3)
+      "${pre[@]}" iperf3 -s -B 127.0.0.1 -p "$port" -1 >/dev/null 2>&1 &
+      server=$!
+      sleep 0.3
+      "${pre[@]}" iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -l 128K "${ip_pin[@]}" -J \
+        >"$out/tcp_iperf3.json" || true
+      wait "$server" || true
+      server=""
+      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' \
+        "$out/tcp_iperf3.json"
+      ;;
+  esac
+}
+
+res="$out/tcp_rounds.txt"
+: >"$res"
+for r in $(seq 1 "$rounds"); do
+  order=("${variants[@]}")
+  if [ $((r % 2)) -eq 0 ]; then # reversed every other round
+    order=()
+    for ((i = ${#variants[@]} - 1; i >= 0; i--)); do order+=("${variants[$i]}"); done
+  fi
+  line="$r"
+  for v in "${order[@]}"; do
+    line="$line $v=$(run_one "$v")"
+  done
+  echo "$line" >>"$res"
+  echo "round $r/$rounds: $line" >&2
+done
+
+python3 - "$res" "$rounds" "$secs" "${PIN:-scheduler}" "${PRIO:-normal}" <<'PY'
+import statistics as st, sys
+rows = []
+for line in open(sys.argv[1]):
+    parts = line.split()
+    rows.append({k: float(v) for k, v in (p.split("=") for p in parts[1:])})
+print(f"TCP 1 stream, loopback, 128 KiB writes, {sys.argv[2]} rounds x {sys.argv[3]} s, "
+      f"placement: {sys.argv[4]}, priority: {sys.argv[5]}")
+names = [k for k in rows[0] if k != "iperf3"]
+print("round  iperf3 Gbit/s  " + "  ".join(f"{n:>12} Gbit/s  ratio" for n in names))
+for i, row in enumerate(rows, 1):
+    cells = "  ".join(f"{row[n] / 1e9:19.2f}  {row[n] / row['iperf3']:5.3f}" for n in names)
+    print(f"{i:5}  {row['iperf3'] / 1e9:13.2f}  {cells}")
+for n in names:
+    ratios = [row[n] / row["iperf3"] for row in rows]
+    print(f"{n} / iperf3: median {st.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}, "
+          f"rounds >= 1.0: {sum(r >= 1.0 for r in ratios)}/{len(ratios)}")
+PY
