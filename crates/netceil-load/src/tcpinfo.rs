@@ -1,7 +1,7 @@
-//! The raw socket options nix and socket2 do not wrap: reading `TCP_INFO`, setting
-//! `SO_MAX_PACING_RATE` and `SO_RCVLOWAT`.
+//! The two raw TCP socket options nix and socket2 do not wrap: reading `TCP_INFO` and setting
+//! `SO_MAX_PACING_RATE`.
 //!
-//! This is the only module of the crate with `unsafe`: `getsockopt`/`setsockopt` calls on a
+//! This is the only module of the crate with `unsafe`: two `getsockopt`/`setsockopt` calls on a
 //! borrowed, open descriptor with buffers we own. Everything else (which fields exist, at which
 //! offset) is a pure parse of the bytes the kernel copied out, so it is tested without a socket.
 //!
@@ -175,30 +175,6 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<(
             libc::SO_MAX_PACING_RATE,
             (&raw const narrow).cast(),
             size_of::<u32>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Sets SO_RCVLOWAT: the socket is readable (and its reader woken) only once `bytes` are
-/// queued, at the end of the stream, or when the receive window runs low. A stream that only
-/// slowed down can leave bytes below the mark for good: the caller must read it anyway now and
-/// then (tcp/server.rs drains every 10 ms). Neither socket2 nor nix offers it.
-pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: i32) -> io::Result<()> {
-    let v: libc::c_int = bytes;
-    // SAFETY: `fd` is live for the borrow; the value is a local int whose exact size is passed,
-    // and setsockopt only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&raw const v).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
     if rc == 0 {

@@ -541,15 +541,6 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
             s.cpu_s,
             s.cpu_s / rx_window_s * 100.0
         ));
-        if s.batched_streams > 0 {
-            notes.push(format!(
-                "the in-process receiver read {} of {} streams in batches: they outran it, so it \
-                 asked to be woken per MiB queued (SO_RCVLOWAT), not per segment as iperf3's \
-                 receiver is; every byte is still counted, and a stream that slows down is read \
-                 within 10 ms",
-                s.batched_streams, s.stream_connections
-            ));
-        }
         if s.stream_bytes != rx_bytes && acked_fallback.is_empty() && unknown.is_empty() {
             notes.push(format!(
                 "the in-process receiver read {} B in all, the flows' counts add up to {rx_bytes} B",

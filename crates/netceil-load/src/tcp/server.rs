@@ -5,20 +5,9 @@
 //! of connections need no more threads than cores. Worker 0 also owns the listener and deals new
 //! connections out round-robin through per-worker inboxes woken by an eventfd: deterministic
 //! balance, unlike SO_REUSEPORT hashing or EPOLLEXCLUSIVE wake-ups.
-//!
-//! # Batched reads
-//! A stream whose queue fills a whole read buffer outruns its reader; the sink then sets
-//! SO_RCVLOWAT to [`BATCH_LOWAT`], so it is woken once per MiB instead of per segment. On one
-//! loopback stream this took the sender's thread (which runs the receive path's softirq and
-//! pays every wake-up) from 0.95 to 2.5 times iperf3's rate, whose receiver wakes per segment
-//! (see bench/tcp.sh). Nothing is counted differently: every byte is still read and counted
-//! here. Only the moment of reading moves, and it is bounded: a batched sink not read for
-//! [`DRAIN_NS`] is read anyway and, if it had anything, unbatched (it has slowed down), so a
-//! byte waits at most about 10 ms; the end of the stream wakes the reader at once.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -41,11 +30,6 @@ const FIRST_CONN_TOKEN: u64 = 2;
 const READ_BUF: usize = 256 * 1024;
 /// Reads per connection per wake-up before serving the others (level-triggered: it comes back).
 const READS_PER_TURN: usize = 16;
-/// SO_RCVLOWAT of a batched stream (see the module docs). 256 KiB gave 1.5 times iperf3, 1 MiB
-/// 2.5 times, on one loopback stream.
-const BATCH_LOWAT: usize = 1024 * 1024;
-/// A batched stream not read for this long is read anyway.
-const DRAIN_NS: u64 = 10_000_000;
 
 /// What a TCP receiver saw while it served.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,8 +51,6 @@ pub struct TcpServeReport {
     pub accept_errors: u64,
     /// Payload bytes the sink read (hellos excluded).
     pub stream_bytes: u64,
-    /// Stream connections read in batches (SO_RCVLOWAT) because they outran their reader.
-    pub batched_streams: u64,
     /// Bytes sent back by the echo.
     pub echoed_bytes: u64,
     /// CPU seconds the server threads used.
@@ -166,7 +148,6 @@ impl Server {
                 conns: Vec::new(),
                 free: Vec::new(),
                 report: TcpServeReport::default(),
-                next_drain_ns: None,
             };
             let handle = threads::spawn(format!("netceil-tcp-rx{index}"), move || {
                 threads::place(cpu)?;
@@ -210,7 +191,6 @@ impl Server {
                     total.refused_connections += r.refused_connections;
                     total.accept_errors += r.accept_errors;
                     total.stream_bytes += r.stream_bytes;
-                    total.batched_streams += r.batched_streams;
                     total.echoed_bytes += r.echoed_bytes;
                     total.cpu_s += r.cpu_s;
                 }
@@ -284,10 +264,6 @@ enum State {
     },
     Sink {
         bytes: u64,
-        /// SO_RCVLOWAT is [`BATCH_LOWAT`] (else the default, 1).
-        batched: bool,
-        /// When data was last read (CLOCK_MONOTONIC ns).
-        last_read_ns: u64,
     },
     Echo {
         pending: Vec<u8>,
@@ -321,8 +297,6 @@ struct Worker {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     report: TcpServeReport,
-    /// When batched streams are next checked for bytes left waiting; `None` while none is.
-    next_drain_ns: Option<u64>,
 }
 
 impl Worker {
@@ -341,7 +315,7 @@ impl Worker {
         let mut ready = Vec::with_capacity(256);
         while !self.stop.load(Ordering::Relaxed) {
             ready.clear();
-            ready.extend(ev.wait(self.next_drain_ns, now_ns())?);
+            ready.extend(ev.wait(None, now_ns())?);
             for &(token, flags) in &ready {
                 match token {
                     WAKE_TOKEN => {
@@ -359,17 +333,12 @@ impl Worker {
                     LISTENER_TOKEN => self.accept_all(&ev)?,
                     t => {
                         let slot = (t - FIRST_CONN_TOKEN) as usize;
-                        let batched_before = self.report.batched_streams;
                         let next = match self.conns.get_mut(slot).and_then(Option::as_mut) {
                             Some(conn) => {
                                 handle(conn, flags, &mut buf, &mut self.report, &self.live)
                             }
                             None => continue,
                         };
-                        // A stream just batched arms the drain timer.
-                        if self.report.batched_streams > batched_before {
-                            self.next_drain_ns.get_or_insert(now_ns() + DRAIN_NS);
-                        }
                         match next {
                             Next::Keep => self.sync_interest(&ev, slot)?,
                             Next::Close => self.close(&ev, slot),
@@ -377,7 +346,6 @@ impl Worker {
                     }
                 }
             }
-            self.drain_batched(&ev, &mut buf);
         }
         self.report.cpu_s = (thread_cpu_ns() - cpu_start) as f64 / 1e9;
         Ok(self.report)
@@ -461,56 +429,6 @@ impl Worker {
         Ok(())
     }
 
-    /// Reads the batched streams that were not read for [`DRAIN_NS`]: bytes short of the low
-    /// mark wait no longer, and a stream that had any has slowed down, so it is unbatched.
-    /// Keeps the drain timer armed while any stream is batched.
-    fn drain_batched(&mut self, ev: &EventLoop, buf: &mut [u8]) {
-        let now = now_ns();
-        if self.next_drain_ns.is_none_or(|t| now < t) {
-            return;
-        }
-        let mut closed = Vec::new();
-        for (slot, conn) in self.conns.iter_mut().enumerate() {
-            let Some(conn) = conn.as_mut() else { continue };
-            let State::Sink {
-                bytes,
-                batched: batched @ true,
-                last_read_ns,
-            } = &mut conn.state
-            else {
-                continue;
-            };
-            if now.saturating_sub(*last_read_ns) < DRAIN_NS {
-                continue;
-            }
-            let before = *bytes;
-            let (next, _) = sink_reads(&mut conn.stream, bytes, buf, &mut self.report, &self.live);
-            if *bytes > before {
-                *last_read_ns = now;
-                self.live
-                    .last_stream_data_ns
-                    .fetch_max(now, Ordering::Relaxed);
-                if crate::tcpinfo::set_rcvlowat(conn.stream.as_fd(), 1).is_ok() {
-                    *batched = false;
-                }
-            }
-            if matches!(next, Next::Close) {
-                closed.push(slot);
-            }
-        }
-        for slot in closed {
-            self.close(ev, slot);
-        }
-        self.next_drain_ns = self.any_batched().then_some(now + DRAIN_NS);
-    }
-
-    fn any_batched(&self) -> bool {
-        self.conns
-            .iter()
-            .flatten()
-            .any(|c| matches!(c.state, State::Sink { batched: true, .. }))
-    }
-
     fn close(&mut self, ev: &EventLoop, slot: usize) {
         if let Some(conn) = self.conns[slot].take() {
             ev.delete(&conn.stream);
@@ -556,11 +474,7 @@ fn handle(
         conn.state = match mode {
             Mode::Stream => {
                 report.stream_connections += 1;
-                State::Sink {
-                    bytes: 0,
-                    batched: false,
-                    last_read_ns: now_ns(),
-                }
+                State::Sink { bytes: 0 }
             }
             Mode::Echo => {
                 report.echo_connections += 1;
@@ -576,24 +490,12 @@ fn handle(
     }
     match &mut conn.state {
         State::Hello { .. } => Next::Keep,
-        State::Sink {
-            bytes,
-            batched,
-            last_read_ns,
-        } => {
+        State::Sink { bytes } => {
             let before = *bytes;
-            let (next, filled) = sink_reads(&mut conn.stream, bytes, buf, report, live);
+            let next = sink_reads(&mut conn.stream, bytes, buf, report, live);
             if *bytes > before {
-                *last_read_ns = now_ns();
                 live.last_stream_data_ns
-                    .fetch_max(*last_read_ns, Ordering::Relaxed);
-            }
-            if filled
-                && !*batched
-                && crate::tcpinfo::set_rcvlowat(conn.stream.as_fd(), BATCH_LOWAT as i32).is_ok()
-            {
-                *batched = true;
-                report.batched_streams += 1;
+                    .fetch_max(now_ns(), Ordering::Relaxed);
             }
             next
         }
@@ -639,36 +541,33 @@ fn handle(
 }
 
 /// Reads a stream connection until it is drained (or its turn is over); at the client's
-/// half-close, sends the byte count and closes. Also says whether a read filled `buf` (more
-/// was queued than one read takes: the stream outruns its reader).
+/// half-close, sends the byte count and closes.
 fn sink_reads(
     stream: &mut TcpStream,
     bytes: &mut u64,
     buf: &mut [u8],
     report: &mut TcpServeReport,
     live: &LiveCounters,
-) -> (Next, bool) {
-    let mut filled = false;
+) -> Next {
     for _ in 0..READS_PER_TURN {
         match stream.read(buf) {
             Ok(0) => {
                 // The client half-closed: tell it how much arrived, then close.
                 let _ = stream.write_all(&bytes.to_le_bytes()[..REPORT_LEN]);
                 let _ = stream.shutdown(Shutdown::Write);
-                return (Next::Close, filled);
+                return Next::Close;
             }
             Ok(n) => {
                 *bytes += n as u64;
                 report.stream_bytes += n as u64;
                 live.stream_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                filled |= n == buf.len();
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return (Next::Keep, filled),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return (Next::Close, filled),
+            Err(_) => return Next::Close,
         }
     }
-    (Next::Keep, filled)
+    Next::Keep
 }
 
 /// Writes the unsent part of `pending`. `Ok(true)` when all of it went, `Ok(false)` when the
@@ -700,7 +599,6 @@ fn flush(
 mod tests {
     use super::*;
     use std::io::{Read, Write};
-    use std::time::Instant;
 
     fn loopback() -> SocketAddr {
         "127.0.0.1:0".parse().unwrap()
@@ -708,11 +606,7 @@ mod tests {
 
     #[test]
     fn interest_changes_only_when_an_echo_backs_up_or_drains() {
-        let sink = State::Sink {
-            bytes: 5,
-            batched: true,
-            last_read_ns: 0,
-        };
+        let sink = State::Sink { bytes: 5 };
         assert_eq!(interest_change(&sink, EpollFlags::EPOLLIN), None);
         let backed_up = State::Echo {
             pending: vec![1, 2, 3],
@@ -732,44 +626,6 @@ mod tests {
         assert_eq!(
             interest_change(&drained, EpollFlags::EPOLLOUT),
             Some(EpollFlags::EPOLLIN)
-        );
-    }
-
-    /// A stream that outruns its reader is read in batches, yet a few bytes sent after it
-    /// slows down are read within the drain time, not at the end of the stream.
-    #[test]
-    fn a_fast_stream_is_batched_and_its_slow_tail_is_still_read_promptly() {
-        let server = Server::start(loopback(), 1).unwrap();
-        let mut s = TcpStream::connect(server.local_addr()).unwrap();
-        s.write_all(&hello::encode(Mode::Stream, 0)).unwrap();
-        let mut ack = [0u8; HELLO_LEN];
-        s.read_exact(&mut ack).unwrap();
-        let bulk = vec![7u8; 1 << 20];
-        for _ in 0..64 {
-            s.write_all(&bulk).unwrap();
-        }
-        let read = |n: u64| {
-            let start = Instant::now();
-            while server.live().stream_bytes.load(Ordering::Relaxed) < n {
-                assert!(start.elapsed() < Duration::from_secs(5), "{n} B never read");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            start.elapsed()
-        };
-        // The last partial MiB is below the low mark: only the drain reads it.
-        read(64 << 20);
-        s.write_all(&[1u8; 1000]).unwrap();
-        let tail = read((64 << 20) + 1000);
-        s.shutdown(Shutdown::Write).unwrap();
-        let mut count = [0u8; REPORT_LEN];
-        s.read_exact(&mut count).unwrap();
-        assert_eq!(u64::from_le_bytes(count), (64 << 20) + 1000);
-        let report = server.stop().unwrap();
-        assert_eq!(report.batched_streams, 1, "the stream was never batched");
-        // DRAIN_NS is 10 ms; generous for a loaded machine, far below "never".
-        assert!(
-            tail < Duration::from_millis(500),
-            "the tail waited {tail:?}"
         );
     }
 
