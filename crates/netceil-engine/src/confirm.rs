@@ -244,11 +244,15 @@ fn design(
                 Prediction::Falls,
             ))
         }
-        C::HotCpu | C::SenderSaturated | C::ThreadSaturated if threaded => Some((
-            Intervention::Threads((threads * 2).max(2)),
-            Figure::Delivered,
-            Prediction::Rises,
-        )),
+        C::HotCpu | C::SenderSaturated | C::ThreadSaturated
+            if threaded && spreadable(params, cores) =>
+        {
+            Some((
+                Intervention::Threads((threads * 2).max(2)),
+                Figure::Delivered,
+                Prediction::Rises,
+            ))
+        }
         C::GeneratorLimited if udp.is_some() && results.tx_pps > 0.0 => Some((
             Intervention::Rate(results.tx_pps * REACHABLE_RATE),
             Figure::Reach,
@@ -276,6 +280,19 @@ fn design(
 /// then the unchanged arm might run with the receiver apart from the sender, or the changed
 /// one with it back; held, A is the placement the verdict was about and B differs from it in
 /// the receiver's core alone.
+/// More sender threads can spread over more cores: not when the run placed every sender on
+/// one CPU (`--tx-cpu`), nor when this process may run on one CPU only. More threads on the
+/// same core would share it, and a flat result would refute a core that is still full.
+fn spreadable(params: &LoadParams, cores: &Cores) -> bool {
+    let placed = match params {
+        LoadParams::Udp(p) => p.tx_cpu,
+        LoadParams::Tcp(p) => p.tx_cpu,
+        LoadParams::Rr(p) => p.tx_cpu,
+    };
+    // No list of allowed CPUs (it could not be read) is no evidence of one.
+    placed.is_none() && cores.allowed.len() != 1
+}
+
 fn unchanged(i: &Intervention, params: &LoadParams) -> LoadParams {
     let mut p = params.clone();
     if let Intervention::RxCore { shared, .. } = i {
@@ -456,6 +473,11 @@ pub fn confirm(
         let why = match (&top.cause, &params) {
             (c, p) if shared_rx_core(c, p, &cores).is_some() => {
                 "the receiver shared its core with the sender, and this process may run on that one CPU only (its cgroup cpuset or taskset), so there is no other core to move the receiver to"
+            }
+            (Cause::HotCpu | Cause::SenderSaturated | Cause::ThreadSaturated, p)
+                if !spreadable(p, &cores) =>
+            {
+                "the sender threads can only share one core (placed with --tx-cpu, or this process may run on one CPU only), so more of them would test nothing"
             }
             (Cause::BufferDrops, LoadParams::Udp(u)) if u.target.is_some() => {
                 "the buffer that dropped is the far end's own setting (netceil serve --rcvbuf)"
@@ -757,6 +779,20 @@ mod tests {
             d(Cause::HotCpu, &udp, &apart).map(|x| x.0),
             Some(Intervention::Threads(2))
         );
+        // Senders placed on one CPU: more of them would share it, so no Threads test.
+        let LoadParams::Udp(mut pinned) = udp.clone() else {
+            panic!()
+        };
+        pinned.tx_cpu = Some(1);
+        assert_eq!(
+            d(
+                Cause::SenderSaturated,
+                &LoadParams::Udp(pinned.clone()),
+                &apart
+            ),
+            None
+        );
+        assert_eq!(d(Cause::HotCpu, &LoadParams::Udp(pinned), &apart), None);
         // One CPU allowed (cpuset, taskset): nowhere to move it, and no other change either.
         let one = Cores {
             allowed: vec![0],
