@@ -63,11 +63,7 @@ impl Cores {
     /// The threads' CPUs as the workload placed them, else as the run's thread samples saw
     /// them (`thread_last_cpu` of the load threads netceil started, by the names it gave).
     fn of(run: &Run, params: &LoadParams) -> Cores {
-        let (rx_cpu, tx_cpu) = match params {
-            LoadParams::Udp(p) => (p.rx_cpu, p.tx_cpu),
-            LoadParams::Tcp(p) => (p.rx_cpu, p.tx_cpu),
-            LoadParams::Rr(p) => (p.rx_cpu, p.tx_cpu),
-        };
+        let (rx_cpu, tx_cpu) = params.placement();
         let (mut rx, mut tx) = (Vec::new(), Vec::new());
         for m in run.series.by_name(n::THREAD_LAST_CPU) {
             let own =
@@ -284,13 +280,8 @@ fn design(
 /// one CPU (`--tx-cpu`), nor when this process may run on one CPU only. More threads on the
 /// same core would share it, and a flat result would refute a core that is still full.
 fn spreadable(params: &LoadParams, cores: &Cores) -> bool {
-    let placed = match params {
-        LoadParams::Udp(p) => p.tx_cpu,
-        LoadParams::Tcp(p) => p.tx_cpu,
-        LoadParams::Rr(p) => p.tx_cpu,
-    };
     // No list of allowed CPUs (it could not be read) is no evidence of one.
-    placed.is_none() && cores.allowed.len() != 1
+    params.placement().1.is_none() && cores.allowed.len() != 1
 }
 
 fn unchanged(i: &Intervention, params: &LoadParams) -> LoadParams {

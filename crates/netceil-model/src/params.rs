@@ -560,6 +560,16 @@ impl LoadParams {
         (*r, *t) = (rx, tx);
     }
 
+    /// Where the receiving and the sending thread(s) were placed: `(rx, tx)`, `None` for the
+    /// scheduler's choice.
+    pub fn placement(&self) -> (Option<usize>, Option<usize>) {
+        match self {
+            LoadParams::Udp(p) => (p.rx_cpu, p.tx_cpu),
+            LoadParams::Tcp(p) => (p.rx_cpu, p.tx_cpu),
+            LoadParams::Rr(p) => (p.rx_cpu, p.tx_cpu),
+        }
+    }
+
     /// How long it runs, seconds.
     pub fn duration_s(&self) -> f64 {
         match self {

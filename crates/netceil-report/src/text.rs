@@ -293,24 +293,16 @@ fn rr(s: &mut String, r: &Results) {
     if let Some(l) = &r.latency_us {
         let _ = writeln!(
             s,
-            "  latency     p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples, from intended send time)",
-            fmt::value(l.p50, Unit::Microseconds),
-            fmt::value(l.p90, Unit::Microseconds),
-            fmt::value(l.p99, Unit::Microseconds),
-            fmt::value(l.p999, Unit::Microseconds),
-            fmt::value(l.max, Unit::Microseconds),
+            "  latency     {}  ({} samples, from intended send time)",
+            percentiles(l),
             fmt::count(l.count)
         );
     }
     if let Some(l) = &r.service_us {
         let _ = writeln!(
             s,
-            "  service     p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (from the actual send, as sockperf counts)",
-            fmt::value(l.p50, Unit::Microseconds),
-            fmt::value(l.p90, Unit::Microseconds),
-            fmt::value(l.p99, Unit::Microseconds),
-            fmt::value(l.p999, Unit::Microseconds),
-            fmt::value(l.max, Unit::Microseconds),
+            "  service     {}  (from the actual send, as sockperf counts)",
+            percentiles(l)
         );
     }
     if r.lost_packets > 0 {
@@ -384,4 +376,17 @@ fn suite_table(s: &mut String, run: &Run) {
         }
     }
     let _ = writeln!(s, "{t}");
+}
+
+/// A latency summary's percentiles in one line: `p50 9.50 µs  p90 …  max …`.
+fn percentiles(l: &netceil_model::LatencySummary) -> String {
+    let us = |v: f64| fmt::value(v, Unit::Microseconds);
+    format!(
+        "p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        us(l.p50),
+        us(l.p90),
+        us(l.p99),
+        us(l.p999),
+        us(l.max)
+    )
 }
