@@ -11,7 +11,7 @@
 # cases kept from whoever tunes it, to judge it on conditions it never saw). A set file
 # defines `case_NAME OUTFILE` functions like the ones below, and two variables: EXPECT_SET
 # (lines `name|causes that count as right|why, by mechanism`) and HEALTHY_SET (the names of
-# its healthy controls). It may use this script's helpers (set_sysctl, started, ns_pair,
+# its healthy controls). It may use this script's helpers (set_sysctl, started, case_check, ns_pair,
 # ns_routed, serve_in_b, wait_listen, remember_sysfs, remember_cgroup, $nc, $bin, $port).
 # A missing set file is skipped with a message.
 #
@@ -87,6 +87,19 @@ set_sysctl() { # KEY VALUE: remembers the original once
   sysctl -qw "$1=$2"
 }
 started() { echo "pid $1" >>"$STATE"; }
+
+# For set files. SET OUTFILE PYTHON-EXPR over d (the run) and r (its results): the condition
+# the case induces took; otherwise it says which check failed, prefixed by SET, and returns 1.
+case_check() {
+  python3 - "$2" "$3" <<'PY' || { echo "$1: check failed on $2: $3" >&2; return 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+if isinstance(d, list):
+    d = d[0]
+r = d.get("results") or {}
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
 remember_sysfs() { # PATH: remembers its value once, before a case writes it
   grep -q "^sysfs $1 " "$STATE" 2>/dev/null || echo "sysfs $1 $(cat "$1")" >>"$STATE"
 }

@@ -6,19 +6,9 @@
 # Same conventions as heldout.sh: each case_NAME OUTFILE induces one condition, checks that it
 # took, writes netceil's --json to OUTFILE, and returns non-zero when it could not be induced.
 
-c2_fail() { echo "confirm2: $*" >&2; return 1; }
 
-# OUTFILE PYTHON-EXPR over d (the run), r (its results): the condition took.
-c2_check() {
-  python3 - "$1" "$2" <<'PY' || { c2_fail "check failed on $1: $2"; return 1; }
-import json, sys
-d = json.load(open(sys.argv[1]))
-if isinstance(d, list):
-    d = d[0]
-r = d.get("results") or {}
-sys.exit(0 if eval(sys.argv[2]) else 1)
-PY
-}
+# OUTFILE PYTHON-EXPR: the condition took (diagnose.sh's case_check).
+c2_check() { case_check confirm2 "$@"; }
 
 case_c2_rx_on_tx_core() {
   # Unpaced UDP with the receiving and the sending thread placed on the same CPU by netceil

@@ -10,17 +10,8 @@
 
 c3_fail() { echo "confirm3: $*" >&2; return 1; }
 
-# OUTFILE PYTHON-EXPR over d (the run), r (its results): the condition took.
-c3_check() {
-  python3 - "$1" "$2" <<'PY' || { c3_fail "check failed on $1: $2"; return 1; }
-import json, sys
-d = json.load(open(sys.argv[1]))
-if isinstance(d, list):
-    d = d[0]
-r = d.get("results") or {}
-sys.exit(0 if eval(sys.argv[2]) else 1)
-PY
-}
+# OUTFILE PYTHON-EXPR: the condition took (diagnose.sh's case_check).
+c3_check() { case_check confirm3 "$@"; }
 
 # SECONDS SIZE PPS: another program on the machine whose own UDP socket overflows: it binds a
 # loopback port with a 4 KiB receive buffer and never reads it, and sends to it at PPS for
