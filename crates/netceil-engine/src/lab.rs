@@ -15,6 +15,7 @@
 
 mod figures;
 mod process;
+pub mod render;
 mod sampler;
 mod spec;
 

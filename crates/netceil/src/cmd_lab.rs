@@ -8,13 +8,12 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
-use netceil_engine::lab::{self, Binds, Comparison, Experiment, KnobRuns, Runner, TopoRuns};
+use netceil_engine::lab::{self, render, Experiment, Runner};
 use netceil_engine::Observer;
 use netceil_lab::journal::{Journal, Session};
-use netceil_lab::knob::{self, Knob};
+use netceil_lab::knob;
 use netceil_lab::topo::{self, LabSpec, Topology};
 use netceil_model::Run;
-use serde_json::json;
 
 use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
 use crate::engine;
@@ -79,7 +78,7 @@ pub fn run(args: LabArgs) -> Outcome {
                 t.path(),
                 spec.mtu
             );
-            print_spec(&spec);
+            let _ = write!(crate::out::stdout(), "{}", render::spec_text(&spec));
             crate::outln!(
                 "run across it: netceil lab run --name {name} -- run udp --size 64 --duration 10\ntake it down: netceil lab down {name}"
             );
@@ -96,7 +95,11 @@ pub fn run(args: LabArgs) -> Outcome {
                 })?;
                 topo::down(&j, &name, a.force).map_err(lab_failure)?
             };
-            print_teardown(&t, a.force);
+            let (text, failed) = render::teardown_text(&t, a.force);
+            let _ = write!(crate::out::stdout(), "{text}");
+            for line in failed {
+                eprintln!("netceil: {line}");
+            }
             Ok(if t.recovery.failed.is_empty() {
                 Done::Success
             } else {
@@ -139,74 +142,12 @@ pub fn run(args: LabArgs) -> Outcome {
                 );
             }
             for l in &others {
-                crate::outln!("{}", describe_other(l));
+                crate::outln!("{}", render::describe_other(l));
             }
             Ok(Done::Success)
         }
         LabCommand::Run(a) => lab_run(a),
         LabCommand::Compare(a) => lab_compare(a),
-    }
-}
-
-/// A lab that is not this store's (or that a running netceil of this store holds), with whose
-/// it is and what `lab down` will do with it.
-fn describe_other(l: &topo::HostLab) -> String {
-    let what = if l.status.orphaned() {
-        "`netceil lab down --all` removes it".to_string()
-    } else {
-        format!(
-            "left alone by `lab down --all`; `netceil lab down {} --force` removes it",
-            l.name
-        )
-    };
-    format!(
-        "lab {} ({}){}: {}; {what}",
-        l.name,
-        l.namespaces.join(", "),
-        if l.this_store {
-            ""
-        } else {
-            ", of another store"
-        },
-        l.status
-    )
-}
-
-fn print_teardown(t: &topo::Teardown, forced: bool) {
-    if let Some(l) = &t.removed {
-        crate::outln!(
-            "lab {}: {}; taken down{}",
-            l.name,
-            l.status,
-            if forced { " (--force)" } else { "" }
-        );
-    }
-    for x in &t.recovery.reverted {
-        crate::outln!("reverted: {x}");
-    }
-    if t.recovery.reverted.is_empty() && t.recovery.failed.is_empty() {
-        crate::outln!("nothing to revert");
-    }
-    for l in &t.left {
-        crate::outln!("left alone: {}", describe_other(l));
-    }
-    for x in &t.recovery.failed {
-        eprintln!("netceil: could not revert {x}");
-    }
-}
-
-fn print_spec(spec: &LabSpec) {
-    crate::outln!(
-        "  sender    {} {} {}\n  receiver  {} {} {}",
-        spec.ns_a,
-        spec.iface_a,
-        spec.addr_a,
-        spec.ns_b,
-        spec.iface_b,
-        spec.addr_b
-    );
-    if let Some(m) = &spec.ns_m {
-        crate::outln!("  middle    {m} {}", spec.middle_ifaces.join(" "));
     }
 }
 
@@ -384,13 +325,6 @@ fn closed(session: Session) -> Done {
     }
 }
 
-fn verdict_of(run: &Run) -> String {
-    run.findings
-        .first()
-        .map(|f| format!("{}: {}", f.cause, f.summary))
-        .unwrap_or_else(|| "no finding".into())
-}
-
 fn lab_run(a: LabRunArgs) -> Outcome {
     need_root()?;
     let w = workload(&a.workload)?;
@@ -437,14 +371,7 @@ fn lab_run(a: LabRunArgs) -> Outcome {
     let results = outcome?;
     let mut out = crate::out::stdout();
     if a.json {
-        let doc = json!({
-            "lab": { "name": spec.name, "topology": spec.topology.name(), "mtu": spec.mtu },
-            "steps": results.iter().map(|s| json!({
-                "knobs": s.step.iter().map(|(i, v)| (knobs[*i].key.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                "runs": s.runs,
-            })).collect::<Vec<_>>(),
-            "restored": done == Done::Success,
-        });
+        let doc = render::knob_json(&spec, &knobs, &results, done == Done::Success);
         serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
     } else if knobs.is_empty() {
@@ -458,75 +385,9 @@ fn lab_run(a: LabRunArgs) -> Outcome {
             }
         }
     } else {
-        write!(out, "{}", knob_table(&knobs, &results)).context("writing to stdout")?;
+        write!(out, "{}", render::knob_table(&knobs, &results)).context("writing to stdout")?;
     }
     Ok(done)
-}
-
-/// How throughput, cs/s and in/s moved with each knob value, and which value won.
-fn knob_table(knobs: &[Knob], results: &[KnobRuns]) -> String {
-    let mut s = String::new();
-    let keys: Vec<&str> = knobs.iter().map(|k| k.key.as_str()).collect();
-    s.push_str(&format!(
-        "{:<32} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}  verdict\n",
-        keys.join(" "),
-        "pkt/s",
-        "Gbit/s",
-        "loss %",
-        "cs/s",
-        "in/s",
-        "CPU ns/pkt"
-    ));
-    let (figures, winner) = lab::knob_summary(results);
-    let names: Vec<String> = results
-        .iter()
-        .map(|r| {
-            r.step
-                .iter()
-                .map(|(_, v)| v.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    let show = |x: Option<f64>, scale: f64, prec: usize| {
-        x.map_or_else(|| "-".into(), |v| format!("{:.*}", prec, v / scale))
-    };
-    for ((r, f), name) in results.iter().zip(&figures).zip(&names) {
-        s.push_str(&format!(
-            "{:<32} {:>12} {:>12} {:>8} {:>10} {:>10} {:>10}  {}\n",
-            name,
-            show(f.pps, 1.0, 0),
-            show(f.bits_per_s, 1e9, 3),
-            show(f.loss_pct, 1.0, 3),
-            show(f.cs_per_s, 1.0, 0),
-            show(f.intr_per_s, 1.0, 0),
-            show(f.cpu_ns_per_packet, 1.0, 0),
-            r.runs
-                .first()
-                .and_then(|r| r.findings.first())
-                .map_or("-", |f| f.cause.as_str())
-        ));
-    }
-    // The winner by median packet rate, against the runner-up with Welch's test.
-    if let Some(w) = winner {
-        let conf = match w.confidence {
-            Ok(c) => format!(
-                "mean {:+.1} % over {} (Welch p = {:.3}{})",
-                c.gain_pct,
-                names[w.runner_up],
-                c.p_value,
-                if c.significant {
-                    ", significant"
-                } else {
-                    ", not significant: repeat with more --repeat"
-                }
-            ),
-            Err(e) => format!("no confidence: {e}; give --repeat 3 or more"),
-        };
-        s.push_str(&format!("best packet rate: {} ({conf})\n", names[w.best]));
-    }
-    s.push_str("each value was set, measured, and the original restored afterwards\n");
-    s
 }
 
 fn lab_compare(a: LabCompareArgs) -> Outcome {
@@ -587,95 +448,14 @@ fn lab_compare(a: LabCompareArgs) -> Outcome {
     }
     let mut out = crate::out::stdout();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &compare_json(&results, &cmp))
+        serde_json::to_writer_pretty(&mut out, &render::compare_json(&results, &cmp))
             .context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
     } else {
-        write!(out, "{}", compare_text(&results, &cmp)).context("writing to stdout")?;
+        write!(out, "{}", render::compare_text(&results, &cmp)).context("writing to stdout")?;
         if let Some(path) = &a.html {
             writeln!(out, "report: {}", path.display()).context("writing to stdout")?;
         }
     }
     Ok(done)
-}
-
-/// The verdict of a topology's median run ("" when it has none).
-fn median_verdict(t: &TopoRuns, row: &lab::TopoRow) -> String {
-    row.median_run
-        .map(|i| verdict_of(&t.runs[i]))
-        .unwrap_or_default()
-}
-
-fn binds_text(b: Binds) -> &'static str {
-    match b {
-        Binds::Aggregated => "more than the packet ceiling allows at this frame size: the stack carried aggregated packets (GSO/GRO), so the per-packet ceiling does not bind",
-        Binds::PacketRate => "the packet rate binds",
-        Binds::Other => "something other than the packet rate binds first (per-byte work, the receiver, a lock)",
-    }
-}
-
-fn compare_text(results: &[TopoRuns], c: &Comparison) -> String {
-    let base_name = c.rows[c.base].topology.name();
-    let mut text = format!(
-        "{:<10} {:>12} {:>12} {:>8} {:>11} {:>26}  verdict (median run)\n",
-        "topology",
-        "pkt/s",
-        "payload Gb/s",
-        "loss %",
-        "CPU ns/pkt",
-        format!("added vs {base_name} ns/pkt"),
-    );
-    let show =
-        |x: Option<f64>, prec: usize| x.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"));
-    for (t, row) in results.iter().zip(&c.rows) {
-        let added = match (row.added_ns_per_packet, row.added_spread) {
-            (Some(d), Some((lo, hi))) => format!("{d:+.0} ({lo:+.0}..{hi:+.0})"),
-            (Some(d), None) => format!("{d:+.0}"),
-            (None, _) => "-".into(),
-        };
-        text.push_str(&format!(
-            "{:<10} {:>12} {:>12} {:>8} {:>11} {:>26}  {}\n",
-            row.topology.name(),
-            show(row.pps, 0),
-            show(row.payload_gbit_per_s, 3),
-            show(row.loss_pct, 3),
-            show(row.cpu_ns_per_packet, 0),
-            added,
-            median_verdict(t, row)
-        ));
-    }
-    text.push_str(&format!(
-        "medians over {} repeat(s), topologies alternated round by round; CPU ns/pkt = host CPU busy time / packets the receiving interface took in; the added cost is paired by round against {base_name}, with its range\n",
-        results.first().map_or(0, |t| t.runs.len())
-    ));
-    // The packet ceiling times the frame size against the bit rate reached.
-    for x in &c.arithmetic {
-        text.push_str(&format!(
-            "{}: packet ceiling {:.0} pkt/s × {} B = {:.3} Gbit/s; reached {:.3} Gbit/s: {}\n",
-            x.topology.name(),
-            x.packet_ceiling_pps,
-            x.frame_bytes,
-            x.allowed_bits_per_s / 1e9,
-            x.reached_bits_per_s / 1e9,
-            binds_text(x.binds)
-        ));
-    }
-    text
-}
-
-fn compare_json(results: &[TopoRuns], c: &Comparison) -> serde_json::Value {
-    let rows: Vec<_> = results.iter().zip(&c.rows).map(|(t, row)| json!({
-        "topology": row.topology.name(), "path": row.topology.path(),
-        "repeats": row.repeats, "pps": row.pps, "bits_per_s": row.payload_gbit_per_s.map(|g| g * 1e9),
-        "loss_pct": row.loss_pct, "cpu_ns_per_packet": row.cpu_ns_per_packet,
-        "added_ns_per_packet": row.added_ns_per_packet,
-        "added_spread": row.added_spread.map(|(lo, hi)| [lo, hi]),
-        "packet_ceiling_pps": row.packet_ceiling_pps, "verdict": median_verdict(t, row),
-        "runs": t.runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(),
-    })).collect();
-    let arithmetic: Vec<_> = c.arithmetic.iter().map(|x| json!({
-        "topology": x.topology.name(), "packet_ceiling_pps": x.packet_ceiling_pps, "frame_bytes": x.frame_bytes,
-        "allowed_bits_per_s": x.allowed_bits_per_s, "reached_bits_per_s": x.reached_bits_per_s, "binds": binds_text(x.binds),
-    })).collect();
-    json!({ "topologies": rows, "arithmetic": arithmetic, "base": c.rows[c.base].topology.name() })
 }
