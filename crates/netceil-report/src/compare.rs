@@ -283,6 +283,29 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// Two searches or sweeps: their answers side by side (empty otherwise).
     pub knees: Vec<KneePair>,
+    /// Why the two runs measured different work, when they did (see [`unlike`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlike: Option<String>,
+}
+
+/// Why two runs' figures measure different work, or `None` when they are alike: both
+/// netceil workloads, of different kinds (a TCP stream against UDP datagrams, a request/response
+/// run against either, a suite against one of its parts). A search and a sweep are alike (both
+/// answer with knees); a watched or imported run is alike with anything, since what it
+/// watched is what the comparison is for.
+pub fn unlike(a: &Run, b: &Run) -> Option<String> {
+    use netceil_model::WorkloadKind as K;
+    let (ka, kb) = (a.workload.as_ref()?.kind, b.workload.as_ref()?.kind);
+    let knees = |k| matches!(k, K::Search | K::Sweep);
+    if ka == kb || ka == K::External || kb == K::External || (knees(ka) && knees(kb)) {
+        return None;
+    }
+    Some(format!(
+        "A is a {} run and B a {} run: their throughput, packet rate and loss count different \
+         work, so B vs A is not a change of one thing",
+        summary::kind(a),
+        summary::kind(b)
+    ))
 }
 
 /// Compares two runs with the default [`load_phase`].
@@ -783,6 +806,7 @@ pub fn compare_with(a: &Run, b: &Run, phase: impl Fn(&Run) -> LoadPhase) -> Comp
         findings,
         notes,
         knees: knee_pairs(a, b),
+        unlike: unlike(a, b),
     }
 }
 
@@ -959,6 +983,32 @@ fn notes(a: &SideData<'_>, b: &SideData<'_>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fixture(name: &str) -> Run {
+        let path = format!(
+            "{}/../../tests/fixtures/runs/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn runs_of_different_workloads_are_flagged_and_alike_ones_are_not() {
+        let (tcp, udp) = (fixture("tcp"), fixture("udp"));
+        let why = unlike(&tcp, &udp).expect("tcp against udp");
+        assert!(why.contains("A is a tcp run and B a udp run"), "{why}");
+        let c = compare(&tcp, &udp);
+        assert_eq!(c.unlike.as_deref(), Some(why.as_str()));
+        assert!(crate::compare_table(&c).starts_with("warning: A is a tcp run"));
+        assert!(crate::compare_markdown(&c).contains("**Warning:** A is a tcp run"));
+        assert_eq!(unlike(&udp, &udp), None);
+        assert_eq!(unlike(&fixture("search"), &fixture("sweep")), None);
+        // A run with no workload of netceil's (imported, watched) is alike with anything.
+        let mut imported = udp.clone();
+        imported.workload = None;
+        assert_eq!(unlike(&tcp, &imported), None);
+        assert_eq!(compare(&udp, &udp).unlike, None);
+    }
 
     #[test]
     fn p_values_and_figures() {

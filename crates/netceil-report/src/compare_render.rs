@@ -232,6 +232,9 @@ const KNEE_HEADERS: [&str; 6] = ["size B", "point", "loss ≤", "A", "B", "B vs 
 
 pub fn compare_table(c: &Comparison) -> String {
     let mut out = String::new();
+    if let Some(why) = &c.unlike {
+        let _ = writeln!(out, "warning: {why}\n");
+    }
     if !c.knees.is_empty() {
         let _ = writeln!(out, "Knees (search or sweep answers)");
         let _ = writeln!(out, "{}\n", terminal_table(KNEE_HEADERS, &knee_rows(c)));
@@ -315,6 +318,9 @@ pub fn compare_markdown(c: &Comparison) -> String {
         code(&c.a.run_id),
         code(&c.b.run_id)
     );
+    if let Some(why) = &c.unlike {
+        let _ = writeln!(out, "> **Warning:** {why}.\n");
+    }
     for (name, s) in [("A", &c.a), ("B", &c.b)] {
         let _ = writeln!(out, "- {}", escape(&side_line(name, s)));
     }

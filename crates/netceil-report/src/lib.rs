@@ -32,8 +32,8 @@ pub mod text;
 mod view;
 
 pub use compare::{
-    compare, compare_with, knee_pairs, load_phase, Comparison, Difference, DistributionRow, Figure,
-    FindingBrief, FindingsDiff, KneePair, LoadPhase, PhaseSummary, Side, ALPHA, CONFIDENCE,
+    compare, compare_with, knee_pairs, load_phase, unlike, Comparison, Difference, DistributionRow,
+    Figure, FindingBrief, FindingsDiff, KneePair, LoadPhase, PhaseSummary, Side, ALPHA, CONFIDENCE,
     LOAD_PHASE_EDGE_TRIM, LOAD_PHASE_THRESHOLD, STEADIER_CV_RATIO,
 };
 pub use compare_render::{compare_markdown, compare_table};

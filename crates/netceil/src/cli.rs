@@ -777,6 +777,10 @@ pub struct CompareArgs {
     /// table for the terminal, json for scripts, markdown to paste.
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
+    /// Compare runs of different workloads (a TCP run against a UDP one) anyway; the output
+    /// then begins with a warning.
+    #[arg(long)]
+    pub unlike: bool,
 }
 
 #[derive(Debug, Args)]

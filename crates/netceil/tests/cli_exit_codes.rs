@@ -260,7 +260,11 @@ fn store_rows(env: &Env, ids: &[String]) -> Vec<Row> {
         Row {
             command: "compare",
             ok: args(&["compare", a, b]),
-            bad: vec![args(&["compare", a, "no-such-run"])],
+            bad: vec![
+                args(&["compare", a, "no-such-run"]),
+                // A UDP run against a TCP run, without --unlike.
+                args(&["compare", a, ids[3].as_str()]),
+            ],
             runtime: vec![(args(&["compare", a, b]), BROKEN_DB)],
         },
     ]
@@ -374,6 +378,11 @@ fn every_command_exits_by_the_table() {
         assert_eq!(code, Some(0), "{err}");
     }
     ids.extend(env.stored());
+    // A TCP run, for `compare` of unlike workloads.
+    let (code, _, err) = env.run(&["run", "-q", "tcp", "--duration", "200ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    let tcp = env.stored().into_iter().find(|id| !ids.contains(id));
+    ids.push(tcp.expect("the TCP run is stored"));
     let rows = table(&env, &ids);
     let listed = subcommands();
     assert!(
