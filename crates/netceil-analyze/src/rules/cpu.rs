@@ -776,7 +776,7 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
         ));
     }
     all_busy_alternatives(ctx, m, &mut f);
-    all_busy_advice(small, &mut f);
+    all_busy_advice(small, ctx.loopback_only(), &mut f);
     f
 }
 
@@ -806,19 +806,27 @@ fn all_busy_alternatives(ctx: &Ctx, m: &AllBusy, f: &mut Finding) {
     }
 }
 
-fn all_busy_advice(small: Option<bool>, f: &mut Finding) {
+/// The knobs for every core busy. On loopback there is no NIC: its offloads are fixed on and it
+/// has no queues to spread, so only what the application and the stack control is offered.
+fn all_busy_advice(small: Option<bool>, loopback: bool, f: &mut Finding) {
     if small != Some(false) {
         f.advice.push(advice(
-            "larger messages, or batching: UDP GSO/GRO (--gso; ethtool -K IF rx-udp-gro-forwarding on), sendmmsg/recvmmsg",
+            if loopback {
+                "larger messages, or batching: UDP GSO/GRO (--gso, --gro), sendmmsg/recvmmsg"
+            } else {
+                "larger messages, or batching: UDP GSO/GRO (--gso; ethtool -K IF rx-udp-gro-forwarding on), sendmmsg/recvmmsg"
+            },
             "the same CPU moves more bytes: per-packet cost is paid once per batch",
             Some("latency per message rises with the batch"),
         ));
     }
-    f.advice.push(advice(
-        "offloads: ethtool -K IF tso on gso on gro on rx on tx on",
-        "segmentation and checksums leave the CPU: fewer, larger trips through the stack",
-        Some("offloads do not apply on every path (e.g. some tunnels or XDP)"),
-    ));
+    if !loopback {
+        f.advice.push(advice(
+            "offloads: ethtool -K IF tso on gso on gro on rx on tx on",
+            "segmentation and checksums leave the CPU: fewer, larger trips through the stack",
+            Some("offloads do not apply on every path (e.g. some tunnels or XDP)"),
+        ));
+    }
     if small == Some(false) {
         f.advice.push(advice(
             "fewer copies: MSG_ZEROCOPY for large sends, larger socket reads",
@@ -827,7 +835,11 @@ fn all_busy_advice(small: Option<bool>, f: &mut Finding) {
         ));
     }
     f.advice.push(advice(
-        "more cores on the path: RSS queues and receiving threads",
+        if loopback {
+            "more cores on the path: more receiving threads (--threads), and RPS on lo to spread the receive softirq"
+        } else {
+            "more cores on the path: RSS queues and receiving threads"
+        },
         "throughput scales while the work splits",
         Some("not past the cores there are"),
     ));
@@ -1081,6 +1093,35 @@ mod tests {
             f.evidence
         );
         assert!(on(&run, hot_cpu).is_none());
+    }
+
+    #[test]
+    fn cpu_bound_on_loopback_offers_no_nic_knob_and_across_a_nic_does() {
+        let nic_knob = |a: &netceil_model::Advice| {
+            a.knob.contains("ethtool") || a.knob.contains("RSS") || a.knob.contains("IF ")
+        };
+        let on_iface = |iface: &str| {
+            let mut run = loaded(
+                10,
+                &[(20.0, 40.0, 38.0), (25.0, 45.0, 28.0)],
+                1.2e6,
+                1.2e6 * 64.0 * 8.0,
+            );
+            for r in 0..10 {
+                let l = [(n::LABEL_IFACE, iface)];
+                crate::testutil::put(&mut run.series, r, n::IFACE_RX_PPS, &l, 1.2e6);
+            }
+            on(&run, cpu_bound).expect("cpu bound")
+        };
+        let f = on_iface("eth0");
+        assert!(f.advice.iter().any(nic_knob), "{:?}", f.advice);
+        let f = on_iface("lo");
+        assert!(!f.advice.iter().any(nic_knob), "{:?}", f.advice);
+        assert!(
+            f.advice.iter().any(|a| a.knob.contains("--threads")),
+            "{:?}",
+            f.advice
+        );
     }
 
     #[test]

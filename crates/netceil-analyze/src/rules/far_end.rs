@@ -599,7 +599,11 @@ fn far_softirq(ctx: &Ctx, m: &Far) -> Finding {
         m.confidence(ctx, ramp(m.soft.softirq_pct, 70.0, 95.0)),
     );
     f.advice.push(advice(
-        "on the receiver: spread receive processing (RPS via /sys/class/net/IF/queues/rx-N/rps_cpus, more RSS queues with ethtool -L, or threaded NAPI), or more flows so RSS can use more cores",
+        if ctx.loopback_only() {
+            "on the receiver: RPS on lo (/sys/class/net/lo/queues/rx-0/rps_cpus) to spread the receive softirq, or more flows on more receiving threads"
+        } else {
+            "on the receiver: spread receive processing (RPS via /sys/class/net/IF/queues/rx-N/rps_cpus, more RSS queues with ethtool -L, or threaded NAPI), or more flows so RSS can use more cores"
+        },
         "the far end's softirq spread over several cores and a higher delivered rate",
         Some("one flow hashes to one queue and one core"),
     ));

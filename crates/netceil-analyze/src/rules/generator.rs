@@ -185,7 +185,11 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
             ),
         ));
         f.advice.push(advice(
-            "a longer transmit queue (ip link set IF txqueuelen 10000) or TX ring (ethtool -G IF tx 4096)",
+            if ctx.loopback_only() {
+                "a larger send buffer (SO_SNDBUF, sysctl net.core.wmem_max): loopback has no ring or device queue, so the socket's buffer is what filled"
+            } else {
+                "a longer transmit queue (ip link set IF txqueuelen 10000) or TX ring (ethtool -G IF tx 4096)"
+            },
             "fewer failed sends",
             Some("failed sends mean the local queue, not the wire, was full"),
         ));

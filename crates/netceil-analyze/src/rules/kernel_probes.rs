@@ -168,16 +168,31 @@ fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
         "a user thread on the same core: ruled out, the time was measured inside softirq handlers"
             .into(),
     );
-    f.advice.push(advice(
-        "spread the packet path: RPS (/sys/class/net/IF/queues/rx-N/rps_cpus), more RSS queues (ethtool -L IF combined N) with IRQ affinity, or threaded NAPI (echo 1 > /sys/class/net/IF/threaded) so the scheduler can move the poll",
-        "receive processing over several cores",
-        Some("one flow stays on one core with RSS; RPS costs an inter-processor interrupt per batch"),
-    ));
-    f.advice.push(advice(
-        "cut the work per packet: GRO on (ethtool -K IF gro on), fewer netfilter rules or no conntrack on this path, larger frames",
-        "fewer ns per packet, more packets from the same core",
-        None,
-    ));
+    if ctx.loopback_only() {
+        // Loopback has no NIC queue, interrupt or NAPI instance of its own: RPS is its only
+        // way to move the receive softirq off the sending core.
+        f.advice.push(advice(
+            "spread the packet path: RPS on lo (echo <cpu mask> > /sys/class/net/lo/queues/rx-0/rps_cpus), or more flows on more threads",
+            "receive processing over several cores",
+            Some("RPS costs an inter-processor interrupt per batch"),
+        ));
+        f.advice.push(advice(
+            "cut the work per packet: fewer netfilter rules or no conntrack on this path, larger messages (--size, --gso)",
+            "fewer ns per packet, more packets from the same core",
+            None,
+        ));
+    } else {
+        f.advice.push(advice(
+            "spread the packet path: RPS (/sys/class/net/IF/queues/rx-N/rps_cpus), more RSS queues (ethtool -L IF combined N) with IRQ affinity, or threaded NAPI (echo 1 > /sys/class/net/IF/threaded) so the scheduler can move the poll",
+            "receive processing over several cores",
+            Some("one flow stays on one core with RSS; RPS costs an inter-processor interrupt per batch"),
+        ));
+        f.advice.push(advice(
+            "cut the work per packet: GRO on (ethtool -K IF gro on), fewer netfilter rules or no conntrack on this path, larger frames",
+            "fewer ns per packet, more packets from the same core",
+            None,
+        ));
+    }
     f.next = Some(
         "netceil run … --probe softirq,napi,locks again after one change: softirq_exact_pct{cpu} should fall or spread".into(),
     );

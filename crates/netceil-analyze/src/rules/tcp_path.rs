@@ -196,7 +196,11 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
         ));
     }
     f.advice.push(advice(
-        "find the drop: ethtool -S IF and tc -s qdisc on both ends, the switch's counters",
+        if ctx.loopback_only() {
+            "find the drop: on loopback it is a queue of this host's (tc -s qdisc show dev lo, nstat -az TcpExtTCPBacklogDrop TcpExtTCPRcvQDrop TcpExtTCPOFODrop)"
+        } else {
+            "find the drop: ethtool -S IF and tc -s qdisc on both ends, the switch's counters"
+        },
         "retransmits fall once the dropping queue is found and given room or pacing",
         None,
     ));
