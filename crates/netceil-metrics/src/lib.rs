@@ -39,25 +39,30 @@
 //!
 //! # Names
 //!
-//! One function, [`expose`], derives every exposed name from the model's metric name and unit
-//! (`netceil_model::names`), the way node_exporter names things: the `netceil_` prefix, base
-//! units, and the unit last. netceil records rates and shares per interval, not counters, so
-//! they are gauges whose names say so:
+//! One mapping, [`target`] (in `expose.rs`), derives every exposed family and its labels from
+//! the model's metric name, unit and labels, in node_exporter's conventions: the `netceil_`
+//! prefix, base units, the unit last, and counters where something is counted, so that
+//! `rate()` and `increase()` work on them:
 //!
-//! | model unit | example | exposed as |
-//! | --- | --- | --- |
-//! | `%` (`_pct`) | `cpu_softirq_pct{cpu=3}` | `netceil_cpu_softirq_ratio{cpu="3"}`, 0–1 (a thread's or process's share of one core can pass 1) |
-//! | bit/s | `iface_rx_bits_per_s` | `netceil_iface_rx_bytes_per_second` (÷ 8) |
-//! | pkt/s | `iface_rx_pps` | `netceil_iface_rx_packets_per_second` |
-//! | /s | `cs_per_s` | `netceil_cs_per_second` |
-//! | µs | `load_mean_latency_us` | `netceil_load_mean_latency_seconds` (× 10⁻⁶) |
-//! | bytes | `qdisc_backlog_bytes` | `netceil_qdisc_backlog_bytes` |
-//! | count | `procs_running` | `netceil_procs_running` |
-//! | count since boot (`_total`) | `softnet_dropped_total` | counter `netceil_softnet_dropped_total` |
+//! | model series | exposed as |
+//! | --- | --- |
+//! | a rate of events (`/s`, pkt/s, bit/s): `cs_per_s`, `iface_rx_pps{iface=lo}`, `iface_rx_bits_per_s` | a counter of what it counts, each row's rate times its measured length added up since the endpoint started: `netceil_cs_total`, `netceil_iface_rx_packets_total{device="lo"}`, `netceil_iface_rx_bytes_total` (bits ÷ 8) |
+//! | CPU time shares `cpu_user_pct{cpu=3}`, `cpu_softirq_pct{cpu=3}`… | one counter with a `mode` label, seconds: `netceil_cpu_seconds_total{cpu="3",mode="softirq"}`; no machine-wide series (sum over `cpu`) and no `busy` (a sum of modes) |
+//! | a thread's `thread_user_pct`, `thread_system_pct` | `netceil_thread_cpu_seconds_total{pid,comm,mode}`, the threads of one name summed |
+//! | other shares (`_pct`): `psi_cpu_some_pct` | gauge `netceil_psi_cpu_some_ratio`, 0–1 |
+//! | an estimate or a setting in bit/s: `tcp_delivery_rate_bits_per_s`, `qdisc_rate_bits_per_s` | gauge `…_bytes_per_second` |
+//! | µs, bytes, counts: `load_mean_latency_us`, `qdisc_backlog_bytes`, `procs_running` | gauges `netceil_load_mean_latency_seconds`, `netceil_qdisc_backlog_bytes`, `netceil_procs_running` |
+//! | since-boot totals of a snapshot (`_total`): `softnet_dropped_total` | counter `netceil_softnet_dropped_total` |
 //!
-//! Labels keep the model's keys (`cpu`, `iface`, `irq`, `queue`, `pid`, `comm`…), made safe by
-//! [`label_name`]. A series the sampler stops reporting (a thread that exited) is dropped
-//! after [`stale_after`]. Values that are not finite are left out, never written as 0.
+//! Labels keep the model's keys (`cpu`, `irq`, `queue`, `pid`, `comm`…), made safe by
+//! [`label_name`], except interfaces, which are `device`. A family never mixes a machine-wide
+//! value with the per-CPU (or per-anything) values it is made of, so `sum()` never counts
+//! twice: the machine-wide series is left out, and a second way of splitting (IPIs per kind
+//! beside IPIs per CPU) is a family of its own, `netceil_ipi_by_kind_total`. No series per
+//! thread id or per TCP flow unless [`Detail::Fine`] (`--metrics-detail`). A series the
+//! sampler stops reporting (a thread that exited) is dropped after [`stale_after`], and a
+//! counter that comes back starts from 0 (which `rate()` reads as a reset). Values that are
+//! not finite are left out, never written as 0.
 //!
 //! Besides the series: `netceil_rows_total` (rows published), `netceil_interval_seconds` (the
 //! newest row's measured length), and the findings (below).
@@ -79,22 +84,23 @@
 //! provisional: a run's results (a generator's counts) exist only at its end, so the rules
 //! that need them speak only in the final verdict.
 
+mod expose;
+
+pub use expose::{expose, help, label_name, target, Detail, Exposed, Fold, Kind, Target, PREFIX};
+
 use netceil_http::{Event, RateLimitedLog, Request, Response, Server, ServerLimits, Wake};
-use netceil_model::{names, Finding, Metric, MetricId, Run, Series, Unit};
+use netceil_model::{Finding, Metric, MetricId, Run, Series, Unit};
 use netceil_probe::Row;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit as PromUnit};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// The prefix of every exposed name.
-pub const PREFIX: &str = "netceil";
 
 /// How often the live verdict is recomputed.
 pub const LIVE_EVERY: Duration = Duration::from_secs(5);
@@ -140,156 +146,6 @@ const OWN_FAMILIES: &[&str] = &[
     "netceil_finding_confidence_ratio",
 ];
 
-/// An OpenMetrics metric type, as far as netceil's series need one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Gauge,
-    Counter,
-}
-
-/// How one model metric is exposed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Exposed {
-    /// The family name without the unit (the encoder appends `_<unit>`).
-    pub stem: String,
-    /// The OpenMetrics unit, the last part of the name; `None` for plain counts.
-    pub unit: Option<&'static str>,
-    pub kind: Kind,
-    /// The model's value divided by this is the exposed value (100 for a percentage).
-    pub divisor: f64,
-}
-
-impl Exposed {
-    /// The family's name, as `# TYPE` names it.
-    pub fn family(&self) -> String {
-        match self.unit {
-            Some(u) => format!("{}_{u}", self.stem),
-            None => self.stem.clone(),
-        }
-    }
-
-    /// The name on sample lines: the family's, and `_total` for a counter.
-    pub fn sample_name(&self) -> String {
-        match self.kind {
-            Kind::Gauge => self.family(),
-            Kind::Counter => format!("{}_total", self.family()),
-        }
-    }
-}
-
-/// The exposed name, unit, type and divisor of the model metric `name` in `unit`: the one
-/// mapping from netceil's names to OpenMetrics ones (see the module header). The model's unit
-/// suffix (`_pct`, `_bits_per_s`, `_pps`, `_per_s`, `_us`…) is replaced by the base unit's;
-/// a name without the suffix its unit implies gets the exposed unit appended all the same.
-pub fn expose(name: &str, unit: Unit) -> Exposed {
-    let clean = sanitize(name);
-    // (suffixes the model's names end in, a word for what is counted, exposed unit, divisor)
-    let (suffixes, counted, prom_unit, divisor): (&[&str], &str, Option<&'static str>, f64) =
-        match unit {
-            Unit::Percent => (&["_pct", "_percent"], "", Some("ratio"), 100.0),
-            Unit::Ratio => (&["_ratio"], "", Some("ratio"), 1.0),
-            Unit::BitsPerSecond => (
-                &["_bits_per_s", "_bps", "_per_s"],
-                "",
-                Some("bytes_per_second"),
-                8.0,
-            ),
-            Unit::BytesPerSecond => (
-                &["_bytes_per_s", "_per_s"],
-                "",
-                Some("bytes_per_second"),
-                1.0,
-            ),
-            Unit::PacketsPerSecond => (
-                &["_pps", "_packets_per_s"],
-                "_packets",
-                Some("per_second"),
-                1.0,
-            ),
-            Unit::PerSecond => (&["_per_s"], "", Some("per_second"), 1.0),
-            Unit::Seconds => (&["_seconds", "_s"], "", Some("seconds"), 1.0),
-            Unit::Microseconds => (&["_us"], "", Some("seconds"), 1e6),
-            Unit::Bytes => (&["_bytes"], "", Some("bytes"), 1.0),
-            Unit::Count => (&["_total"], "", None, 1.0),
-        };
-    let stripped = suffixes
-        .iter()
-        .find_map(|s| clean.strip_suffix(s).filter(|rest| !rest.is_empty()));
-    let kind = if unit == Unit::Count && stripped.is_some() {
-        Kind::Counter
-    } else {
-        Kind::Gauge
-    };
-    let base = stripped.unwrap_or(&clean);
-    Exposed {
-        stem: format!("{PREFIX}_{base}{counted}"),
-        unit: prom_unit,
-        kind,
-        divisor,
-    }
-}
-
-/// A label key of the model as an OpenMetrics label name: the model's keys (`cpu`, `iface`,
-/// `queue`…) are already valid and stay as they are; anything else becomes `[a-zA-Z0-9_]`,
-/// never starting with a digit or with `__` (reserved).
-pub fn label_name(key: &str) -> String {
-    let clean = sanitize(key);
-    let trimmed = clean.trim_start_matches('_');
-    if trimmed.is_empty() || trimmed.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("label_{trimmed}")
-    } else if trimmed.len() == clean.len() {
-        clean
-    } else {
-        trimmed.to_string()
-    }
-}
-
-fn sanitize(text: &str) -> String {
-    let s: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() {
-        "unnamed".into()
-    } else {
-        s
-    }
-}
-
-/// The `# HELP` text of a model metric: what the model's names say it measures (without the
-/// list of labels, which the samples show), how it was converted, and netceil's own name.
-pub fn help(name: &str, unit: Unit) -> String {
-    let what = match names::doc_of(name) {
-        Some(doc) => {
-            let cut = [" Labels:", " Labels as", " Label:"]
-                .iter()
-                .filter_map(|m| doc.find(m))
-                .min()
-                .unwrap_or(doc.len());
-            doc[..cut].trim().to_string()
-        }
-        None => format!("netceil's {name}, in {}.", unit.symbol()),
-    };
-    let how = match unit {
-        Unit::Percent => " Exposed as a ratio: 1 = 100 %.",
-        Unit::BitsPerSecond => " Exposed in bytes per second (bits / 8).",
-        Unit::Microseconds => " Exposed in seconds.",
-        _ => "",
-    };
-    escape_help(&format!("{what}{how} netceil series: {name}."))
-}
-
-/// HELP text may not hold a raw newline or an unescaped backslash.
-fn escape_help(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
 /// A series is dropped when its newest value is older than this, behind the newest row: 5
 /// intervals, and at least 5 s (some sources are read every 2 s, whatever the interval).
 pub fn stale_after(interval_s: f64) -> f64 {
@@ -313,16 +169,26 @@ pub fn names_ceiling(cause: &str) -> bool {
     netceil_model::Cause::from_name(cause).names_ceiling()
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Sample {
-    unit: Unit,
+/// One exposed series: where it goes, and its value so far.
+#[derive(Debug)]
+struct Exposure {
+    target: Target,
+    help: String,
     value: f64,
+    /// When a row last gave it a value.
     t_s: f64,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    latest: BTreeMap<MetricId, Sample>,
+    /// The exposed series, in the order they first came.
+    exposures: Vec<Exposure>,
+    /// (family, labels) → its index in `exposures`.
+    index: HashMap<(String, Vec<(String, String)>), usize>,
+    /// Each model series → the exposure it folds into (`None`: left out), so the mapping is
+    /// worked out once per series, not once per row.
+    routes: HashMap<(MetricId, Unit), Option<usize>>,
+    detail: Detail,
     newest_t_s: f64,
     interval_s: Option<f64>,
     rows: u64,
@@ -338,25 +204,54 @@ struct State {
 }
 
 impl State {
+    /// The exposure the model series `id` folds into, made on its first value.
+    fn route(&mut self, id: &MetricId, unit: Unit) -> Option<usize> {
+        if let Some(r) = self.routes.get(&(id.clone(), unit)) {
+            return *r;
+        }
+        let r = target(id, unit, self.detail).map(|t| {
+            let key = (t.exposed.family(), t.labels.clone());
+            *self.index.entry(key).or_insert_with(|| {
+                self.exposures.push(Exposure {
+                    help: help(&id.name, unit),
+                    target: t,
+                    // Not a number until a row gives one: left out until then.
+                    value: f64::NAN,
+                    t_s: f64::NEG_INFINITY,
+                });
+                self.exposures.len() - 1
+            })
+        });
+        self.routes.insert((id.clone(), unit), r);
+        r
+    }
+
     fn update(&mut self, row: &Row) {
         self.rows += 1;
         self.generation += 1;
         self.newest_t_s = self.newest_t_s.max(row.t_s);
-        if row.elapsed_s.is_finite() && row.elapsed_s > 0.0 {
-            self.interval_s = Some(row.elapsed_s);
+        let elapsed = (row.elapsed_s.is_finite() && row.elapsed_s > 0.0).then_some(row.elapsed_s);
+        if elapsed.is_some() {
+            self.interval_s = elapsed;
         }
         for (id, unit, value) in row.iter() {
-            let sample = Sample {
-                unit,
-                value,
-                t_s: row.t_s,
+            let Some(i) = self.route(id, unit) else {
+                continue;
             };
-            match self.latest.get_mut(id) {
-                Some(s) => *s = sample,
-                None => {
-                    self.latest.insert(id.clone(), sample);
+            let e = &mut self.exposures[i];
+            let scaled = value / e.target.exposed.divisor;
+            match e.target.exposed.fold {
+                Fold::Last | Fold::Total => e.value = scaled,
+                Fold::Integrate => {
+                    // A rate that is not a number or below zero (a counter that went back)
+                    // adds nothing; the series still counts as seen.
+                    if let Some(dt) = elapsed.filter(|_| scaled.is_finite() && scaled >= 0.0) {
+                        // Several series folding into one (a process's threads) add up.
+                        e.value = if e.value.is_nan() { 0.0 } else { e.value } + scaled * dt;
+                    }
                 }
             }
+            e.t_s = row.t_s;
         }
         if let Some(window) = self.window.as_mut() {
             window.push_back(row.clone());
@@ -371,9 +266,21 @@ impl State {
         }
     }
 
+    /// Forgets the series no row has given a value for a while (a thread that exited); a
+    /// counter that comes back starts again from zero, which `rate()` reads as a reset.
     fn prune(&mut self) {
         let limit = self.newest_t_s - stale_after(self.interval_s.unwrap_or(1.0));
-        self.latest.retain(|_, s| s.t_s >= limit);
+        if self.exposures.iter().all(|e| e.t_s >= limit) {
+            return;
+        }
+        self.exposures.retain(|e| e.t_s >= limit);
+        self.routes.clear();
+        self.index = self
+            .exposures
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ((e.target.exposed.family(), e.target.labels.clone()), i))
+            .collect();
     }
 }
 
@@ -449,11 +356,9 @@ impl Shared {
 /// One family of series, ready to encode.
 struct Family {
     exposed: Exposed,
-    model: (String, Unit),
     help: String,
     samples: Vec<(Vec<(String, String)>, f64)>,
 }
-
 impl Collector for Shared {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let st = self.lock();
@@ -540,47 +445,91 @@ fn encode_findings(enc: &mut DescriptorEncoder, st: &State) -> Result<(), std::f
     Ok(())
 }
 
-/// The newest values grouped into families by exposed name. A family belongs to the first
-/// model metric (name and unit) that maps to it; another one mapping there too is left out,
-/// as is a label set already taken, so the output stays valid whatever the input.
+/// The exposed series grouped into families by name, laid out so that a `sum()` over a family
+/// never counts a value twice: a machine-wide series is left out where the series it is made
+/// of (per CPU, per interface…) are there, and series of another set of labels (IPIs per kind
+/// beside IPIs per CPU) become a family of their own, `<name>_by_<labels>`. A family belongs
+/// to the first series that maps to it; one of another type or unit is left out, as is a
+/// label set already taken, so the output stays valid whatever the input.
 fn families(st: &State) -> BTreeMap<String, Family> {
     let limit = st.newest_t_s - stale_after(st.interval_s.unwrap_or(1.0));
-    let mut out: BTreeMap<String, Family> = BTreeMap::new();
-    for (id, s) in &st.latest {
-        if s.t_s < limit || !s.value.is_finite() {
+    let mut grouped: BTreeMap<String, Family> = BTreeMap::new();
+    for e in &st.exposures {
+        if e.t_s < limit || !e.value.is_finite() {
             continue;
         }
-        let exposed = expose(&id.name, s.unit);
+        let exposed = &e.target.exposed;
         let name = exposed.family();
-        if OWN_FAMILIES.contains(&name.as_str()) {
+        if OWN_FAMILIES.contains(&name.as_str()) || (exposed.kind == Kind::Counter && e.value < 0.0)
+        {
             continue;
         }
-        let value = s.value / exposed.divisor;
-        if exposed.kind == Kind::Counter && value < 0.0 {
-            continue;
-        }
-        let family = out.entry(name).or_insert_with(|| Family {
-            help: help(&id.name, s.unit),
-            model: (id.name.clone(), s.unit),
-            exposed,
+        let family = grouped.entry(name).or_insert_with(|| Family {
+            exposed: exposed.clone(),
+            help: e.help.clone(),
             samples: Vec::new(),
         });
-        if family.model != (id.name.clone(), s.unit) {
+        if family.exposed != *exposed || family.samples.iter().any(|(l, _)| *l == e.target.labels) {
             continue;
         }
-        let mut keys = BTreeSet::new();
-        let labels: Vec<(String, String)> = id
-            .labels
-            .iter()
-            .map(|(k, v)| (label_name(k), v.clone()))
-            .filter(|(k, _)| keys.insert(k.clone()))
-            .collect();
-        if family.samples.iter().any(|(l, _)| *l == labels) {
-            continue;
+        family.samples.push((e.target.labels.clone(), e.value));
+    }
+    let mut out = BTreeMap::new();
+    for (name, family) in grouped {
+        for (name, f) in lay_out(name, family) {
+            out.insert(name, f);
         }
-        family.samples.push((labels, value));
     }
     out
+}
+
+/// One family split by the label keys of its samples (see [`families`]).
+fn lay_out(name: String, family: Family) -> Vec<(String, Family)> {
+    let keys = |labels: &[(String, String)]| -> Vec<String> {
+        labels
+            .iter()
+            .map(|(k, _)| k.clone())
+            .filter(|k| k != "mode")
+            .collect()
+    };
+    let mut sets: Vec<Vec<String>> = Vec::new();
+    for (labels, _) in &family.samples {
+        let k = keys(labels);
+        if !sets.contains(&k) {
+            sets.push(k);
+        }
+    }
+    if sets.len() <= 1 {
+        return vec![(name, family)];
+    }
+    // The machine-wide series is the sum of the others: left out.
+    sets.retain(|k| !k.is_empty());
+    // Per CPU keeps the name; per anything else gets a name of its own.
+    let main = sets
+        .iter()
+        .position(|k| k.iter().any(|k| k == netceil_model::names::LABEL_CPU))
+        .unwrap_or(0);
+    sets.iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let mut exposed = family.exposed.clone();
+            if i != main {
+                exposed.stem = format!("{}_by_{}", exposed.stem, set.join("_"));
+            }
+            let samples = family
+                .samples
+                .iter()
+                .filter(|(labels, _)| keys(labels) == *set)
+                .cloned()
+                .collect();
+            let f = Family {
+                help: family.help.clone(),
+                exposed,
+                samples,
+            };
+            (f.exposed.family(), f)
+        })
+        .collect()
 }
 
 fn encode_family(enc: &mut DescriptorEncoder, family: &Family) -> Result<(), std::fmt::Error> {
@@ -784,8 +733,14 @@ pub struct MetricsServer {
 
 impl MetricsServer {
     /// Binds `addr` (only it) and serves `/metrics` on a thread named `netceil-metrics`.
-    /// Port 0 takes any free port: [`MetricsServer::local_addr`] says which.
+    /// Port 0 takes any free port: [`MetricsServer::local_addr`] says which. No series per
+    /// thread id or per flow ([`Detail::Coarse`]).
     pub fn start(addr: SocketAddr) -> Result<MetricsServer, StartError> {
+        MetricsServer::start_with(addr, Detail::Coarse)
+    }
+
+    /// [`MetricsServer::start`], with the series as fine as `detail` says.
+    pub fn start_with(addr: SocketAddr, detail: Detail) -> Result<MetricsServer, StartError> {
         let fail = |error| StartError {
             addr,
             error,
@@ -800,6 +755,7 @@ impl MetricsServer {
         let server = Server::from_std(listener, LIMITS).map_err(fail)?;
         let wake = server.waker();
         let shared = Arc::new(Shared::new());
+        shared.lock().detail = detail;
         let live: Arc<Mutex<Option<LiveVerdict>>> = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -1129,6 +1085,7 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
 mod tests {
     use super::*;
     use netceil_model::{names as n, Evidence, RunSource};
+    use std::collections::BTreeSet;
 
     /// promtool refuses abbreviated units in a name (`_per_s`, `_pct`, `_us`…), so no model
     /// metric, whatever its name ends in, may keep one once exposed.
@@ -1212,68 +1169,92 @@ mod tests {
 
     #[test]
     fn names_follow_the_units() {
+        let c = Kind::Counter;
+        let g = Kind::Gauge;
         let cases = [
             (
                 n::CPU_SOFTIRQ_PCT,
                 Unit::Percent,
-                "netceil_cpu_softirq_ratio",
-                Kind::Gauge,
+                "netceil_cpu_seconds",
+                c,
+                100.0,
+            ),
+            (
+                n::THREAD_USER_PCT,
+                Unit::Percent,
+                "netceil_thread_cpu_seconds",
+                c,
+                100.0,
+            ),
+            (
+                n::PSI_CPU_SOME_PCT,
+                Unit::Percent,
+                "netceil_psi_cpu_some_ratio",
+                g,
                 100.0,
             ),
             (
                 n::IFACE_RX_BITS_PER_S,
                 Unit::BitsPerSecond,
-                "netceil_iface_rx_bytes_per_second",
-                Kind::Gauge,
+                "netceil_iface_rx_bytes",
+                c,
                 8.0,
             ),
             (
                 n::IFACE_RX_PPS,
                 Unit::PacketsPerSecond,
-                "netceil_iface_rx_packets_per_second",
-                Kind::Gauge,
+                "netceil_iface_rx_packets",
+                c,
                 1.0,
             ),
+            (n::CS_PER_S, Unit::PerSecond, "netceil_cs", c, 1.0),
             (
-                n::CS_PER_S,
-                Unit::PerSecond,
-                "netceil_cs_per_second",
-                Kind::Gauge,
+                n::TCP_DELIVERY_RATE_BITS_PER_S,
+                Unit::BitsPerSecond,
+                "netceil_tcp_delivery_rate_bytes_per_second",
+                g,
+                8.0,
+            ),
+            (
+                n::TCP_BYTES_ACKED_PER_S,
+                Unit::BytesPerSecond,
+                "netceil_tcp_acked_bytes",
+                c,
                 1.0,
             ),
             (
                 n::LOAD_MEAN_LATENCY_US,
                 Unit::Microseconds,
                 "netceil_load_mean_latency_seconds",
-                Kind::Gauge,
+                g,
                 1e6,
             ),
             (
                 n::QDISC_BACKLOG_BYTES,
                 Unit::Bytes,
                 "netceil_qdisc_backlog_bytes",
-                Kind::Gauge,
+                g,
                 1.0,
             ),
             (
                 n::PROCS_RUNNING,
                 Unit::Count,
                 "netceil_procs_running",
-                Kind::Gauge,
+                g,
                 1.0,
             ),
             (
                 n::SOFTNET_DROPPED_TOTAL,
                 Unit::Count,
                 "netceil_softnet_dropped",
-                Kind::Counter,
+                c,
                 1.0,
             ),
             (
                 n::THREAD_IO_BYTES_PER_S,
                 Unit::BytesPerSecond,
-                "netceil_thread_io_bytes_per_second",
-                Kind::Gauge,
+                "netceil_thread_io_bytes",
+                c,
                 1.0,
             ),
         ];
@@ -1288,6 +1269,10 @@ mod tests {
         assert_eq!(
             expose(n::SOFTNET_DROPPED_TOTAL, Unit::Count).sample_name(),
             "netceil_softnet_dropped_total"
+        );
+        assert_eq!(
+            expose(n::CS_PER_S, Unit::PerSecond).sample_name(),
+            "netceil_cs_total"
         );
         // A name without its unit's suffix still ends in the exposed unit.
         assert_eq!(
@@ -1314,24 +1299,42 @@ mod tests {
             for suffix in ["_total", "_created", "_bucket", "_info", "_count", "_sum"] {
                 assert!(!family.ends_with(suffix), "{family}");
             }
-            assert_eq!(e.kind == Kind::Counter, name.ends_with("_total"), "{name}");
+            // Counters: what the snapshot counted up, and every rate of events.
+            let rate = matches!(
+                unit,
+                Unit::BitsPerSecond
+                    | Unit::BytesPerSecond
+                    | Unit::PacketsPerSecond
+                    | Unit::PerSecond
+            );
+            let counted = name.ends_with("_total") || (rate && !family.ends_with("_per_second"));
+            let cpu_time = family.ends_with("cpu_seconds");
+            assert_eq!(e.kind == Kind::Counter, counted || cpu_time, "{name}");
+            // Distinct, but for the CPU time shares (one family with a mode label) and a
+            // since-boot total with the rate it is read as live (one counter either way).
             if let Some(other) = seen.insert(family.clone(), name) {
-                panic!("{name} and {other} both map to {family}");
+                let twins = |a: &str, b: &str| {
+                    a.strip_suffix("_total")
+                        .is_some_and(|stem| b.starts_with(stem) && b.ends_with("_per_s"))
+                };
+                assert!(
+                    cpu_time || twins(name, other) || twins(other, name),
+                    "{name} and {other} both map to {family}"
+                );
             }
             let h = help(name, unit);
-            assert!(!h.contains('\n') && h.contains(name), "{h}");
+            assert!(!h.contains('\n') && (h.contains(name) || cpu_time), "{h}");
         }
     }
 
     #[test]
     fn label_names_keep_the_models_keys() {
-        for key in [
-            n::LABEL_CPU,
-            n::LABEL_IFACE,
-            n::LABEL_QUEUE,
-            n::LABEL_COMM,
-            "type",
-        ] {
+        assert_eq!(
+            label_name(n::LABEL_IFACE),
+            "device",
+            "as node_exporter names it"
+        );
+        for key in [n::LABEL_CPU, n::LABEL_QUEUE, n::LABEL_COMM, "type"] {
             assert_eq!(label_name(key), key);
         }
         assert_eq!(label_name("__name__"), "name__");
@@ -1342,11 +1345,16 @@ mod tests {
 
     #[test]
     fn help_says_what_and_how() {
-        let h = help(n::CPU_SOFTIRQ_PCT, Unit::Percent);
-        assert!(h.starts_with("Time in softirqs"), "{h}");
+        let h = help(n::PSI_CPU_SOME_PCT, Unit::Percent);
         assert!(!h.contains("Labels"), "{h}");
         assert!(
-            h.contains("ratio") && h.ends_with("netceil series: cpu_softirq_pct."),
+            h.contains("ratio") && h.ends_with("netceil series: psi_cpu_some_pct."),
+            "{h}"
+        );
+        let h = help(n::IFACE_RX_BITS_PER_S, Unit::BitsPerSecond);
+        assert!(h.starts_with("Received bits per second"), "{h}");
+        assert!(
+            h.contains("Counted up") && h.contains("bytes (bits / 8)"),
             "{h}"
         );
         assert_eq!(
@@ -1427,6 +1435,62 @@ mod tests {
         (Arc::clone(&shared), Publisher(shared))
     }
 
+    /// Two 1 s rows of a series of every kind the exposition maps differently.
+    fn two_rows_of_each_kind(p: &Publisher, comm: &str) {
+        for t in [1.0, 2.0] {
+            p.update_row(&row(
+                t,
+                vec![
+                    (id(n::CPU_SOFTIRQ_PCT, &[("cpu", "3")]), Unit::Percent, 91.0),
+                    (id(n::CPU_SOFTIRQ_PCT, &[("cpu", "0")]), Unit::Percent, 2.0),
+                    (id(n::CPU_SOFTIRQ_PCT, &[]), Unit::Percent, 46.5),
+                    (id(n::CPU_BUSY_PCT, &[("cpu", "3")]), Unit::Percent, 95.0),
+                    (
+                        id(n::IFACE_RX_BITS_PER_S, &[("iface", "lo")]),
+                        Unit::BitsPerSecond,
+                        8e9,
+                    ),
+                    (id(n::CS_PER_S, &[]), Unit::PerSecond, 1234.0),
+                    (
+                        id(n::SOFTNET_DROPPED_TOTAL, &[("cpu", "1")]),
+                        Unit::Count,
+                        7.0,
+                    ),
+                    (
+                        id(
+                            n::THREAD_USER_PCT,
+                            &[("comm", "w"), ("pid", "1"), ("tid", "10")],
+                        ),
+                        Unit::Percent,
+                        100.0,
+                    ),
+                    (
+                        id(
+                            n::THREAD_USER_PCT,
+                            &[("comm", "w"), ("pid", "1"), ("tid", "11")],
+                        ),
+                        Unit::Percent,
+                        50.0,
+                    ),
+                    (
+                        id(n::THREAD_SYSTEM_PCT, &[("comm", comm), ("pid", "2")]),
+                        Unit::Percent,
+                        1.0,
+                    ),
+                    (id(n::IPI_PER_S, &[]), Unit::PerSecond, 30.0),
+                    (id(n::IPI_PER_S, &[("cpu", "0")]), Unit::PerSecond, 30.0),
+                    (
+                        id(n::IPI_PER_S, &[("kind", "resched")]),
+                        Unit::PerSecond,
+                        30.0,
+                    ),
+                    (id(n::PSI_CPU_SOME_PCT, &[]), Unit::Percent, 12.0),
+                    (id(n::CS_PER_S, &[("cpu", "1")]), Unit::PerSecond, f64::NAN),
+                ],
+            ));
+        }
+    }
+
     #[test]
     fn exposition_is_valid_openmetrics_with_scaled_values() {
         let (shared, p) = server_state();
@@ -1435,31 +1499,8 @@ mod tests {
         assert!(empty
             .iter()
             .any(|(n, _, v)| n == "netceil_findings" && *v == 0.0));
-        p.update_row(&row(
-            1.0,
-            vec![
-                (id(n::CPU_SOFTIRQ_PCT, &[("cpu", "3")]), Unit::Percent, 91.0),
-                (id(n::CPU_SOFTIRQ_PCT, &[("cpu", "0")]), Unit::Percent, 2.0),
-                (id(n::CPU_BUSY_PCT, &[]), Unit::Percent, 50.0),
-                (
-                    id(n::IFACE_RX_BITS_PER_S, &[("iface", "lo")]),
-                    Unit::BitsPerSecond,
-                    8e9,
-                ),
-                (id(n::CS_PER_S, &[]), Unit::PerSecond, 1234.0),
-                (
-                    id(n::SOFTNET_DROPPED_TOTAL, &[("cpu", "1")]),
-                    Unit::Count,
-                    7.0,
-                ),
-                (
-                    id(n::THREAD_CPU_PCT, &[("comm", "a \"q\" \\ b"), ("pid", "1")]),
-                    Unit::Percent,
-                    150.0,
-                ),
-                (id(n::CS_PER_S, &[("cpu", "1")]), Unit::PerSecond, f64::NAN),
-            ],
-        ));
+        let comm = "a \"q\" \\ b";
+        two_rows_of_each_kind(&p, comm);
         p.set_findings(&[finding("softirq_bound", 0.9), finding("no_ceiling", 0.3)]);
         let text = shared.render().unwrap();
         let samples = parse_exposition(&text);
@@ -1475,26 +1516,54 @@ mod tests {
                 })
                 .map(|s| s.2)
         };
+        let close = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1e-9);
+        // CPU time: one counter with a mode label, seconds (91 % of two 1 s rows).
+        assert!(close(
+            get(
+                "netceil_cpu_seconds_total",
+                &[("cpu", "3"), ("mode", "softirq")]
+            ),
+            1.82
+        ));
+        // No machine-wide CPU series beside the per-CPU ones, and no busy (a sum of modes).
         assert_eq!(
-            get("netceil_cpu_softirq_ratio", &[("cpu", "3")]),
-            Some(0.91)
+            get("netceil_cpu_seconds_total", &[("mode", "softirq")]),
+            None
         );
-        assert_eq!(get("netceil_cpu_busy_ratio", &[]), Some(0.5));
+        assert!(!text.contains("busy"), "{text}");
+        // Rates counted up: 8 Gbit/s for 2 s is 2 GB; interfaces are `device`.
         assert_eq!(
-            get("netceil_iface_rx_bytes_per_second", &[("iface", "lo")]),
-            Some(1e9)
+            get("netceil_iface_rx_bytes_total", &[("device", "lo")]),
+            Some(2e9)
         );
-        assert_eq!(get("netceil_cs_per_second", &[]), Some(1234.0));
+        assert_eq!(get("netceil_cs_total", &[]), Some(2468.0));
         assert_eq!(
             get("netceil_softnet_dropped_total", &[("cpu", "1")]),
             Some(7.0)
         );
+        // A process's threads of one name summed, without a series per thread id.
+        assert!(close(
+            get(
+                "netceil_thread_cpu_seconds_total",
+                &[("comm", "w"), ("pid", "1"), ("mode", "user")]
+            ),
+            3.0
+        ));
+        assert!(!text.contains("tid="), "{text}");
+        // IPIs per CPU keep the name; per kind is a family of its own; the total is left to sum().
+        assert_eq!(get("netceil_ipi_total", &[("cpu", "0")]), Some(60.0));
+        assert_eq!(get("netceil_ipi_total", &[]), None);
         assert_eq!(
-            get("netceil_cs_per_second", &[("cpu", "1")]),
+            get("netceil_ipi_by_kind_total", &[("kind", "resched")]),
+            Some(60.0)
+        );
+        assert_eq!(get("netceil_psi_cpu_some_ratio", &[]), Some(0.12));
+        assert_eq!(
+            get("netceil_cs_total", &[("cpu", "1")]),
             None,
             "NaN is left out"
         );
-        assert_eq!(get("netceil_rows_total", &[]), Some(1.0));
+        assert_eq!(get("netceil_rows_total", &[]), Some(2.0));
         assert_eq!(get("netceil_interval_seconds", &[]), Some(1.0));
         assert_eq!(get("netceil_findings", &[]), Some(2.0));
         assert_eq!(get("netceil_findings_final", &[]), Some(1.0));
@@ -1530,7 +1599,10 @@ mod tests {
             Some(0.9)
         );
         assert!(
-            text.contains("# UNIT netceil_cpu_softirq_ratio ratio\n"),
+            text.contains("# UNIT netceil_psi_cpu_some_ratio ratio\n")
+                && text.contains(
+                    "# TYPE netceil_cpu_seconds counter\n# UNIT netceil_cpu_seconds seconds\n"
+                ),
             "{text}"
         );
         assert!(
@@ -1547,7 +1619,8 @@ mod tests {
     #[test]
     fn series_that_stop_coming_go_stale() {
         let (shared, p) = server_state();
-        let tid = id(n::THREAD_CPU_PCT, &[("tid", "42")]);
+        shared.lock().detail = Detail::Fine;
+        let tid = id(n::THREAD_USER_PCT, &[("tid", "42"), ("comm", "w")]);
         p.update_row(&row(
             1.0,
             vec![
@@ -1555,6 +1628,7 @@ mod tests {
                 (id(n::CS_PER_S, &[]), Unit::PerSecond, 1.0),
             ],
         ));
+        assert!(shared.render().unwrap().contains("tid=\"42\""));
         for t in 2..=10 {
             p.update_row(&row(
                 f64::from(t),
@@ -1563,8 +1637,13 @@ mod tests {
         }
         let text = shared.render().unwrap();
         assert!(!text.contains("tid=\"42\""), "{text}");
-        assert!(text.contains("netceil_cs_per_second 1"), "{text}");
-        assert!(!shared.lock().latest.contains_key(&tid));
+        // Ten rows of 1 s at 1/s.
+        assert!(text.contains("netceil_cs_total 10"), "{text}");
+        assert!(shared.lock().exposures.iter().all(|e| !e
+            .target
+            .labels
+            .iter()
+            .any(|(k, _)| k == "tid")));
     }
 
     #[test]

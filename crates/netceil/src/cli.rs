@@ -372,6 +372,11 @@ pub struct MetricsArgs {
     /// second one, when the first ended the command).
     #[arg(long, global = true, value_name = "DURATION", allow_hyphen_values = true, value_parser = run_duration, requires = "metrics_listen")]
     pub metrics_linger: Option<Duration>,
+    /// With --metrics-listen: also a series per thread id and per TCP flow (by default a
+    /// process's threads are summed by name and flows by process, so that thousands of
+    /// threads or flows do not make thousands of series).
+    #[arg(long, global = true, requires = "metrics_listen")]
+    pub metrics_detail: bool,
 }
 
 /// Options every workload takes.

@@ -64,7 +64,7 @@ pub fn run(args: ServeArgs, deprecated_name: bool) -> Outcome {
         source: source.clone(),
     };
     let stop = crate::stop_flag();
-    let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
+    let metrics = crate::metrics::from_flag(&args.metrics)?;
     let exporter = match &metrics {
         Some(m) => Some(export_host(m, totals.clone(), source)?),
         None => None,

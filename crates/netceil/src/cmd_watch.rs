@@ -30,7 +30,7 @@ fn wake_on_end(watch: &mut Watch) -> Result<(), Failure> {
 pub fn run(args: WatchArgs) -> Outcome {
     netceil_engine::check_interval(args.interval, "--interval")?;
     // Before anything starts: a bad address costs nothing.
-    let metrics = crate::metrics::from_flag(args.metrics.metrics_listen)?;
+    let metrics = crate::metrics::from_flag(&args.metrics)?;
     let stop = crate::stop_flag();
     let config = WatchConfig {
         interval: args.interval,

@@ -109,7 +109,7 @@ pub fn start<'s>(
     replay: Replay,
     progress: Progress,
 ) -> Result<Command<'s>, Failure> {
-    let metrics = crate::metrics::from_flag(metrics_args.metrics_listen)?;
+    let metrics = crate::metrics::from_flag(metrics_args)?;
     let stream = open_stream(common.stream.as_deref(), common.json, false)?;
     let mut campaign = Campaign::start(&session_config(common), store, top, replay)?;
     if let Some(status) = &campaign.session.probe_status {

@@ -136,6 +136,7 @@ fn lab_child() -> Outcome {
     let metrics = MetricsArgs {
         metrics_listen: None,
         metrics_linger: None,
+        metrics_detail: false,
     };
     match spec.experiment {
         Experiment::Suite => cmd_run::measure(None, &common, &metrics, false),

@@ -248,32 +248,36 @@ fn watch_serves_live_series_and_then_the_final_verdict() {
         *s.get(k)
             .unwrap_or_else(|| panic!("{k} missing from {:?}", s.keys().collect::<Vec<_>>()))
     };
-    for series in [
-        "netceil_cpu_busy_ratio",
-        "netceil_cpu_busy_ratio{cpu=\"0\"}",
-        "netceil_cpu_softirq_ratio{cpu=\"0\"}",
-        "netceil_cpu_idle_ratio",
-    ] {
-        let v = get(&live, series);
+    // CPU time: one counter per CPU and mode, in seconds (at most the seconds netceil ran),
+    // and no machine-wide series beside the per-CPU ones.
+    for mode in ["user", "system", "softirq", "idle"] {
+        let series = format!("netceil_cpu_seconds_total{{cpu=\"0\",mode=\"{mode}\"}}");
+        let v = get(&live, &series);
         assert!(
-            (0.0..=1.0).contains(&v),
-            "{series} = {v}: a ratio, not a percentage"
+            (0.0..=started.elapsed().as_secs_f64()).contains(&v),
+            "{series} = {v}: seconds, not a percentage"
         );
     }
-    assert!(get(&live, "netceil_cs_per_second") > 0.0);
-    assert!(get(&live, "netceil_intr_per_second") >= 0.0);
+    assert!(
+        !live
+            .keys()
+            .any(|k| k.starts_with("netceil_cpu_seconds_total{mode=")
+                || k.contains("_ratio{cpu=")
+                || k.contains("busy")),
+        "{:?}",
+        live.keys().collect::<Vec<_>>()
+    );
+    assert!(get(&live, "netceil_cs_total") > 0.0);
+    assert!(get(&live, "netceil_intr_total") >= 0.0);
     let interval = get(&live, "netceil_interval_seconds");
     assert!((0.1..2.0).contains(&interval), "{interval}");
     assert_eq!(get(&live, "netceil_findings_final"), 0.0);
-    let lo_rx = live
-        .iter()
-        .find(|(k, _)| {
-            k.starts_with("netceil_iface_rx_bytes_per_second{") && k.contains("iface=\"lo\"")
-        })
-        .map(|(_, v)| *v);
-    if let Some(v) = lo_rx {
-        assert!(v >= 0.0, "{v}");
-    }
+    let lo_rx = |s: &BTreeMap<String, f64>| {
+        s.iter()
+            .find(|(k, _)| *k == "netceil_iface_rx_bytes_total{device=\"lo\"}")
+            .map(|(_, v)| *v)
+    };
+    assert!(lo_rx(&live).is_some_and(|v| v > 0.0), "{live:?}");
     assert!(
         live.keys()
             .any(|k| k.starts_with("netceil_finding_info{rank=\"1\",cause=")),
@@ -287,6 +291,14 @@ fn watch_serves_live_series_and_then_the_final_verdict() {
     assert!(done
         .keys()
         .any(|k| k.starts_with("netceil_finding_info{rank=\"1\"")));
+    // Counters only go up between scrapes, so rate() can read them.
+    for k in [
+        "netceil_cs_total",
+        "netceil_cpu_seconds_total{cpu=\"0\",mode=\"idle\"}",
+    ] {
+        assert!(done[k] >= live[k], "{k}: {} then {}", live[k], done[k]);
+    }
+    assert!(lo_rx(&done) >= lo_rx(&live));
     let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", log.lock().unwrap());
     assert!(
@@ -316,11 +328,15 @@ fn run_publishes_the_workloads_own_figures() {
         "--metrics-linger",
         "3s",
     ]);
+    // The packets sent, counted up: about 1k/s for 3 s once the run is over.
     let s = scrape_until(addr, Duration::from_secs(15), &log, |s| {
-        s.contains_key("netceil_load_tx_packets_per_second")
+        s.get("netceil_findings_final") == Some(&1.0)
     });
-    let pps = s["netceil_load_tx_packets_per_second"];
-    assert!((200.0..3000.0).contains(&pps), "paced at 1k pps: {pps}");
+    let sent = s["netceil_load_tx_packets_total"];
+    assert!(
+        (600.0..6000.0).contains(&sent),
+        "paced at 1k pps for 3 s: {sent}"
+    );
     final_findings_then_exit(&mut child, addr, &log, Duration::from_secs(15));
 }
 
@@ -388,7 +404,8 @@ fn search_publishes_rows_between_trials_and_then_its_findings() {
         mid["netceil_rows_total"]
     );
     assert!(
-        mid.keys().any(|k| k.starts_with("netceil_cpu_busy_ratio")),
+        mid.keys()
+            .any(|k| k.starts_with("netceil_cpu_seconds_total{")),
         "{mid:?}"
     );
     final_findings_then_exit(&mut child, addr, &log, Duration::from_secs(30));
@@ -612,8 +629,12 @@ fn a_real_prometheus_scrapes_netceil() {
     );
     let until = Instant::now() + Duration::from_secs(18);
     let (busy, verdict) = loop {
-        let busy = prom_query(prom_addr, "netceil_cpu_busy_ratio{job=\"netceil\"}")
-            .filter(|r| !r.is_empty());
+        // What node_exporter's users write: the busy share of each CPU, from the counters.
+        let busy = prom_query(
+            prom_addr,
+            "sum by (cpu) (rate(netceil_cpu_seconds_total{job=\"netceil\",mode!~\"idle|iowait\"}[5s]))",
+        )
+        .filter(|r| !r.is_empty());
         let verdict =
             prom_query(prom_addr, "netceil_finding_info{rank=\"1\"}").filter(|r| !r.is_empty());
         if let (Some(b), Some(v)) = (&busy, &verdict) {
@@ -628,12 +649,12 @@ fn a_real_prometheus_scrapes_netceil() {
         );
         std::thread::sleep(Duration::from_millis(300));
     };
-    let machine = busy
-        .iter()
-        .find(|(m, _)| m.get("cpu").is_none())
-        .expect("the machine-wide series");
-    assert!((0.0..=1.0).contains(&machine.1), "{busy:?}");
-    assert!(busy.len() >= 2, "per-CPU series too: {busy:?}");
+    assert!(busy.len() >= 2, "a series per CPU: {busy:?}");
+    for (cpu, share) in &busy {
+        assert!(cpu.get("cpu").is_some(), "{busy:?}");
+        // A share of one CPU's time; a little over 1 from the rows' timing against the scrapes'.
+        assert!((0.0..=1.1).contains(share), "{busy:?}");
+    }
     let (labels, value) = &verdict[0];
     assert_eq!(*value, 1.0);
     assert!(
@@ -698,10 +719,10 @@ tests:
         values: '1x5'
       - series: 'netceil_finding_info{rank="1",cause="no_load",confidence="high",names_ceiling="false",instance="idle:9870",job="netceil"}'
         values: '1x5'
-      - series: 'netceil_cpu_softirq_ratio{cpu="3",instance="h:9870",job="netceil"}'
-        values: '0.95x10'
-      - series: 'netceil_cpu_softirq_ratio{instance="h:9870",job="netceil"}'
-        values: '0.95x10'
+      - series: 'netceil_cpu_seconds_total{cpu="3",mode="softirq",instance="h:9870",job="netceil"}'
+        values: '0+57x10'
+      - series: 'netceil_cpu_seconds_total{cpu="2",mode="softirq",instance="h:9870",job="netceil"}'
+        values: '0+30x10'
     alert_rule_test:
       - eval_time: 1m
         alertname: NetceilNamesACeiling
@@ -715,10 +736,10 @@ tests:
       - eval_time: 4m
         alertname: NetceilCpuFullOfSoftirq
         exp_alerts: []
-      - eval_time: 6m
+      - eval_time: 7m
         alertname: NetceilCpuFullOfSoftirq
         exp_alerts:
-          - exp_labels: {severity: warning, cpu: "3", instance: "h:9870", job: netceil}
+          - exp_labels: {severity: warning, cpu: "3", mode: softirq, instance: "h:9870", job: netceil}
             exp_annotations:
               summary: "h:9870: CPU 3 spends 95% of its time in softirqs"
 "#,

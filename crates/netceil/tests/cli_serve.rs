@@ -1155,7 +1155,7 @@ fn serve_exposes_its_totals_and_this_host_to_prometheus() {
     );
     assert!(text.contains("# TYPE netceil_serve_tests_completed counter"));
     assert!(
-        text.contains("netceil_cpu_busy_ratio{cpu=\"0\"}"),
+        text.contains("netceil_cpu_seconds_total{cpu=\"0\",mode=\"user\"}"),
         "this host's series"
     );
     let totals = server.finish();
