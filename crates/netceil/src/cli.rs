@@ -97,9 +97,15 @@ pub enum LabCommand {
     Compare(LabCompareArgs),
 }
 
+/// The lab's topology names, so that `--help`, the completions and the parser all know them.
+fn topology_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(netceil_lab::topo::Topology::ALL.map(|t| t.name()))
+}
+
 #[derive(Debug, Args)]
 pub struct LabUpArgs {
-    /// direct, bridge, routed, bridge-nf, conntrack or macvlan.
+    /// The topology to build.
+    #[arg(value_parser = topology_names())]
     pub topology: String,
     /// The lab's name (namespaces netceil-NAME-a, -b, -m); default: the topology's.
     #[arg(long)]
@@ -126,7 +132,7 @@ pub struct LabDownArgs {
 #[derive(Debug, Args)]
 pub struct LabRunArgs {
     /// A topology to build for this run (and remove after it).
-    #[arg(conflicts_with = "name")]
+    #[arg(conflicts_with = "name", value_parser = topology_names())]
     pub topology: Option<String>,
     /// A lab that is up (`lab up`), instead of a topology.
     #[arg(long)]
@@ -161,7 +167,7 @@ pub struct LabRunArgs {
 #[derive(Debug, Args)]
 pub struct LabCompareArgs {
     /// The topologies to compare.
-    #[arg(long, value_delimiter = ',', default_value = "direct,bridge,routed")]
+    #[arg(long, value_delimiter = ',', default_value = "direct,bridge,routed", value_parser = topology_names())]
     pub topologies: Vec<String>,
     /// Rounds; each round runs every topology once, the order alternating.
     #[arg(long, default_value_t = 3)]

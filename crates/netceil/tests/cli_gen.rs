@@ -40,6 +40,10 @@ fn completions_cover_the_commands_and_their_flags() {
     if let Ok(status) = ok {
         assert!(status.success(), "bash -n failed");
     }
+    // Fixed values are offered: the lab's topologies, the pacing modes.
+    for word in ["bridge-nf", "conntrack", "macvlan", "spin"] {
+        assert!(bash.contains(word), "bash completion does not offer {word}");
+    }
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let text = stdout(&["completions", shell]);
         assert!(text.contains("run") && text.contains("serve"), "{shell}");

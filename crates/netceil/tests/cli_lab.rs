@@ -492,7 +492,7 @@ fn bad_lab_input_exits_2_before_anything_is_built() {
     for (args, says) in [
         (
             vec!["lab", "run", "vxlan", "--", "run", "udp"],
-            "unknown topology",
+            "possible values: direct, bridge, routed",
         ),
         (
             vec![
