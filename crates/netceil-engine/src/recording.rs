@@ -253,18 +253,20 @@ impl<'s> Recording<'s> {
                     run.meta.host.nics = out.nics;
                 }
                 run.series = out.series;
+                if out.rows_per_row > 1 {
+                    run.notes.push(format!(
+                        "the run's {} rows were more than netceil keeps in memory ({}): the store has every row, while this summary, the verdict and --json were made from rows merged {} into one (means over time; counts the later reading)",
+                        out.samples.saturating_sub(1),
+                        netceil_probe::MAX_ROWS,
+                        out.rows_per_row
+                    ));
+                }
             }
             Err(_) => run
                 .notes
                 .push("the sampler thread failed; no timeline was recorded".into()),
         }
-        for (t, values) in &self.attached {
-            if let Some(row) = run.series.t_s.iter().position(|x| x == t) {
-                for (id, unit, v) in values {
-                    run.series.set_at(row, id, *unit, *v);
-                }
-            }
-        }
+        attach(&mut run.series, &self.attached);
         if let Some(p) = self.probes.take() {
             p.finish(run);
         }
@@ -305,5 +307,60 @@ impl<'s> Recording<'s> {
                 None
             }
         }
+    }
+}
+
+/// The workload's figures of each interval, set on the row that ends at their `t_s`; when the
+/// recording merged its rows (see `netceil_probe::MAX_ROWS`), on the row whose span
+/// holds it, as the mean of the figures it holds.
+fn attach(series: &mut netceil_model::Series, attached: &[(f64, LoadValues)]) {
+    let mut sums: std::collections::BTreeMap<(usize, &MetricId), (Unit, f64, u32)> =
+        std::collections::BTreeMap::new();
+    for (t, values) in attached {
+        let row = series.t_s.partition_point(|x| x < t);
+        if row >= series.len() {
+            continue;
+        }
+        for (id, unit, v) in values {
+            let e = sums.entry((row, id)).or_insert((*unit, 0.0, 0));
+            e.1 += v;
+            e.2 += 1;
+        }
+    }
+    for ((row, id), (unit, sum, n)) in sums {
+        series.set_at(row, id, unit, sum / f64::from(n));
+    }
+}
+
+#[cfg(test)]
+mod attach_tests {
+    use super::*;
+
+    #[test]
+    fn the_workloads_figures_land_on_the_row_that_holds_them() {
+        let id = MetricId::new("load_rx_pps");
+        let mut series = netceil_model::Series::new(0.02);
+        series.push_row(0.02);
+        series.push_row(0.04);
+        let at = |t: f64, v: f64| (t, vec![(id.clone(), Unit::PacketsPerSecond, v)]);
+        // Rows of 10 ms merged two into one: each kept row holds two intervals' figures.
+        attach(
+            &mut series,
+            &[
+                at(0.01, 100.0),
+                at(0.02, 300.0),
+                at(0.03, 500.0),
+                at(0.04, 700.0),
+                at(0.05, 1.0),
+            ],
+        );
+        let m = series.get(&id).unwrap();
+        assert_eq!(m.values, vec![Some(200.0), Some(600.0)]);
+        // Unmerged, each figure is its own row's, as before.
+        let mut exact = netceil_model::Series::new(0.01);
+        exact.push_row(0.01);
+        exact.push_row(0.02);
+        attach(&mut exact, &[at(0.01, 5.0), at(0.02, 7.0)]);
+        assert_eq!(exact.get(&id).unwrap().values, vec![Some(5.0), Some(7.0)]);
     }
 }

@@ -56,6 +56,8 @@ pub struct SamplerConfig {
     pub pids: Vec<i32>,
     /// The slow tier of sources is read at most this often (see the module docs).
     pub slow_interval: Duration,
+    /// Rows the recording keeps in memory at most (see [`crate::MAX_ROWS`]).
+    pub max_rows: usize,
 }
 
 /// The default [`SamplerConfig::slow_interval`].
@@ -135,6 +137,7 @@ impl Default for SamplerConfig {
             ifaces: None,
             pids: Vec::new(),
             slow_interval: DEFAULT_SLOW_INTERVAL,
+            max_rows: crate::MAX_ROWS,
         }
     }
 }

@@ -110,6 +110,28 @@ fn background_sampler_sends_rows_and_returns_the_series() {
     assert!(out.series.total(SAMPLER_CPU_PCT).is_some());
     assert!(out.nics.iter().any(|n| n.name == "lo"));
 
+    // A recording longer than it may keep: bounded, every row still sent as it was made.
+    let (tx, rx) = mpsc::channel();
+    let handle = spawn_sampler(
+        ProcFs::new(),
+        SamplerConfig {
+            interval: Duration::from_millis(10),
+            max_rows: 8,
+            ..SamplerConfig::default()
+        },
+        Arc::new(AtomicBool::new(false)),
+        tx,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let out = handle.stop().expect("sampler thread ended cleanly");
+    let live: Vec<_> = rx.try_iter().collect();
+    assert!(live.len() > 16, "{} rows sent", live.len());
+    assert!(out.series.len() <= 8, "{} rows kept", out.series.len());
+    assert!(out.rows_per_row >= 2, "{}", out.rows_per_row);
+    assert_eq!(out.series.len(), live.len().div_ceil(out.rows_per_row));
+    assert!((live.last().unwrap().t_s - out.wall_s).abs() < 1e-9);
+
     let too_fast = SamplerConfig {
         interval: Duration::from_millis(1),
         ..SamplerConfig::default()
