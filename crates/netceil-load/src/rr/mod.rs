@@ -267,28 +267,37 @@ pub fn run_rr(
 
     let mut next_progress = start_ns + 1_000_000_000;
     let (mut last_ns, mut last_done, mut last_sum) = (start_ns, 0u64, 0u64);
+    let mut report = |now: u64| {
+        let done = live.completed.load(Ordering::Relaxed);
+        let sum = live.latency_sum_ns.load(Ordering::Relaxed);
+        let max = live.latency_max_ns.swap(0, Ordering::Relaxed);
+        let n = done - last_done;
+        on_progress(&RrProgress {
+            elapsed_s: (now - start_ns) as f64 / 1e9,
+            transactions: done,
+            interval_tps: n as f64 / ((now - last_ns) as f64 / 1e9),
+            interval_mean_latency_us: (n > 0).then(|| (sum - last_sum) as f64 / n as f64 / 1e3),
+            interval_max_latency_us: (n > 0).then(|| max as f64 / 1e3),
+            lost: live.lost.load(Ordering::Relaxed),
+        });
+        (last_ns, last_done, last_sum) = (now, done, sum);
+    };
     while !handle.is_finished() {
         if stop.load(Ordering::Relaxed) {
             inner_stop.store(true, Ordering::Relaxed);
         }
         let now = now_ns();
         if now >= next_progress && now < deadline_ns + 500_000_000 {
-            let done = live.completed.load(Ordering::Relaxed);
-            let sum = live.latency_sum_ns.load(Ordering::Relaxed);
-            let max = live.latency_max_ns.swap(0, Ordering::Relaxed);
-            let n = done - last_done;
-            on_progress(&RrProgress {
-                elapsed_s: (now - start_ns) as f64 / 1e9,
-                transactions: done,
-                interval_tps: n as f64 / ((now - last_ns) as f64 / 1e9),
-                interval_mean_latency_us: (n > 0).then(|| (sum - last_sum) as f64 / n as f64 / 1e3),
-                interval_max_latency_us: (n > 0).then(|| max as f64 / 1e3),
-                lost: live.lost.load(Ordering::Relaxed),
-            });
-            (last_ns, last_done, last_sum) = (now, done, sum);
+            report(now);
             next_progress += 1_000_000_000;
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+    // The last interval ends with the client, usually just before its tick: report it too,
+    // unless it is a sliver (a stop request just after a tick).
+    let now = now_ns();
+    if now >= next_progress - 500_000_000 && now < deadline_ns + 500_000_000 {
+        report(now);
     }
     let outcome = handle
         .join()

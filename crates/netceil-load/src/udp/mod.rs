@@ -382,6 +382,11 @@ pub fn run_udp(
             }
             sleep_until_ns(now_ns() + POLL_NS);
         }
+        // The last interval ends with the senders, usually just before its tick: report it
+        // too, unless it is a sliver (a stop request just after a tick).
+        if now_ns() >= next_progress - PROGRESS_EVERY_NS / 2 {
+            on_progress(&progress(start, cfg.payload_bytes, &tx_live, &rx_live));
+        }
         let mut reports = Vec::new();
         let mut panicked = false;
         let mut unplaced = None;
