@@ -152,10 +152,13 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
     }
     for run in &runs {
         writeln!(out, "{}", describe(run)).context("writing to stdout")?;
+        let mut text = String::new();
         if run.results.is_some() {
-            write!(out, "{}", netceil_report::text::summary(run)).context("writing to stdout")?;
+            text.push_str(&netceil_report::text::summary(run));
         }
-        write!(out, "{}", netceil_report::text::verdict(run)).context("writing to stdout")?;
+        text.push_str(&netceil_report::text::verdict(run));
+        let text = netceil_report::text::wrap_lines(&text, render::width());
+        write!(out, "{text}").context("writing to stdout")?;
         if args.explain {
             write!(out, "{}", render::explain(run, &options)).context("writing to stdout")?;
         }

@@ -266,3 +266,18 @@ fn every_command_into_a_reader_of_one_line() {
         assert_eq!(status.code(), Some(0), "{args:?}: {err}");
     }
 }
+
+/// `analyze` wraps its summary and verdict to the width it is given (the first line names
+/// the file, whatever its length).
+#[test]
+fn analyze_wraps_its_verdict() {
+    let out = ok_stdout(netceil().env("COLUMNS", "80").args([
+        "analyze",
+        "--no-store",
+        &seed("freebsd-vmstat-sk0.txt"),
+    ]));
+    assert!(out.contains("verdict:"), "{out}");
+    for line in out.lines().skip(1) {
+        assert!(line.chars().count() <= 80, "over 80 columns: {line}");
+    }
+}
