@@ -48,8 +48,10 @@ fn one_flow_moves_data_and_per_flow_figures_add_up() {
     assert_eq!((r.tx_packets, r.rx_app_packets), (0, 0));
     assert!(!r.generator_limited);
     assert!(r.generator.cpu_s > 0.0);
-    assert_eq!(progress.len(), 1, "{progress:?}");
+    // One report at 1 s, and one for the last half second, which ends with the run.
+    assert_eq!(progress.len(), 2, "{progress:?}");
     assert!(progress[0].rx_bytes.is_some_and(|b| b > 0));
+    assert!((progress[1].elapsed_s - 1.5).abs() < 0.1, "{progress:?}");
 }
 
 #[test]

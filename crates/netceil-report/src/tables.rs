@@ -121,3 +121,138 @@ pub fn flows(top: &Run) -> String {
     }
     t
 }
+
+/// A column of a [`fitted`] table: its header, and whether it may be cut short (with `…`)
+/// to fit, down to `min` columns; a column that may not is shown whole or not at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    pub header: &'a str,
+    pub cut_to: Option<usize>,
+}
+
+/// Columns are two spaces apart.
+const GAP: usize = 2;
+
+/// A plain table cut to `width` columns (`None`: every column, whole): columns are kept in
+/// the order given while they fit, a column that may be cut takes what is left, and the rest
+/// are left out. The first column is always shown.
+pub fn fitted(columns: &[Column], rows: &[Vec<String>], width: Option<usize>) -> String {
+    let w = |t: &str| textwrap::core::display_width(t);
+    let natural: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|t| w(t))
+                .chain([w(c.header)])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut shown: Vec<usize> = Vec::new();
+    let mut used = 0;
+    for (i, c) in columns.iter().enumerate() {
+        let gap = if i == 0 { 0 } else { GAP };
+        let left = width.map_or(usize::MAX, |l| l.saturating_sub(used + gap));
+        let take = if natural[i] <= left || i == 0 {
+            natural[i]
+        } else {
+            match c.cut_to {
+                Some(min) if left >= min => left,
+                _ => break,
+            }
+        };
+        shown.push(take);
+        used += gap + take;
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (i, (cell, &cw)) in cells.zip(&shown).enumerate() {
+            if i > 0 {
+                out.push_str(&" ".repeat(GAP));
+            }
+            let text = cut(cell, cw);
+            let pad = cw.saturating_sub(w(&text));
+            out.push_str(&text);
+            out.push_str(&" ".repeat(pad));
+        }
+        format!("{}\n", out.trim_end())
+    };
+    let mut s = line(&mut columns.iter().map(|c| c.header));
+    for r in rows {
+        s.push_str(&line(&mut r.iter().map(String::as_str)));
+    }
+    s
+}
+
+/// `text` in at most `width` columns, ended with `…` when cut.
+fn cut(text: &str, width: usize) -> String {
+    if textwrap::core::display_width(text) <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for ch in text.chars() {
+        if textwrap::core::display_width(&out) + textwrap::core::display_width(&ch.to_string()) + 1
+            > width
+        {
+            break;
+        }
+        out.push(ch);
+    }
+    let mut out = out.trim_end().to_string();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod fitted_tests {
+    use super::*;
+
+    fn table(width: Option<usize>) -> String {
+        let cols = [
+            Column {
+                header: "id",
+                cut_to: None,
+            },
+            Column {
+                header: "ceiling",
+                cut_to: None,
+            },
+            Column {
+                header: "verdict",
+                cut_to: Some(8),
+            },
+            Column {
+                header: "labels",
+                cut_to: Some(8),
+            },
+        ];
+        let rows = vec![vec![
+            "run-1".to_string(),
+            "16.7 Gbit/s".to_string(),
+            "Congestion control held the flow".to_string(),
+            "nic=lo host=a".to_string(),
+        ]];
+        fitted(&cols, &rows, width)
+    }
+
+    #[test]
+    fn columns_that_do_not_fit_are_left_out_or_cut() {
+        let all = table(None);
+        assert!(
+            all.contains("nic=lo host=a") && all.contains("held the flow"),
+            "{all}"
+        );
+        let narrow = table(Some(40));
+        for line in narrow.lines() {
+            assert!(line.chars().count() <= 40, "{line}");
+        }
+        assert!(
+            narrow.contains("Congestion control…") && !narrow.contains("labels"),
+            "{narrow}"
+        );
+        let tiny = table(Some(10));
+        assert_eq!(tiny.lines().next(), Some("id"), "{tiny}");
+    }
+}

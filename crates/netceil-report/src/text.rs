@@ -152,7 +152,8 @@ fn far(s: &mut String, f: &FarEnd) {
     }
 }
 
-fn udp(s: &mut String, r: &Results) {
+/// What a UDP part sent: `UDP 18 B payload (64 B frame), unpaced`.
+fn udp_title(r: &Results) -> String {
     let payload = r.payload_bytes.unwrap_or(0);
     let frame = r
         .frame_bytes
@@ -162,11 +163,27 @@ fn udp(s: &mut String, r: &Results) {
         Some(p) => format!("paced at {}", fmt::value(p, Unit::PacketsPerSecond)),
         None => "unpaced".into(),
     };
-    let _ = writeln!(
-        s,
-        "UDP {payload} B payload{frame}, {pacing}, {:.1} s",
-        r.duration_s
-    );
+    format!("UDP {payload} B payload{frame}, {pacing}")
+}
+
+/// What a TCP part ran: `TCP 1 flow`.
+fn tcp_title(r: &Results) -> String {
+    let n = r.flows.len();
+    format!("TCP {n} flow{}", if n == 1 { "" } else { "s" })
+}
+
+/// What a request/response part ran: `Request/response 64 B, 1 flow`.
+fn rr_title(r: &Results) -> String {
+    let n = r.flows.len().max(1);
+    format!(
+        "Request/response {} B, {n} flow{}",
+        r.payload_bytes.unwrap_or(0),
+        if n > 1 { "s" } else { "" }
+    )
+}
+
+fn udp(s: &mut String, r: &Results) {
+    let _ = writeln!(s, "{}, {:.1} s", udp_title(r), r.duration_s);
     let _ = writeln!(
         s,
         "  sent        {:>14} pkt  {:>10}  {:>12} payload",
@@ -237,13 +254,7 @@ fn generator(s: &mut String, r: &Results) {
 }
 
 fn tcp(s: &mut String, r: &Results) {
-    let _ = writeln!(
-        s,
-        "TCP {} flow{}, {:.1} s",
-        r.flows.len(),
-        if r.flows.len() == 1 { "" } else { "s" },
-        r.duration_s
-    );
+    let _ = writeln!(s, "{}, {:.1} s", tcp_title(r), r.duration_s);
     let _ = writeln!(
         s,
         "  goodput     {:>12}  ({} received by the application)",
@@ -279,14 +290,7 @@ fn tcp(s: &mut String, r: &Results) {
 }
 
 fn rr(s: &mut String, r: &Results) {
-    let _ = writeln!(
-        s,
-        "Request/response {} B, {} flow{}, {:.1} s",
-        r.payload_bytes.unwrap_or(0),
-        r.flows.len().max(1),
-        if r.flows.len() > 1 { "s" } else { "" },
-        r.duration_s
-    );
+    let _ = writeln!(s, "{}, {:.1} s", rr_title(r), r.duration_s);
     if let Some(t) = r.transactions_per_s {
         let _ = writeln!(s, "  rate        {} transactions/s", fmt::number(t));
     }
@@ -325,57 +329,65 @@ fn suite_table(s: &mut String, run: &Run) {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header(vec!["ceiling", "figure", "detail"]);
-    for p in &run.parts {
-        let Some(r) = &p.results else { continue };
-        match kind(p) {
-            Some(WorkloadKind::Udp) => {
-                t.add_row(vec![
-                    format!("UDP packet rate ({} B frame)", r.frame_bytes.unwrap_or(0)),
-                    fmt::value(r.rx_app_pps, Unit::PacketsPerSecond),
-                    format!(
-                        "lost {}, unexplained {}",
-                        fmt::opt_value(loss_pct(r), Unit::Percent),
-                        r.unexplained_packets
-                    ),
-                ]);
-            }
-            Some(WorkloadKind::Tcp) => {
-                t.add_row(vec![
-                    "TCP stream".to_string(),
-                    fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
-                    format!(
-                        "{} flow(s), {} retransmits",
-                        r.flows.len(),
-                        r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>()
-                    ),
-                ]);
-            }
-            Some(WorkloadKind::Rr) => {
-                let mut lat = r
-                    .latency_us
-                    .as_ref()
-                    .map(|l| {
-                        format!(
-                            "p50 {}  p99 {}",
-                            fmt::value(l.p50, Unit::Microseconds),
-                            fmt::value(l.p99, Unit::Microseconds)
-                        )
-                    })
-                    .unwrap_or_default();
-                if let Some(k) = r.closed_loop_in_flight {
-                    let sep = if lat.is_empty() { "" } else { ", " };
-                    let _ = write!(lat, "{sep}closed loop ({k} in flight)");
-                }
-                t.add_row(vec![
-                    "Request/response".to_string(),
-                    format!("{} tps", fmt::number(r.transactions_per_s.unwrap_or(0.0))),
-                    lat,
-                ]);
-            }
-            _ => {}
-        }
+    for c in run.parts.iter().filter_map(ceiling) {
+        t.add_row(vec![c.name, c.figure, c.detail]);
     }
     let _ = writeln!(s, "{t}");
+}
+
+/// One workload's ceiling as the tables show it: what it is, the figure, and what qualifies it.
+struct Ceiling {
+    name: String,
+    figure: String,
+    detail: String,
+}
+
+fn ceiling(run: &Run) -> Option<Ceiling> {
+    let r = run.results.as_ref()?;
+    let c = match kind(run)? {
+        WorkloadKind::Udp => Ceiling {
+            name: format!("UDP packet rate ({} B frame)", r.frame_bytes.unwrap_or(0)),
+            figure: fmt::value(r.rx_app_pps, Unit::PacketsPerSecond),
+            detail: format!(
+                "lost {}, unexplained {}",
+                fmt::opt_value(loss_pct(r), Unit::Percent),
+                r.unexplained_packets
+            ),
+        },
+        WorkloadKind::Tcp => Ceiling {
+            name: "TCP stream".to_string(),
+            figure: fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
+            detail: format!(
+                "{} flow(s), {} retransmits",
+                r.flows.len(),
+                r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>()
+            ),
+        },
+        WorkloadKind::Rr => {
+            let mut lat = r
+                .latency_us
+                .as_ref()
+                .map(|l| {
+                    format!(
+                        "p50 {}  p99 {}",
+                        fmt::value(l.p50, Unit::Microseconds),
+                        fmt::value(l.p99, Unit::Microseconds)
+                    )
+                })
+                .unwrap_or_default();
+            if let Some(k) = r.closed_loop_in_flight {
+                let sep = if lat.is_empty() { "" } else { ", " };
+                let _ = write!(lat, "{sep}closed loop ({k} in flight)");
+            }
+            Ceiling {
+                name: "Request/response".to_string(),
+                figure: format!("{} tps", fmt::number(r.transactions_per_s.unwrap_or(0.0))),
+                detail: lat,
+            }
+        }
+        _ => return None,
+    };
+    Some(c)
 }
 
 /// A latency summary's percentiles in one line: `p50 9.50 µs  p90 …  max …`.
@@ -389,4 +401,241 @@ fn percentiles(l: &netceil_model::LatencySummary) -> String {
         us(l.p999),
         us(l.max)
     )
+}
+
+/// How the end of a run is laid out: the width to fit, how much to say, and where the rest is.
+#[derive(Debug, Clone, Copy)]
+pub struct Screen<'a> {
+    /// Columns to fit (the terminal's, `COLUMNS`, or 80: the caller chooses).
+    pub width: usize,
+    /// `-q`: the essentials only, without the pointers to the rest.
+    pub quiet: bool,
+    /// The id the run was stored under, for the pointers to the rest; `None` when not stored.
+    pub stored: Option<&'a str>,
+}
+
+/// Lines a brief may take so that it and the line saying where it was stored fit one 80×24
+/// screen; past it, each verdict is cut to its first clause.
+const SCREEN_LINES: usize = 23;
+
+/// A run on one screen: what ran, the ceiling per workload, the verdict in one sentence per
+/// workload, the run's own notes, and where the rest is (`--verbose`, `show`, the report).
+pub fn brief(run: &Run, screen: &Screen) -> String {
+    let full = brief_with(run, screen, false);
+    if full.lines().count() <= SCREEN_LINES {
+        return full;
+    }
+    brief_with(run, screen, true)
+}
+
+fn brief_with(run: &Run, screen: &Screen, short: bool) -> String {
+    let width = screen.width.max(40);
+    let parts: Vec<&Run> = if run.parts.is_empty() {
+        vec![run]
+    } else {
+        run.parts.iter().collect()
+    };
+    let mut s = String::new();
+    ran(&mut s, &parts, screen, width);
+    let verdicts: Vec<(String, &netceil_model::Finding)> = parts
+        .iter()
+        .filter_map(|p| Some((short_kind(p), p.findings.first()?)))
+        .collect();
+    let sentence = |f: &netceil_model::Finding| {
+        let text = if screen.quiet {
+            headline(&f.summary)
+        } else if short {
+            first_clause(&f.summary)
+        } else {
+            f.summary.clone()
+        };
+        format!("{text} ({:.0} %)", f.confidence * 100.0)
+    };
+    match verdicts.as_slice() {
+        [] => s.push_str("verdict: no findings\n"),
+        [(_, f)] if parts.len() == 1 => {
+            s.push_str(&wrap_hanging(
+                &format!("verdict: {}", sentence(f)),
+                width,
+                9,
+            ));
+        }
+        many => {
+            s.push_str("verdict, one per workload:\n");
+            for (k, f) in many {
+                s.push_str(&wrap_hanging(
+                    &format!("  {k:<4} {}", sentence(f)),
+                    width,
+                    7,
+                ));
+            }
+        }
+    }
+    for p in &parts {
+        if p.results.as_ref().is_some_and(|r| r.generator_limited) {
+            let line = format!(
+                "! {}: the generator was the limit: it could not send at the requested rate",
+                short_kind(p)
+            );
+            s.push_str(&wrap_hanging(&line, width, 2));
+        }
+    }
+    for n in &run.notes {
+        s.push_str(&wrap_hanging(&format!("note: {n}"), width, 6));
+    }
+    if !screen.quiet {
+        pointers(&mut s, run, screen, width);
+    }
+    s
+}
+
+/// What ran, and its ceiling per workload: a table (one line each with `-q`).
+/// Nothing for a run that measured no workload of its own (an imported log, a watch).
+fn ran(s: &mut String, parts: &[&Run], screen: &Screen, width: usize) {
+    let rows: Vec<(String, Ceiling)> = parts
+        .iter()
+        .filter_map(|p| Some((what(p)?, ceiling(p)?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    if screen.quiet {
+        for (w, c) in &rows {
+            let line = format!("{w}: {}, {}", c.figure, c.detail);
+            s.push_str(&wrap_hanging(&line, width, 2));
+        }
+        return;
+    }
+    let seconds = parts
+        .iter()
+        .filter_map(|p| p.results.as_ref().map(|r| r.duration_s))
+        .fold(0.0, f64::max);
+    let place = match parts.iter().find_map(|p| p.results.as_ref()?.far.as_ref()) {
+        Some(f) => format!("against {} at {}", f.host, f.address),
+        None => "on loopback, to an in-process receiver".into(),
+    };
+    let head = match parts.len() {
+        1 => format!("ran 1 workload for {seconds:.1} s {place}"),
+        n => format!("ran {n} workloads, {seconds:.1} s each, {place}"),
+    };
+    s.push_str(&wrap_hanging(&head, width, 2));
+    use comfy_table::{presets::NOTHING, ContentArrangement, Table};
+    let mut t = Table::new();
+    t.load_style(NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width.min(u16::MAX as usize) as u16)
+        .set_header(vec!["workload", "ceiling", "detail"]);
+    for (w, c) in rows {
+        t.add_row(vec![w, c.figure, c.detail]);
+    }
+    for line in t.lines() {
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+}
+
+/// Where the rest of the run is: every figure and finding, the ledger, the charts.
+fn pointers(s: &mut String, run: &Run, screen: &Screen, width: usize) {
+    let more = run.findings.len().saturating_sub(if run.parts.is_empty() {
+        1
+    } else {
+        run.parts.iter().filter(|p| !p.findings.is_empty()).count()
+    });
+    let findings = match more {
+        0 => "the evidence and advice".to_string(),
+        1 => "1 more finding, the evidence and advice".to_string(),
+        n => format!("{n} more findings, the evidence and advice"),
+    };
+    let line = match screen.stored {
+        Some(id) => format!(
+            "more: netceil show {id} --verbose ({findings}), netceil show {id} --explain \
+             (the ledger), netceil report {id} (charts)"
+        ),
+        None => format!("more: --verbose shows {findings} (this run was not stored)"),
+    };
+    s.push_str(&wrap_hanging(&line, width, 6));
+}
+
+/// A workload in a few words: `UDP 18 B payload (64 B frame), unpaced`.
+fn what(run: &Run) -> Option<String> {
+    let r = run.results.as_ref()?;
+    Some(match kind(run)? {
+        WorkloadKind::Udp => udp_title(r),
+        WorkloadKind::Tcp => tcp_title(r),
+        WorkloadKind::Rr => rr_title(r),
+        _ => return None,
+    })
+}
+
+/// A workload's kind in one short word, for the verdict's lines.
+fn short_kind(run: &Run) -> String {
+    match kind(run) {
+        Some(WorkloadKind::Udp) => "UDP",
+        Some(WorkloadKind::Tcp) => "TCP",
+        Some(WorkloadKind::Rr) => "RR",
+        _ => "run",
+    }
+    .to_string()
+}
+
+/// A finding's sentence up to its first `; `, ended with `…` when cut.
+fn first_clause(summary: &str) -> String {
+    match summary.split_once("; ") {
+        Some((head, _)) => format!("{head} …"),
+        None => summary.to_string(),
+    }
+}
+
+/// A finding's sentence up to its first `: ` (what bound the run, without the figures that
+/// show it), for `-q`.
+fn headline(summary: &str) -> String {
+    match summary.split_once(": ") {
+        Some((head, _)) => head.to_string(),
+        None => first_clause(summary),
+    }
+}
+
+/// One paragraph wrapped to `width`, its lines after the first indented by `indent`.
+fn wrap_hanging(text: &str, width: usize, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    // Names such as `netceil-udp-tx0` and `--rcvbuf` are kept whole: no break at a hyphen.
+    let opts = textwrap::Options::new(width.max(indent + 20))
+        .subsequent_indent(&pad)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .break_words(false);
+    let mut s = String::new();
+    for line in textwrap::wrap(text, opts) {
+        let _ = writeln!(s, "{line}");
+    }
+    s
+}
+
+/// Text wrapped to `width` line by line: a long line's continuation is indented under its
+/// value (after a label followed by two spaces, as `  kernel      lo rx …`) or two columns
+/// deeper than the line. Table lines (box drawing) are left as they are.
+pub fn wrap_lines(text: &str, width: usize) -> String {
+    let mut s = String::new();
+    for line in text.lines() {
+        let is_table = line.contains(['│', '┌', '└', '╞', '├', '┆']);
+        if is_table || textwrap::core::display_width(line) <= width {
+            let _ = writeln!(s, "{line}");
+            continue;
+        }
+        let lead = line.len() - line.trim_start().len();
+        let indent = line[lead..]
+            .find("  ")
+            .map(|i| lead + i)
+            .and_then(|i| {
+                let value = i + line[i..].len() - line[i..].trim_start().len();
+                (value - lead <= 16).then_some(value)
+            })
+            .unwrap_or(lead + 2);
+        s.push_str(&wrap_hanging(line, width, indent));
+    }
+    s
+}
+
+/// Everything shown about a run (`--verbose`): the whole summary and every finding with its
+/// evidence and advice, wrapped to `width`.
+pub fn full(run: &Run, width: usize) -> String {
+    wrap_lines(&format!("{}{}", summary(run), verdict(run)), width.max(40))
 }

@@ -405,9 +405,13 @@ pub struct CommonRunArgs {
     /// A label to keep with the run, e.g. --label nic=msk0 (repeatable).
     #[arg(long = "label", global = true, value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
-    /// No live lines, only the summary.
-    #[arg(long, short, global = true)]
+    /// No live lines, and only the essentials at the end: what ran, its ceiling, the verdict.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// `run`: everything at the end (every figure, note and finding, with its evidence and
+    /// advice) instead of one screen, and on a terminal every live row kept, not drawn in place.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
     /// Sampling interval of the machine's counters, 10ms to 1h.
     #[arg(long, global = true, allow_hyphen_values = true, value_parser = sample_interval, default_value = "1s")]
     pub sample_interval: Duration,
@@ -719,6 +723,10 @@ pub struct RunsArgs {
     /// One JSON array of the runs' summaries.
     #[arg(long)]
     pub json: bool,
+    /// Every column, whole, whatever the width; by default the table is cut to the
+    /// terminal's width (through a pipe, to COLUMNS, or 80): labels go first, then the verdict.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Debug, Args)]
@@ -728,6 +736,10 @@ pub struct ShowArgs {
     /// Print the whole run as one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Everything: every figure, note and finding, with its evidence and advice, instead
+    /// of one screen.
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Print the verdict's ledger instead: every resource sized against its capacity, in
     /// ranking order, with what relieving it would gain (with --json, the ledger as JSON).
     /// The run is analyzed again by this netceil to make it.

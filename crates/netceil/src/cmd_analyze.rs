@@ -47,6 +47,13 @@ fn annotations(args: &AnalyzeArgs) -> Result<Annotations, Failure> {
 /// Imports one file: by the named format, or by detection that explains itself when it fails.
 fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
     let text = read_input(arg)?;
+    if text.trim().is_empty() {
+        let what = if arg == "-" { "stdin" } else { arg };
+        return Err(Failure::usage(anyhow!(
+            "{what} is empty: expected a log to analyze (vmstat, sar, mpstat, iperf3 --json, a \
+             lock profile…; `netceil analyze --help` lists them)"
+        )));
+    }
     let format = match args.format.as_deref() {
         None | Some("auto") => detect(&text).map_err(|reasons| {
             let why = reasons
@@ -130,21 +137,13 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
     }
     let mut out = crate::out::stdout();
     if args.json {
-        let mut doc = if runs.len() == 1 {
-            serde_json::to_value(&runs[0])
-        } else {
-            serde_json::to_value(&runs)
-        }
-        .context("serializing")?;
-        if args.explain {
-            let with = |v: &mut serde_json::Value, run: &Run| {
+        // One shape whatever the count: an array of runs, even for one file.
+        let mut doc = serde_json::to_value(&runs).context("serializing")?;
+        if let (true, Some(list)) = (args.explain, doc.as_array_mut()) {
+            for (v, run) in list.iter_mut().zip(&runs) {
                 if let Some(o) = v.as_object_mut() {
                     o.insert("ledgers".into(), render::explain_json(run, &options));
                 }
-            };
-            match doc.as_array_mut() {
-                Some(list) => list.iter_mut().zip(&runs).for_each(|(v, r)| with(v, r)),
-                None => with(&mut doc, &runs[0]),
             }
         }
         serde_json::to_writer_pretty(&mut out, &doc).context("writing JSON")?;
@@ -153,10 +152,13 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
     }
     for run in &runs {
         writeln!(out, "{}", describe(run)).context("writing to stdout")?;
+        let mut text = String::new();
         if run.results.is_some() {
-            write!(out, "{}", netceil_report::text::summary(run)).context("writing to stdout")?;
+            text.push_str(&netceil_report::text::summary(run));
         }
-        write!(out, "{}", netceil_report::text::verdict(run)).context("writing to stdout")?;
+        text.push_str(&netceil_report::text::verdict(run));
+        let text = netceil_report::text::wrap_lines(&text, render::width());
+        write!(out, "{text}").context("writing to stdout")?;
         if args.explain {
             write!(out, "{}", render::explain(run, &options)).context("writing to stdout")?;
         }

@@ -20,16 +20,29 @@ fn write_to(
         out.flush().context("writing to stdout")?;
         return Ok(());
     }
+    if path.is_dir() {
+        return Err(Failure::usage(anyhow!(
+            "cannot write {}: it is a directory; expected a file, e.g. {}",
+            path.display(),
+            path.join("report.html").display()
+        )));
+    }
     let tmp = path.with_extension("partial");
     let file = File::create(&tmp)
         .map_err(|e| Failure::of_path(&e, anyhow!("cannot create {}: {e}", tmp.display())))?;
-    let mut w = BufWriter::new(file);
-    write(&mut w)?;
-    w.flush()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-    Ok(())
+    let written = (|| {
+        let mut w = BufWriter::new(file);
+        write(&mut w)?;
+        w.flush()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    })();
+    if written.is_err() {
+        // Whatever went wrong, no half-written file is left behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 pub fn export(args: ExportArgs) -> Outcome {

@@ -125,7 +125,9 @@ pub fn measure(
     }
     // A test refused before any load went out has left nothing in the store.
     let print = top.results.is_some() || failure.is_none();
-    let done = cmd.done(print, engine::summary_and_verdict);
+    let done = cmd.done_stored(print, |run, stored| {
+        engine::summary_and_verdict(run, stored, common)
+    });
     match failure {
         Some(f) => Err(f),
         None => done,

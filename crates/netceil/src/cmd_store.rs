@@ -1,7 +1,6 @@
 //! The store's commands: `runs`, `show`, `rm`.
 
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use netceil_model::{fmt, time, RunSource, Unit, WorkloadKind};
 use netceil_store::{RunFilter, RunSummary, Store};
 use std::io::Write;
@@ -86,37 +85,59 @@ pub fn runs(args: RunsArgs) -> Outcome {
         writeln!(out, "no runs in {}", store.path().display()).context("writing to stdout")?;
         return Ok(Done::Success);
     }
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
-        "id",
-        "when (UTC)",
-        "kind",
-        "labels",
-        "throughput",
-        "verdict",
-    ]);
-    for s in &list {
-        let labels = s
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut id = s.run_id.clone();
-        if !s.complete {
-            id.push_str(" (incomplete)");
-        }
-        t.add_row(vec![
-            id,
-            when(s.started_unix_s),
-            kind(s),
-            labels,
-            headline(s),
-            s.verdict.clone().unwrap_or_else(|| "-".into()),
-        ]);
-    }
-    writeln!(out, "{t}").context("writing to stdout")?;
+    use netceil_report::tables::{fitted, Column};
+    let columns = [
+        Column {
+            header: "id",
+            cut_to: None,
+        },
+        Column {
+            header: "when (UTC)",
+            cut_to: None,
+        },
+        Column {
+            header: "workload",
+            cut_to: None,
+        },
+        Column {
+            header: "ceiling",
+            cut_to: None,
+        },
+        Column {
+            header: "verdict",
+            cut_to: Some(12),
+        },
+        Column {
+            header: "labels",
+            cut_to: Some(8),
+        },
+    ];
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|s| {
+            let labels = s
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut id = s.run_id.clone();
+            if !s.complete {
+                id.push_str(" (incomplete)");
+            }
+            vec![
+                id,
+                when(s.started_unix_s),
+                kind(s),
+                headline(s),
+                s.verdict.clone().unwrap_or_else(|| "-".into()),
+                labels,
+            ]
+        })
+        .collect();
+    // Cut to the terminal (or COLUMNS, or 80) unless --wide asks for every column whole.
+    let width = (!args.wide).then(render::width);
+    write!(out, "{}", fitted(&columns, &rows, width)).context("writing to stdout")?;
     Ok(Done::Success)
 }
 
@@ -179,10 +200,16 @@ pub fn show(args: ShowArgs) -> Outcome {
         writeln!(out, "labels: {labels}").context("writing to stdout")?;
     }
     writeln!(out, "{}", intervals_line(&run.series)).context("writing to stdout")?;
-    write!(out, "{}", netceil_report::text::summary(&run)).context("writing to stdout")?;
-    for f in &run.findings {
-        write!(out, "{f}").context("writing to stdout")?;
-    }
+    let text = if args.verbose {
+        let mut all = netceil_report::text::summary(&run);
+        for f in &run.findings {
+            all.push_str(&f.to_string());
+        }
+        netceil_report::text::wrap_lines(&all, render::width())
+    } else {
+        render::end_of_run(&run, Some(&run.run_id), false, false)
+    };
+    write!(out, "{text}").context("writing to stdout")?;
     Ok(Done::Success)
 }
 

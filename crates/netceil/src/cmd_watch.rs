@@ -149,7 +149,12 @@ fn emit(
         args.interval
     )
     .context("writing to stdout")?;
-    write!(out, "{}", netceil_report::text::verdict(run)).context("writing to stdout")?;
-    write!(out, "{}", netceil_report::text::missing(&run.series)).context("writing to stdout")?;
+    let end = format!(
+        "{}{}",
+        netceil_report::text::verdict(run),
+        netceil_report::text::missing(&run.series)
+    );
+    let end = netceil_report::text::wrap_lines(&end, crate::render::width());
+    write!(out, "{end}").context("writing to stdout")?;
     crate::engine::emit_plain(&mut out, stored, store)
 }

@@ -123,6 +123,7 @@ pub fn start<'s>(
                 common.json || stream_on_stdout(common),
                 common.quiet,
                 common.wide,
+                common.verbose,
                 || Box::new(crate::out::stdout()),
             ))),
         Progress::Steps { what, at_most } => {
@@ -165,6 +166,15 @@ impl Command<'_> {
     /// stands on, then lingers as asked. `print` false prints nothing (a run refused
     /// before any load went out).
     pub fn done(self, print: bool, render: impl FnOnce(&Run) -> String) -> Outcome {
+        self.done_stored(print, |run, _| render(run))
+    }
+
+    /// [`Command::done`], with the id the run was stored under (if it was) for `render`.
+    pub fn done_stored(
+        self,
+        print: bool,
+        render: impl FnOnce(&Run, Option<&str>) -> String,
+    ) -> Outcome {
         let (top, stored) = self.campaign.finish();
         if let Some(path) = &self.common.run_out {
             let text = serde_json::to_vec(&top).context("encoding the run")?;
@@ -176,10 +186,10 @@ impl Command<'_> {
                 emit_json(&top)?;
             } else if stream_on_stdout(&self.common) {
                 // stdout is the stream's: the summary goes to stderr.
-                eprint!("{}", render(&top));
+                eprint!("{}", render(&top, stored.as_deref()));
             } else {
                 let mut out = crate::out::stdout();
-                write!(out, "{}", render(&top)).context("writing to stdout")?;
+                write!(out, "{}", render(&top, stored.as_deref())).context("writing to stdout")?;
                 emit_plain(&mut out, stored.as_deref(), self.store)?;
             }
         }
@@ -239,13 +249,11 @@ pub fn emit_json(run: &Run) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The run's human summary and verdict.
-pub fn summary_and_verdict(run: &Run) -> String {
-    format!(
-        "{}{}",
-        netceil_report::text::summary(run),
-        netceil_report::text::verdict(run)
-    )
+/// The end of a run for a person: one screen (what ran, the ceilings, the verdict and where
+/// the rest is), the essentials with `-q`, or everything with `--verbose`; fitted to the
+/// terminal's width, `COLUMNS`, or 80.
+pub fn summary_and_verdict(run: &Run, stored: Option<&str>, common: &CommonRunArgs) -> String {
+    crate::render::end_of_run(run, stored, common.quiet, common.verbose)
 }
 
 /// The last line of a human summary: where the run was stored, or that it was not.

@@ -119,6 +119,8 @@ fn lab_child() -> Outcome {
         ipv6: false,
         labels: spec.labels.clone(),
         quiet: spec.quiet,
+        // The lab shows its child's whole summary, as before the one-screen default.
+        verbose: true,
         sample_interval: Duration::from_secs_f64(spec.sample_interval_s),
         wide: false,
         // The lab stores the run with its own series once it has merged them.

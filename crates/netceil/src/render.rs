@@ -3,6 +3,29 @@
 
 use netceil_model::Run;
 
+/// The width to fit prose and tables to: the terminal's when stdout is one, else `COLUMNS`
+/// when it is set to a number, else 80.
+pub fn width() -> usize {
+    netceil_engine::terminal_width(false)
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .filter(|w| *w > 0)
+        .unwrap_or(80)
+}
+
+/// A run as `run` and `show` end: one screen, the essentials (`quiet`), or everything
+/// (`verbose`), fitted to [`width`].
+pub fn end_of_run(run: &Run, stored: Option<&str>, quiet: bool, verbose: bool) -> String {
+    if verbose {
+        return netceil_report::text::full(run, width());
+    }
+    let screen = netceil_report::text::Screen {
+        width: width(),
+        quiet,
+        stored,
+    };
+    netceil_report::text::brief(run, &screen)
+}
+
 /// The run's ledgers (one, or one per part) as tables fitted to the terminal, or to 120
 /// columns through a pipe.
 pub fn explain(run: &Run, opts: &netceil_analyze::Options) -> String {

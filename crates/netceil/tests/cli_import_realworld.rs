@@ -31,7 +31,9 @@ fn analyze(rel: &str, extra: &[&str]) -> Value {
         "{rel}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    let mut list: Vec<Value> = serde_json::from_slice(&out.stdout).expect("a JSON array");
+    assert_eq!(list.len(), 1, "{rel}: one run per file");
+    list.remove(0)
 }
 
 fn format_of(run: &Value) -> &str {
@@ -127,7 +129,7 @@ fn an_impossible_capture_imports_marked_and_analyze_says_so() {
         stderr.contains("line 6: cannot be true: CPU all appears again at line 6"),
         "{stderr}"
     );
-    let run: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let run: Value = serde_json::from_slice::<Value>(&out.stdout).expect("JSON")[0].clone();
     assert_eq!(format_of(&run), "mpstat");
     let found = run["meta"]["implausible"].as_array().expect("implausible");
     assert_eq!(found[0]["line"], 6);

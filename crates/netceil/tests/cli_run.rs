@@ -233,7 +233,10 @@ fn analyze_explains_an_unknown_format_and_reads_stdin() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // One shape for any count of inputs: an array, here of one run.
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    let run = &list[0];
     assert_eq!(
         run["findings"][0]["cause"], "interrupt_bound",
         "{}",

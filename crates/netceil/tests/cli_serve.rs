@@ -269,7 +269,7 @@ fn a_far_end_run_shows_both_ends_in_the_summary_and_the_reports() {
             "20k",
             "--duration",
             "2",
-            "-q",
+            "--verbose",
         ])
         .output()
         .unwrap();

@@ -21,9 +21,13 @@ fn fixture(name: &str) -> Run {
 /// (the machine's columns and the workload's figures of each interval), at 100 columns and
 /// with every column (`--wide`).
 fn live_table(run: &Run, wide: bool) -> String {
+    table_of(run, super::table::UDP_COLUMNS, wide, Some(100))
+}
+
+/// The table of `run`'s series with these workload columns, at this width.
+fn table_of(run: &Run, load: &'static [&'static str], wide: bool, width: Option<usize>) -> String {
     let s = &run.series;
-    let mut table =
-        super::table::LiveTable::new(Vec::new(), super::table::UDP_COLUMNS, wide, Some(100));
+    let mut table = super::table::LiveTable::new(Vec::new(), load, wide, width);
     let at = |name: &str, i: usize| {
         s.total(name)
             .and_then(|m| m.values.get(i).copied().flatten())
@@ -53,4 +57,21 @@ fn live_table_udp() {
     let run = fixture("udp");
     insta::assert_snapshot!(live_table(&run, false));
     insta::assert_snapshot!("live_table_udp_wide", live_table(&run, true));
+}
+
+/// `netceil watch`'s table (no workload columns) at 80 columns, from a stored watch of a
+/// busy CPU (netceil-analyze's fixture).
+#[test]
+fn live_table_watch() {
+    let path = format!(
+        "{}/../netceil-analyze/tests/fixtures/idle-watch-busy-cpu.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let run: Run = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let table = table_of(&run, &[], false, Some(80));
+    for line in table.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    insta::assert_snapshot!(table);
 }

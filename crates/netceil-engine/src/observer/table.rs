@@ -45,6 +45,11 @@ impl LiveTable {
         }
     }
 
+    /// The header, once the first row has fixed the columns.
+    pub fn header(&self) -> Option<String> {
+        self.table.as_ref().map(Table::header)
+    }
+
     /// The lines to print for a row: the header first, the first time.
     pub fn lines(&mut self, row: &Row, load: &LoadFigures) -> Vec<String> {
         let mut out = Vec::new();

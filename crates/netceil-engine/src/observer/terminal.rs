@@ -27,22 +27,33 @@ pub fn terminal_width(to_stderr: bool) -> Option<usize> {
 }
 
 /// The terminal's view of a session: for each trial a title, a progress bar and the live
-/// table, one line per interval.
+/// table, one line per interval. On a terminal, unless `verbose`, the table's header and
+/// latest row are drawn in place under the bar and cleared with it, so that the end of the
+/// run is one screen; through a pipe (or `verbose`) every row is printed.
 pub struct TerminalParts {
     json: bool,
     quiet: bool,
     wide: bool,
+    verbose: bool,
     stdout: OpenStdout,
     part: Option<(Live, LiveTable)>,
 }
 
 impl TerminalParts {
-    /// `json`: stdout carries a document, so the lines go to stderr; `wide`: every column.
-    pub fn new(json: bool, quiet: bool, wide: bool, stdout: OpenStdout) -> TerminalParts {
+    /// `json`: stdout carries a document, so the lines go to stderr; `wide`: every column;
+    /// `verbose`: every row kept on a terminal too.
+    pub fn new(
+        json: bool,
+        quiet: bool,
+        wide: bool,
+        verbose: bool,
+        stdout: OpenStdout,
+    ) -> TerminalParts {
         TerminalParts {
             json,
             quiet,
             wide,
+            verbose,
             stdout,
             part: None,
         }
@@ -56,15 +67,24 @@ impl Observer for TerminalParts {
             LoadKind::Tcp => TCP_COLUMNS,
             LoadKind::Rr => RR_COLUMNS,
         };
-        let live = Live::new(&part.title, part.length, self.json, self.quiet, self.stdout);
+        let mut live = Live::new(&part.title, part.length, self.json, self.quiet, self.stdout);
+        if !self.verbose {
+            live.rows_in_place();
+        }
         let table = LiveTable::new(Vec::new(), columns, self.wide, terminal_width(self.json));
         self.part = Some((live, table));
     }
 
     fn progress(&mut self, elapsed_s: f64, row: &Row, load: &LoadFigures) {
         if let Some((live, table)) = &mut self.part {
-            for line in table.lines(row, load) {
-                live.line(&line);
+            let lines = table.lines(row, load);
+            match (live.in_place, table.header(), lines.last()) {
+                (true, Some(header), Some(last)) => live.show(&format!("{header}\n{last}")),
+                _ => {
+                    for line in lines {
+                        live.line(&line);
+                    }
+                }
             }
             live.set_elapsed(elapsed_s);
         }
@@ -80,6 +100,8 @@ impl Observer for TerminalParts {
 /// One trial's title, lines and progress bar.
 pub struct Live {
     bar: Option<ProgressBar>,
+    /// The rows are drawn in place under the bar, not printed above it.
+    in_place: bool,
     to_stderr: bool,
     quiet: bool,
     stdout: OpenStdout,
@@ -116,6 +138,7 @@ impl Live {
         });
         let live = Live {
             bar,
+            in_place: false,
             to_stderr,
             quiet,
             stdout,
@@ -124,6 +147,26 @@ impl Live {
             live.line(&format!("{title}: {:.1} s", length.as_secs_f64()));
         }
         live
+    }
+
+    /// With a bar (a terminal), draws the rows in place under it from now on; without one
+    /// (a pipe), every row is still printed.
+    pub fn rows_in_place(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed}/{duration}\n{msg}")
+                    .expect("static template")
+                    .progress_chars("=> "),
+            );
+            self.in_place = true;
+        }
+    }
+
+    /// Replaces what is drawn under the bar (nothing without one).
+    pub fn show(&self, text: &str) {
+        if let (Some(bar), false) = (&self.bar, self.quiet) {
+            bar.set_message(text.to_string());
+        }
     }
 
     /// Prints one line above the bar (or plainly).

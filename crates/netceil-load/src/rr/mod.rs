@@ -267,29 +267,39 @@ pub fn run_rr(
 
     let mut next_progress = start_ns + 1_000_000_000;
     let (mut last_ns, mut last_done, mut last_sum) = (start_ns, 0u64, 0u64);
+    let mut sample = |now: u64| {
+        let done = live.completed.load(Ordering::Relaxed);
+        let sum = live.latency_sum_ns.load(Ordering::Relaxed);
+        let max = live.latency_max_ns.swap(0, Ordering::Relaxed);
+        let n = done - last_done;
+        let p = RrProgress {
+            elapsed_s: (now - start_ns) as f64 / 1e9,
+            transactions: done,
+            interval_tps: n as f64 / ((now - last_ns) as f64 / 1e9),
+            interval_mean_latency_us: (n > 0).then(|| (sum - last_sum) as f64 / n as f64 / 1e3),
+            interval_max_latency_us: (n > 0).then(|| max as f64 / 1e3),
+            lost: live.lost.load(Ordering::Relaxed),
+        };
+        (last_ns, last_done, last_sum) = (now, done, sum);
+        p
+    };
     while !handle.is_finished() {
         if stop.load(Ordering::Relaxed) {
             inner_stop.store(true, Ordering::Relaxed);
         }
         let now = now_ns();
         if now >= next_progress && now < deadline_ns + 500_000_000 {
-            let done = live.completed.load(Ordering::Relaxed);
-            let sum = live.latency_sum_ns.load(Ordering::Relaxed);
-            let max = live.latency_max_ns.swap(0, Ordering::Relaxed);
-            let n = done - last_done;
-            on_progress(&RrProgress {
-                elapsed_s: (now - start_ns) as f64 / 1e9,
-                transactions: done,
-                interval_tps: n as f64 / ((now - last_ns) as f64 / 1e9),
-                interval_mean_latency_us: (n > 0).then(|| (sum - last_sum) as f64 / n as f64 / 1e3),
-                interval_max_latency_us: (n > 0).then(|| max as f64 / 1e3),
-                lost: live.lost.load(Ordering::Relaxed),
-            });
-            (last_ns, last_done, last_sum) = (now, done, sum);
+            on_progress(&sample(now));
             next_progress += 1_000_000_000;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    // The last interval ends with the client, usually just before its tick: it is reported
+    // too, unless it is a sliver (a stop request just after a tick); once the echo has
+    // stopped, since a report may wait for the caller's sampler.
+    let now = now_ns();
+    let last = (now >= next_progress - 500_000_000 && now < deadline_ns + 500_000_000)
+        .then(|| sample(now));
     let outcome = handle
         .join()
         .map_err(|_| LoadError::Other("the request/response thread panicked".into()))?;
@@ -308,6 +318,9 @@ pub fn run_rr(
         )),
         None => None,
     };
+    if let Some(p) = last {
+        on_progress(&p);
+    }
     // Where the threads were placed, when asked, joins the echo's note.
     let echo_note = match (threads::placement_note(cfg.rx_cpu, cfg.tx_cpu), echo_note) {
         (Some(p), Some(e)) => Some(format!("{e}; {p}")),

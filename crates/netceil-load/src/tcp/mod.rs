@@ -364,31 +364,41 @@ pub fn run_tcp(
     // Supervise: progress once a second, stop requests within 20 ms.
     let mut next_progress = start_ns + 1_000_000_000;
     let (mut last_ns, mut last_tx, mut last_rx) = (start_ns, 0u64, 0u64);
+    let mut sample = |now: u64| {
+        let tx: u64 = tx_counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let rx = server
+            .as_ref()
+            .map(|s| s.live().stream_bytes.load(Ordering::Relaxed));
+        let dt = (now - last_ns) as f64 / 1e9;
+        let p = TcpProgress {
+            elapsed_s: (now - start_ns) as f64 / 1e9,
+            tx_bytes: tx,
+            rx_bytes: rx,
+            interval_tx_bits_per_s: (tx - last_tx) as f64 * 8.0 / dt,
+            interval_rx_bits_per_s: rx.map(|r| r.saturating_sub(last_rx) as f64 * 8.0 / dt),
+        };
+        (last_ns, last_tx, last_rx) = (now, tx, rx.unwrap_or(0));
+        p
+    };
     while !handles.iter().all(|h| h.is_finished()) {
         if stop.load(Ordering::Relaxed) {
             inner_stop.store(true, Ordering::Relaxed);
         }
         let now = now_ns();
         if now >= next_progress && now < deadline_ns + 500_000_000 {
-            let tx: u64 = tx_counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-            let rx = server
-                .as_ref()
-                .map(|s| s.live().stream_bytes.load(Ordering::Relaxed));
-            let dt = (now - last_ns) as f64 / 1e9;
-            on_progress(&TcpProgress {
-                elapsed_s: (now - start_ns) as f64 / 1e9,
-                tx_bytes: tx,
-                rx_bytes: rx,
-                interval_tx_bits_per_s: (tx - last_tx) as f64 * 8.0 / dt,
-                interval_rx_bits_per_s: rx.map(|r| r.saturating_sub(last_rx) as f64 * 8.0 / dt),
-            });
-            (last_ns, last_tx, last_rx) = (now, tx, rx.unwrap_or(0));
+            on_progress(&sample(now));
             next_progress += 1_000_000_000;
         }
         // Each wake-up of this thread takes a core from the sender or the receiver for a
         // moment; 20 ms still sees a stop request well within the senders' 50 ms tick.
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The last interval ends with the senders, usually just before its tick: it is reported
+    // too, unless it is a sliver (a stop request just after a tick); once the receiver has
+    // stopped, since a report may wait for the caller's sampler.
+    let now = now_ns();
+    let last = (now >= next_progress - 500_000_000 && now < deadline_ns + 500_000_000)
+        .then(|| sample(now));
     let mut outcomes = Vec::new();
     let mut first_err = None;
     for h in handles {
@@ -408,6 +418,7 @@ pub fn run_tcp(
         .as_ref()
         .map(|s| s.live().last_stream_data_ns.load(Ordering::Relaxed));
     let server_report = server.map(Server::stop).transpose()?;
+    last.iter().for_each(on_progress);
     if let Some(e) = first_err {
         return Err(e);
     }

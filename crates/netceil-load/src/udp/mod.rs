@@ -382,6 +382,11 @@ pub fn run_udp(
             }
             sleep_until_ns(now_ns() + POLL_NS);
         }
+        // The last interval ends with the senders, usually just before its tick: it is
+        // reported too, unless it is a sliver (a stop request just after a tick); after the
+        // receiver is done, since a report may wait for the caller's sampler.
+        let last = (now_ns() >= next_progress - PROGRESS_EVERY_NS / 2)
+            .then(|| progress(start, cfg.payload_bytes, &tx_live, &rx_live));
         let mut reports = Vec::new();
         let mut panicked = false;
         let mut unplaced = None;
@@ -394,6 +399,9 @@ pub fn run_udp(
         }
         rx_ctl.drain.store(true, Ordering::Relaxed);
         let rx_totals = rx_handle.map(|h| h.join());
+        if let Some(p) = last {
+            on_progress(&p);
+        }
         if panicked {
             return Err(LoadError::Other("a UDP sender thread panicked".into()));
         }
