@@ -2,7 +2,11 @@
 # One TCP stream over loopback: netceil against iperf3, alternated in every round (the order
 # flips each round so drift on a shared machine falls on both), same write size (128 KiB, as
 # iperf3's default), same duration, same CPU placement. Prints each round's ratio, the median
-# and the range. Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
+# and the range, and for netceil the share of the sender's busy time the receive window held
+# it back (tcp_info rwnd_limited, the median of the run's 1 s rows): netceil's receiver reads a
+# stream that outruns it in batches (SO_RCVLOWAT, a mark of an eighth of the receive window, at
+# most 1 MiB), iperf3's once per wake-up, and the batching must not make the window the limit.
+# Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
 #
 # usage: bench/tcp.sh [ROUNDS] [SECONDS]          (defaults: 7 rounds of 5 s)
 #   PIN=TX,RX   place the sender on CPU TX and the receiver on CPU RX, both tools
@@ -70,6 +74,17 @@ run_one() { # run_one VARIANT: prints the receiver's bit/s
         --json -q --no-store >"$out/tcp_$1.json"
       python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"]["rx_app_bits_per_s"])' \
         "$out/tcp_$1.json"
+      python3 - "$out/tcp_$1.json" >>"$out/tcp_rwnd.txt" <<'PY'
+import json, statistics, sys
+run = json.load(open(sys.argv[1]))
+m = [x for x in run["series"]["metrics"] if (x.get("labels") or {}).get("flow")]
+acked = [x for x in m if x["name"] == "tcp_bytes_acked_per_s"]
+num = lambda x: [v for v in x["values"] if isinstance(v, (int, float))]
+sender = max(acked, key=lambda x: sum(num(x)))["labels"] if acked else None
+rwnd = [num(x) for x in m if x["name"] == "tcp_rwnd_limited_pct" and x["labels"] == sender]
+batched = any("in batches" in n for n in run["results"]["notes"])
+print(f"{statistics.median(rwnd[0]) if rwnd and rwnd[0] else float('nan')} {int(batched)}")
+PY
       ;;
     iperf3)
       "${pre[@]}" iperf3 -s -B 127.0.0.1 -p "$port" -1 >/dev/null 2>&1 &
@@ -87,6 +102,7 @@ run_one() { # run_one VARIANT: prints the receiver's bit/s
 
 res="$out/tcp_rounds.txt"
 : >"$res"
+: >"$out/tcp_rwnd.txt"
 for r in $(seq 1 "$rounds"); do
   order=("${variants[@]}")
   if [ $((r % 2)) -eq 0 ]; then # reversed every other round
@@ -101,21 +117,28 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds: $line" >&2
 done
 
-python3 - "$res" "$rounds" "$secs" "${PIN:-scheduler}" "${PRIO:-normal}" <<'PY'
-import statistics as st, sys
+python3 - "$res" "$rounds" "$secs" "${PIN:-scheduler}" "${PRIO:-normal}" "$out/tcp_rwnd.txt" <<'PY'
+import math, statistics as st, sys
 rows = []
 for line in open(sys.argv[1]):
     parts = line.split()
     rows.append({k: float(v) for k, v in (p.split("=") for p in parts[1:])})
+rwnd = [tuple(float(x) for x in line.split()) for line in open(sys.argv[6])]
 print(f"TCP 1 stream, loopback, 128 KiB writes, {sys.argv[2]} rounds x {sys.argv[3]} s, "
       f"placement: {sys.argv[4]}, priority: {sys.argv[5]}")
 names = [k for k in rows[0] if k != "iperf3"]
-print("round  iperf3 Gbit/s  " + "  ".join(f"{n:>12} Gbit/s  ratio" for n in names))
+print("round  iperf3 Gbit/s  " + "  ".join(f"{n:>12} Gbit/s  ratio" for n in names)
+      + "  nc rwnd-limited %  batched")
 for i, row in enumerate(rows, 1):
     cells = "  ".join(f"{row[n] / 1e9:19.2f}  {row[n] / row['iperf3']:5.3f}" for n in names)
-    print(f"{i:5}  {row['iperf3'] / 1e9:13.2f}  {cells}")
+    share, batched = rwnd[i - 1] if i <= len(rwnd) else (math.nan, 0)
+    print(f"{i:5}  {row['iperf3'] / 1e9:13.2f}  {cells}  {share:17.1f}  {'yes' if batched else 'no'}")
 for n in names:
     ratios = [row[n] / row["iperf3"] for row in rows]
     print(f"{n} / iperf3: median {st.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}, "
           f"rounds >= 1.0: {sum(r >= 1.0 for r in ratios)}/{len(ratios)}")
+shares = [s for s, _ in rwnd if not math.isnan(s)]
+if shares:
+    print(f"nc sender receive-window-limited (median of 1 s rows): median {st.median(shares):.1f} %, "
+          f"range {min(shares):.1f}-{max(shares):.1f} %")
 PY

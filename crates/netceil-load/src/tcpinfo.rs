@@ -1,7 +1,7 @@
-//! The two raw TCP socket options nix and socket2 do not wrap: reading `TCP_INFO` and setting
-//! `SO_MAX_PACING_RATE`.
+//! The raw socket options nix and socket2 do not wrap: reading `TCP_INFO` and
+//! `TCP_WINDOW_CLAMP`, setting `SO_MAX_PACING_RATE` and `SO_RCVLOWAT`.
 //!
-//! This is the only module of the crate with `unsafe`: two `getsockopt`/`setsockopt` calls on a
+//! This is the only module of the crate with `unsafe`: `getsockopt`/`setsockopt` calls on a
 //! borrowed, open descriptor with buffers we own. Everything else (which fields exist, at which
 //! offset) is a pure parse of the bytes the kernel copied out, so it is tested without a socket.
 //!
@@ -45,6 +45,16 @@ pub struct TcpInfo {
     pub min_rtt_us: Option<u32>,
     /// Bytes retransmitted (`tcpi_bytes_retrans`).
     pub bytes_retrans: Option<u64>,
+    /// The most this end may advertise as its receive window now, bytes (`tcpi_rcv_ssthresh`):
+    /// it grows towards the window clamp as the stream proves it can use it.
+    pub rcv_ssthresh: u32,
+    /// Time this end had data to send, µs (`tcpi_busy_time`, Linux ≥ 4.10).
+    pub busy_time_us: Option<u64>,
+    /// Part of the busy time the peer's receive window held back the sending, µs
+    /// (`tcpi_rwnd_limited`).
+    pub rwnd_limited_us: Option<u64>,
+    /// The receive window the peer last advertised, bytes (`tcpi_snd_wnd`, Linux ≥ 5.4).
+    pub snd_wnd: Option<u32>,
 }
 
 /// Large enough for every `tcp_info` layout up to now; the kernel truncates to what it has.
@@ -54,6 +64,7 @@ const TCP_INFO_BUF: usize = 512;
 mod offset {
     pub const STATE: usize = 0;
     pub const SND_MSS: usize = 16;
+    pub const RCV_SSTHRESH: usize = 64;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
     pub const SND_CWND: usize = 80;
@@ -65,7 +76,10 @@ mod offset {
     pub const NOTSENT_BYTES: usize = 144;
     pub const MIN_RTT: usize = 148;
     pub const DATA_SEGS_OUT: usize = 156;
+    pub const BUSY_TIME: usize = 168;
+    pub const RWND_LIMITED: usize = 176;
     pub const BYTES_RETRANS: usize = 208;
+    pub const SND_WND: usize = 228;
 }
 
 fn u32_at(raw: &[u8], at: usize) -> Option<u32> {
@@ -95,6 +109,10 @@ impl TcpInfo {
             min_rtt_us: u32_at(raw, offset::MIN_RTT),
             data_segs_out: u32_at(raw, offset::DATA_SEGS_OUT),
             bytes_retrans: u64_at(raw, offset::BYTES_RETRANS),
+            rcv_ssthresh: u32_at(raw, offset::RCV_SSTHRESH)?,
+            busy_time_us: u64_at(raw, offset::BUSY_TIME),
+            rwnd_limited_us: u64_at(raw, offset::RWND_LIMITED),
+            snd_wnd: u32_at(raw, offset::SND_WND),
         })
     }
 }
@@ -184,6 +202,69 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<(
     }
 }
 
+/// Sets SO_RCVLOWAT: the socket is readable (and its reader woken) only once `bytes` are
+/// queued, at the end of the stream, or when the kernel runs short of receive memory or window
+/// (`tcp_epollin_ready`). A stream that only slowed down can leave bytes below the mark for
+/// good, so the caller must read it anyway now and then (tcp/server.rs does, every 10 ms).
+///
+/// On TCP the kernel caps the mark at half of `tcp_rmem[2]`, or at half of SO_RCVBUF when that
+/// was set by hand, and (unless SO_RCVBUF was set by hand) grows the receive buffer to hold the
+/// mark, raising the window clamp with it: read the mark back with [`rcvlowat`] and keep it
+/// below what the buffer already holds (tcp/server.rs: `batch_mark`).
+pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
+}
+
+/// The socket's SO_RCVLOWAT, bytes, as the kernel holds it (after its caps).
+pub fn rcvlowat(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    get_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).map(|v| v.max(0) as usize)
+}
+
+/// TCP_WINDOW_CLAMP: the largest receive window this end will ever advertise, bytes. Receive
+/// buffer autotuning raises it as it grows the buffer; a smaller one holds the sender back.
+pub fn window_clamp(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    get_int(fd, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP).map(|v| v.max(0) as u32)
+}
+
+fn set_int(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `fd` is live for the borrow; the value is a local int whose exact size is passed,
+    // and setsockopt only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&raw const v).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `fd` is live for the borrow; `v` is a writable local int and `len` its exact size,
+    // so the kernel writes at most that many bytes.
+    let rc =
+        unsafe { libc::getsockopt(fd.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
+    if rc == 0 {
+        Ok(v)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,7 +282,15 @@ mod tests {
         put_u32(&mut raw, offset::RTT, 1234);
         put_u32(&mut raw, offset::TOTAL_RETRANS, 7);
         raw[offset::BYTES_ACKED..offset::BYTES_ACKED + 8].copy_from_slice(&99u64.to_ne_bytes());
+        put_u32(&mut raw, offset::RCV_SSTHRESH, 65_483);
+        raw[offset::BUSY_TIME..offset::BUSY_TIME + 8].copy_from_slice(&4000u64.to_ne_bytes());
+        raw[offset::RWND_LIMITED..offset::RWND_LIMITED + 8].copy_from_slice(&1000u64.to_ne_bytes());
+        put_u32(&mut raw, offset::SND_WND, 1 << 20);
         let info = TcpInfo::parse(&raw).unwrap();
+        assert_eq!(info.rcv_ssthresh, 65_483);
+        assert_eq!(info.busy_time_us, Some(4000));
+        assert_eq!(info.rwnd_limited_us, Some(1000));
+        assert_eq!(info.snd_wnd, Some(1 << 20));
         assert_eq!(info.rtt_us, 1234);
         assert_eq!(info.total_retrans, 7);
         assert_eq!(info.bytes_acked, Some(99));
@@ -214,6 +303,7 @@ mod tests {
         let raw = vec![0u8; 104];
         let info = TcpInfo::parse(&raw).unwrap();
         assert_eq!(info.pacing_rate, None);
+        assert_eq!(info.rwnd_limited_us, None);
         assert_eq!(info.bytes_acked, None);
         assert!(TcpInfo::parse(&raw[..100]).is_none());
     }
