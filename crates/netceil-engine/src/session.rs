@@ -227,27 +227,33 @@ impl<'s> Session<'s> {
         let before = kernel::Counters::read(&*self.source);
         let stop = self.stop.clone();
         let mut last = (0.0, 0u64, 0u64, 0u64, 0u64);
+        // A far end's receiver reports at the end only: while the run goes, what it received
+        // and lost is unknown here, not zero (the table shows `-`, the series has no value).
+        let local_rx = cfg.target.is_none();
         let outcome = udp::run_udp(cfg, &stop, &mut |p: &udp::Progress| {
             let dt = (p.elapsed_s - last.0).max(1e-9);
             let tx_pps = (p.tx_packets - last.1) as f64 / dt;
             let rx_pps = (p.rx_packets - last.2) as f64 / dt;
             let rx_bits = (p.rx_bytes - last.3) as f64 * 8.0 / dt;
             let lost_per_s = p.lost_so_far.saturating_sub(last.4) as f64 / dt;
+            let mut values = vec![value(n::LOAD_TX_PPS, Unit::PacketsPerSecond, tx_pps)];
+            if local_rx {
+                values.extend([
+                    value(n::LOAD_RX_PPS, Unit::PacketsPerSecond, rx_pps),
+                    value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx_bits),
+                    value(n::LOAD_LOST_PER_S, Unit::PerSecond, lost_per_s),
+                ]);
+            }
             self.progress(
                 p.elapsed_s,
                 &LoadFigures {
                     tx_pps: Some(tx_pps),
-                    rx_pps: Some(rx_pps),
-                    rx_bits_per_s: Some(rx_bits),
-                    lost: Some(p.lost_so_far),
+                    rx_pps: local_rx.then_some(rx_pps),
+                    rx_bits_per_s: local_rx.then_some(rx_bits),
+                    lost: local_rx.then_some(p.lost_so_far),
                     ..Default::default()
                 },
-                vec![
-                    value(n::LOAD_TX_PPS, Unit::PacketsPerSecond, tx_pps),
-                    value(n::LOAD_RX_PPS, Unit::PacketsPerSecond, rx_pps),
-                    value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx_bits),
-                    value(n::LOAD_LOST_PER_S, Unit::PerSecond, lost_per_s),
-                ],
+                values,
             );
             last = (
                 p.elapsed_s,

@@ -304,6 +304,19 @@ fn a_far_end_run_shows_both_ends_in_the_summary_and_the_reports() {
         String::from_utf8(out.stdout).unwrap()
     };
     let run: Value = serde_json::from_str(&export(&["export", "last"])).unwrap();
+    // What the far end received is known at the end only: no live receive figures here, not
+    // a series of zeros beside the far end's 20 kpps.
+    let names: Vec<&str> = run["series"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert!(names.contains(&"load_tx_pps"), "{names:?}");
+    assert!(
+        !names.contains(&"load_rx_pps") && !names.contains(&"load_lost_per_s"),
+        "{names:?}"
+    );
     let far = &run["results"]["far"];
     let t0 = far["near_t0_s"]
         .as_f64()
