@@ -140,6 +140,7 @@ impl Trial {
             nodelay: false,
             rx_cpu: p.rx_cpu,
             tx_cpu: p.tx_cpu,
+            congestion: p.congestion.clone(),
         };
         cfg.validate()?;
         Ok(Trial::Tcp(cfg, p))

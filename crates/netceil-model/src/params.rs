@@ -78,6 +78,10 @@ pub struct TcpParams {
     /// The CPU the sending thread(s) were placed on (`--tx-cpu`); `None`: the scheduler's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_cpu: Option<usize>,
+    /// The sending sockets' congestion control (`--congestion`, iperf3's `-C`); `None`: the
+    /// kernel's default (net.ipv4.tcp_congestion_control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
 }
 
 /// The transport of a request/response workload.
@@ -644,6 +648,7 @@ mod tests {
                 pacing: TcpPacingRequest::Kernel,
                 rx_cpu: Some(1),
                 tx_cpu: Some(0),
+                congestion: Some("bbr".into()),
             }),
             LoadParams::Rr(RrParams {
                 proto: RrProtocol::Udp,

@@ -120,6 +120,36 @@ pub fn files_in(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::
         .collect()
 }
 
+/// One test at a time that changes what every process on the machine sees (a sysctl, a /sys
+/// knob), while it is held: within this test binary, and across every other test run here.
+/// Two `cargo test` runs at once (two worktrees) would otherwise each read the other's value
+/// as the original and restore it: that left net.core.netdev_budget at 155 once.
+pub struct MachineLock {
+    _guard: std::sync::MutexGuard<'static, ()>,
+    _file: std::fs::File,
+}
+
+/// Waits for, then holds, the machine (see [`MachineLock`]); released when dropped.
+pub fn machine_lock() -> MachineLock {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let path = std::env::temp_dir().join("netceil-tests-machine.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.lock()
+        .unwrap_or_else(|e| panic!("locking {}: {e}", path.display()));
+    MachineLock {
+        _guard: guard,
+        _file: file,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

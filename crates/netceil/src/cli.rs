@@ -554,6 +554,10 @@ pub struct TcpArgs {
     /// Where per-flow pacing is enforced.
     #[arg(long, value_enum, default_value_t = TcpPacingArg::Auto)]
     pub pacing: TcpPacingArg,
+    /// The senders' congestion control (cubic, bbr, reno…; iperf3's -C): one of
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control. Default: the kernel's.
+    #[arg(long, short = 'C', value_name = "ALGO")]
+    pub congestion: Option<String>,
     /// Run length (10, 2.5s, 500ms, 1m).
     #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,

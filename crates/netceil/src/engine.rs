@@ -328,6 +328,7 @@ pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
         },
         rx_cpu: None,
         tx_cpu: None,
+        congestion: a.congestion.clone(),
     }
 }
 

@@ -4,11 +4,10 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::time::Duration;
 
-/// These tests load the machine, and a verdict depends on what else runs: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+// These tests load the machine, and a verdict depends on what else runs: one at a time
+// (netceil_testkit::machine_lock, across test processes too).
 fn run(args: &[&str]) -> Value {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let out = Command::cargo_bin("netceil")
         .unwrap()
         .args(args)

@@ -15,9 +15,8 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_netceil");
 
-/// The lab tests change host knobs and load the machine: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+// The lab tests change host knobs and load the machine: one at a time
+// (netceil_testkit::machine_lock, across test processes too).
 const KNOBS: [&str; 7] = [
     "/proc/sys/net/core/netdev_budget",
     "/proc/sys/net/core/netdev_budget_usecs",
@@ -117,7 +116,7 @@ fn every_topology_comes_up_passes_traffic_and_goes_down() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let env = Env::new();
     for topo in [
@@ -179,7 +178,7 @@ fn a_lab_that_is_up_runs_workloads_until_it_is_taken_down() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let env = Env::new();
     let name = format!("t{}", std::process::id());
@@ -254,7 +253,7 @@ fn a_knob_sweep_restores_the_original_even_when_the_workload_fails() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let env = Env::new();
     let budget = "/proc/sys/net/core/netdev_budget";
@@ -412,7 +411,7 @@ fn sigint_stops_the_workload_and_restores_everything() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let env = Env::new();
     let budget = "/proc/sys/net/core/netdev_budget";
@@ -449,7 +448,7 @@ fn after_kill_9_lab_down_all_restores_everything() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let env = Env::new();
     let budget = "/proc/sys/net/core/netdev_budget";
@@ -655,7 +654,7 @@ fn two_stores_labs_coexist_and_down_all_removes_the_others_only_once_its_owner_i
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let (env_a, env_b) = (Env::new(), Env::new());
     let budget = "/proc/sys/net/core/netdev_budget";
@@ -754,7 +753,7 @@ fn another_stores_kept_lab_is_left_alone_until_forced_or_its_journal_is_gone() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let (env_a, env_b) = (Env::new(), Env::new());
     let name = format!("k{}", std::process::id());
@@ -835,7 +834,7 @@ fn the_labs_secret_never_lands_in_a_file_not_even_after_kill_9() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let before = machine_state();
     let env = Env::new();
     let mut c = Cleanup::new();

@@ -95,6 +95,16 @@ fn tcp_and_rr_paths_work() {
     assert!(v["results"]["rx_app_bits_per_s"].as_f64().unwrap() > 1e6);
     assert_eq!(v["results"]["flows"].as_array().unwrap().len(), 1);
     assert!(v["results"]["flows"][0].get("retransmits").is_some());
+    // iperf3's -C: the senders' congestion control, set, read back and kept with the run.
+    let v = run_json(&["run", "tcp", "-C", "reno", "--duration", "1"]);
+    assert_eq!(v["workload"]["congestion"], "reno", "{}", v["workload"]);
+    assert!(
+        v["results"]["notes"]
+            .to_string()
+            .contains("congestion control reno"),
+        "{}",
+        v["results"]["notes"]
+    );
 
     for proto in ["tcp", "udp"] {
         let v = run_json(&["run", "rr", "--proto", proto, "--duration", "1"]);
@@ -134,6 +144,17 @@ fn bad_input_exits_2_with_a_message() {
             "/nonexistent/key",
         ),
         (&["run", "udp", "--duration", "0"], "--duration"),
+        (
+            &[
+                "run",
+                "tcp",
+                "--congestion",
+                "no-such-algo",
+                "--duration",
+                "1",
+            ],
+            "tcp_available_congestion_control",
+        ),
     ];
     for (args, needle) in cases {
         netceil()

@@ -31,6 +31,7 @@ pub fn trials(a: &SweepTcpParams, ipv6: bool) -> Result<Vec<Trial>, Error> {
                 pacing: TcpPacingRequest::Auto,
                 rx_cpu: None,
                 tx_cpu: None,
+                congestion: None,
             })
         })
         .collect()

@@ -98,6 +98,8 @@ pub struct TcpConfig {
     pub rx_cpu: Option<usize>,
     /// The CPU every sender thread is placed on (`--tx-cpu`); `None`: the scheduler's.
     pub tx_cpu: Option<usize>,
+    /// The sending sockets' congestion control (TCP_CONGESTION); `None`: the kernel's default.
+    pub congestion: Option<String>,
 }
 
 impl Default for TcpConfig {
@@ -114,6 +116,7 @@ impl Default for TcpConfig {
             nodelay: false,
             rx_cpu: None,
             tx_cpu: None,
+            congestion: None,
         }
     }
 }
@@ -300,22 +303,13 @@ pub fn run_tcp(
     let mut notes: Vec<String> = threads::placement_note(cfg.rx_cpu, cfg.tx_cpu)
         .into_iter()
         .collect();
-    let configure = |s: &TcpStream| -> Result<(), LoadError> {
-        if cfg.nodelay {
-            s.set_nodelay(true)
-                .map_err(|e| LoadError::socket("setsockopt TCP_NODELAY", e))?;
-        }
-        if plan.kind == TcpPacing::Kernel {
-            let rate = cfg.rate_per_flow_bps.unwrap_or_default();
-            set_max_pacing_rate(s.as_fd(), (rate / 8.0).round() as u64)
-                .map_err(|e| LoadError::socket("setsockopt SO_MAX_PACING_RATE", e))?;
-            socket2::SockRef::from(s)
-                .set_tcp_notsent_lowat(plan.chunk as u32)
-                .map_err(|e| LoadError::socket("setsockopt TCP_NOTSENT_LOWAT", e))?;
-        }
-        Ok(())
-    };
+    let configure = |s: &TcpStream| configure_sender(cfg, &plan, s);
     let streams = hello::connect_all(target, cfg.flows, hello::Mode::Stream, configure)?;
+    if let Some(algo) = &cfg.congestion {
+        notes.push(format!(
+            "congestion control {algo} on every sending socket (TCP_CONGESTION, read back from each)"
+        ));
+    }
     if plan.kind == TcpPacing::Kernel {
         // Confirm the cap is in force rather than trusting the setsockopt return code.
         let cap = tcp_info(streams[0].as_fd())
@@ -733,6 +727,59 @@ fn flow_count_notes(
             errors.len()
         ));
     }
+}
+
+/// A sending socket's options: the congestion control asked for, TCP_NODELAY, and the
+/// kernel's pacing cap when the kernel paces.
+fn configure_sender(cfg: &TcpConfig, plan: &PacingPlan, s: &TcpStream) -> Result<(), LoadError> {
+    if let Some(algo) = &cfg.congestion {
+        set_congestion(s, algo)?;
+    }
+    if cfg.nodelay {
+        s.set_nodelay(true)
+            .map_err(|e| LoadError::socket("setsockopt TCP_NODELAY", e))?;
+    }
+    if plan.kind == TcpPacing::Kernel {
+        let rate = cfg.rate_per_flow_bps.unwrap_or_default();
+        set_max_pacing_rate(s.as_fd(), (rate / 8.0).round() as u64)
+            .map_err(|e| LoadError::socket("setsockopt SO_MAX_PACING_RATE", e))?;
+        socket2::SockRef::from(s)
+            .set_tcp_notsent_lowat(plan.chunk as u32)
+            .map_err(|e| LoadError::socket("setsockopt TCP_NOTSENT_LOWAT", e))?;
+    }
+    Ok(())
+}
+
+/// Sets the congestion control of a sending socket (TCP_CONGESTION) and checks that the kernel
+/// took it: an algorithm it does not have, or that this user may not choose, is bad input
+/// with the reason and where to look.
+fn set_congestion(s: &TcpStream, algo: &str) -> Result<(), LoadError> {
+    let sock = socket2::SockRef::from(s);
+    if let Err(e) = sock.set_tcp_congestion(algo.as_bytes()) {
+        let why = match e.raw_os_error() {
+            Some(libc_enoent) if libc_enoent == nix::libc::ENOENT => {
+                "this kernel does not have it (see /proc/sys/net/ipv4/tcp_available_congestion_control; a module such as tcp_bbr may need loading)"
+            }
+            Some(eperm) if eperm == nix::libc::EPERM => {
+                "it is not in net.ipv4.tcp_allowed_congestion_control, and choosing another needs CAP_NET_ADMIN"
+            }
+            _ => "the kernel refused it",
+        };
+        return Err(LoadError::InvalidConfig(format!(
+            "--congestion {algo}: {why} ({e})"
+        )));
+    }
+    let got = sock
+        .tcp_congestion()
+        .map_err(|e| LoadError::socket("getsockopt TCP_CONGESTION", e))?;
+    let got = String::from_utf8_lossy(&got);
+    let got = got.trim_end_matches('\0');
+    if got != algo {
+        return Err(LoadError::Other(format!(
+            "--congestion {algo}: the socket reports {got} after setting it"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
