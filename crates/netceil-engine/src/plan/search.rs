@@ -135,7 +135,7 @@ pub fn trial_line(size: usize, rec: &TrialRecord) -> String {
     let purpose = match rec.purpose {
         Purpose::Bound => "bound",
         Purpose::Bisect => "bisect",
-        Purpose::Retry => "retry",
+        Purpose::Repeat => "repeat",
         Purpose::Verify => "verify",
     };
     let r = &rec.result;
@@ -227,6 +227,8 @@ fn search_config(p: &SearchParams, min_pps: f64, max_pps: f64) -> SearchConfig {
         initial_duration: Duration::from_secs_f64(p.initial_trial_s),
         precision: p.precision,
         max_trials: p.max_trials,
+        exceed_ratio: search::EXCEED_RATIO,
+        duration_sum_trials: search::DURATION_SUM_TRIALS,
     }
 }
 
