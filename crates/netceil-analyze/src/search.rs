@@ -355,7 +355,12 @@ impl Search<'_> {
         Goal {
             tolerance: self.cfg.tolerances[t],
             duration,
-            sum: duration * self.cfg.duration_sum_trials,
+            // Shorter phases only narrow: one trial decides a load there.
+            sum: if phase == last {
+                duration * self.cfg.duration_sum_trials
+            } else {
+                duration
+            },
             exceed_ratio: self.cfg.exceed_ratio,
             width: (self.cfg.precision * f64::from(1u32 << (last - phase).min(20))).min(0.5),
         }
@@ -410,6 +415,22 @@ impl Search<'_> {
             .find(|c| c.1 == Class::Undecided && c.2 && below(c.0) && lo.is_none_or(|l| c.0 > l))
             .map(|c| c.0);
         Bounds { lo, hi, undecided }
+    }
+
+    /// The nearest load below `rate` with a trial of any length within the tolerance
+    /// (`passed`), or above it with one over the tolerance: where an earlier phase saw the
+    /// boundary, to try before stepping blindly.
+    fn nearest(&self, rate: f64, g: &Goal, passed: bool) -> Option<f64> {
+        let candidates = self.trials.iter().filter(|r| {
+            let load = r.result.requested_pps;
+            passes(r, g.tolerance) == passed && if passed { load < rate } else { load > rate }
+        });
+        let loads = candidates.map(|r| r.result.requested_pps);
+        if passed {
+            loads.max_by(f64::total_cmp)
+        } else {
+            loads.min_by(f64::total_cmp)
+        }
     }
 
     /// The trials at `rate` that the generator could not offer.
@@ -502,7 +523,12 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
         // A load between the bounds measured at this length but not yet decided gets more
         // trial-seconds before anything else: the exceed ratio, not a retry, settles it.
         if let Some(u) = b.undecided {
-            s.run(u, k, Purpose::Repeat)?;
+            // Where every trial so far lost too much, a shorter one confirms it at less
+            // cost: its seconds add to the longer ones' if it loses too, and only a pass
+            // calls for another trial of the phase's length.
+            let sec = s.seconds(u, &g);
+            let shorter = k > 0 && sec.long_low == 0.0 && sec.short_low == 0.0;
+            s.run(u, if shorter { 0 } else { k }, Purpose::Repeat)?;
             continue;
         }
         let (purpose, rate) = match (b.lo, b.hi) {
@@ -530,7 +556,12 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
                     ));
                     return Ok(());
                 }
-                match n.hint.hi.filter(|&h| h > l) {
+                match n
+                    .hint
+                    .hi
+                    .filter(|&h| h > l)
+                    .or_else(|| s.nearest(l, &g, false))
+                {
                     Some(h) => (Purpose::Bound, h),
                     None => {
                         let up = (l * (1.0 + n.step)).min(cfg.max_pps);
@@ -548,7 +579,12 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
                     ));
                     return Ok(());
                 }
-                match n.hint.lo.filter(|&l| l < h) {
+                match n
+                    .hint
+                    .lo
+                    .filter(|&l| l < h)
+                    .or_else(|| s.nearest(h, &g, true))
+                {
                     Some(l) => (Purpose::Bound, l),
                     None => (Purpose::Bound, step_down(s, n, h, &g)),
                 }

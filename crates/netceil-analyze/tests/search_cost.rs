@@ -2,7 +2,9 @@
 //!
 //! The device has a true capacity C: below it nothing is lost but for short random dips (a
 //! blackout of a few milliseconds, arriving at random), above it a share of the excess is
-//! lost. The naive method is what a user would write: per tolerance, a binary search with one
+//! lost. A harsher device also wobbles, as loopback on a busy 2-core machine does: in a fifth
+//! of its 50 ms slices, picked at random, the capacity sags by up to 40 %, so the same rate
+//! loses nothing in one trial and percents in the next. The naive method is what a user would write: per tolerance, a binary search with one
 //! full-length trial per step down to the same relative width, then one full-length trial at
 //! the result to verify it. Both run against the same device over many seeds; trial-seconds
 //! are what is compared, and how far each answer lies from the device's true rates.
@@ -22,6 +24,7 @@ struct Device {
     /// Dips per second (Poisson arrivals) and how long each lasts, s.
     dips_per_s: f64,
     dip_s: f64,
+    wobbles: bool,
     rng: fastrand::Rng,
     seconds: f64,
 }
@@ -37,6 +40,7 @@ impl Device {
             slope,
             dips_per_s,
             dip_s: 0.002,
+            wobbles: false,
             rng,
             seconds: 0.0,
         }
@@ -66,14 +70,41 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The share lost at `rate` when the capacity is `capacity`.
+    fn over(&self, rate: f64, capacity: f64) -> f64 {
+        if rate > capacity {
+            (rate - capacity) / rate * self.slope
+        } else {
+            0.0
+        }
+    }
+
+    /// The share lost over `d` s of 50 ms slices, a fifth of them sagging by up to 40 %.
+    fn wobbled(&mut self, rate: f64, d: f64) -> f64 {
+        let slices = (d / 0.05).round().max(1.0) as usize;
+        let lost: f64 = (0..slices)
+            .map(|_| {
+                let sag = if self.rng.f64() < 0.2 {
+                    0.4 * self.rng.f64()
+                } else {
+                    0.0
+                };
+                self.over(rate, self.capacity * (1.0 - sag))
+            })
+            .sum();
+        lost / slices as f64
+    }
+}
+
 impl Measurer for Device {
     fn measure(&mut self, rate: f64, d: Duration) -> Result<TrialResult, String> {
         let d = d.as_secs_f64();
         self.seconds += d;
-        let over = if rate > self.capacity {
-            (rate - self.capacity) / rate * self.slope
+        let over = if self.wobbles {
+            self.wobbled(rate, d)
         } else {
-            0.0
+            self.over(rate, self.capacity)
         };
         let dipped = (f64::from(self.dips(d)) * self.dip_s / d).min(1.0);
         Ok(TrialResult {
@@ -126,8 +157,24 @@ struct Seed {
     outcome: SearchOutcome,
 }
 
-fn one_seed(cfg: &SearchConfig, seed: u64, dips_per_s: f64) -> Seed {
-    let mut dev = Device::new(seed, dips_per_s);
+/// The noise a device has: dips per second, and whether it also wobbles.
+#[derive(Clone, Copy)]
+struct Noise {
+    dips_per_s: f64,
+    wobbles: bool,
+}
+
+impl Noise {
+    fn device(self, seed: u64) -> Device {
+        Device {
+            wobbles: self.wobbles,
+            ..Device::new(seed, self.dips_per_s)
+        }
+    }
+}
+
+fn one_seed(cfg: &SearchConfig, seed: u64, noise: Noise) -> Seed {
+    let mut dev = noise.device(seed);
     let truth: Vec<f64> = cfg
         .tolerances
         .iter()
@@ -144,7 +191,7 @@ fn one_seed(cfg: &SearchConfig, seed: u64, dips_per_s: f64) -> Seed {
     let mut naive_err = Vec::new();
     for (i, (&tol, t)) in cfg.tolerances.iter().zip(&truth).enumerate() {
         // Each tolerance's naive search on the same device, its dips drawn afresh.
-        let mut d = Device::new(seed, dips_per_s);
+        let mut d = noise.device(seed);
         d.rng = fastrand::Rng::with_seed(seed ^ (0x9e37_79b9 + i as u64));
         let (rate, _) = naive(cfg, tol, &mut d);
         naive_s += d.seconds;
@@ -172,21 +219,22 @@ fn median(v: &mut [f64]) -> f64 {
 /// Medians and ranges over `seeds` seeds, printed; the seeds themselves returned.
 struct Summary {
     ratio_median: f64,
-    ratio_max: f64,
     /// Per tolerance: median |error| of the search and of the naive method.
     search_err: Vec<f64>,
     naive_err: Vec<f64>,
     seeds: Vec<Seed>,
 }
 
-fn summary(cfg: &SearchConfig, seeds: u64, dips_per_s: f64) -> Summary {
-    let runs: Vec<Seed> = (1..=seeds).map(|s| one_seed(cfg, s, dips_per_s)).collect();
+fn summary(cfg: &SearchConfig, seeds: u64, noise: Noise) -> Summary {
+    let runs: Vec<Seed> = (1..=seeds).map(|s| one_seed(cfg, s, noise)).collect();
     let mut ratios: Vec<f64> = runs.iter().map(|s| s.search_s / s.naive_s).collect();
     let mut secs: Vec<f64> = runs.iter().map(|s| s.search_s).collect();
     let mut naive_secs: Vec<f64> = runs.iter().map(|s| s.naive_s).collect();
     let ratio_median = median(&mut ratios);
     println!(
-        "dips {dips_per_s}/s, {seeds} seeds: trial time search {:.1} s ({:.1}..{:.1}), naive {:.1} s ({:.1}..{:.1}), ratio median {ratio_median:.2} ({:.2}..{:.2})",
+        "dips {}/s{}, {seeds} seeds: trial time search {:.1} s ({:.1}..{:.1}), naive {:.1} s ({:.1}..{:.1}), ratio median {ratio_median:.2} ({:.2}..{:.2})",
+        noise.dips_per_s,
+        if noise.wobbles { ", wobbling" } else { "" },
         median(&mut secs),
         secs[0],
         secs[secs.len() - 1],
@@ -215,7 +263,6 @@ fn summary(cfg: &SearchConfig, seeds: u64, dips_per_s: f64) -> Summary {
     }
     Summary {
         ratio_median,
-        ratio_max: ratios[ratios.len() - 1],
         search_err,
         naive_err,
         seeds: runs,
@@ -224,10 +271,26 @@ fn summary(cfg: &SearchConfig, seeds: u64, dips_per_s: f64) -> Summary {
 
 const SEEDS: u64 = 200;
 
-#[test]
-fn the_search_costs_no_more_than_a_naive_binary_search_on_a_clean_device() {
+const CLEAN: Noise = Noise {
+    dips_per_s: 0.0,
+    wobbles: false,
+};
+const DIPS: Noise = Noise {
+    dips_per_s: 0.1,
+    wobbles: false,
+};
+const WOBBLES: Noise = Noise {
+    dips_per_s: 0.1,
+    wobbles: true,
+};
+
+/// The search's median trial time is at most the naive search's, and its answers are, at
+/// the median, no further from the device's true rates (its capacity, the dips and wobbles
+/// aside: noise only lowers an answer) than the naive search's, within a quarter of the
+/// precision.
+fn no_dearer_and_no_worse(noise: Noise) {
     let cfg = config();
-    let s = summary(&cfg, SEEDS, 0.0);
+    let s = summary(&cfg, SEEDS, noise);
     assert!(
         s.ratio_median <= 1.0,
         "median trial time {:.2} x the naive search's",
@@ -241,33 +304,30 @@ fn the_search_costs_no_more_than_a_naive_binary_search_on_a_clean_device() {
             s.naive_err[t]
         );
     }
-    let _ = s.ratio_max;
 }
 
 #[test]
-fn the_search_costs_no_more_than_a_naive_binary_search_on_a_noisy_device() {
-    let cfg = config();
-    let s = summary(&cfg, SEEDS, 0.1);
-    assert!(
-        s.ratio_median <= 1.0,
-        "median trial time {:.2} x the naive search's",
-        s.ratio_median
-    );
-    for t in 0..cfg.tolerances.len() {
-        assert!(
-            s.search_err[t] <= s.naive_err[t] + cfg.precision / 4.0,
-            "tolerance {t}: median distance {} against naive's {}",
-            s.search_err[t],
-            s.naive_err[t]
-        );
-    }
+fn the_search_costs_no_more_than_a_naive_binary_search_on_a_clean_device() {
+    no_dearer_and_no_worse(CLEAN);
+}
+
+#[test]
+fn the_search_costs_no_more_than_a_naive_binary_search_on_a_device_with_dips() {
+    no_dearer_and_no_worse(DIPS);
+}
+
+#[test]
+fn the_search_costs_no_more_than_a_naive_binary_search_on_a_wobbling_device() {
+    no_dearer_and_no_worse(WOBBLES);
 }
 
 #[test]
 fn every_tolerance_reported_is_verified_by_a_full_length_trial_at_its_rate() {
     let cfg = config();
-    let s = summary(&cfg, 50, 0.1);
-    for seed in &s.seeds {
+    for seed in [DIPS, WOBBLES]
+        .into_iter()
+        .flat_map(|noise| summary(&cfg, 50, noise).seeds)
+    {
         for (t, r) in seed.outcome.results.iter().enumerate() {
             let Some(rate) = r.rate_pps else { continue };
             let tol = cfg.tolerances[t];
