@@ -22,16 +22,20 @@
 //! tolerance and phase: the seconds of trials at least as long as the phase's (its own) that
 //! lost more than the tolerance are high-loss, the others low-loss; shorter trials that lost
 //! too much count as high-loss too, less what shorter trials that did not lose offset at the
-//! exceed ratio, and shorter trials never vouch for a load on their own. A load needs
-//! `duration_sum_trials` of the phase's trials' worth of seconds to be decided. It is an
-//! upper bound when more than the exceed ratio of those seconds were high-loss even if every
+//! exceed ratio, and shorter trials never vouch for a load on their own. In the final phase a
+//! load needs `duration_sum_trials` full-length trials' worth of seconds to be decided (the
+//! shorter phases only narrow: one trial of their length decides there). It is an upper
+//! bound when more than the exceed ratio of those seconds were high-loss even if every
 //! missing second were low-loss, a lower bound when at most the exceed ratio were even if
 //! every missing second were high-loss, and undecided otherwise: an undecided load between
-//! the bounds gets another trial before anything else. So one lossy trial on a noisy device
-//! does not move the answer, and a rate that fails its long trial after passing a short one
-//! is not kept. Upper bounds found by short trials stand until a longer phase re-measures
-//! them; the answer is always a load with a full-length trial within the tolerance (its
-//! verification), reported as the rate the generator offered there.
+//! the bounds gets another trial before anything else, the shortest kind when all its trials
+//! so far lost too much (its seconds then add to theirs). With the defaults (one half, two
+//! trials' worth), one full-length trial within the tolerance makes a lower bound, one lossy
+//! full-length trial alone decides nothing, and a load that lost and passed once each stays
+//! within it. So one lossy trial on a noisy device does not move the answer, and a rate that
+//! fails its long trial after passing a short one is not kept. The answer is always a load
+//! with a full-length trial within the tolerance (its verification), reported as the rate
+//! the generator offered there.
 //!
 //! # Limits
 //! The number of trials is bounded; when the budget runs out the search stops, and each
@@ -87,8 +91,8 @@ pub struct SearchConfig {
     /// The share of a load's trial-seconds that may lose more than the tolerance while the
     /// load still counts as within it (0 ≤ r < 1; 0: any lossy trial rules the load out).
     pub exceed_ratio: f64,
-    /// The trial-seconds a load needs before it is decided, in trials of the phase's length
-    /// (≥ 1).
+    /// The trial-seconds a load needs before the final phase decides it, in full-length
+    /// trials (≥ 1).
     pub duration_sum_trials: f64,
 }
 
