@@ -383,7 +383,21 @@ pub fn run(
         "loss counted at the application (netceil's receiver), against what was sent; bits/s are Ethernet frame bits (frame size × 8 × rate), decimal units (1 Gbit/s = 10^9 bit/s); {} s trials decide, shorter ones narrow",
         p.trial_s
     ));
+    top.notes.push(format!(
+        "a rate is within a tolerance when at most {} of its trial-seconds (at least {} full-length trials' worth, shorter failures counted too) lost more, and it passed a full-length trial: one lossy trial on a noisy path does not move the answer; the loss seen at a rate is the worst of its full-length trials",
+        fraction(search::EXCEED_RATIO),
+        search::DURATION_SUM_TRIALS
+    ));
     Ok(Searched { knees, interrupted })
+}
+
+/// A share in words where it has a plain one ("half"), else as a percentage.
+fn fraction(r: f64) -> String {
+    if r == 0.5 {
+        "half".into()
+    } else {
+        format!("{} %", r * 100.0)
+    }
 }
 
 /// What stopped a knee: the trial's part, its rate and its top finding.
