@@ -11,8 +11,8 @@
 #     ROUNDS times each, medians.
 # Loopback only; every process this script starts is stopped by its PID.
 #
-# usage: bench/search.sh [ROUNDS] [TRIAL] [PARTS]   (defaults: 5 rounds, 2s trials, PARTS
-#        "123"; "2" runs only the search's rounds)
+# usage: [NC=path] bench/search.sh [ROUNDS] [TRIAL] [PARTS]   (defaults: 5 rounds, 2s
+#        trials, PARTS "123"; "2" runs only the search's rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -27,8 +27,14 @@ command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
-cargo build --release -q -p netceil
-nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+# NC=path runs another netceil binary (an older build, to compare planners) instead of this
+# tree's.
+if [ -z "${NC:-}" ]; then
+  cargo build --release -q -p netceil
+  nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+else
+  nc=$NC
+fi
 port=$((20000 + RANDOM % 20000))
 servers=()
 cleanup() {
