@@ -437,11 +437,12 @@ impl Search<'_> {
         }
     }
 
-    /// The trials at `rate` that the generator could not offer.
-    fn generator_limited(&self, rate: f64) -> Option<&TrialRecord> {
-        self.trials
-            .iter()
-            .rfind(|r| r.result.requested_pps == rate && r.result.generator_limited())
+    /// The latest trial of phase `phase` or later at `rate` that the generator could not
+    /// offer (a short trial's shortfall says nothing of a longer one's).
+    fn generator_limited(&self, rate: f64, phase: usize) -> Option<&TrialRecord> {
+        self.trials.iter().rfind(|r| {
+            r.result.requested_pps == rate && r.phase >= phase && r.result.generator_limited()
+        })
     }
 }
 
@@ -546,7 +547,7 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
                 }
             }
             (Some(l), None) => {
-                if let Some(r) = s.generator_limited(l) {
+                if let Some(r) = s.generator_limited(l, k) {
                     n.note = Some(format!(
                         "the generator offered only {:.0} of the {:.0} pps asked, and nothing was lost: the system was not pushed, so the rate is a lower bound",
                         r.result.achieved_pps, l
@@ -692,7 +693,7 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
             .filter(|r| r.result.requested_pps <= l && !passes(r, tol))
             .count()
     });
-    let generator_limited = b.lo.is_some_and(|l| s.generator_limited(l).is_some());
+    let generator_limited = b.lo.is_some_and(|l| s.generator_limited(l, last).is_some());
     let mut incomplete = n.note.clone();
     if incomplete.is_none() && !complete {
         incomplete = Some(match (b.lo, b.hi) {
