@@ -3,18 +3,21 @@
 #  1. netceil sweep udp over SEEDS §5's sizes: the first interval with 100 % at the kernel and
 #     at the application, beside §5's own published table (bench/data/mint-knee-*.csv);
 #  2. netceil search udp: NDR and PDR per frame size, the trials each took, and the search's
-#     total trial time against a plain binary search and a linear sweep to the same precision
-#     at the full trial length;
+#     total trial time against the naive search (per tolerance a plain binary search, then a
+#     verifying trial), a binary search for the NDR alone and a linear sweep, to the same
+#     precision at the full trial length, ROUNDS times, with the ratios' medians and ranges;
 #  3. a cross-check with a peer: at the NDR netceil found for 1024-byte payloads, iperf3
 #     (-u -l 1024 -b RATE) for the same duration; and netceil itself at 1.2 × that rate.
 #     ROUNDS times each, medians.
 # Loopback only; every process this script starts is stopped by its PID.
 #
-# usage: bench/search.sh [ROUNDS] [TRIAL]      (defaults: 5 rounds, 2s trials)
+# usage: [NC=path] bench/search.sh [ROUNDS] [TRIAL] [PARTS]   (defaults: 5 rounds, 2s
+#        trials, PARTS "123"; "2" runs only the search's rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 trial=${2:-2s}
+parts=${3:-123}
 out=bench/out/search
 mkdir -p "$out"
 
@@ -24,8 +27,14 @@ command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
-cargo build --release -q -p netceil
-nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+# NC=path runs another netceil binary (an older build, to compare planners) instead of this
+# tree's.
+if [ -z "${NC:-}" ]; then
+  cargo build --release -q -p netceil
+  nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+else
+  nc=$NC
+fi
 port=$((20000 + RANDOM % 20000))
 servers=()
 cleanup() {
@@ -34,6 +43,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+if [[ $parts == *1* ]]; then
 echo "== 1. size x interval sweep (SEEDS 5 sizes, 5000 packets per cycle)"
 "$nc" sweep udp --sizes 1K,1536,4K,8K,12K,16K --interval 0us..12us/0.1us --count 5000 \
   --json -q --no-store >"$out/sweep.json"
@@ -59,14 +69,19 @@ for k in run['knees']:
     print(f"{kib:>7g} {k['point']:>6} | {('%.1f us' % iv) if iv is not None else 'none':>12} {gib:>8.2f} {k['trials']:>6} | {m[0] + ' us':>12} {m[1]:>12}")
 print("kernel = reached the socket (Mint: the driver); app = read by the receiving program; Gibit/s = 2^30 bit/s")
 PY
+fi
 
+if [[ $parts == *2* ]]; then
+: >"$out/ratios.txt"
+for r in $(seq 1 "$rounds"); do
 echo
-echo "== 2. NDR and PDR per frame size (trials of $trial, precision 2 %)"
+echo "== 2. NDR and PDR per frame size (trials of $trial, precision 2 %), round $r of $rounds"
 start=$(date +%s.%N)
 "$nc" search udp --sizes 64,1070,1518 --loss 0,0.5% --trial "$trial" --initial-trial 250ms \
   --precision 2% --max-trials 60 --json -q --no-store >"$out/search.json"
 end=$(date +%s.%N)
-python3 - "$out/search.json" "$start" "$end" <<'PY'
+cp "$out/search.json" "$out/search-$r.json"
+python3 - "$out/search.json" "$start" "$end" "$out/ratios.txt" <<'PY'
 import json, math, sys
 run = json.load(open(sys.argv[1]))
 p = run['workload']  # the workload's parameters sit beside its kind
@@ -76,25 +91,53 @@ for k in run['knees']:
     rate = k['rate_pps']
     print(f"{k['size_bytes']:>7} {k['loss_tolerance']*100:>6g}% {('%.0f pps' % rate) if rate else 'none':>12}"
           f"{'>=' if k['generator_limited'] else '  '}{(k['bits_per_s'] or 0)/1e9:>6.3f} {k['trials']:>6} {str(k['verified']):>8}  {k['note'] or ''}")
-# Trial time spent against a plain binary search and a linear sweep at the full length, to
-# the same precision over the same range (the generator's ceiling per size).
+# Trial time spent against the naive search a user would write instead, at the full trial
+# length over the same range (the generator's ceiling per size) to the same precision: per
+# tolerance, a binary search with one trial per step, then one trial at its answer to verify
+# it. Also against a binary search for the NDR alone, unverified (this script's figure before
+# the exceed-ratio search), and a linear sweep. The search's time includes its unpaced
+# ceiling trial per size.
 parts = run['parts']
 spent = sum(x['results']['duration_s'] for x in parts)
 sizes = sorted({k['size_bytes'] for k in run['knees']})
-plain = linear = 0.0
+naive = plain = linear = 0.0
 for s in sizes:
-    ndr = next((k for k in run['knees'] if k['size_bytes'] == s and k['loss_tolerance'] == 0), None)
-    if not ndr or not ndr['rate_pps']:
-        continue
     top = max(x['results']['tx_pps'] for x in parts if x['workload']['frame_bytes'] == s)
-    steps = (top - p['min_pps']) / (p['precision'] * ndr['rate_pps'])
-    plain += math.ceil(math.log2(max(steps, 1))) * final
-    linear += math.ceil(steps) * final
-print(f"trial time: search {spent:.1f} s (wall {float(sys.argv[3]) - float(sys.argv[2]):.0f} s), "
-      f"plain binary search {plain:.0f} s, linear sweep {linear:.0f} s "
-      f"(ratios {spent/plain:.2f} and {spent/linear:.3f})" if plain else "no NDR to compare")
+    for k in run['knees']:
+        if k['size_bytes'] != s or not k['rate_pps']:
+            continue
+        steps = (top - p['min_pps']) / (p['precision'] * k['rate_pps'])
+        bisect = math.ceil(math.log2(max(steps, 1))) * final
+        naive += bisect + final
+        if k['loss_tolerance'] == 0:
+            plain += bisect
+            linear += math.ceil(steps) * final
+unverified = [k for k in run['knees'] if k['rate_pps'] and not k['verified']]
+print(f"trial time: search {spent:.1f} s (wall {float(sys.argv[3]) - float(sys.argv[2]):.0f} s); "
+      f"naive (binary search per tolerance + a verifying trial) {naive:.0f} s, ratio {spent/naive:.2f}; "
+      f"binary search for the NDR alone {plain:.0f} s, ratio {spent/plain:.2f}; "
+      f"linear sweep {linear:.0f} s, ratio {spent/linear:.3f}" if naive and plain else "no NDR to compare")
+if unverified:
+    print(f"UNVERIFIED: {len(unverified)} knees reported without a passing full-length trial")
+if naive and plain:
+    with open(sys.argv[4], 'a') as f:
+        f.write(f"{spent} {naive} {plain} {len(unverified)}\n")
 PY
+done
+python3 - "$out/ratios.txt" <<'PY'
+import statistics, sys
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip()]
+if rows:
+    def show(name, xs):
+        print(f"  {name}: median {statistics.median(xs):.2f} ({min(xs):.2f}..{max(xs):.2f})")
+    print(f"search trial time over {len(rows)} rounds, ratio against")
+    show("the naive search (binary search per tolerance + a verifying trial)", [r[0] / r[1] for r in rows])
+    show("a binary search for the NDR alone, unverified", [r[0] / r[2] for r in rows])
+    print(f"  knees reported unverified: {int(sum(r[3] for r in rows))}")
+PY
+fi
 
+[[ $parts == *3* ]] || exit 0
 echo
 echo "== 3. cross-check at the NDR for 1024-byte payloads (1070-byte frames), $rounds rounds"
 rate=$(python3 -c 'import json,sys

@@ -1,8 +1,9 @@
 //! The loss-criterion search: for each loss tolerance, the highest offered rate whose loss
 //! ratio stays within it (RFC 2544 throughput is the 0 % tolerance, the NDR; a tolerance above
-//! it gives a PDR). All tolerances come out of one search, in the manner of FD.io CSIT's
-//! MLRsearch: every trial counts for every tolerance, short trials narrow the interval while it
-//! is wide, and only the last phase, at the full trial duration, decides.
+//! it gives a PDR). All tolerances come out of one search, after the ideas of FD.io CSIT's
+//! MLRsearch (draft-ietf-bmwg-mlrsearch): every trial counts for every tolerance, short trials
+//! narrow the interval while it is wide, only the last phase, at the full trial duration,
+//! decides, and noise is weighed by an exceed ratio over trial-seconds rather than retried.
 //!
 //! The search is pure planning over a [`Measurer`]: it decides the next trial from the trials
 //! so far. The real measurer drives the load engine; a simulated one (a device with a known NDR
@@ -12,14 +13,29 @@
 //! Trial durations double from the initial one up to the final one. In phase k of P the goal
 //! is a relative width (upper − lower) / upper of `precision × 2^(P−1−k)`, so each phase hands
 //! the next an interval twice as wide as its goal. A new phase re-measures the bounds it
-//! inherits (a rate that passed in 1 s may lose packets in 10 s) before it bisects.
+//! inherits (a rate that passed in 1 s may lose packets in 10 s) before it bisects; a
+//! re-measured upper bound is usually decided by that one trial, its shorter failures adding
+//! to the new one's.
 //!
-//! # Noise
-//! A trial that fails at a rate that passed before, in the same phase, is retried once. A
-//! retry that passes keeps the earlier pass (the failure is counted as a flap); a retry that
-//! fails again withdraws it. At the end, each reported rate gets one more trial at the final
-//! duration (the verification), retried once the same way. The loss spread seen at the rate is
-//! reported.
+//! # Noise: the exceed ratio
+//! A load is not judged by its latest trial but by the trial-seconds spent at it, for each
+//! tolerance and phase: the seconds of trials at least as long as the phase's (its own) that
+//! lost more than the tolerance are high-loss, the others low-loss; shorter trials that lost
+//! too much count as high-loss too, less what shorter trials that did not lose offset at the
+//! exceed ratio, and shorter trials never vouch for a load on their own. In the final phase a
+//! load needs `duration_sum_trials` full-length trials' worth of seconds to be decided (the
+//! shorter phases only narrow: one trial of their length decides there). It is an upper
+//! bound when more than the exceed ratio of those seconds were high-loss even if every
+//! missing second were low-loss, a lower bound when at most the exceed ratio were even if
+//! every missing second were high-loss, and undecided otherwise: an undecided load between
+//! the bounds gets another trial before anything else, the shortest kind when all its trials
+//! so far lost too much (its seconds then add to theirs). With the defaults (one half, two
+//! trials' worth), one full-length trial within the tolerance makes a lower bound, one lossy
+//! full-length trial alone decides nothing, and a load that lost and passed once each stays
+//! within it. So one lossy trial on a noisy device does not move the answer, and a rate that
+//! fails its long trial after passing a short one is not kept. The answer is always a load
+//! with a full-length trial within the tolerance (its verification), reported as the rate
+//! the generator offered there.
 //!
 //! # Limits
 //! The number of trials is bounded; when the budget runs out the search stops, and each
@@ -72,7 +88,36 @@ pub struct SearchConfig {
     pub precision: f64,
     /// The most trials the search may run, verifications included.
     pub max_trials: usize,
+    /// The share of a load's trial-seconds that may lose more than the tolerance while the
+    /// load still counts as within it (0 ≤ r < 1; 0: any lossy trial rules the load out).
+    pub exceed_ratio: f64,
+    /// The trial-seconds a load needs before the final phase decides it, in full-length
+    /// trials (≥ 1).
+    pub duration_sum_trials: f64,
 }
+
+impl Default for SearchConfig {
+    /// NDR and a 0.5 % PDR over 10 kpps..1 Mpps, 2 s trials from 0.25 s, to 2 %, with an
+    /// exceed ratio of one half over two trials' worth of seconds.
+    fn default() -> SearchConfig {
+        SearchConfig {
+            min_pps: 10e3,
+            max_pps: 1e6,
+            tolerances: vec![0.0, 0.005],
+            final_duration: Duration::from_secs(2),
+            initial_duration: Duration::from_millis(250),
+            precision: 0.02,
+            max_trials: 60,
+            exceed_ratio: EXCEED_RATIO,
+            duration_sum_trials: DURATION_SUM_TRIALS,
+        }
+    }
+}
+
+/// The exceed ratio the search uses unless told otherwise.
+pub const EXCEED_RATIO: f64 = 0.5;
+/// The trial-seconds a load needs, in trials of the phase's length, unless told otherwise.
+pub const DURATION_SUM_TRIALS: f64 = 2.0;
 
 impl SearchConfig {
     /// Why the configuration cannot be searched, in words naming the option.
@@ -105,6 +150,18 @@ impl SearchConfig {
         if self.initial_duration.is_zero() || self.final_duration < self.initial_duration {
             return Err("--trial: the final trial must be at least as long as the first".into());
         }
+        if !(0.0..1.0).contains(&self.exceed_ratio) {
+            return Err(format!(
+                "the exceed ratio {} must be at least 0 and below 1",
+                self.exceed_ratio
+            ));
+        }
+        if !(self.duration_sum_trials >= 1.0 && self.duration_sum_trials.is_finite()) {
+            return Err(format!(
+                "the duration sum of {} trials must be at least one trial",
+                self.duration_sum_trials
+            ));
+        }
         if self.max_trials < 2 {
             return Err("the trial budget must allow at least 2 trials".into());
         }
@@ -133,9 +190,9 @@ pub enum Purpose {
     Bound,
     /// Halving the interval.
     Bisect,
-    /// A repeat of a trial that failed where an earlier one passed.
-    Retry,
-    /// The last trial at a reported rate.
+    /// More trial-seconds at a load its trials so far leave undecided.
+    Repeat,
+    /// The full-length trial at a lower bound a shorter phase found.
     Verify,
 }
 
@@ -186,69 +243,108 @@ pub struct SearchOutcome {
     pub stopped_early: Option<String>,
 }
 
-/// A rate as the search keeps it: asked, offered, and the trial.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Point {
-    requested: f64,
-    achieved: f64,
-    trial: usize,
-    generator_limited: bool,
+/// A load's standing for one goal, from the trial-seconds spent at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Within the tolerance, even if every missing trial-second lost too much.
+    Lower,
+    /// Over the tolerance, even if every missing trial-second lost nothing.
+    Upper,
+    /// Not enough trial-seconds yet to say.
+    Undecided,
 }
 
-impl Point {
-    fn of(r: &TrialRecord) -> Point {
-        Point {
-            requested: r.result.requested_pps,
-            achieved: r.result.achieved_pps,
-            trial: r.index,
-            generator_limited: r.result.generator_limited(),
+/// What one phase asks of one tolerance.
+#[derive(Debug, Clone, Copy)]
+struct Goal {
+    tolerance: f64,
+    /// Trials at least this long, s, are the phase's own; shorter ones only count against.
+    duration: f64,
+    /// The trial-seconds a load needs before it is decided, s.
+    sum: f64,
+    exceed_ratio: f64,
+    /// The relative width the phase narrows to.
+    width: f64,
+}
+
+/// The trial-seconds at one load, split by length and outcome.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seconds {
+    long_high: f64,
+    long_low: f64,
+    short_high: f64,
+    short_low: f64,
+}
+
+impl Seconds {
+    /// Classifies the load. Short trials that lost too much count against it, less what short
+    /// trials that did not lose offset at the exceed ratio; short trials never make a lower
+    /// bound on their own.
+    fn class(&self, g: &Goal) -> Class {
+        let e = g.exceed_ratio;
+        let offset = self.short_low * e / (1.0 - e);
+        let high = self.long_high + (self.short_high - offset).max(0.0);
+        let low = self.long_low;
+        let whole = g.sum.max(high + low);
+        let missing = whole - high - low;
+        let eps = 1e-9 * whole;
+        if high > e * whole + eps {
+            Class::Upper
+        } else if high + missing <= e * whole + eps {
+            Class::Lower
+        } else {
+            Class::Undecided
         }
     }
 }
 
-/// One tolerance's bounds within the current phase, and what it inherited.
-#[derive(Debug, Clone, Default)]
+/// The durations a record's phase planned, s.
+fn planned(durations: &[Duration], r: &TrialRecord) -> f64 {
+    durations[r.phase].as_secs_f64()
+}
+
+fn passes(r: &TrialRecord, tolerance: f64) -> bool {
+    r.result.loss_ratio <= tolerance + 1e-12
+}
+
+/// The relevant bounds of one goal: the lowest upper bound, and the highest lower bound
+/// below it; loads as requested, pps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Bounds {
-    lo: Option<Point>,
-    hi: Option<Point>,
-    hint_lo: Option<Point>,
-    hint_hi: Option<Point>,
-    /// The downward step while no rate has passed in this phase, relative.
-    down: f64,
-    flaps: usize,
-    /// No answer is possible in this phase (the lowest rate failed, the generator is spent,
-    /// the highest rate passed).
-    settled: bool,
-    note: Option<String>,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    /// A load between them with trials of the phase's length but not yet decided.
+    undecided: Option<f64>,
 }
 
 struct Search<'a> {
     cfg: &'a SearchConfig,
     m: &'a mut dyn Measurer,
     on_trial: &'a mut dyn FnMut(&TrialRecord),
+    durations: Vec<Duration>,
     trials: Vec<TrialRecord>,
-    phase: usize,
-    last_phase: usize,
 }
 
-/// The trial budget ran out.
-struct OutOfTrials;
-
-/// Which inherited bound a trial re-measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Inherited {
-    Lower,
-    Upper,
+/// Why the search stopped narrowing a goal.
+enum Stop {
+    OutOfTrials,
+    Failed(String),
 }
 
 impl Search<'_> {
-    fn run(&mut self, rate: f64, d: Duration, purpose: Purpose) -> Result<TrialRecord, String> {
+    fn run(&mut self, rate: f64, phase: usize, purpose: Purpose) -> Result<TrialRecord, Stop> {
+        if self.trials.len() >= self.cfg.max_trials {
+            return Err(Stop::OutOfTrials);
+        }
         let rate = rate.clamp(self.cfg.min_pps, self.cfg.max_pps);
-        let result = self.m.measure(rate, d)?;
+        let result = self
+            .m
+            .measure(rate, self.durations[phase])
+            .map_err(Stop::Failed)?;
         let rec = TrialRecord {
             index: self.trials.len(),
-            phase: self.phase,
-            final_duration: self.phase == self.last_phase,
+            phase,
+            final_duration: phase + 1 == self.durations.len(),
             purpose,
             result,
         };
@@ -257,35 +353,113 @@ impl Search<'_> {
         Ok(rec)
     }
 
-    fn budget_left(&self) -> bool {
-        self.trials.len() < self.cfg.max_trials
+    fn goal(&self, t: usize, phase: usize) -> Goal {
+        let last = self.durations.len() - 1;
+        let duration = self.durations[phase].as_secs_f64();
+        Goal {
+            tolerance: self.cfg.tolerances[t],
+            duration,
+            // Shorter phases only narrow: one trial decides a load there.
+            sum: if phase == last {
+                duration * self.cfg.duration_sum_trials
+            } else {
+                duration
+            },
+            exceed_ratio: self.cfg.exceed_ratio,
+            width: (self.cfg.precision * f64::from(1u32 << (last - phase).min(20))).min(0.5),
+        }
+    }
+
+    fn seconds(&self, rate: f64, g: &Goal) -> Seconds {
+        let mut s = Seconds::default();
+        for r in self
+            .trials
+            .iter()
+            .filter(|r| r.result.requested_pps == rate)
+        {
+            let d = planned(&self.durations, r);
+            let long = d >= g.duration * (1.0 - 1e-9);
+            let slot = match (long, passes(r, g.tolerance)) {
+                (true, false) => &mut s.long_high,
+                (true, true) => &mut s.long_low,
+                (false, false) => &mut s.short_high,
+                (false, true) => &mut s.short_low,
+            };
+            *slot += d;
+        }
+        s
+    }
+
+    /// Every load tried, lowest first.
+    fn loads(&self) -> Vec<f64> {
+        let mut v: Vec<f64> = self.trials.iter().map(|r| r.result.requested_pps).collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
+    }
+
+    fn bounds(&self, g: &Goal) -> Bounds {
+        let loads = self.loads();
+        let classes: Vec<(f64, Class, bool)> = loads
+            .iter()
+            .map(|&l| {
+                let s = self.seconds(l, g);
+                (l, s.class(g), s.long_high + s.long_low > 0.0)
+            })
+            .collect();
+        let hi = classes.iter().find(|c| c.1 == Class::Upper).map(|c| c.0);
+        let below = |l: f64| hi.is_none_or(|h| l < h);
+        let lo = classes
+            .iter()
+            .rev()
+            .find(|c| c.1 == Class::Lower && below(c.0))
+            .map(|c| c.0);
+        let undecided = classes
+            .iter()
+            .find(|c| c.1 == Class::Undecided && c.2 && below(c.0) && lo.is_none_or(|l| c.0 > l))
+            .map(|c| c.0);
+        Bounds { lo, hi, undecided }
+    }
+
+    /// The nearest load below `rate` with a trial of any length within the tolerance
+    /// (`passed`), or above it with one over the tolerance: where an earlier phase saw the
+    /// boundary, to try before stepping blindly.
+    fn nearest(&self, rate: f64, g: &Goal, passed: bool) -> Option<f64> {
+        let candidates = self.trials.iter().filter(|r| {
+            let load = r.result.requested_pps;
+            passes(r, g.tolerance) == passed && if passed { load < rate } else { load > rate }
+        });
+        let loads = candidates.map(|r| r.result.requested_pps);
+        if passed {
+            loads.max_by(f64::total_cmp)
+        } else {
+            loads.min_by(f64::total_cmp)
+        }
+    }
+
+    /// The latest trial of phase `phase` or later at `rate` that the generator could not
+    /// offer (a short trial's shortfall says nothing of a longer one's).
+    fn generator_limited(&self, rate: f64, phase: usize) -> Option<&TrialRecord> {
+        self.trials.iter().rfind(|r| {
+            r.result.requested_pps == rate && r.phase >= phase && r.result.generator_limited()
+        })
     }
 }
 
-fn passes(r: &TrialRecord, tolerance: f64) -> bool {
-    r.result.loss_ratio <= tolerance + 1e-12
+fn width(lo: f64, hi: f64) -> f64 {
+    (hi - lo) / hi
 }
 
-fn width(lo: &Point, hi: &Point) -> f64 {
-    (hi.requested - lo.requested) / hi.requested
-}
-
-/// Records a trial in one tolerance's bounds, unless it contradicts them (a pass above a
-/// failure, or a failure below a pass: the retry logic deals with those for the tolerance
-/// being decided).
-fn absorb(b: &mut Bounds, r: &TrialRecord, tolerance: f64) {
-    let p = Point::of(r);
-    if passes(r, tolerance) {
-        let below_hi = b.hi.is_none_or(|h| p.requested < h.requested);
-        if below_hi && b.lo.is_none_or(|l| p.requested >= l.requested) {
-            b.lo = Some(p);
-        }
-    } else {
-        let above_lo = b.lo.is_none_or(|l| p.requested > l.requested);
-        if above_lo && b.hi.is_none_or(|h| p.requested <= h.requested) {
-            b.hi = Some(p);
-        }
-    }
+/// One goal's state while its phase narrows it.
+#[derive(Debug, Clone, Default)]
+struct Narrowing {
+    /// The previous phase's bounds, to re-measure first.
+    hint: Bounds,
+    /// The relative step away from a lone bound, doubling each time.
+    step: f64,
+    /// Why no answer can be had in this phase (the lowest rate failed, the highest passed,
+    /// the generator is spent).
+    note: Option<String>,
 }
 
 /// Searches every tolerance at once. `on_trial` sees each trial as it completes (to store it).
@@ -301,88 +475,42 @@ pub fn search(
         cfg,
         m,
         on_trial,
+        durations,
         trials: Vec::new(),
-        phase: 0,
-        last_phase: phases - 1,
     };
-    let mut bounds: Vec<Bounds> = cfg.tolerances.iter().map(|_| Bounds::default()).collect();
+    let mut state: Vec<Narrowing> = cfg
+        .tolerances
+        .iter()
+        .map(|_| Narrowing::default())
+        .collect();
     let mut stopped = None;
-    'phases: for (k, &d) in durations.iter().enumerate() {
-        s.phase = k;
-        let goal = (cfg.precision * f64::from(1u32 << (phases - 1 - k).min(20))).min(0.5);
-        for b in bounds.iter_mut() {
-            b.hint_lo = b.lo.take().or(b.hint_lo);
-            b.hint_hi = b.hi.take().or(b.hint_hi);
-            b.down = (2.0 * goal).max(0.02);
-            b.settled = false;
-            b.note = None;
+    'phases: for k in 0..phases {
+        for (t, n) in state.iter_mut().enumerate() {
+            if k > 0 {
+                n.hint = s.bounds(&s.goal(t, k - 1));
+            }
+            n.step = 2.0 * s.goal(t, k).width;
+            n.note = None;
         }
-        for t in 0..bounds.len() {
-            match decide(&mut s, &mut bounds, t, d, goal) {
+        for (t, n) in state.iter_mut().enumerate() {
+            match narrow(&mut s, n, t, k) {
                 Ok(()) => {}
-                Err(Ok(OutOfTrials)) => {
+                Err(Stop::OutOfTrials) => {
                     stopped = Some(format!(
                         "the trial budget ({}) ran out in phase {} of {} ({} s trials)",
                         cfg.max_trials,
                         k + 1,
                         phases,
-                        d.as_secs_f64()
+                        s.durations[k].as_secs_f64()
                     ));
                     break 'phases;
                 }
-                Err(Err(e)) => return Err(e),
+                Err(Stop::Failed(e)) => return Err(e),
             }
         }
     }
-    let complete = stopped.is_none();
-    // Verification at the final duration, at each reported rate.
-    let final_d = cfg.final_duration;
-    let mut verified = vec![false; bounds.len()];
-    if complete {
-        for t in 0..bounds.len() {
-            let Some(lo) = bounds[t].lo else { continue };
-            // A rate an earlier verification already covered needs no second trial.
-            let done = s.trials.iter().any(|r| {
-                r.purpose == Purpose::Verify
-                    && r.result.requested_pps == lo.requested
-                    && passes(r, cfg.tolerances[t])
-            });
-            if done {
-                verified[t] = true;
-                continue;
-            }
-            if !s.budget_left() {
-                stopped = Some(format!(
-                    "the trial budget ({}) ran out before every rate was verified",
-                    cfg.max_trials
-                ));
-                break;
-            }
-            let r = s.run(lo.requested, final_d, Purpose::Verify)?;
-            if passes(&r, cfg.tolerances[t]) {
-                verified[t] = true;
-                continue;
-            }
-            bounds[t].flaps += 1;
-            if !s.budget_left() {
-                break;
-            }
-            let again = s.run(lo.requested, final_d, Purpose::Retry)?;
-            verified[t] = passes(&again, cfg.tolerances[t]);
-            if !verified[t] {
-                bounds[t].note = Some(format!(
-                    "the verification at {:.0} pps failed twice (loss {:.4} % and {:.4} %): the rate is not stable",
-                    lo.requested,
-                    r.result.loss_ratio * 100.0,
-                    again.result.loss_ratio * 100.0
-                ));
-            }
-        }
-    }
-    let results = bounds
-        .iter()
-        .enumerate()
-        .map(|(t, b)| result_for(cfg, &s.trials, t, b, verified[t], complete))
+    let results = (0..state.len())
+        .map(|t| result_for(&s, t, &state[t], stopped.is_none()))
         .collect();
     Ok(SearchOutcome {
         results,
@@ -391,183 +519,198 @@ pub fn search(
     })
 }
 
-/// Narrows tolerance `t` to `goal` in the current phase.
-fn decide(
-    s: &mut Search,
-    bounds: &mut [Bounds],
-    t: usize,
-    d: Duration,
-    goal: f64,
-) -> Result<(), Result<OutOfTrials, String>> {
+/// Narrows tolerance `t` to its goal in phase `k`.
+fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), Stop> {
     let cfg = s.cfg;
-    let tol = cfg.tolerances[t];
+    let g = s.goal(t, k);
     loop {
-        let b = &mut bounds[t];
-        let next = match (b.lo, b.hi) {
+        let b = s.bounds(&g);
+        // A load between the bounds measured at this length but not yet decided gets more
+        // trial-seconds before anything else: the exceed ratio, not a retry, settles it.
+        if let Some(u) = b.undecided {
+            // Where every trial so far lost too much, a shorter one confirms it at less
+            // cost: its seconds add to the longer ones' if it loses too, and only a pass
+            // calls for another trial of the phase's length.
+            let sec = s.seconds(u, &g);
+            let shorter = k > 0 && sec.long_low == 0.0 && sec.short_low == 0.0;
+            s.run(u, if shorter { 0 } else { k }, Purpose::Repeat)?;
+            continue;
+        }
+        let (purpose, rate) = match (b.lo, b.hi) {
             (Some(l), Some(h)) => {
-                if width(&l, &h) <= goal {
+                if width(l, h) <= g.width {
                     return Ok(());
                 }
-                (Purpose::Bisect, (l.requested + h.requested) / 2.0, None)
+                match inside(&n.hint, l, h) {
+                    Some(r) => (Purpose::Bound, r),
+                    None => (Purpose::Bisect, (l + h) / 2.0),
+                }
             }
             (Some(l), None) => {
-                if l.generator_limited {
-                    b.settled = true;
-                    b.note = Some(format!(
+                if let Some(r) = s.generator_limited(l, k) {
+                    n.note = Some(format!(
                         "the generator offered only {:.0} of the {:.0} pps asked, and nothing was lost: the system was not pushed, so the rate is a lower bound",
-                        l.achieved, l.requested
+                        r.result.achieved_pps, l
                     ));
                     return Ok(());
                 }
-                if l.requested >= cfg.max_pps {
-                    b.settled = true;
-                    b.note = Some(format!(
+                if l >= cfg.max_pps {
+                    n.note = Some(format!(
                         "the highest rate tried ({:.0} pps) passed: the answer is at least that",
                         cfg.max_pps
                     ));
                     return Ok(());
                 }
-                match b.hint_hi.take().filter(|h| h.requested > l.requested) {
-                    Some(h) => (Purpose::Bound, h.requested, Some(Inherited::Upper)),
-                    None => (
-                        Purpose::Bound,
-                        (l.requested * (1.0 + 2.0 * goal.max(0.01))).min(cfg.max_pps),
-                        None,
-                    ),
-                }
-            }
-            (None, Some(h)) => {
-                if h.requested <= cfg.min_pps {
-                    b.settled = true;
-                    b.note = Some(format!(
-                        "even the lowest rate ({:.0} pps) lost more than {} %",
-                        cfg.min_pps,
-                        tol * 100.0
-                    ));
-                    return Ok(());
-                }
-                match b.hint_lo.take().filter(|l| l.requested < h.requested) {
-                    Some(l) => (Purpose::Bound, l.requested, Some(Inherited::Lower)),
+                match n
+                    .hint
+                    .hi
+                    .filter(|&h| h > l)
+                    .or_else(|| s.nearest(l, &g, false))
+                {
+                    Some(h) => (Purpose::Bound, h),
                     None => {
-                        // What got through at the failing rate is the first guess; after
-                        // that, steps down that double each time.
-                        let through = h.achieved * (1.0 - s.trials[h.trial].result.loss_ratio);
-                        let step = h.requested * (1.0 - b.down);
-                        b.down = (b.down * 2.0).min(0.9);
-                        // Whichever goes lower: a gentle loss slope must not slow the descent.
-                        let guess = if through < h.requested * (1.0 - goal) && through > 0.0 {
-                            through.min(step)
-                        } else {
-                            step
-                        };
-                        (Purpose::Bound, guess.max(cfg.min_pps), None)
+                        let up = (l * (1.0 + n.step)).min(cfg.max_pps);
+                        n.step = (n.step * 2.0).min(1.0);
+                        (Purpose::Bound, up)
                     }
                 }
             }
-            (None, None) => match (b.hint_lo.take(), b.hint_hi) {
-                (Some(l), _) => (Purpose::Bound, l.requested, Some(Inherited::Lower)),
-                (None, Some(h)) => (Purpose::Bound, h.requested, Some(Inherited::Upper)),
-                (None, None) => (Purpose::Bound, cfg.max_pps, None),
+            (None, Some(h)) => {
+                if h <= cfg.min_pps {
+                    n.note = Some(format!(
+                        "even the lowest rate ({:.0} pps) lost more than {} %",
+                        cfg.min_pps,
+                        g.tolerance * 100.0
+                    ));
+                    return Ok(());
+                }
+                match n
+                    .hint
+                    .lo
+                    .filter(|&l| l < h)
+                    .or_else(|| s.nearest(h, &g, true))
+                {
+                    Some(l) => (Purpose::Bound, l),
+                    None => (Purpose::Bound, step_down(s, n, h, &g)),
+                }
+            }
+            (None, None) => match (n.hint.lo, n.hint.hi) {
+                (Some(l), _) if k + 1 == s.durations.len() => (Purpose::Verify, l),
+                (Some(l), _) => (Purpose::Bound, l),
+                (None, Some(h)) => (Purpose::Bound, h),
+                (None, None) => (Purpose::Bound, cfg.max_pps),
             },
         };
-        if !s.budget_left() {
-            return Err(Ok(OutOfTrials));
-        }
-        let (purpose, rate, inherited) = next;
-        let r = s.run(rate, d, purpose).map_err(Err)?;
-        let p = Point::of(&r);
-        let b = &mut bounds[t];
-        if inherited == Some(Inherited::Upper) && passes(&r, tol) {
-            // It failed in a shorter trial and passes in a longer one: noise.
-            b.flaps += 1;
-        }
-        let passed_before =
-            b.lo.is_some_and(|l| l.requested >= p.requested) || inherited == Some(Inherited::Lower);
-        if !passes(&r, tol) && passed_before {
-            // A failure where a pass was: once more before believing either.
-            b.flaps += 1;
-            if !s.budget_left() {
-                return Err(Ok(OutOfTrials));
+        let before = s.trials.len();
+        s.run(rate, k, purpose)?;
+        // A hint is used once: a load measured again falls to the exceed ratio.
+        for h in [&mut n.hint.lo, &mut n.hint.hi] {
+            if *h == Some(s.trials[before].result.requested_pps) {
+                *h = None;
             }
-            let again = s.run(rate, d, Purpose::Retry).map_err(Err)?;
-            let b = &mut bounds[t];
-            if passes(&again, tol) {
-                // The failure was noise: the pass stands (or, re-measuring, is confirmed).
-                if b.lo
-                    .is_none_or(|l| l.requested < again.result.requested_pps)
-                {
-                    absorb(b, &again, tol);
-                }
-            } else {
-                b.lo = None;
-                b.hi = Some(Point::of(&again));
-            }
-            for (u, other) in bounds.iter_mut().enumerate() {
-                if u != t {
-                    absorb(other, &again, s.cfg.tolerances[u]);
-                }
-            }
-            continue;
         }
-        for (u, other) in bounds.iter_mut().enumerate() {
-            absorb(other, &r, s.cfg.tolerances[u]);
-        }
-        // A pass by a generator that fell short ends the upward search (see above); a failure
-        // decides the upper bound at the rate actually offered.
     }
 }
 
-fn result_for(
-    cfg: &SearchConfig,
-    trials: &[TrialRecord],
-    t: usize,
-    b: &Bounds,
-    verified: bool,
-    complete: bool,
-) -> ToleranceResult {
-    let tol = cfg.tolerances[t];
-    let lo = b.lo;
-    let at_rate: Vec<f64> = lo
-        .map(|l| {
-            trials
+/// A previous phase's bound strictly between `l` and `h`, to re-measure before bisecting.
+fn inside(hint: &Bounds, l: f64, h: f64) -> Option<f64> {
+    [hint.lo, hint.hi]
+        .into_iter()
+        .flatten()
+        .find(|&r| r > l && r < h)
+}
+
+/// The next load below a lone upper bound `h`: what got through at it, or steps down that
+/// double each time, whichever goes lower.
+fn step_down(s: &Search, n: &mut Narrowing, h: f64, g: &Goal) -> f64 {
+    let through = s
+        .trials
+        .iter()
+        .filter(|r| r.result.requested_pps == h && !passes(r, g.tolerance))
+        .map(|r| r.result.achieved_pps * (1.0 - r.result.loss_ratio))
+        .fold(f64::INFINITY, f64::min);
+    let step = h * (1.0 - n.step);
+    n.step = (n.step * 2.0).min(0.9);
+    let guess = if through.is_finite() && through > 0.0 && through < h * (1.0 - g.width) {
+        through.min(step)
+    } else {
+        step
+    };
+    guess.max(s.cfg.min_pps)
+}
+
+fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceResult {
+    let last = s.durations.len() - 1;
+    let g = s.goal(t, last);
+    let b = s.bounds(&g);
+    let tol = g.tolerance;
+    // The full-length trials at the answer: what verifies it.
+    let at_lo: Vec<&TrialRecord> =
+        b.lo.map(|l| {
+            s.trials
                 .iter()
-                .filter(|r| r.final_duration && r.result.requested_pps == l.requested)
-                .map(|r| r.result.loss_ratio)
+                .filter(|r| r.final_duration && r.result.requested_pps == l)
                 .collect()
         })
         .unwrap_or_default();
-    let spread = (!at_rate.is_empty()).then(|| {
+    let spread = (!at_lo.is_empty()).then(|| {
+        let losses = at_lo.iter().map(|r| r.result.loss_ratio);
         (
-            at_rate.iter().copied().fold(f64::INFINITY, f64::min),
-            at_rate.iter().copied().fold(0.0, f64::max),
+            losses.clone().fold(f64::INFINITY, f64::min),
+            losses.fold(0.0, f64::max),
         )
     });
-    let first_failing = lo.and_then(|l| {
-        trials
+    let verified = at_lo.iter().any(|r| passes(r, tol));
+    // What got through at the answer, as the generator offered it in its passing trials.
+    let rate = at_lo
+        .iter()
+        .filter(|r| passes(r, tol))
+        .map(|r| r.result.achieved_pps)
+        .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.min(a))));
+    // What stopped it: the longest failing trial at the upper bound, else the lowest failing
+    // trial above the answer.
+    let failing = |r: &&TrialRecord| !passes(r, tol);
+    let first_failing =
+        b.hi.and_then(|h| {
+            s.trials
+                .iter()
+                .filter(|r| r.result.requested_pps == h)
+                .filter(failing)
+                .max_by_key(|r| r.phase)
+        })
+        .or_else(|| {
+            s.trials
+                .iter()
+                .filter(|r| b.lo.is_some_and(|l| r.result.requested_pps > l))
+                .filter(failing)
+                .min_by(|a, b| a.result.requested_pps.total_cmp(&b.result.requested_pps))
+        })
+        .map(|r| r.index);
+    // Losses at or below the answer: the noise the exceed ratio absorbed.
+    let flaps = b.lo.map_or(0, |l| {
+        s.trials
             .iter()
-            .filter(|r| r.final_duration && r.result.requested_pps > l.requested && !passes(r, tol))
-            .min_by(|a, b| a.result.requested_pps.total_cmp(&b.result.requested_pps))
-            .map(|r| r.index)
+            .filter(|r| r.result.requested_pps <= l && !passes(r, tol))
+            .count()
     });
-    let generator_limited = lo.is_some_and(|l| l.generator_limited);
-    let mut incomplete = b.note.clone();
+    let generator_limited = b.lo.is_some_and(|l| s.generator_limited(l, last).is_some());
+    let mut incomplete = n.note.clone();
     if incomplete.is_none() && !complete {
-        incomplete = Some(match (lo, b.hi) {
-            (Some(l), Some(h)) => format!(
-                "stopped early with the answer between {:.0} and {:.0} pps",
-                l.achieved, h.requested
-            ),
+        incomplete = Some(match (b.lo, b.hi) {
+            (Some(l), Some(h)) => {
+                format!("stopped early with the answer between {l:.0} and {h:.0} pps")
+            }
             _ => "stopped early before a bound was found at the final duration".into(),
         });
     }
     ToleranceResult {
         tolerance: tol,
-        rate_pps: lo.map(|l| l.achieved),
-        upper_pps: b.hi.map(|h| h.requested),
+        rate_pps: rate,
+        upper_pps: b.hi,
         loss_spread: spread,
-        final_trials: trials.iter().filter(|r| r.final_duration).count(),
+        final_trials: s.trials.iter().filter(|r| r.final_duration).count(),
         verified,
-        flaps: b.flaps,
+        flaps,
         generator_limited,
         first_failing_trial: first_failing,
         incomplete,
@@ -634,6 +777,7 @@ mod tests {
             initial_duration: Duration::from_secs(1),
             precision: 0.01,
             max_trials: 60,
+            ..SearchConfig::default()
         }
     }
 
@@ -772,7 +916,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failure_where_a_pass_was_is_retried_and_counted() {
+    fn a_failure_where_a_pass_was_is_measured_again_and_counted() {
         let ndr = 300e3;
         let mut m = FlapsOnRepeat {
             sim: Sim::new(ndr),
@@ -781,7 +925,7 @@ mod tests {
         };
         let o = search(&cfg(), &mut m, &mut |_| {}).unwrap();
         assert!(m.flapped, "the scenario happened");
-        assert!(o.trials.iter().any(|r| r.purpose == Purpose::Retry));
+        assert!(o.trials.iter().any(|r| r.purpose == Purpose::Repeat));
         let n = &o.results[0];
         assert!(n.flaps >= 1, "{n:?}");
         let rate = n.rate_pps.expect("an NDR");

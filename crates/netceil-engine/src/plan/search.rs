@@ -135,7 +135,7 @@ pub fn trial_line(size: usize, rec: &TrialRecord) -> String {
     let purpose = match rec.purpose {
         Purpose::Bound => "bound",
         Purpose::Bisect => "bisect",
-        Purpose::Retry => "retry",
+        Purpose::Repeat => "repeat",
         Purpose::Verify => "verify",
     };
     let r = &rec.result;
@@ -227,6 +227,8 @@ fn search_config(p: &SearchParams, min_pps: f64, max_pps: f64) -> SearchConfig {
         initial_duration: Duration::from_secs_f64(p.initial_trial_s),
         precision: p.precision,
         max_trials: p.max_trials,
+        exceed_ratio: search::EXCEED_RATIO,
+        duration_sum_trials: search::DURATION_SUM_TRIALS,
     }
 }
 
@@ -381,7 +383,21 @@ pub fn run(
         "loss counted at the application (netceil's receiver), against what was sent; bits/s are Ethernet frame bits (frame size × 8 × rate), decimal units (1 Gbit/s = 10^9 bit/s); {} s trials decide, shorter ones narrow",
         p.trial_s
     ));
+    top.notes.push(format!(
+        "a rate is within a tolerance when at most {} of its trial-seconds (at least {} full-length trials' worth, shorter failures counted too) lost more, and it passed a full-length trial: one lossy trial on a noisy path does not move the answer; the loss seen at a rate is the worst of its full-length trials",
+        fraction(search::EXCEED_RATIO),
+        search::DURATION_SUM_TRIALS
+    ));
     Ok(Searched { knees, interrupted })
+}
+
+/// A share in words where it has a plain one ("half"), else as a percentage.
+fn fraction(r: f64) -> String {
+    if r == 0.5 {
+        "half".into()
+    } else {
+        format!("{} %", r * 100.0)
+    }
 }
 
 /// What stopped a knee: the trial's part, its rate and its top finding.
