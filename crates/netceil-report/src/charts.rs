@@ -549,8 +549,12 @@ pub fn box_chart(title: &str, value_desc: &str, boxes: &[BoxStats]) -> ChartResu
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
+        // Boxes at most 120 px wide, however few there are.
+        let x_of = |i| ctx.backend_coord(&(SegmentValue::Exact(i), 0.0)).0;
+        let slot = (x_of(1) - x_of(0)).unsigned_abs();
+        let margin = (slot.saturating_sub(120) / 2).max(slot / 5);
         for (i, b) in boxes.iter().enumerate() {
-            draw_box(&mut ctx, i as i32, b, color(i))?;
+            draw_box(&mut ctx, i as i32, b, color(i), margin)?;
         }
         root.present().map_err(err)?;
     }
@@ -562,6 +566,7 @@ fn draw_box<DB, CT>(
     i: i32,
     b: &BoxStats,
     c: RGBColor,
+    margin: u32,
 ) -> ChartResult<()>
 where
     DB: DrawingBackend,
@@ -572,9 +577,9 @@ where
         [(Exact(i), b.q3), (Exact(i + 1), b.q1)],
         c.mix(0.35).filled(),
     );
-    body.set_margin(0, 0, 30, 30);
+    body.set_margin(0, 0, margin, margin);
     let mut outline = Rectangle::new([(Exact(i), b.q3), (Exact(i + 1), b.q1)], c.stroke_width(2));
-    outline.set_margin(0, 0, 30, 30);
+    outline.set_margin(0, 0, margin, margin);
     ctx.draw_series([body, outline]).map_err(err)?;
     let seg = |y0: f64, y1: f64| {
         PathElement::new(
@@ -589,7 +594,7 @@ where
         [(Exact(i), b.median), (Exact(i + 1), b.median)],
         BLACK.stroke_width(3),
     );
-    median.set_margin(0, 0, 30, 30);
+    median.set_margin(0, 0, margin, margin);
     ctx.draw_series(std::iter::once(median)).map_err(err)?;
     ctx.draw_series(
         b.values

@@ -57,7 +57,7 @@ section.part { border-left: 3px solid #e6e6e6; padding-left: 1rem; margin-left: 
 .table-wrap { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: .25rem .55rem; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; }
 th { background: #f4f6f9; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.kv th { width: 35%; }
@@ -70,7 +70,7 @@ ul.verdicts li { margin: .4rem 0; }
 .finding:first-of-type { border-left-color: #e15759; }
 @media (max-width: 600px) {
   body { padding: .75rem; }
-  th, td { padding: .2rem .3rem; }
+  th, td { padding: .2rem .3rem; overflow-wrap: anywhere; }
   table { font-size: .8rem; }
 }
 figure { margin: 1rem 0; }
@@ -1358,7 +1358,11 @@ fn write_overview(page: &mut String, runs: &[Run]) {
                 measured.push(w);
             }
         }
-        let name = format!("{name}: {}", measured.join(" / "));
+        let name = if measured.len() == 1 {
+            name.to_string()
+        } else {
+            format!("{name}: {}", measured.join(" / "))
+        };
         let lines = picked
             .iter()
             .map(|(i, run, m)| metric_line(&run.series, m, short_name(run), *i))
@@ -1447,8 +1451,11 @@ fn write_repeats(page: &mut String, runs: &[Run]) {
                 .find(|b| b.label == format!("workload {}", i + 1));
             let bits = |v: f64| fmt::value(v, Unit::BitsPerSecond);
             vec![
-                format!("workload {}", i + 1),
-                words::workload(g[0]).unwrap_or_default(),
+                format!(
+                    "workload {}: {}",
+                    i + 1,
+                    words::workload(g[0]).unwrap_or_else(|| summary::kind(g[0]).into())
+                ),
                 g.len().to_string(),
                 b.map_or(fmt::MISSING.into(), |b| bits(b.median)),
                 b.map_or(fmt::MISSING.into(), |b| {
@@ -1466,14 +1473,7 @@ fn write_repeats(page: &mut String, runs: &[Run]) {
         .collect();
     grid_table(
         page,
-        &[
-            "",
-            "workload",
-            "runs",
-            "median received",
-            "quartiles",
-            "range",
-        ],
+        &["workload", "runs", "median received", "quartiles", "range"],
         &rows,
     );
     if !throughput.is_empty() {

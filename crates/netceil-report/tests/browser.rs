@@ -321,7 +321,7 @@ fn report_reads_in_order_and_fits_a_desktop_and_a_phone() {
             std::fs::write(&page, framed(&html, width, height)).unwrap();
             let shot = artifacts.join(format!("{name}-{width}.png"));
             let _ = std::fs::remove_file(&shot);
-            chromium_run(
+            let (_, console) = chromium_run(
                 browser,
                 &page,
                 &dir.path().join(format!("s-{name}-{width}")),
@@ -331,6 +331,9 @@ fn report_reads_in_order_and_fits_a_desktop_and_a_phone() {
                 ],
             );
             assert!(shot.exists(), "no screenshot at {}", shot.display());
+            for line in console {
+                failures.push(format!("{name} at {width} px: console: {line}"));
+            }
             println!("screenshot: {}", shot.display());
         }
     }

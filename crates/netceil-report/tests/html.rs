@@ -108,7 +108,7 @@ fn several_runs_get_overlays_and_two_get_a_comparison() {
     for want in [
         "All runs",
         "All runs, each on its own time axis from its start",
-        "context switches: context switches, /s",
+        "context switches\n",
         "throughput: sk0: received, bit/s / msk2: received, bit/s",
         "A/B comparison",
         "bytes per context switch",
