@@ -24,12 +24,19 @@ fn write_to(
     let file = File::create(&tmp)
         .map_err(|e| Failure::of_path(&e, anyhow!("cannot create {}: {e}", tmp.display())))?;
     let mut w = BufWriter::new(file);
-    write(&mut w)?;
-    w.flush()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-    Ok(())
+    let written = write(&mut w)
+        .and_then(|()| {
+            w.flush()
+                .with_context(|| format!("writing {}", tmp.display()))
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+        });
+    if written.is_err() {
+        // Nothing half-written is left behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Ok(written?)
 }
 
 pub fn export(args: ExportArgs) -> Outcome {
@@ -70,13 +77,18 @@ pub fn report(args: ReportArgs) -> Outcome {
         );
     }
     let html = netceil_report::html_report(&runs);
-    write_to(&args.output, |w| {
+    let output = if args.output.is_dir() {
+        args.output.join("report.html")
+    } else {
+        args.output.clone()
+    };
+    write_to(&output, |w| {
         w.write_all(html.as_bytes()).context("writing the report")
     })?;
-    if args.output != Path::new("-") {
+    if output != Path::new("-") {
         eprintln!(
             "wrote {} ({} run{})",
-            args.output.display(),
+            output.display(),
             runs.len(),
             if runs.len() == 1 { "" } else { "s" }
         );
