@@ -265,7 +265,8 @@ fn problems(p: &Probe, width: u32) -> Vec<String> {
 }
 
 /// The pages the layout test loads: a real UDP run alone, the synthetic run with every
-/// field, and several runs overlaid (two of them repeats of one workload).
+/// field, a sweep with its knee table, and several runs overlaid (two of them repeats of
+/// one workload).
 fn pages() -> Vec<(&'static str, String)> {
     let udp: Run = serde_json::from_str(include_str!("fixtures/run-udp.json")).unwrap();
     let mut repeat = udp.clone();
@@ -277,6 +278,7 @@ fn pages() -> Vec<(&'static str, String)> {
     vec![
         ("udp", html_report(std::slice::from_ref(&udp))),
         ("full", html_report(&[common::full_run()])),
+        ("sweep", html_report(&[common::sweep_run()])),
         ("several", html_report(&[udp, repeat, common::full_run()])),
     ]
 }
