@@ -212,39 +212,36 @@ pub fn time_chart(chart: &TimeChart) -> Option<ChartResult<String>> {
     Some(draw_time_chart(chart))
 }
 
+/// A line with at most this many points gets a marker on each: a short run's 1–3 points
+/// read as a line with its measurements on it, not as lone dots.
+pub const SPARSE_POINTS: usize = 20;
+
 fn draw_line<DB, CT>(ctx: &mut ChartContext<'_, DB, CT>, line: &Line) -> ChartResult<()>
 where
     DB: DrawingBackend,
     CT: CoordTranslate<From = (f64, f64)>,
 {
-    for seg in line.segments() {
+    let segments = line.segments();
+    let sparse = segments.iter().map(Vec::len).sum::<usize>() <= SPARSE_POINTS;
+    for seg in segments {
         let style = line.color.stroke_width(2);
-        if seg.len() == 1 {
-            ctx.draw_series(std::iter::once(Circle::new(seg[0], 3, line.color.filled())))
-                .map_err(err)?;
-        } else if line.dashed {
-            ctx.draw_series(DashedLineSeries::new(seg, 6, 4, style))
+        if line.dashed {
+            ctx.draw_series(DashedLineSeries::new(seg.clone(), 6, 4, style))
                 .map_err(err)?;
         } else {
-            ctx.draw_series(LineSeries::new(seg, style)).map_err(err)?;
+            ctx.draw_series(LineSeries::new(seg.clone(), style))
+                .map_err(err)?;
+        }
+        if sparse || seg.len() == 1 {
+            ctx.draw_series(seg.iter().map(|p| Circle::new(*p, 4, line.color.filled())))
+                .map_err(err)?;
         }
     }
     Ok(())
 }
 
 fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
-    let legend: Vec<LegendItem> = chart
-        .left
-        .lines
-        .iter()
-        .filter(|l| l.has_data())
-        .map(|l| LegendItem {
-            label: l.label.clone(),
-            color: l.color,
-            dashed: l.dashed,
-            boxed: false,
-        })
-        .collect();
+    let legend = legend_of(&chart.left.lines);
     let x_max = chart
         .left
         .lines
@@ -402,6 +399,210 @@ fn draw_panels(chart: &PanelChart, panels: &[&Panel]) -> ChartResult<String> {
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Cumulative distributions on a log x axis (latency CDFs): each line's points are
+/// (value, % of samples at or below it), drawn with markers where they were measured.
+pub fn cdf_chart(title: &str, x_desc: &str, lines: &[Line]) -> Option<ChartResult<String>> {
+    let xs: Vec<f64> = lines
+        .iter()
+        .flat_map(|l| l.segments().into_iter().flatten())
+        .map(|(x, _)| x)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    if xs.is_empty() {
+        return None;
+    }
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(0.0, f64::max);
+    let lo = 10f64.powf((lo / 1.5).log10().floor());
+    let hi = 10f64.powf((hi * 1.5).log10().ceil());
+    Some(draw_cdf(title, x_desc, lines, lo, hi))
+}
+
+fn draw_cdf(title: &str, x_desc: &str, lines: &[Line], lo: f64, hi: f64) -> ChartResult<String> {
+    let legend = legend_of(lines);
+    let height = PLOT_HEIGHT + legend_height(&legend);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT);
+        let mut ctx = ChartBuilder::on(&plot_area)
+            .caption(title, (FONT, 17))
+            .margin_left(8)
+            .margin_right(16)
+            .margin_top(8)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d((lo..hi).log_scale(), 0.0..100.0)
+            .map_err(err)?;
+        ctx.configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("samples at or below [%]")
+            .x_label_formatter(&|v| fmt::number(*v))
+            .y_label_formatter(&|v| fmt::number(*v))
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 12))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+            .draw()
+            .map_err(err)?;
+        for line in lines {
+            draw_line(&mut ctx, line)?;
+        }
+        draw_legend(&legend_area, &legend)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn legend_of(lines: &[Line]) -> Vec<LegendItem> {
+    lines
+        .iter()
+        .filter(|l| l.has_data())
+        .map(|l| LegendItem {
+            label: l.label.clone(),
+            color: l.color,
+            dashed: l.dashed,
+            boxed: false,
+        })
+        .collect()
+}
+
+/// One box of a box plot: the quartiles and Tukey whiskers of `values`, all drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxStats {
+    pub label: String,
+    pub values: Vec<f64>,
+    pub q1: f64,
+    pub median: f64,
+    pub q3: f64,
+    /// The lowest and highest value within 1.5 × IQR of the box: always a measured value.
+    pub whiskers: (f64, f64),
+}
+
+impl BoxStats {
+    /// The statistics of `values` (finite ones only), or `None` when there are none.
+    pub fn of(label: String, values: &[f64]) -> Option<BoxStats> {
+        use statrs::statistics::{Data, OrderStatistics};
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let mut data = Data::new(v.clone());
+        let (q1, median, q3) = (data.lower_quartile(), data.median(), data.upper_quartile());
+        let reach = 1.5 * (q3 - q1);
+        let low = v.iter().copied().find(|x| *x >= q1 - reach).unwrap_or(v[0]);
+        let high = v
+            .iter()
+            .rev()
+            .copied()
+            .find(|x| *x <= q3 + reach)
+            .unwrap_or(v[v.len() - 1]);
+        Some(BoxStats {
+            label,
+            values: v,
+            q1,
+            median,
+            q3,
+            whiskers: (low, high),
+        })
+    }
+}
+
+/// Vertical box plots on one linear scale, each repeat drawn as a dot beside its box.
+pub fn box_chart(title: &str, value_desc: &str, boxes: &[BoxStats]) -> ChartResult<String> {
+    let n = boxes.len() as i32;
+    let top = boxes
+        .iter()
+        .flat_map(|b| b.values.iter().copied())
+        .fold(0.0, f64::max);
+    let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, PLOT_HEIGHT + 40)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut ctx = ChartBuilder::on(&root)
+            .caption(title, (FONT, 17))
+            .margin_left(8)
+            .margin_right(16)
+            .margin_top(8)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+            .map_err(err)?;
+        let label_of = |v: &SegmentValue<i32>| match v {
+            SegmentValue::CenterOf(i) if *i >= 0 && *i < n => boxes[*i as usize].label.clone(),
+            _ => String::new(),
+        };
+        ctx.configure_mesh()
+            .disable_x_mesh()
+            .y_desc(value_desc)
+            .x_label_formatter(&label_of)
+            .x_labels(boxes.len())
+            .y_label_formatter(&|v| fmt::number(*v))
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 12))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+            .draw()
+            .map_err(err)?;
+        // Boxes at most 120 px wide, however few there are.
+        let x_of = |i| ctx.backend_coord(&(SegmentValue::Exact(i), 0.0)).0;
+        let slot = (x_of(1) - x_of(0)).unsigned_abs();
+        let margin = (slot.saturating_sub(120) / 2).max(slot / 5);
+        for (i, b) in boxes.iter().enumerate() {
+            draw_box(&mut ctx, i as i32, b, color(i), margin)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn draw_box<DB, CT>(
+    ctx: &mut ChartContext<'_, DB, CT>,
+    i: i32,
+    b: &BoxStats,
+    c: RGBColor,
+    margin: u32,
+) -> ChartResult<()>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate<From = (SegmentValue<i32>, f64)>,
+{
+    use SegmentValue::{CenterOf, Exact};
+    let mut body = Rectangle::new(
+        [(Exact(i), b.q3), (Exact(i + 1), b.q1)],
+        c.mix(0.35).filled(),
+    );
+    body.set_margin(0, 0, margin, margin);
+    let mut outline = Rectangle::new([(Exact(i), b.q3), (Exact(i + 1), b.q1)], c.stroke_width(2));
+    outline.set_margin(0, 0, margin, margin);
+    ctx.draw_series([body, outline]).map_err(err)?;
+    let seg = |y0: f64, y1: f64| {
+        PathElement::new(
+            vec![(CenterOf(i), y0), (CenterOf(i), y1)],
+            c.stroke_width(2),
+        )
+    };
+    ctx.draw_series([seg(b.whiskers.0, b.q1), seg(b.q3, b.whiskers.1)])
+        .map_err(err)?;
+    // The median across the box, and each repeat as a dot.
+    let mut median = Rectangle::new(
+        [(Exact(i), b.median), (Exact(i + 1), b.median)],
+        BLACK.stroke_width(3),
+    );
+    median.set_margin(0, 0, margin, margin);
+    ctx.draw_series(std::iter::once(median)).map_err(err)?;
+    ctx.draw_series(
+        b.values
+            .iter()
+            .map(|v| Circle::new((CenterOf(i), *v), 4, BLACK.filled())),
+    )
+    .map_err(err)?;
+    Ok(())
 }
 
 /// One horizontal bar.
@@ -606,6 +807,58 @@ mod tests {
             ..chart
         };
         assert!(panel_chart(&nothing).is_none());
+    }
+
+    fn chart_of(points: usize) -> String {
+        let values: Vec<Option<f64>> = (0..points).map(|i| Some(i as f64)).collect();
+        let chart = TimeChart {
+            title: "t".into(),
+            x_desc: "x".into(),
+            left: Axis {
+                desc: "y".into(),
+                lines: vec![line("a", &values)],
+                max: None,
+            },
+        };
+        time_chart(&chart).unwrap().unwrap()
+    }
+
+    #[test]
+    fn sparse_lines_get_a_marker_on_every_point_and_are_joined() {
+        let three = chart_of(3);
+        assert_eq!(three.matches("<circle").count(), 3, "a marker per point");
+        let data_lines = three
+            .lines()
+            .filter(|l| l.contains("<polyline") && l.contains("#4E79A7"))
+            .count();
+        // The line through the points, and its sample in the legend.
+        assert_eq!(data_lines, 2, "and a line through them: {three}");
+        assert_eq!(chart_of(SPARSE_POINTS + 1).matches("<circle").count(), 0);
+    }
+
+    #[test]
+    fn box_whiskers_end_at_measured_values() {
+        let b = BoxStats::of("w".into(), &[10.0, 11.0, 12.0, 13.0, 100.0]).unwrap();
+        assert_eq!(b.median, 12.0);
+        assert!(b.q1 <= 11.0 && b.q3 >= 13.0, "{b:?}");
+        // 100 is far outside 1.5 IQR: the whisker stops at the last value within it.
+        assert_eq!(b.whiskers, (10.0, 13.0));
+        assert!(BoxStats::of("none".into(), &[f64::NAN]).is_none());
+        let svg = box_chart("repeats", "received [bit/s]", &[b]).unwrap();
+        assert_eq!(svg.matches("<circle").count(), 5, "every repeat drawn");
+    }
+
+    #[test]
+    fn cdf_has_a_log_axis_and_markers() {
+        let l = Line {
+            label: "run 1".into(),
+            points: vec![(1e-5, Some(0.0)), (2e-5, Some(50.0)), (1e-3, Some(100.0))],
+            dashed: false,
+            color: color(0),
+        };
+        let svg = cdf_chart("latency", "latency [s]", &[l]).unwrap().unwrap();
+        assert!(svg.contains("samples at or below [%]") && svg.contains("run 1"));
+        assert_eq!(svg.matches("<circle").count(), 3);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use netceil_model::params::{Params, SearchTrialParams, SweepCycleParams};
-use netceil_model::{names as n, Finding, Metric, Run, Series, Unit};
+use netceil_model::{names as n, Finding, LatencySummary, Metric, Run, Series, Unit};
 
 use crate::charts::{self, Axis, Bar, Line, TimeChart};
 use crate::compare;
@@ -20,6 +20,7 @@ use crate::compare_render;
 use crate::far;
 use crate::summary::{self, Row};
 use crate::view;
+use crate::words;
 use netceil_model::fmt;
 
 /// The most per-CPU lines one chart shows; beyond that, the busiest CPUs are kept.
@@ -51,12 +52,27 @@ h2 { font-size: 1.35rem; border-bottom: 2px solid #4e79a7; padding-bottom: .2rem
 h3 { font-size: 1.12rem; margin-top: 1.8rem; }
 h4 { font-size: 1rem; margin: 1.2rem 0 .4rem; }
 section.part { border-left: 3px solid #e6e6e6; padding-left: 1rem; margin-left: .2rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .55rem; text-align: left; vertical-align: top; }
+/* Tables fit the page by wrapping their cells; the scroll container around each is only a
+   last resort for a table that cannot wrap narrow enough. */
+.table-wrap { max-width: 100%; overflow-x: auto; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: .25rem .55rem; text-align: left; vertical-align: top;
+         overflow-wrap: break-word; }
 th { background: #f4f6f9; font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-table.kv th { width: 13rem; }
-.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 0 1.5rem; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.kv th { width: 35%; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(440px, 100%), 1fr)); gap: 0 1.5rem; }
+.grid > div { min-width: 0; }
+h1, h2, h3, h4, p, li, code, summary { overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+p.workload { font-size: 1.05rem; }
+ul.verdicts li { margin: .4rem 0; }
+.finding:first-of-type { border-left-color: #e15759; }
+@media (max-width: 600px) {
+  body { padding: .75rem; }
+  th, td { padding: .2rem .3rem; overflow-wrap: anywhere; }
+  table { font-size: .8rem; }
+}
 figure { margin: 1rem 0; }
 figure svg { width: 100%; height: auto; display: block; }
 figcaption { font-size: .85rem; color: #555; margin-top: .2rem; }
@@ -151,7 +167,7 @@ fn write_toc(page: &mut String, runs: &[Run]) {
 }
 
 fn kv_table(page: &mut String, rows: &[Row]) {
-    page.push_str("<table class=\"kv\">\n");
+    page.push_str("<div class=\"table-wrap\"><table class=\"kv\">\n");
     for r in rows {
         let _ = writeln!(
             page,
@@ -160,12 +176,12 @@ fn kv_table(page: &mut String, rows: &[Row]) {
             escape(&r.value)
         );
     }
-    page.push_str("</table>\n");
+    page.push_str("</table></div>\n");
 }
 
 /// A table with a header row; cells after the first are right-aligned numbers.
 fn grid_table<S: AsRef<str>>(page: &mut String, headers: &[&str], rows: &[Vec<S>]) {
-    page.push_str("<table>\n<tr>");
+    page.push_str("<div class=\"table-wrap\"><table>\n<tr>");
     for h in headers {
         let _ = write!(page, "<th>{}</th>", escape(h));
     }
@@ -178,7 +194,7 @@ fn grid_table<S: AsRef<str>>(page: &mut String, headers: &[&str], rows: &[Vec<S>
         }
         page.push_str("</tr>\n");
     }
-    page.push_str("</table>\n");
+    page.push_str("</table></div>\n");
 }
 
 fn figure(page: &mut String, svg: Option<Result<String, String>>, caption: &str) {
@@ -220,7 +236,7 @@ fn lines_for(s: &Series, metrics: &[&Metric], first_color: usize) -> Vec<Line> {
     metrics
         .iter()
         .enumerate()
-        .map(|(i, m)| metric_line(s, m, m.id.to_string(), first_color + i))
+        .map(|(i, m)| metric_line(s, m, words::metric(&m.id, m.unit), first_color + i))
         .collect()
 }
 
@@ -239,14 +255,8 @@ fn rates_chart(run: &Run) -> charts::PanelChart {
         }
         let lines = lines_for(s, &unique, colors);
         colors += unique.len();
-        let ids: Vec<String> = unique.iter().map(|m| m.id.to_string()).collect();
-        let name = if ids.len() == 1 {
-            format!("{name} ({})", ids[0])
-        } else {
-            name.to_string()
-        };
         charts::Panel {
-            name,
+            name: name.to_string(),
             desc: per_second.to_string(),
             lines,
             max: None,
@@ -318,7 +328,12 @@ fn cpu_chart(run: &Run, cpus: &[u32]) -> TimeChart {
     // Effective utilization where the source knows it (Erlang schedulers, SEEDS §3): OS CPU
     // counts busy-waiting as busy, this does not.
     if let Some(util) = s.total(n::ERLANG_SCHEDULER_UTIL_PCT) {
-        let mut l = metric_line(s, util, format!("{} (effective)", util.id), lines.len());
+        let mut l = metric_line(
+            s,
+            util,
+            format!("{} (effective)", words::metric(&util.id, util.unit)),
+            lines.len(),
+        );
         l.dashed = true;
         lines.push(l);
     }
@@ -441,7 +456,7 @@ fn trouble_chart(run: &Run) -> (TimeChart, Vec<String>) {
             watched.push(m.id.to_string());
             if m.values.iter().flatten().any(|v| *v != 0.0) {
                 let i = lines.len();
-                lines.push(metric_line(s, m, m.id.to_string(), i));
+                lines.push(metric_line(s, m, words::metric(&m.id, m.unit), i));
             }
         }
     }
@@ -467,7 +482,7 @@ fn latency_time_chart(run: &Run) -> Option<TimeChart> {
         x_desc: TIME_DESC.into(),
         left: Axis {
             desc: axis_desc("latency", Unit::Microseconds),
-            lines: vec![metric_line(s, m, m.id.to_string(), 0)],
+            lines: vec![metric_line(s, m, words::metric(&m.id, m.unit), 0)],
             max: None,
         },
     })
@@ -623,6 +638,42 @@ fn write_latency(page: &mut String, run: &Run, hn: usize) {
             fmt::value(l.mean, Unit::Microseconds)
         ),
     );
+    if let Some(cdf) = latency_cdf(&[(short_name(run), l, 0)]) {
+        figure(page, Some(cdf), CDF_CAPTION);
+    }
+}
+
+const CDF_CAPTION: &str = "Each point is a stored percentile (min, p50, p90, p99, p99.9, max); \
+     netceil keeps these percentiles, not every sample, so the lines between them are drawn \
+     straight.";
+
+/// The latency distribution of each run from its stored percentiles, one line per run.
+fn latency_cdf(runs: &[(String, &LatencySummary, usize)]) -> Option<Result<String, String>> {
+    let lines: Vec<Line> = runs
+        .iter()
+        .map(|(label, l, i)| Line {
+            label: label.clone(),
+            // In seconds, so the ticks get SI prefixes (10 µ, 1 m) like the other axes.
+            points: [
+                (l.min, 0.0),
+                (l.p50, 50.0),
+                (l.p90, 90.0),
+                (l.p99, 99.0),
+                (l.p999, 99.9),
+                (l.max, 100.0),
+            ]
+            .into_iter()
+            .map(|(us, pct)| (us * 1e-6, Some(pct)))
+            .collect(),
+            dashed: false,
+            color: charts::color(*i),
+        })
+        .collect();
+    charts::cdf_chart(
+        "Request/response latency, cumulative",
+        "latency [s] (log scale)",
+        &lines,
+    )
 }
 
 fn write_flows(page: &mut String, run: &Run, hn: usize) {
@@ -758,14 +809,17 @@ fn write_finding(page: &mut String, f: &Finding) {
 }
 
 fn write_findings(page: &mut String, run: &Run, hn: usize) {
-    let _ = writeln!(page, "<h{hn}>Findings</h{hn}>");
+    let _ = writeln!(page, "<h{hn} class=\"verdict\">Verdict</h{hn}>");
     if run.findings.is_empty() {
         let _ = writeln!(
             page,
             "<p class=\"muted\">None recorded; the analyzer fills these in.</p>"
         );
     }
-    for f in &run.findings {
+    for (i, f) in run.findings.iter().enumerate() {
+        if i == 1 {
+            let _ = writeln!(page, "<p class=\"muted\">Also found:</p>");
+        }
         write_finding(page, f);
     }
 }
@@ -1024,32 +1078,28 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
         escape(&run.run_id),
         escape(summary::kind(run))
     );
-    page.push_str("<div class=\"grid\"><div>\n");
-    kv_table(page, &summary::overview(run));
-    page.push_str("</div><div>\n");
-    let params = summary::workload_params(run);
-    if !params.is_empty() {
-        kv_table(page, &params);
-    }
-    page.push_str("</div></div>\n");
+    // What a reader came for, in order: the verdict and its evidence, what ran, the ceiling
+    // it reached, then the charts that show it. Everything else follows.
+    write_findings(page, run, sub);
+    write_workload(page, run);
+    write_ceiling(page, run, sub);
+    write_knees(page, run, sub);
+    write_series_charts(page, run, sub);
+    write_delivery(page, run, sub);
+    write_latency(page, run, sub);
 
     if let Some(r) = &run.results {
-        let _ = writeln!(page, "<h{sub}>Results</h{sub}>");
+        let _ = writeln!(page, "<h{sub}>All results</h{sub}>");
         page.push_str("<div class=\"grid\"><div>\n");
         kv_table(page, &summary::results(r));
         page.push_str("</div><div>\n");
         kv_table(page, &summary::generator(r));
         page.push_str("</div></div>\n");
     }
-
     write_far_end(page, run, sub);
-    write_knees(page, run, sub);
-    write_series_charts(page, run, sub);
-    write_delivery(page, run, sub);
-    write_latency(page, run, sub);
     write_flows(page, run, sub);
     write_locks(page, run, sub);
-    write_findings(page, run, sub);
+    write_about(page, run, sub);
     write_environment(page, run, sub);
 
     let notes = summary::notes(run);
@@ -1114,6 +1164,83 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
     page.push_str("</section>\n");
 }
 
+/// The workload in words, with the raw parameters folded away below it.
+fn write_workload(page: &mut String, run: &Run) {
+    if let Some(words) = words::workload(run) {
+        let _ = writeln!(
+            page,
+            "<p class=\"workload\"><strong>Workload:</strong> {}.</p>",
+            escape(&words)
+        );
+    }
+}
+
+/// The headline figures: what arrived, what was lost, how long answers took.
+fn write_ceiling(page: &mut String, run: &Run, hn: usize) {
+    let Some(r) = &run.results else { return };
+    let mut rows = Vec::new();
+    let counted = summary::counts_packets(r);
+    let rate = |bits: f64, pps: f64| {
+        if counted {
+            format!(
+                "{} ({})",
+                fmt::value(bits, Unit::BitsPerSecond),
+                fmt::value(pps, Unit::PacketsPerSecond)
+            )
+        } else {
+            fmt::value(bits, Unit::BitsPerSecond)
+        }
+    };
+    rows.push(Row {
+        label: "received by the application".into(),
+        value: rate(r.rx_app_bits_per_s, r.rx_app_pps),
+    });
+    rows.push(Row {
+        label: "sent".into(),
+        value: rate(r.tx_bits_per_s, r.tx_pps),
+    });
+    if counted {
+        rows.push(Row {
+            label: "lost".into(),
+            value: summary::loss_text(r),
+        });
+    }
+    if let Some(t) = r.transactions_per_s {
+        rows.push(Row {
+            label: "transactions".into(),
+            value: format!("{}/s", fmt::number(t)),
+        });
+    }
+    if let Some(l) = &r.latency_us {
+        rows.push(Row {
+            label: "latency p50 / p99".into(),
+            value: format!(
+                "{} / {}",
+                fmt::value(l.p50, Unit::Microseconds),
+                fmt::value(l.p99, Unit::Microseconds)
+            ),
+        });
+    }
+    rows.push(Row {
+        label: "measured over".into(),
+        value: fmt::value(r.duration_s, Unit::Seconds),
+    });
+    let _ = writeln!(page, "<h{hn}>Ceiling</h{hn}>");
+    kv_table(page, &rows);
+}
+
+/// Where the run came from and the parameters it ran with, as stored.
+fn write_about(page: &mut String, run: &Run, hn: usize) {
+    let _ = writeln!(page, "<h{hn}>About this run</h{hn}>");
+    kv_table(page, &summary::overview(run));
+    let params = summary::workload_params(run);
+    if !params.is_empty() {
+        page.push_str("<details><summary>The workload's parameters, as stored</summary>\n");
+        kv_table(page, &params);
+        page.push_str("</details>\n");
+    }
+}
+
 /// The far end of a `--to` run: its counts, CPU per core beside this end's, and both ends'
 /// series on one time axis.
 fn write_far_end(page: &mut String, run: &Run, hn: usize) {
@@ -1139,6 +1266,22 @@ type PickMetric = fn(&Series) -> Option<&Metric>;
 /// Headline figures of every run in one table, then overlays of the shared metrics.
 fn write_overview(page: &mut String, runs: &[Run]) {
     page.push_str("<section id=\"overview\"><h2>All runs</h2>\n");
+    page.push_str("<h3 class=\"verdict\">Verdicts</h3>\n<ul class=\"verdicts\">\n");
+    for run in runs {
+        let verdict = run.findings.first().map_or_else(
+            || "no finding recorded".to_string(),
+            |f| format!("{} (confidence {:.0} %)", f.summary, f.confidence * 100.0),
+        );
+        let what = words::workload(run).unwrap_or_else(|| summary::kind_or_source(run));
+        let _ = writeln!(
+            page,
+            "<li><code>{}</code> <span class=\"muted\">{}</span><br>{}</li>",
+            escape(&short_name(run)),
+            escape(&what),
+            escape(&verdict)
+        );
+    }
+    page.push_str("</ul>\n");
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
@@ -1176,7 +1319,7 @@ fn write_overview(page: &mut String, runs: &[Run]) {
         &rows,
     );
 
-    let overlays: [(&str, &str, Option<f64>, PickMetric); 5] = [
+    let overlays: [(&str, &str, Option<f64>, PickMetric); 6] = [
         (
             "throughput",
             Unit::BitsPerSecond.human_symbol(),
@@ -1193,6 +1336,9 @@ fn write_overview(page: &mut String, runs: &[Run]) {
         ("CPU busy, all CPUs", "%", Some(100.0), |s| {
             s.total(n::CPU_BUSY_PCT)
         }),
+        ("mean request/response latency", "µs", None, |s| {
+            s.total(n::LOAD_MEAN_LATENCY_US)
+        }),
     ];
     let mut panels = Vec::new();
     for (name, desc, max, pick) in overlays {
@@ -1204,13 +1350,18 @@ fn write_overview(page: &mut String, runs: &[Run]) {
         if picked.len() < 2 {
             continue;
         }
-        let first = &picked[0].2.id;
-        let name = if picked.iter().all(|(_, _, m)| &m.id == first) {
-            format!("{name} ({first})")
-        } else if picked.iter().all(|(_, _, m)| m.id.name == first.name) {
-            format!("{name} ({}, labels differ by run)", first.name)
+        // Each run's metric in words, once: "lo: received, bit/s / veth0: received, bit/s".
+        let mut measured: Vec<String> = Vec::new();
+        for (_, _, m) in &picked {
+            let w = words::metric(&m.id, m.unit);
+            if !measured.contains(&w) {
+                measured.push(w);
+            }
+        }
+        let name = if measured.len() == 1 {
+            name.to_string()
         } else {
-            format!("{name} (the metric differs by run; see each run's section)")
+            format!("{name}: {}", measured.join(" / "))
         };
         let lines = picked
             .iter()
@@ -1232,7 +1383,123 @@ fn write_overview(page: &mut String, runs: &[Run]) {
         }),
         "One colour per run in every panel; each panel has its own scale.",
     );
+    let latencies: Vec<(String, &LatencySummary, usize)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            let l = run.results.as_ref()?.latency_us.as_ref()?;
+            Some((short_name(run), l, i))
+        })
+        .collect();
+    if latencies.len() > 1 {
+        figure(page, latency_cdf(&latencies), CDF_CAPTION);
+    }
+    write_repeats(page, runs);
     page.push_str("</section>\n");
+}
+
+/// Runs that ran the same workload, grouped in the order they were given: repeats.
+fn repeat_groups(runs: &[Run]) -> Vec<Vec<&Run>> {
+    let mut groups: Vec<Vec<&Run>> = Vec::new();
+    for run in runs
+        .iter()
+        .filter(|r| r.workload.is_some() && r.results.is_some())
+    {
+        match groups.iter_mut().find(|g| g[0].workload == run.workload) {
+            Some(g) => g.push(run),
+            None => groups.push(vec![run]),
+        }
+    }
+    groups.retain(|g| g.len() > 1);
+    groups
+}
+
+/// Box plots over repeats: per workload run more than once, the spread of its runs'
+/// throughput (and of their p99 latency where measured).
+fn write_repeats(page: &mut String, runs: &[Run]) {
+    let groups = repeat_groups(runs);
+    if groups.is_empty() {
+        return;
+    }
+    page.push_str("<h3>Repeats</h3>\n");
+    let boxes = |pick: &dyn Fn(&Run) -> Option<f64>| -> Vec<charts::BoxStats> {
+        groups
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| {
+                let values: Vec<f64> = g.iter().filter_map(|r| pick(r)).collect();
+                (values.len() > 1)
+                    .then(|| charts::BoxStats::of(format!("workload {}", i + 1), &values))
+                    .flatten()
+            })
+            .collect()
+    };
+    let throughput = boxes(&|r| r.results.as_ref().map(|r| r.rx_app_bits_per_s));
+    let p99 = boxes(&|r| {
+        r.results
+            .as_ref()?
+            .latency_us
+            .as_ref()
+            .map(|l| l.p99 * 1e-6)
+    });
+    let rows: Vec<Vec<String>> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let b = throughput
+                .iter()
+                .find(|b| b.label == format!("workload {}", i + 1));
+            let bits = |v: f64| fmt::value(v, Unit::BitsPerSecond);
+            vec![
+                format!(
+                    "workload {}: {}",
+                    i + 1,
+                    words::workload(g[0]).unwrap_or_else(|| summary::kind(g[0]).into())
+                ),
+                g.len().to_string(),
+                b.map_or(fmt::MISSING.into(), |b| bits(b.median)),
+                b.map_or(fmt::MISSING.into(), |b| {
+                    format!("{} – {}", bits(b.q1), bits(b.q3))
+                }),
+                b.map_or(fmt::MISSING.into(), |b| {
+                    format!(
+                        "{} – {}",
+                        bits(b.values[0]),
+                        bits(b.values[b.values.len() - 1])
+                    )
+                }),
+            ]
+        })
+        .collect();
+    grid_table(
+        page,
+        &["workload", "runs", "median received", "quartiles", "range"],
+        &rows,
+    );
+    if !throughput.is_empty() {
+        figure(
+            page,
+            Some(charts::box_chart(
+                "Received by the application, over repeats",
+                "received [bit/s]",
+                &throughput,
+            )),
+            "Per workload run more than once: the box spans the quartiles, the black bar is \
+             the median, the whiskers reach the furthest run within 1.5 × the box, and each \
+             dot is one run.",
+        );
+    }
+    if !p99.is_empty() {
+        figure(
+            page,
+            Some(charts::box_chart(
+                "Latency p99, over repeats",
+                "p99 latency [s]",
+                &p99,
+            )),
+            "As above, for each run's 99th-percentile request/response latency.",
+        );
+    }
 }
 
 fn write_comparison(page: &mut String, a: &Run, b: &Run) {

@@ -30,6 +30,7 @@ mod summary;
 pub mod tables;
 pub mod text;
 mod view;
+mod words;
 
 pub use compare::{
     compare, compare_with, knee_pairs, load_phase, unlike, Comparison, Difference, DistributionRow,

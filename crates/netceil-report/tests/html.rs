@@ -59,17 +59,18 @@ fn report_has_every_section_with_axes_and_units() {
         "bit/s",
         "cs/s",
         "time since start [s]",
-        "context switches (cs_per_s)",
-        "interrupts (intr_per_s)",
-        "NET_RX softirqs (softirq_net_rx_per_s)",
-        "load_rx_bits_per_s",
-        "iface_rx_bits_per_s{iface=veth0}",
+        // legends in words, with units (the metric ids stay in the findings' evidence)
+        "context switches, /s",
+        "interrupts, /s",
+        "NET_RX softirqs, /s",
+        "received by the application, bit/s",
+        "veth0: received, bit/s",
         "CPU busy per core",
         "busy [%]",
         "cpu1",
         "System + softirq time per core (sy+si)",
         "cpu0 sy+si",
-        "udp_rcvbuf_errors_per_s",
+        "UDP receive buffer full, /s",
         // loss, latency, flows, locks, findings, environment, notes, parts
         "Where packets were counted, and where they were lost",
         "read by the application",
@@ -92,9 +93,9 @@ fn report_has_every_section_with_axes_and_units() {
     ] {
         assert!(html.contains(want), "the report lacks {want:?}");
     }
-    // Rates, CPU, sy+si and drops, then the delivery and latency bars: for the run and
-    // again for its part.
-    assert_eq!(count(&html, "<svg"), 12);
+    // Rates, CPU, sy+si and drops, then the delivery and latency bars and the latency
+    // CDF: for the run and again for its part.
+    assert_eq!(count(&html, "<svg"), 14);
 }
 
 #[test]
@@ -107,8 +108,8 @@ fn several_runs_get_overlays_and_two_get_a_comparison() {
     for want in [
         "All runs",
         "All runs, each on its own time axis from its start",
-        "context switches (cs_per_s)",
-        "throughput (iface_rx_bits_per_s, labels differ by run)",
+        "context switches\n",
+        "throughput: sk0: received, bit/s / msk2: received, bit/s",
         "A/B comparison",
         "bytes per context switch",
         "Welch",
@@ -138,63 +139,16 @@ fn degenerate_inputs_still_make_a_page() {
 fn real_udp_run_renders() {
     let run: Run = serde_json::from_str(include_str!("fixtures/run-udp.json")).unwrap();
     let html = html_report(&[run]);
-    assert!(html.contains("context switches (cs_per_s)"));
+    assert!(html.contains("context switches, /s"));
+    assert!(html.contains("lo: received, bit/s"));
+    assert!(!html.contains("{iface="), "a legend is a metric id");
     assert!(html.contains("kernel received (lo RX counter)"));
     assert_balanced(&html);
 }
 
-/// A sweep as `netceil sweep udp` stores it: knees, and one part per cycle.
-fn sweep_run() -> Run {
-    use netceil_model::params::SweepCycleParams;
-    use netceil_model::{Knee, Results, RunSource, Workload, WorkloadKind};
-    let mut run = Run::new("sweep-1", RunSource::Live);
-    run.workload = Some(Workload {
-        kind: WorkloadKind::Search,
-        params: Default::default(),
-    });
-    for (i, (interval_ns, rx)) in [(0.0, 4_000u64), (5_000.0, 4_900), (10_000.0, 5_000)]
-        .into_iter()
-        .enumerate()
-    {
-        let mut p = Run::new(format!("sweep-1.{}", i + 1), RunSource::Live);
-        p.workload = Some(Workload::typed(
-            WorkloadKind::Udp,
-            &SweepCycleParams {
-                payload_bytes: 8192,
-                interval_ns,
-                count: 5_000,
-                cycle: 0,
-                target: None,
-            },
-        ));
-        p.results = Some(Results {
-            tx_packets: 5_000,
-            rx_app_packets: rx,
-            ..Default::default()
-        });
-        run.parts.push(p);
-    }
-    run.knees.push(Knee {
-        size_bytes: 8192,
-        point: "app".into(),
-        loss_tolerance: 0.0,
-        min_interval_us: Some(10.0),
-        rate_pps: Some(100_000.0),
-        bits_per_s: Some(6.5e9),
-        loss_ratio: Some(0.0),
-        trials: 3,
-        generator_limited: false,
-        verified: true,
-        upper_pps: None,
-        stopped_by: None,
-        note: Some("<knee> & note".into()),
-    });
-    run
-}
-
 #[test]
 fn a_sweep_draws_its_curves_and_lists_its_cycles() {
-    let html = html_report(&[sweep_run()]);
+    let html = html_report(&[common::sweep_run()]);
     assert!(
         html.contains("<h2>Knees</h2>") || html.contains(">Knees</h"),
         "the knee table"
@@ -252,4 +206,75 @@ fn probe_data_draws_lock_stacks_and_exact_softirq() {
     assert_balanced(&html);
     // Without the probe, no such chart.
     assert!(!html_report(&[common::full_run()]).contains("timed by the softirq probe"));
+}
+
+/// The verdict and its evidence come first, then the workload in words and the ceiling,
+/// then the charts; the raw parameters are folded away below.
+#[test]
+fn verdict_then_workload_then_ceiling_then_charts() {
+    let run: Run = serde_json::from_str(include_str!("fixtures/run-udp.json")).unwrap();
+    let html = html_report(&[run]);
+    let at = |s: &str| {
+        html.find(s)
+            .unwrap_or_else(|| panic!("the report lacks {s:?}"))
+    };
+    let verdict = at(">Verdict</h");
+    let evidence = at("<strong>Evidence</strong>");
+    let workload =
+        at("<strong>Workload:</strong> UDP, 18-byte payloads, unpaced, 1 flow, 3 s, loopback.");
+    let ceiling = at(">Ceiling</h");
+    let chart = at("<svg");
+    let params = at("<details><summary>The workload's parameters, as stored</summary>");
+    assert!(verdict < evidence && evidence < workload && workload < ceiling && ceiling < chart);
+    assert!(
+        chart < params,
+        "the raw parameters come after the charts, folded"
+    );
+    assert!(
+        html[..chart].contains("20.6 Mbit/s (143 kpps)"),
+        "the ceiling as measured"
+    );
+    assert_balanced(&html);
+}
+
+/// Several runs of one request/response workload: a latency CDF over all of them, box
+/// plots over the repeats, and a verdict line per run before any chart.
+#[test]
+fn repeats_get_box_plots_and_latency_gets_a_cdf() {
+    let base = common::full_run();
+    let runs: Vec<Run> = [1.0, 0.9, 1.1]
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut r = base.clone();
+            r.run_id = format!("r-{}", i + 1);
+            let res = r.results.as_mut().unwrap();
+            res.rx_app_bits_per_s *= f;
+            res.latency_us.as_mut().unwrap().p99 *= f;
+            r
+        })
+        .collect();
+    let html = html_report(&runs);
+    for want in [
+        "<h3>Repeats</h3>",
+        "Received by the application, over repeats",
+        "Latency p99, over repeats",
+        "Request/response latency, cumulative",
+        "class=\"verdicts\"",
+    ] {
+        assert!(html.contains(want), "the report lacks {want:?}");
+    }
+    assert!(html.find("class=\"verdicts\"") < html.find("<svg"));
+    // The table gives the measured median and range of the three runs.
+    assert!(html.contains("<td class=\"num\">3</td>"));
+    assert!(
+        html.contains("1.00 Gbit/s</td>"),
+        "the median of 0.9, 1.0, 1.1 Gbit/s"
+    );
+    assert!(html.contains("900 Mbit/s – 1.10 Gbit/s"), "the range");
+    // Runs of different workloads are not repeats.
+    let mut other = base.clone();
+    other.workload = None;
+    assert!(!html_report(&[base, other]).contains("<h3>Repeats</h3>"));
+    assert_balanced(&html);
 }

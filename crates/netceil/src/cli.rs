@@ -783,7 +783,7 @@ pub struct ReportArgs {
     /// Run ids, unique prefixes, or `last`.
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// The HTML file to write (or - for stdout).
+    /// The HTML file to write (or - for stdout); given a directory, report.html in it.
     #[arg(short, long, default_value = "report.html")]
     pub output: std::path::PathBuf,
 }

@@ -83,13 +83,18 @@ pub fn report(args: ReportArgs) -> Outcome {
         );
     }
     let html = netceil_report::html_report(&runs);
-    write_to(&args.output, |w| {
+    let output = if args.output.is_dir() {
+        args.output.join("report.html")
+    } else {
+        args.output.clone()
+    };
+    write_to(&output, |w| {
         w.write_all(html.as_bytes()).context("writing the report")
     })?;
-    if args.output != Path::new("-") {
+    if output != Path::new("-") {
         eprintln!(
             "wrote {} ({} run{})",
-            args.output.display(),
+            output.display(),
             runs.len(),
             if runs.len() == 1 { "" } else { "s" }
         );

@@ -169,15 +169,16 @@ fn an_empty_file_is_one_sentence() {
     );
 }
 
-/// `report -o DIR` names the path it could not write and leaves no `.partial` behind.
+/// `export -o DIR` names the path it could not write and leaves no `.partial` behind (`report
+/// -o DIR` writes DIR/report.html: cli_report.rs).
 #[test]
-fn report_into_a_directory_names_it_and_leaves_nothing() {
+fn export_into_a_directory_names_it_and_leaves_nothing() {
     let (dir, db) = imported_store();
     let target = dir.path().join("out");
     std::fs::create_dir(&target).unwrap();
     let before = netceil_testkit::files_in(dir.path());
     let out = in_store(&db)
-        .args(["report", "last", "-o", target.to_str().unwrap()])
+        .args(["export", "last", "-o", target.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(!out.status.success());

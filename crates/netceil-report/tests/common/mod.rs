@@ -397,3 +397,52 @@ pub fn vmstat_run(id: &str, shape: &VmstatShape) -> Run {
     run.series = s;
     run
 }
+
+/// A sweep as `netceil sweep udp` stores it: knees, and one part per cycle.
+pub fn sweep_run() -> Run {
+    use netceil_model::params::SweepCycleParams;
+    use netceil_model::{Knee, Results, RunSource, Workload, WorkloadKind};
+    let mut run = Run::new("sweep-1", RunSource::Live);
+    run.workload = Some(Workload {
+        kind: WorkloadKind::Search,
+        params: Default::default(),
+    });
+    for (i, (interval_ns, rx)) in [(0.0, 4_000u64), (5_000.0, 4_900), (10_000.0, 5_000)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut p = Run::new(format!("sweep-1.{}", i + 1), RunSource::Live);
+        p.workload = Some(Workload::typed(
+            WorkloadKind::Udp,
+            &SweepCycleParams {
+                payload_bytes: 8192,
+                interval_ns,
+                count: 5_000,
+                cycle: 0,
+                target: None,
+            },
+        ));
+        p.results = Some(Results {
+            tx_packets: 5_000,
+            rx_app_packets: rx,
+            ..Default::default()
+        });
+        run.parts.push(p);
+    }
+    run.knees.push(Knee {
+        size_bytes: 8192,
+        point: "app".into(),
+        loss_tolerance: 0.0,
+        min_interval_us: Some(10.0),
+        rate_pps: Some(100_000.0),
+        bits_per_s: Some(6.5e9),
+        loss_ratio: Some(0.0),
+        trials: 3,
+        generator_limited: false,
+        verified: true,
+        upper_pps: None,
+        stopped_by: None,
+        note: Some("<knee> & note".into()),
+    });
+    run
+}
