@@ -20,7 +20,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use netceil_model::{GeneratorStats, LatencySummary, PacingMode, Results};
 
-use crate::clock::now_ns;
+use crate::clock::{now_ns, ProgressTicks};
 use crate::header::HEADER_LEN;
 use crate::tcp::hello::{self, Mode};
 use crate::tcp::{check_family, ensure_fd_limit, loopback, Server, MAX_FLOWS, MAX_MSG_SIZE};
@@ -265,7 +265,7 @@ pub fn run_rr(
     })
     .map_err(|e| LoadError::Other(format!("cannot start the request/response thread: {e}")))?;
 
-    let mut next_progress = start_ns + 1_000_000_000;
+    let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
     let (mut last_ns, mut last_done, mut last_sum) = (start_ns, 0u64, 0u64);
     let mut sample = |now: u64| {
         let done = live.completed.load(Ordering::Relaxed);
@@ -288,18 +288,15 @@ pub fn run_rr(
             inner_stop.store(true, Ordering::Relaxed);
         }
         let now = now_ns();
-        if now >= next_progress && now < deadline_ns + 500_000_000 {
+        if ticks.due(now) {
             on_progress(&sample(now));
-            next_progress += 1_000_000_000;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    // The last interval ends with the client, usually just before its tick: it is reported
-    // too, unless it is a sliver (a stop request just after a tick); once the echo has
-    // stopped, since a report may wait for the caller's sampler.
+    // The last interval, taken now and reported once the echo has stopped, since a report
+    // may wait for the caller's sampler.
     let now = now_ns();
-    let last = (now >= next_progress - 500_000_000 && now < deadline_ns + 500_000_000)
-        .then(|| sample(now));
+    let last = ticks.last_due(now).then(|| sample(now));
     let outcome = handle
         .join()
         .map_err(|_| LoadError::Other("the request/response thread panicked".into()))?;

@@ -42,7 +42,7 @@ pub(crate) use evloop::EventLoop;
 pub(crate) use server::Server;
 pub use server::{serve_tcp, TcpServeReport, TcpTestServer};
 
-use crate::clock::now_ns;
+use crate::clock::{now_ns, ProgressTicks};
 use crate::tcpinfo::{set_max_pacing_rate, tcp_info};
 use crate::threads;
 use crate::LoadError;
@@ -356,7 +356,7 @@ pub fn run_tcp(
     }
 
     // Supervise: progress once a second, stop requests within 20 ms.
-    let mut next_progress = start_ns + 1_000_000_000;
+    let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
     let (mut last_ns, mut last_tx, mut last_rx) = (start_ns, 0u64, 0u64);
     let mut sample = |now: u64| {
         let tx: u64 = tx_counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
@@ -379,20 +379,17 @@ pub fn run_tcp(
             inner_stop.store(true, Ordering::Relaxed);
         }
         let now = now_ns();
-        if now >= next_progress && now < deadline_ns + 500_000_000 {
+        if ticks.due(now) {
             on_progress(&sample(now));
-            next_progress += 1_000_000_000;
         }
         // Each wake-up of this thread takes a core from the sender or the receiver for a
         // moment; 20 ms still sees a stop request well within the senders' 50 ms tick.
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The last interval ends with the senders, usually just before its tick: it is reported
-    // too, unless it is a sliver (a stop request just after a tick); once the receiver has
-    // stopped, since a report may wait for the caller's sampler.
+    // The last interval, taken now and reported once the receiver has stopped, since a
+    // report may wait for the caller's sampler.
     let now = now_ns();
-    let last = (now >= next_progress - 500_000_000 && now < deadline_ns + 500_000_000)
-        .then(|| sample(now));
+    let last = ticks.last_due(now).then(|| sample(now));
     let mut outcomes = Vec::new();
     let mut first_err = None;
     for h in handles {

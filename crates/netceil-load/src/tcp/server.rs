@@ -361,6 +361,12 @@ impl Batch {
         self.lowat > 1
     }
 
+    /// Data was read at `now`: the stream's own clock and the server's last-data time.
+    fn read_at(&mut self, now: u64, live: &LiveCounters) {
+        self.last_read_ns = now;
+        live.last_stream_data_ns.fetch_max(now, Ordering::Relaxed);
+    }
+
     /// After a read: batches a stream that outran its reader (a read took [`OUTRUN`] or more),
     /// and follows the window of a batched one as autotuning grows it.
     fn follow(&mut self, stream: &TcpStream, outran: bool, now: u64, report: &mut TcpServeReport) {
@@ -472,7 +478,8 @@ impl Worker {
                             };
                         // A batched stream arms the drain timer.
                         if batched {
-                            self.next_drain_ns.get_or_insert(now_ns() + DRAIN_NS);
+                            self.next_drain_ns
+                                .get_or_insert_with(|| now_ns() + DRAIN_NS);
                         }
                         match next {
                             Next::Keep => self.sync_interest(&ev, slot)?,
@@ -585,10 +592,7 @@ impl Worker {
             let before = *bytes;
             let (next, _) = sink_reads(&mut conn.stream, bytes, buf, &mut self.report, &self.live);
             if *bytes > before {
-                batch.last_read_ns = now;
-                self.live
-                    .last_stream_data_ns
-                    .fetch_max(now, Ordering::Relaxed);
+                batch.read_at(now, &self.live);
                 batch.set(&conn.stream, 1, &mut self.report);
             }
             if matches!(next, Next::Close) {
@@ -674,8 +678,7 @@ fn handle(
             let (next, outran) = sink_reads(&mut conn.stream, bytes, buf, report, live);
             if *bytes > before {
                 let now = now_ns();
-                batch.last_read_ns = now;
-                live.last_stream_data_ns.fetch_max(now, Ordering::Relaxed);
+                batch.read_at(now, live);
                 if matches!(next, Next::Keep) {
                     batch.follow(&conn.stream, outran, now, report);
                 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use netceil_model::{udp_payload_to_frame, GeneratorStats, PacingMode, Rate, Results};
 
-use crate::clock::{now_ns, sleep_until_ns};
+use crate::clock::{now_ns, sleep_until_ns, ProgressTicks};
 use crate::header::{FarKernel, Fin, FinReport, Header, Kind, HEADER_LEN};
 use crate::threads;
 use crate::LoadError;
@@ -49,7 +49,6 @@ pub const MAX_PAYLOAD_V6: usize = 65_527;
 /// How long the sender waits for the receiver's `FinReport`.
 const FIN_WAIT: Duration = Duration::from_secs(1);
 /// How often the progress callback is called.
-const PROGRESS_EVERY_NS: u64 = 1_000_000_000;
 /// How often the calling thread looks at `stop` and the senders.
 const POLL_NS: u64 = 20_000_000;
 /// Receive timeout of receiver sockets: how late a receiver may notice it should stop.
@@ -373,19 +372,17 @@ pub fn run_udp(
 
         // Progress from the calling thread until every sender is done.
         let start = now_ns();
-        let mut next_progress = start + PROGRESS_EVERY_NS;
+        let mut ticks = ProgressTicks::new(start, u64::MAX);
         while !handles.iter().all(|h| h.is_finished()) {
-            let now = now_ns();
-            if now >= next_progress {
+            if ticks.due(now_ns()) {
                 on_progress(&progress(start, cfg.payload_bytes, &tx_live, &rx_live));
-                next_progress += PROGRESS_EVERY_NS;
             }
             sleep_until_ns(now_ns() + POLL_NS);
         }
-        // The last interval ends with the senders, usually just before its tick: it is
-        // reported too, unless it is a sliver (a stop request just after a tick); after the
-        // receiver is done, since a report may wait for the caller's sampler.
-        let last = (now_ns() >= next_progress - PROGRESS_EVERY_NS / 2)
+        // The last interval, taken now and reported after the receiver is done, since a
+        // report may wait for the caller's sampler.
+        let last = ticks
+            .last_due(now_ns())
             .then(|| progress(start, cfg.payload_bytes, &tx_live, &rx_live));
         let mut reports = Vec::new();
         let mut panicked = false;
@@ -1341,12 +1338,11 @@ pub fn serve_udp(
     let rx = UdpReceiver::spawn_with(listen, rcvbuf, rcvbuf_force, kernel_probe)?;
     let start = now_ns();
     let end = duration.map(|d| start + d.as_nanos().min(u128::from(u64::MAX / 2)) as u64);
-    let mut next_progress = start + PROGRESS_EVERY_NS;
+    let mut ticks = ProgressTicks::new(start, u64::MAX);
     while !stop.load(Ordering::Relaxed) && end.is_none_or(|e| now_ns() < e) {
         let now = now_ns();
-        if now >= next_progress {
+        if ticks.due(now) {
             on_progress(&rx.progress());
-            next_progress += PROGRESS_EVERY_NS;
         }
         let wake = (now + POLL_NS).min(end.unwrap_or(u64::MAX));
         sleep_until_ns(wake);
