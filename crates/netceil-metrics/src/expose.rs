@@ -28,10 +28,9 @@ pub enum Kind {
 /// How a series' values become the exposed value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fold {
-    /// The newest value (a gauge).
+    /// The newest value: a gauge, or a total the series already counts up (a since-boot
+    /// counter of a snapshot).
     Last,
-    /// The newest value, which is already a total (a since-boot counter of a snapshot).
-    Total,
     /// Each row's value times its measured length, added up (a rate made a counter).
     Integrate,
 }
@@ -109,6 +108,28 @@ const THREAD_MODES: [(&str, &str); 2] = [
 /// Series that are the sum of others exposed beside them.
 const DERIVED: [&str; 2] = [names::CPU_BUSY_PCT, names::THREAD_CPU_PCT];
 
+/// Whose CPU time a share is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CpuScope {
+    /// A CPU's (`cpu_*_pct`).
+    Cpu,
+    /// A thread's (`thread_*_pct`).
+    Thread,
+}
+
+/// The scope and mode of a CPU time share, or `None` for any other series: the one lookup
+/// of [`CPU_MODES`] and [`THREAD_MODES`].
+fn cpu_mode(name: &str, unit: Unit) -> Option<(CpuScope, &'static str)> {
+    if unit != Unit::Percent {
+        return None;
+    }
+    let find =
+        |modes: &[(&str, &'static str)]| modes.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
+    find(&CPU_MODES)
+        .map(|m| (CpuScope::Cpu, m))
+        .or_else(|| find(&THREAD_MODES).map(|m| (CpuScope::Thread, m)))
+}
+
 fn seconds_counter(stem: &str) -> Exposed {
     Exposed {
         stem: format!("{PREFIX}_{stem}"),
@@ -124,13 +145,10 @@ fn seconds_counter(stem: &str) -> Exposed {
 /// `_bits_per_s`, `_pps`, `_per_s`, `_us`…) is replaced by the base unit's; a name without the
 /// suffix its unit implies gets the exposed unit appended all the same.
 pub fn expose(name: &str, unit: Unit) -> Exposed {
-    if unit == Unit::Percent {
-        if CPU_MODES.iter().any(|(n, _)| *n == name) {
-            return seconds_counter("cpu");
-        }
-        if THREAD_MODES.iter().any(|(n, _)| *n == name) {
-            return seconds_counter("thread_cpu");
-        }
+    match cpu_mode(name, unit) {
+        Some((CpuScope::Cpu, _)) => return seconds_counter("cpu"),
+        Some((CpuScope::Thread, _)) => return seconds_counter("thread_cpu"),
+        None => {}
     }
     let clean = sanitize(name);
     let gauge_rate = RATE_GAUGES.contains(&name);
@@ -180,14 +198,11 @@ pub fn expose(name: &str, unit: Unit) -> Exposed {
     let stripped = suffixes
         .iter()
         .find_map(|s| clean.strip_suffix(s).filter(|rest| !rest.is_empty()));
-    let fold = if unit == Unit::Count && stripped.is_some() {
-        Fold::Total
+    // A count whose name says it is a total counts up by itself.
+    let kind = if fold == Fold::Integrate || (unit == Unit::Count && stripped.is_some()) {
+        Kind::Counter
     } else {
-        fold
-    };
-    let kind = match fold {
-        Fold::Last => Kind::Gauge,
-        Fold::Total | Fold::Integrate => Kind::Counter,
+        Kind::Gauge
     };
     let mut base = stripped.unwrap_or(&clean).to_string();
     // A byte counter whose name already says bytes (`tcp_bytes_acked`) is not "bytes_bytes".
@@ -219,15 +234,8 @@ pub fn target(id: &MetricId, unit: Unit, detail: Detail) -> Option<Target> {
         return None;
     }
     let exposed = expose(name, unit);
-    let mode = CPU_MODES
-        .iter()
-        .chain(&THREAD_MODES)
-        .find(|(n, _)| *n == name && unit == Unit::Percent)
-        .map(|(_, m)| *m);
-    if mode.is_some()
-        && CPU_MODES.iter().any(|(n, _)| *n == name)
-        && id.label(names::LABEL_CPU).is_none()
-    {
+    let mode = cpu_mode(name, unit);
+    if matches!(mode, Some((CpuScope::Cpu, _))) && id.label(names::LABEL_CPU).is_none() {
         return None;
     }
     let mut dropped = false;
@@ -246,7 +254,7 @@ pub fn target(id: &MetricId, unit: Unit, detail: Detail) -> Option<Target> {
     if dropped && exposed.fold != Fold::Integrate {
         return None;
     }
-    if let Some(m) = mode {
+    if let Some((_, m)) = mode {
         labels.push(("mode".into(), m.into()));
     }
     labels.sort();
@@ -294,13 +302,14 @@ pub(crate) fn sanitize(text: &str) -> String {
 /// list of labels, which the samples show), how it was converted, and netceil's own name.
 pub fn help(name: &str, unit: Unit) -> String {
     // One family holds every mode: its help names them all, whichever came first.
-    if unit == Unit::Percent {
-        if CPU_MODES.iter().any(|(n, _)| *n == name) {
+    match cpu_mode(name, unit) {
+        Some((CpuScope::Cpu, _)) => {
             return "Time each CPU spent in each mode, seconds, counted up from netceil's per-interval shares (/proc/stat). netceil series: cpu_user_pct, cpu_system_pct… by mode.".into();
         }
-        if THREAD_MODES.iter().any(|(n, _)| *n == name) {
+        Some((CpuScope::Thread, _)) => {
             return "CPU time of a process's threads of one name, by mode, seconds, counted up from netceil's per-interval shares. netceil series: thread_user_pct, thread_system_pct.".into();
         }
+        None => {}
     }
     let e = expose(name, unit);
     let what = match names::doc_of(name) {

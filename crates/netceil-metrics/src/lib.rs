@@ -187,7 +187,11 @@ struct State {
     index: HashMap<(String, Vec<(String, String)>), usize>,
     /// Each model series → the exposure it folds into (`None`: left out), so the mapping is
     /// worked out once per series, not once per row.
-    routes: HashMap<(MetricId, Unit), Option<usize>>,
+    /// Keyed by the id alone, so a row's values are looked up without a copy of their ids;
+    /// the unit it was routed with is kept beside (one id in another unit is routed anew).
+    routes: HashMap<MetricId, (Unit, Option<usize>)>,
+    /// How each family is exposed, as its first series decided.
+    kinds: HashMap<String, Exposed>,
     detail: Detail,
     newest_t_s: f64,
     interval_s: Option<f64>,
@@ -206,12 +210,25 @@ struct State {
 impl State {
     /// The exposure the model series `id` folds into, made on its first value.
     fn route(&mut self, id: &MetricId, unit: Unit) -> Option<usize> {
-        if let Some(r) = self.routes.get(&(id.clone(), unit)) {
-            return *r;
+        if let Some(&(u, r)) = self.routes.get(id) {
+            if u == unit {
+                return r;
+            }
         }
-        let r = target(id, unit, self.detail).map(|t| {
-            let key = (t.exposed.family(), t.labels.clone());
-            *self.index.entry(key).or_insert_with(|| {
+        let r = target(id, unit, self.detail).and_then(|t| {
+            let family = t.exposed.family();
+            // A family belongs to the first series that maps to it; one of another type or
+            // unit (a since-boot total beside the rate it is read as live) is left out, so no
+            // value is folded the wrong way and the output stays valid whatever the input.
+            match self.kinds.get(&family) {
+                Some(first) if *first != t.exposed => return None,
+                Some(_) => {}
+                None => {
+                    self.kinds.insert(family.clone(), t.exposed.clone());
+                }
+            }
+            let key = (family, t.labels.clone());
+            Some(*self.index.entry(key).or_insert_with(|| {
                 self.exposures.push(Exposure {
                     help: help(&id.name, unit),
                     target: t,
@@ -220,9 +237,9 @@ impl State {
                     t_s: f64::NEG_INFINITY,
                 });
                 self.exposures.len() - 1
-            })
+            }))
         });
-        self.routes.insert((id.clone(), unit), r);
+        self.routes.insert(id.clone(), (unit, r));
         r
     }
 
@@ -241,7 +258,7 @@ impl State {
             let e = &mut self.exposures[i];
             let scaled = value / e.target.exposed.divisor;
             match e.target.exposed.fold {
-                Fold::Last | Fold::Total => e.value = scaled,
+                Fold::Last => e.value = scaled,
                 Fold::Integrate => {
                     // A rate that is not a number or below zero (a counter that went back)
                     // adds nothing; the series still counts as seen.
@@ -448,14 +465,13 @@ fn encode_findings(enc: &mut DescriptorEncoder, st: &State) -> Result<(), std::f
 /// The exposed series grouped into families by name, laid out so that a `sum()` over a family
 /// never counts a value twice: a machine-wide series is left out where the series it is made
 /// of (per CPU, per interface…) are there, and series of another set of labels (IPIs per kind
-/// beside IPIs per CPU) become a family of their own, `<name>_by_<labels>`. A family belongs
-/// to the first series that maps to it; one of another type or unit is left out, as is a
-/// label set already taken, so the output stays valid whatever the input.
+/// beside IPIs per CPU) become a family of their own, `<name>_by_<labels>`.
 fn families(st: &State) -> BTreeMap<String, Family> {
-    let limit = st.newest_t_s - stale_after(st.interval_s.unwrap_or(1.0));
+    // Stale series are gone already (State::prune, after every update); routing kept each
+    // family to one type and each (family, labels) to one series.
     let mut grouped: BTreeMap<String, Family> = BTreeMap::new();
     for e in &st.exposures {
-        if e.t_s < limit || !e.value.is_finite() {
+        if !e.value.is_finite() {
             continue;
         }
         let exposed = &e.target.exposed;
@@ -469,9 +485,6 @@ fn families(st: &State) -> BTreeMap<String, Family> {
             help: e.help.clone(),
             samples: Vec::new(),
         });
-        if family.exposed != *exposed || family.samples.iter().any(|(l, _)| *l == e.target.labels) {
-            continue;
-        }
         family.samples.push((e.target.labels.clone(), e.value));
     }
     let mut out = BTreeMap::new();
@@ -538,9 +551,9 @@ fn encode_family(enc: &mut DescriptorEncoder, family: &Family) -> Result<(), std
         "bytes" => PromUnit::Bytes,
         other => PromUnit::Other(other.to_string()),
     });
-    let (metric_type, kind) = match family.exposed.kind {
-        Kind::Gauge => (MetricType::Gauge, Kind::Gauge),
-        Kind::Counter => (MetricType::Counter, Kind::Counter),
+    let metric_type = match family.exposed.kind {
+        Kind::Gauge => MetricType::Gauge,
+        Kind::Counter => MetricType::Counter,
     };
     let mut m = enc.encode_descriptor(
         &family.exposed.stem,
@@ -550,12 +563,20 @@ fn encode_family(enc: &mut DescriptorEncoder, family: &Family) -> Result<(), std
     )?;
     for (labels, value) in &family.samples {
         let mut sample = m.encode_family(labels)?;
-        match kind {
+        match family.exposed.kind {
             Kind::Gauge => sample.encode_gauge(value)?,
             Kind::Counter => sample.encode_counter::<NoLabelSet, _, f64>(value, None)?,
         }
     }
     Ok(())
+}
+
+/// What the endpoint shows of findings: each one's cause and confidence, in order.
+fn cause_and_confidence(findings: &[Finding]) -> Vec<(String, f64)> {
+    findings
+        .iter()
+        .map(|f| (f.cause.to_string(), f.confidence))
+        .collect()
 }
 
 /// Hands rows and findings to a running [`MetricsServer`]; cheap to clone, and it does not
@@ -589,10 +610,7 @@ impl Publisher {
     /// The run's final verdict, most confident first; live verdicts stop.
     pub fn set_findings(&self, findings: &[Finding]) {
         let mut st = self.0.lock();
-        st.findings = findings
-            .iter()
-            .map(|f| (f.cause.to_string(), f.confidence))
-            .collect();
+        st.findings = cause_and_confidence(findings);
         st.findings_final = true;
         st.generation += 1;
         st.window = None;
@@ -938,10 +956,7 @@ fn live_verdict(shared: &Shared, live: &Mutex<Option<LiveVerdict>>) -> bool {
     drop(guard);
     let mut st = shared.lock();
     if !st.findings_final {
-        st.findings = findings
-            .iter()
-            .map(|f| (f.cause.to_string(), f.confidence))
-            .collect();
+        st.findings = cause_and_confidence(&findings);
         st.generation += 1;
     }
     true
@@ -1311,7 +1326,8 @@ mod tests {
             let cpu_time = family.ends_with("cpu_seconds");
             assert_eq!(e.kind == Kind::Counter, counted || cpu_time, "{name}");
             // Distinct, but for the CPU time shares (one family with a mode label) and a
-            // since-boot total with the rate it is read as live (one counter either way).
+            // since-boot total beside the rate it is read as live: the first series to come
+            // holds the family, and routing refuses the other (see below).
             if let Some(other) = seen.insert(family.clone(), name) {
                 let twins = |a: &str, b: &str| {
                     a.strip_suffix("_total")
@@ -1325,6 +1341,33 @@ mod tests {
             let h = help(name, unit);
             assert!(!h.contains('\n') && (h.contains(name) || cpu_time), "{h}");
         }
+    }
+
+    #[test]
+    fn a_total_and_its_rate_twin_do_not_fold_into_one_counter() {
+        let (shared, p) = server_state();
+        let cpu1 = [("cpu", "1")];
+        for t in [1.0, 2.0] {
+            p.update_row(&row(
+                t,
+                vec![
+                    (id(n::SOFTNET_DROPPED_TOTAL, &cpu1), Unit::Count, 7.0),
+                    (id(n::SOFTNET_DROPPED_PER_S, &cpu1), Unit::PerSecond, 100.0),
+                ],
+            ));
+        }
+        let text = shared.render().unwrap();
+        // The since-boot total came first and holds the family; the rate is not added into it
+        // (7 + 200) nor does it overwrite it (100).
+        assert!(
+            text.contains("netceil_softnet_dropped_total{cpu=\"1\"} 7"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("netceil_softnet_dropped_total{").count(),
+            1,
+            "{text}"
+        );
     }
 
     #[test]
