@@ -118,6 +118,8 @@ pub struct Ctx<'a> {
     pub net: NetActivity,
     /// Who took each core the workload could use, over the load rows.
     pub cpu: CpuAccount,
+    /// [`Ctx::loopback_only`], worked out on first use: several rules ask.
+    loopback: std::cell::OnceCell<bool>,
 }
 
 impl<'a> Ctx<'a> {
@@ -177,6 +179,7 @@ impl<'a> Ctx<'a> {
             rows_note,
             net: NetActivity::Unknown,
             cpu: CpuAccount::default(),
+            loopback: std::cell::OnceCell::new(),
         };
         ctx.net = ctx.net_activity(traffic_in_results);
         ctx.cpu = CpuAccount::new(&ctx);
@@ -458,6 +461,10 @@ impl<'a> Ctx<'a> {
     /// of them; else the host listing only loopback interfaces. Unknown is false: a NIC may
     /// be involved.
     pub fn loopback_only(&self) -> bool {
+        *self.loopback.get_or_init(|| self.find_loopback_only())
+    }
+
+    fn find_loopback_only(&self) -> bool {
         if let Some(peer_on_loopback) = self.live_peer_on_loopback() {
             return peer_on_loopback;
         }

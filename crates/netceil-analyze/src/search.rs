@@ -214,20 +214,23 @@ pub struct ToleranceResult {
     pub tolerance: f64,
     /// The highest rate that passed at the final duration, as the generator offered it, pps.
     pub rate_pps: Option<f64>,
-    /// The lowest rate that failed at the final duration, pps.
+    /// The lowest rate found to lose too much: an upper bound, at the final duration or at a
+    /// shorter one (a shorter trial that lost too much counts against a load), pps.
     pub upper_pps: Option<f64>,
     /// The smallest and largest loss ratio seen at `rate_pps` at the final duration.
     pub loss_spread: Option<(f64, f64)>,
     /// Trials at the final duration in the whole search, verifications included (each serves
     /// every tolerance).
     pub final_trials: usize,
-    /// The verification trial (or its retry) passed.
+    /// A full-length trial at `rate_pps` passed: the answer's verification.
     pub verified: bool,
-    /// Failures at a rate that had passed, in this tolerance's decisions.
+    /// Trials at or below the answer that lost too much, in any phase: how noisy the device
+    /// was where it passed.
     pub flaps: usize,
     /// The generator could not offer more: `rate_pps` is a lower bound.
     pub generator_limited: bool,
-    /// The first final-duration trial that failed above `rate_pps`: what stopped it.
+    /// What stopped it: the longest trial that failed at `upper_pps` (of any phase), else the
+    /// lowest failing trial above `rate_pps`.
     pub first_failing_trial: Option<usize>,
     /// Why the answer is not exact to the precision asked, when it is not.
     pub incomplete: Option<String>,
@@ -332,7 +335,7 @@ enum Stop {
 }
 
 impl Search<'_> {
-    fn run(&mut self, rate: f64, phase: usize, purpose: Purpose) -> Result<TrialRecord, Stop> {
+    fn run(&mut self, rate: f64, phase: usize, purpose: Purpose) -> Result<(), Stop> {
         if self.trials.len() >= self.cfg.max_trials {
             return Err(Stop::OutOfTrials);
         }
@@ -349,8 +352,8 @@ impl Search<'_> {
             result,
         };
         (self.on_trial)(&rec);
-        self.trials.push(rec.clone());
-        Ok(rec)
+        self.trials.push(rec);
+        Ok(())
     }
 
     fn goal(&self, t: usize, phase: usize) -> Goal {
@@ -666,7 +669,7 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
         .iter()
         .filter(|r| passes(r, tol))
         .map(|r| r.result.achieved_pps)
-        .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.min(a))));
+        .reduce(f64::min);
     // What stopped it: the longest failing trial at the upper bound, else the lowest failing
     // trial above the answer.
     let failing = |r: &&TrialRecord| !passes(r, tol);

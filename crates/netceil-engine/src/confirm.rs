@@ -271,11 +271,6 @@ fn design(
     }
 }
 
-/// The unchanged arm's workload: the run's own, with its threads held where the run had them
-/// when the change is a thread's place. The scheduler is free to move unplaced threads, and
-/// then the unchanged arm might run with the receiver apart from the sender, or the changed
-/// one with it back; held, A is the placement the verdict was about and B differs from it in
-/// the receiver's core alone.
 /// More sender threads can spread over more cores: not when the run placed every sender on
 /// one CPU (`--tx-cpu`), nor when this process may run on one CPU only. More threads on the
 /// same core would share it, and a flat result would refute a core that is still full.
@@ -284,6 +279,11 @@ fn spreadable(params: &LoadParams, cores: &Cores) -> bool {
     params.placement().1.is_none() && cores.allowed.len() != 1
 }
 
+/// The unchanged arm's workload: the run's own, with its threads held where the run had them
+/// when the change is a thread's place. The scheduler is free to move unplaced threads, and
+/// then the unchanged arm might run with the receiver apart from the sender, or the changed
+/// one with it back; held, A is the placement the verdict was about and B differs from it in
+/// the receiver's core alone.
 fn unchanged(i: &Intervention, params: &LoadParams) -> LoadParams {
     let mut p = params.clone();
     if let Intervention::RxCore { shared, .. } = i {
@@ -465,8 +465,11 @@ pub fn confirm(
             (c, p) if shared_rx_core(c, p, &cores).is_some() => {
                 "the receiver shared its core with the sender, and this process may run on that one CPU only (its cgroup cpuset or taskset), so there is no other core to move the receiver to"
             }
-            (Cause::HotCpu | Cause::SenderSaturated | Cause::ThreadSaturated, p)
-                if !spreadable(p, &cores) =>
+            // Only where design() would have added sender threads (UDP and TCP).
+            (
+                Cause::HotCpu | Cause::SenderSaturated | Cause::ThreadSaturated,
+                p @ (LoadParams::Udp(_) | LoadParams::Tcp(_)),
+            ) if !spreadable(p, &cores) =>
             {
                 "the sender threads can only share one core (placed with --tx-cpu, or this process may run on one CPU only), so more of them would test nothing"
             }

@@ -227,8 +227,8 @@ fn search_config(p: &SearchParams, min_pps: f64, max_pps: f64) -> SearchConfig {
         initial_duration: Duration::from_secs_f64(p.initial_trial_s),
         precision: p.precision,
         max_trials: p.max_trials,
-        exceed_ratio: search::EXCEED_RATIO,
-        duration_sum_trials: search::DURATION_SUM_TRIALS,
+        // The decision rule is not a flag: the defaults, which the run's note states.
+        ..SearchConfig::default()
     }
 }
 
@@ -385,8 +385,8 @@ pub fn run(
     ));
     top.notes.push(format!(
         "a rate is within a tolerance when at most {} of its trial-seconds (at least {} full-length trials' worth, shorter failures counted too) lost more, and it passed a full-length trial: one lossy trial on a noisy path does not move the answer; the loss seen at a rate is the worst of its full-length trials",
-        fraction(search::EXCEED_RATIO),
-        search::DURATION_SUM_TRIALS
+        fraction(SearchConfig::default().exceed_ratio),
+        SearchConfig::default().duration_sum_trials
     ));
     Ok(Searched { knees, interrupted })
 }
