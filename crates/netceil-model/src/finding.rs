@@ -45,14 +45,16 @@ pub struct Finding {
     pub not_checked: Vec<String>,
 }
 
+impl Finding {
+    /// The confidence as every renderer words it: `confidence 54 %`.
+    pub fn confidence_text(&self) -> String {
+        format!("confidence {:.0} %", self.confidence * 100.0)
+    }
+}
+
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "{} (confidence {:.0} %)",
-            self.summary,
-            self.confidence * 100.0
-        )?;
+        writeln!(f, "{} ({})", self.summary, self.confidence_text())?;
         for e in &self.evidence {
             writeln!(f, "  evidence: {}", e.text)?;
         }

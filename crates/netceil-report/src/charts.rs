@@ -8,6 +8,7 @@
 //! Legends are drawn below the plot area rather than inside it, so they never hide data.
 //! A missing value breaks a line instead of being drawn as 0.
 
+use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -118,6 +119,23 @@ pub struct TimeChart {
 }
 
 type ChartResult<T> = Result<T, String>;
+
+/// The look every chart's axes share: the fonts (axis titles at `desc_size` px) and light
+/// grid lines.
+fn house_style<'m, 'a, 'b, X, Y, DB>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+    desc_size: u32,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged,
+    Y: Ranged,
+    DB: DrawingBackend,
+{
+    mesh.axis_desc_style((FONT, desc_size))
+        .label_style((FONT, 12))
+        .light_line_style(RGBColor(0xee, 0xee, 0xee))
+        .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+}
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     format!("could not draw the chart: {e}")
@@ -265,15 +283,11 @@ fn draw_time_chart(chart: &TimeChart) -> ChartResult<String> {
             .y_label_area_size(72)
             .build_cartesian_2d(0.0..x_max, 0.0..chart.left.top())
             .map_err(err)?;
-        ctx.configure_mesh()
+        house_style(&mut ctx.configure_mesh(), 14)
             .x_desc(chart.x_desc.as_str())
             .y_desc(chart.left.desc.as_str())
             .x_label_formatter(&|v| fmt::number(*v))
             .y_label_formatter(&|v| fmt::number(*v))
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
         for line in &chart.left.lines {
@@ -379,14 +393,11 @@ fn draw_panels(chart: &PanelChart, panels: &[&Panel]) -> ChartResult<String> {
                 .build_cartesian_2d(0.0..x_max, 0.0..top)
                 .map_err(err)?;
             let mut mesh = ctx.configure_mesh();
-            mesh.y_desc(panel.desc.as_str())
+            house_style(&mut mesh, 13)
+                .y_desc(panel.desc.as_str())
                 .y_labels(4)
                 .x_label_formatter(&|v| fmt::number(*v))
-                .y_label_formatter(&|v| fmt::number(*v))
-                .axis_desc_style((FONT, 13))
-                .label_style((FONT, 12))
-                .light_line_style(RGBColor(0xee, 0xee, 0xee))
-                .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd));
+                .y_label_formatter(&|v| fmt::number(*v));
             if last {
                 mesh.x_desc(chart.x_desc.as_str());
             }
@@ -437,15 +448,11 @@ fn draw_cdf(title: &str, x_desc: &str, lines: &[Line], lo: f64, hi: f64) -> Char
             .y_label_area_size(72)
             .build_cartesian_2d((lo..hi).log_scale(), 0.0..100.0)
             .map_err(err)?;
-        ctx.configure_mesh()
+        house_style(&mut ctx.configure_mesh(), 14)
             .x_desc(x_desc)
             .y_desc("samples at or below [%]")
             .x_label_formatter(&|v| fmt::number(*v))
             .y_label_formatter(&|v| fmt::number(*v))
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
         for line in lines {
@@ -485,14 +492,15 @@ pub struct BoxStats {
 impl BoxStats {
     /// The statistics of `values` (finite ones only), or `None` when there are none.
     pub fn of(label: String, values: &[f64]) -> Option<BoxStats> {
-        use statrs::statistics::{Data, OrderStatistics};
+        use netceil_model::stats::quantile_sorted;
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
         v.sort_by(f64::total_cmp);
-        let mut data = Data::new(v.clone());
-        let (q1, median, q3) = (data.lower_quartile(), data.median(), data.upper_quartile());
+        // The project's one quantile rule, so a median here is the median everywhere.
+        let (q1, median, q3) = (
+            quantile_sorted(&v, 0.25)?,
+            quantile_sorted(&v, 0.5)?,
+            quantile_sorted(&v, 0.75)?,
+        );
         let reach = 1.5 * (q3 - q1);
         let low = v.iter().copied().find(|x| *x >= q1 - reach).unwrap_or(v[0]);
         let high = v
@@ -537,16 +545,12 @@ pub fn box_chart(title: &str, value_desc: &str, boxes: &[BoxStats]) -> ChartResu
             SegmentValue::CenterOf(i) if *i >= 0 && *i < n => boxes[*i as usize].label.clone(),
             _ => String::new(),
         };
-        ctx.configure_mesh()
+        house_style(&mut ctx.configure_mesh(), 14)
             .disable_x_mesh()
             .y_desc(value_desc)
             .x_label_formatter(&label_of)
             .x_labels(boxes.len())
             .y_label_formatter(&|v| fmt::number(*v))
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
         // Boxes at most 120 px wide, however few there are.
@@ -672,16 +676,12 @@ where
             }
             _ => String::new(),
         };
-        ctx.configure_mesh()
+        house_style(&mut ctx.configure_mesh(), 14)
             .disable_y_mesh()
             .x_desc(value_desc)
             .x_label_formatter(&|v| fmt::number(*v))
             .y_label_formatter(&label_of)
             .y_labels(bars.len())
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
         let anchor =
@@ -852,13 +852,27 @@ mod tests {
     fn cdf_has_a_log_axis_and_markers() {
         let l = Line {
             label: "run 1".into(),
-            points: vec![(1e-5, Some(0.0)), (2e-5, Some(50.0)), (1e-3, Some(100.0))],
+            points: vec![(10.0, Some(0.0)), (20.0, Some(50.0)), (1000.0, Some(100.0))],
             dashed: false,
             color: color(0),
         };
-        let svg = cdf_chart("latency", "latency [s]", &[l]).unwrap().unwrap();
+        let svg = cdf_chart("latency", "latency [µs]", &[l]).unwrap().unwrap();
         assert!(svg.contains("samples at or below [%]") && svg.contains("run 1"));
         assert_eq!(svg.matches("<circle").count(), 3);
+        // A log axis from 1 to 10 k: its ticks are the decades, each labelled plainly (no
+        // 1.00e-5), which a linear axis over 10..1000 would not have.
+        // The texts of the SVG: titles, tick labels, legend.
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t.split_once('>')?.1.split('<').next()?.trim()))
+            .collect();
+        // A log axis from 1 to 10 k labels its decades (a linear one over 10..1000 would label
+        // 0, 200, 400…), each plainly: µs as measured, no 1.00e-5 of seconds.
+        for tick in ["1", "10", "100", "1.00 k", "10.0 k"] {
+            assert!(texts.contains(&tick), "tick {tick} missing: {texts:?}");
+        }
+        assert!(!texts.iter().any(|t| t.contains("e-")), "{texts:?}");
     }
 
     #[test]

@@ -1001,6 +1001,11 @@ mod tests {
         assert_eq!(c.unlike.as_deref(), Some(why.as_str()));
         assert!(crate::compare_table(&c).starts_with("warning: A is a tcp run"));
         assert!(crate::compare_markdown(&c).contains("**Warning:** A is a tcp run"));
+        let html = crate::html_report(&[tcp.clone(), udp.clone()]);
+        assert!(
+            html.contains("<strong>Warning:</strong> A is a tcp run"),
+            "the HTML comparison warns too"
+        );
         assert_eq!(unlike(&udp, &udp), None);
         assert_eq!(unlike(&fixture("search"), &fixture("sweep")), None);
         // A run with no workload of netceil's (imported, watched) is alike with anything.

@@ -618,8 +618,9 @@ fn write_latency(page: &mut String, run: &Run, hn: usize) {
         .iter()
         .map(|(label, v)| Bar {
             label: (*label).into(),
-            // In seconds, so the axis ticks get SI prefixes (10 µ, 1 m) like every other axis.
-            value: Some(*v * 1e-6),
+            // In µs as measured: the tick labels have no prefixes below 1 (10 µs would read
+            // 1.00e-5 in seconds).
+            value: Some(*v),
             annotation: fmt::value(*v, Unit::Microseconds),
             color: charts::color(3),
         })
@@ -628,7 +629,7 @@ fn write_latency(page: &mut String, run: &Run, hn: usize) {
         page,
         Some(charts::bar_chart(
             "Request/response latency percentiles (log scale)",
-            "latency [s]",
+            &axis_desc("latency", Unit::Microseconds),
             &bars,
             true,
         )),
@@ -653,7 +654,7 @@ fn latency_cdf(runs: &[(String, &LatencySummary, usize)]) -> Option<Result<Strin
         .iter()
         .map(|(label, l, i)| Line {
             label: label.clone(),
-            // In seconds, so the ticks get SI prefixes (10 µ, 1 m) like the other axes.
+            // In µs as measured (see write_latency).
             points: [
                 (l.min, 0.0),
                 (l.p50, 50.0),
@@ -663,7 +664,7 @@ fn latency_cdf(runs: &[(String, &LatencySummary, usize)]) -> Option<Result<Strin
                 (l.max, 100.0),
             ]
             .into_iter()
-            .map(|(us, pct)| (us * 1e-6, Some(pct)))
+            .map(|(us, pct)| (us, Some(pct)))
             .collect(),
             dashed: false,
             color: charts::color(*i),
@@ -671,7 +672,7 @@ fn latency_cdf(runs: &[(String, &LatencySummary, usize)]) -> Option<Result<Strin
         .collect();
     charts::cdf_chart(
         "Request/response latency, cumulative",
-        "latency [s] (log scale)",
+        &format!("{} (log scale)", axis_desc("latency", Unit::Microseconds)),
         &lines,
     )
 }
@@ -1270,7 +1271,7 @@ fn write_overview(page: &mut String, runs: &[Run]) {
     for run in runs {
         let verdict = run.findings.first().map_or_else(
             || "no finding recorded".to_string(),
-            |f| format!("{} (confidence {:.0} %)", f.summary, f.confidence * 100.0),
+            |f| format!("{} ({})", f.summary, f.confidence_text()),
         );
         let what = words::workload(run).unwrap_or_else(|| summary::kind_or_source(run));
         let _ = writeln!(
@@ -1435,13 +1436,7 @@ fn write_repeats(page: &mut String, runs: &[Run]) {
             .collect()
     };
     let throughput = boxes(&|r| r.results.as_ref().map(|r| r.rx_app_bits_per_s));
-    let p99 = boxes(&|r| {
-        r.results
-            .as_ref()?
-            .latency_us
-            .as_ref()
-            .map(|l| l.p99 * 1e-6)
-    });
+    let p99 = boxes(&|r| r.results.as_ref()?.latency_us.as_ref().map(|l| l.p99));
     let rows: Vec<Vec<String>> = groups
         .iter()
         .enumerate()
@@ -1481,7 +1476,7 @@ fn write_repeats(page: &mut String, runs: &[Run]) {
             page,
             Some(charts::box_chart(
                 "Received by the application, over repeats",
-                "received [bit/s]",
+                &axis_desc("received", Unit::BitsPerSecond),
                 &throughput,
             )),
             "Per workload run more than once: the box spans the quartiles, the black bar is \
@@ -1494,7 +1489,7 @@ fn write_repeats(page: &mut String, runs: &[Run]) {
             page,
             Some(charts::box_chart(
                 "Latency p99, over repeats",
-                "p99 latency [s]",
+                &axis_desc("p99 latency", Unit::Microseconds),
                 &p99,
             )),
             "As above, for each run's 99th-percentile request/response latency.",
@@ -1505,6 +1500,13 @@ fn write_repeats(page: &mut String, runs: &[Run]) {
 fn write_comparison(page: &mut String, a: &Run, b: &Run) {
     let c = compare::compare(a, b);
     page.push_str("<section id=\"comparison\"><h2>A/B comparison</h2>\n");
+    if let Some(why) = &c.unlike {
+        let _ = writeln!(
+            page,
+            "<p class=\"warning\"><strong>Warning:</strong> {}.</p>",
+            escape(why)
+        );
+    }
     let _ = writeln!(
         page,
         "<p>A = <code>{}</code>, B = <code>{}</code>.</p><ul>",

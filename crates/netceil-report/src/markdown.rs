@@ -273,10 +273,10 @@ fn queues(rx: Option<u32>, tx: Option<u32>) -> String {
 fn write_finding(out: &mut String, number: usize, f: &Finding) {
     let _ = writeln!(
         out,
-        "{number}. **{}** (cause {}, confidence {:.0} %)",
+        "{number}. **{}** (cause {}, {})",
         escape(&f.summary),
         code(f.cause.as_str()),
-        f.confidence * 100.0
+        f.confidence_text()
     );
     for e in &f.evidence {
         let _ = writeln!(

@@ -32,7 +32,8 @@ pub fn search(run: &Run) -> String {
         s.push_str(&format!(
             "{:>7}  {:>6}  {:>13}{}  {:>8}  {:>8}  {:>9}  {:>6}  {}\n",
             k.size_bytes,
-            format!("{} %", k.loss_tolerance * 100.0),
+            // Rounded past the float's noise: 0.7, not 0.7000000000000001.
+            format!("{} %", (k.loss_tolerance * 100.0 * 1e6).round() / 1e6),
             rate,
             if k.generator_limited { "≥" } else { " " },
             gbit,
@@ -100,8 +101,8 @@ pub fn flows(top: &Run) -> String {
             s.flows,
             fmt::value(s.bits_per_s, Unit::BitsPerSecond),
             opt(s.cpu_busy_pct, &|v| format!("{v:.0} %")),
-            opt(s.cs_per_s, &|v| fmt::count(v as u64)),
-            opt(s.intr_per_s, &|v| fmt::count(v as u64)),
+            opt(s.cs_per_s, &|v| fmt::count(v.round() as u64)),
+            opt(s.intr_per_s, &|v| fmt::count(v.round() as u64)),
             top.parts[i]
                 .findings
                 .first()

@@ -168,17 +168,15 @@ fn udp_title(r: &Results) -> String {
 
 /// What a TCP part ran: `TCP 1 flow`.
 fn tcp_title(r: &Results) -> String {
-    let n = r.flows.len();
-    format!("TCP {n} flow{}", if n == 1 { "" } else { "s" })
+    format!("TCP {}", crate::words::plural(r.flows.len(), "flow"))
 }
 
 /// What a request/response part ran: `Request/response 64 B, 1 flow`.
 fn rr_title(r: &Results) -> String {
-    let n = r.flows.len().max(1);
     format!(
-        "Request/response {} B, {n} flow{}",
+        "Request/response {} B, {}",
         r.payload_bytes.unwrap_or(0),
-        if n > 1 { "s" } else { "" }
+        crate::words::plural(r.flows.len().max(1), "flow")
     )
 }
 
@@ -349,18 +347,18 @@ fn ceiling(run: &Run) -> Option<Ceiling> {
             name: format!("UDP packet rate ({} B frame)", r.frame_bytes.unwrap_or(0)),
             figure: fmt::value(r.rx_app_pps, Unit::PacketsPerSecond),
             detail: format!(
-                "lost {}, unexplained {}",
+                "lost {}, unexplained {} pkt",
                 fmt::opt_value(loss_pct(r), Unit::Percent),
-                r.unexplained_packets
+                fmt::signed_count(r.unexplained_packets)
             ),
         },
         WorkloadKind::Tcp => Ceiling {
             name: "TCP stream".to_string(),
             figure: fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
+            // The flows are in the workload's name already.
             detail: format!(
-                "{} flow(s), {} retransmits",
-                r.flows.len(),
-                r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>()
+                "{} retransmits",
+                fmt::count(r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>())
             ),
         },
         WorkloadKind::Rr => {
@@ -381,7 +379,7 @@ fn ceiling(run: &Run) -> Option<Ceiling> {
             }
             Ceiling {
                 name: "Request/response".to_string(),
-                figure: format!("{} tps", fmt::number(r.transactions_per_s.unwrap_or(0.0))),
+                figure: fmt::opt_value(r.transactions_per_s, Unit::PerSecond),
                 detail: lat,
             }
         }
@@ -449,7 +447,7 @@ fn brief_with(run: &Run, screen: &Screen, short: bool) -> String {
         } else {
             f.summary.clone()
         };
-        format!("{text} ({:.0} %)", f.confidence * 100.0)
+        format!("{text} ({})", f.confidence_text())
     };
     match verdicts.as_slice() {
         [] => s.push_str("verdict: no findings\n"),
@@ -506,17 +504,23 @@ fn ran(s: &mut String, parts: &[&Run], screen: &Screen, width: usize) {
         }
         return;
     }
-    let seconds = parts
+    let durations: Vec<f64> = parts
         .iter()
         .filter_map(|p| p.results.as_ref().map(|r| r.duration_s))
-        .fold(0.0, f64::max);
-    let place = match parts.iter().find_map(|p| p.results.as_ref()?.far.as_ref()) {
-        Some(f) => format!("against {} at {}", f.host, f.address),
-        None => "on loopback, to an in-process receiver".into(),
+        .collect();
+    let longest = durations.iter().copied().fold(0.0, f64::max);
+    let shortest = durations.iter().copied().fold(f64::INFINITY, f64::min);
+    let seconds = fmt::value(longest, Unit::Seconds);
+    // Each run as long within a tenth of a second (the runs' own ends differ that much).
+    let each = if longest - shortest < 0.1 {
+        "each"
+    } else {
+        "at most"
     };
+    let place = crate::words::place_of(parts[0]);
     let head = match parts.len() {
-        1 => format!("ran 1 workload for {seconds:.1} s {place}"),
-        n => format!("ran {n} workloads, {seconds:.1} s each, {place}"),
+        1 => format!("ran 1 workload for {seconds} {place}"),
+        n => format!("ran {n} workloads, {seconds} {each}, {place}"),
     };
     s.push_str(&wrap_hanging(&head, width, 2));
     use comfy_table::{presets::NOTHING, ContentArrangement, Table};

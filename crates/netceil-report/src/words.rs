@@ -69,14 +69,6 @@ fn name_words(name: &str) -> String {
     base.replace('_', " ")
 }
 
-/// The unit symbol of a metric for a legend: its own, or the one its name declares.
-fn unit_words(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Ratio | Unit::Count => "",
-        u => u.human_symbol(),
-    }
-}
-
 /// A metric with its labels and unit in words: `lo: received, bit/s`, `cpu3: CPU busy, %`,
 /// `interrupts, /s (irq 45, queue 2)`. Any metric gets a readable legend, known or not.
 pub fn metric(id: &MetricId, unit: Unit) -> String {
@@ -95,7 +87,7 @@ pub fn metric(id: &MetricId, unit: Unit) -> String {
         out.push_str(": ");
     }
     out.push_str(&name_words(&id.name));
-    let unit = unit_words(unit);
+    let unit = unit.human_symbol();
     if !unit.is_empty() {
         out.push_str(", ");
         out.push_str(unit);
@@ -106,12 +98,13 @@ pub fn metric(id: &MetricId, unit: Unit) -> String {
     out
 }
 
-fn plural(n: u32, one: &str) -> String {
+/// `1 flow`, `3 flows`.
+pub(crate) fn plural(n: usize, one: &str) -> String {
     format!("{n} {one}{}", if n == 1 { "" } else { "s" })
 }
 
 fn seconds(s: f64) -> String {
-    format!("{} s", netceil_model::fmt::number(s))
+    netceil_model::fmt::value(s, Unit::Seconds)
 }
 
 fn place(target: &Option<String>) -> String {
@@ -120,19 +113,42 @@ fn place(target: &Option<String>) -> String {
         .map_or_else(|| "loopback".into(), |t| format!("to {t}"))
 }
 
+/// Where a run's load went, for a sentence: `on loopback, to an in-process receiver`, `against
+/// HOST at ADDR` (a far end that reported), `to ADDR`, `in lab NAME (bridge)`.
+pub fn place_of(run: &Run) -> String {
+    let far = run.results.as_ref().and_then(|r| r.far.as_ref());
+    let params = run.workload.as_ref().map(|w| &w.params);
+    if let Some(Params::Lab { lab, .. }) = params {
+        return format!("in lab {} ({})", lab.name, lab.topology);
+    }
+    if let Some(f) = far {
+        return format!("against {} at {}", f.host, f.address);
+    }
+    let target = match params {
+        Some(Params::Udp(p)) => p.target.clone(),
+        Some(Params::Tcp(p)) => p.target.clone(),
+        Some(Params::Rr(p)) => p.target.clone(),
+        _ => None,
+    };
+    match target {
+        Some(t) => format!("to {t} (its far end sent no report)"),
+        None => "on loopback, to an in-process receiver".into(),
+    }
+}
+
 fn udp_words(p: &UdpParams) -> String {
     let mut parts = vec![
         "UDP".to_string(),
         format!("{}-byte payloads", p.payload_bytes),
         p.rate
             .map_or_else(|| "unpaced".into(), |r| format!("paced at {r}")),
-        plural(p.flows, "flow"),
+        plural(p.flows as usize, "flow"),
     ];
     if p.threads > 1 {
-        parts.push(plural(p.threads, "thread"));
+        parts.push(plural(p.threads as usize, "thread"));
     }
     match p.count {
-        Some(c) => parts.push(format!("{c} packets")),
+        Some(c) => parts.push(format!("{} packets", netceil_model::fmt::count(c))),
         None => parts.push(seconds(p.duration_s)),
     }
     if p.ipv6 {
@@ -155,7 +171,7 @@ fn tcp_words(p: &TcpParams) -> String {
                 )
             },
         ),
-        plural(p.flows, "flow"),
+        plural(p.flows as usize, "flow"),
         seconds(p.duration_s),
     ];
     if p.ipv6 {
@@ -175,9 +191,9 @@ fn rr_words(r: &RrParams) -> String {
         format!("{}-byte messages", r.size),
         r.rate_tps.map_or_else(
             || "as fast as answers come".into(),
-            |t| format!("{} transactions/s", netceil_model::fmt::number(t)),
+            |t| netceil_model::fmt::value(t, Unit::PerSecond),
         ),
-        plural(r.flows, "flow"),
+        plural(r.flows as usize, "flow"),
         seconds(r.duration_s),
     ];
     if r.ipv6 {
@@ -200,7 +216,7 @@ fn params_words(p: &Params, run: &Run) -> String {
         Params::Rr(r) => rr_words(r),
         Params::Suite(s) => format!(
             "a suite of {}: {}, {} each",
-            plural(s.parts.len() as u32, "workload"),
+            plural(s.parts.len(), "workload"),
             s.parts.join(", "),
             seconds(s.part_duration_s)
         ),
@@ -210,24 +226,24 @@ fn params_words(p: &Params, run: &Run) -> String {
         },
         Params::Search(_) => format!(
             "a search for the highest rate within a loss tolerance ({})",
-            plural(run.parts.len() as u32, "trial")
+            plural(run.parts.len(), "trial")
         ),
         Params::SearchTrial(t) => format!(
             "one search trial: UDP, {}-byte frames, {}",
             t.frame_bytes,
             t.rate_pps.map_or_else(
                 || "unpaced".into(),
-                |r| format!("{} pps", netceil_model::fmt::number(r))
+                |r| netceil_model::fmt::value(r, Unit::PacketsPerSecond)
             )
         ),
         Params::Sweep(_) | Params::SweepTcp(_) | Params::SweepParam(_) => {
-            format!("a sweep ({})", plural(run.parts.len() as u32, "cycle"))
+            format!("a sweep ({})", plural(run.parts.len(), "cycle"))
         }
         Params::SweepCycle(c) => format!(
-            "one sweep cycle: UDP, {}-byte payloads, {} packets {} µs apart",
+            "one sweep cycle: UDP, {}-byte payloads, {} packets {} apart",
             c.payload_bytes,
             c.count,
-            netceil_model::fmt::number(c.interval_ns / 1e3)
+            netceil_model::fmt::value(c.interval_ns / 1e3, Unit::Microseconds)
         ),
         Params::Lab { lab, trial } => format!(
             "{}, in lab {} ({}: {})",

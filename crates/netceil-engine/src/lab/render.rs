@@ -210,8 +210,11 @@ pub fn compare_text(results: &[TopoRuns], c: &Comparison) -> String {
         ));
     }
     text.push_str(&format!(
-        "medians over {} repeat(s), topologies alternated round by round; CPU ns/pkt = host CPU busy time / packets the receiving interface took in; the added cost is paired by round against {base_name}, with its range\n",
-        results.first().map_or(0, |t| t.runs.len())
+        "medians over {}, topologies alternated round by round; CPU ns/pkt = host CPU busy time / packets the receiving interface took in; the added cost is paired by round against {base_name}, with its range\n",
+        match results.first().map_or(0, |t| t.runs.len()) {
+            1 => "1 repeat".to_string(),
+            n => format!("{n} repeats"),
+        }
     ));
     // The packet ceiling times the frame size against the bit rate reached.
     for x in &c.arithmetic {
