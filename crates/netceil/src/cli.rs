@@ -1,6 +1,7 @@
 //! The command line: every flag, its units and its defaults, in one place.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use netceil_lab::topo::Topology;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -97,16 +98,19 @@ pub enum LabCommand {
     Compare(LabCompareArgs),
 }
 
-/// The lab's topology names, so that `--help`, the completions and the parser all know them.
-fn topology_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(netceil_lab::topo::Topology::ALL.map(|t| t.name()))
+/// A lab topology by name: the names are possible values, so that `--help`, the completions
+/// and the parser all know them.
+fn topology_names() -> impl clap::builder::TypedValueParser<Value = Topology> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Topology::ALL.map(|t| t.name()))
+        .try_map(|name| Topology::parse(&name))
 }
 
 #[derive(Debug, Args)]
 pub struct LabUpArgs {
     /// The topology to build.
     #[arg(value_parser = topology_names())]
-    pub topology: String,
+    pub topology: Topology,
     /// The lab's name (namespaces netceil-NAME-a, -b, -m); default: the topology's.
     #[arg(long)]
     pub name: Option<String>,
@@ -133,7 +137,7 @@ pub struct LabDownArgs {
 pub struct LabRunArgs {
     /// A topology to build for this run (and remove after it).
     #[arg(conflicts_with = "name", value_parser = topology_names())]
-    pub topology: Option<String>,
+    pub topology: Option<Topology>,
     /// A lab that is up (`lab up`), instead of a topology.
     #[arg(long)]
     pub name: Option<String>,
@@ -168,7 +172,7 @@ pub struct LabRunArgs {
 pub struct LabCompareArgs {
     /// The topologies to compare.
     #[arg(long, value_delimiter = ',', default_value = "direct,bridge,routed", value_parser = topology_names())]
-    pub topologies: Vec<String>,
+    pub topologies: Vec<Topology>,
     /// Rounds; each round runs every topology once, the order alternating.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,

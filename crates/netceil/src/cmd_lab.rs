@@ -12,7 +12,7 @@ use netceil_engine::lab::{self, render, Experiment, Runner};
 use netceil_engine::Observer;
 use netceil_lab::journal::{Journal, Session};
 use netceil_lab::knob;
-use netceil_lab::topo::{self, LabSpec, Topology};
+use netceil_lab::topo::{self, LabSpec};
 use netceil_model::Run;
 
 use crate::cli::{LabArgs, LabCommand, LabCompareArgs, LabRunArgs};
@@ -67,7 +67,7 @@ pub fn run(args: LabArgs) -> Outcome {
     match args.command {
         LabCommand::Up(a) => {
             need_root()?;
-            let t = Topology::parse(&a.topology).map_err(lab_failure)?;
+            let t = a.topology;
             let name = a.name.unwrap_or_else(|| t.name().to_string());
             let spec = LabSpec::new(&name, t, a.mtu).map_err(lab_failure)?;
             let j = journal()?;
@@ -337,12 +337,7 @@ fn lab_run(a: LabRunArgs) -> Outcome {
     if a.repeat == 0 {
         return Err(Failure::usage(anyhow!("--repeat: at least 1")));
     }
-    let topology = a
-        .topology
-        .as_deref()
-        .map(Topology::parse)
-        .transpose()
-        .map_err(lab_failure)?;
+    let topology = a.topology;
     let store = engine::open_store(a.no_store);
     let runner = runner(store.as_ref())?;
     let mut session = Session::new(journal()?);
@@ -377,10 +372,8 @@ fn lab_run(a: LabRunArgs) -> Outcome {
     } else if knobs.is_empty() {
         for s in &results {
             for run in &s.runs {
-                write!(out, "{}", netceil_report::text::summary(run))
-                    .context("writing to stdout")?;
-                write!(out, "{}", netceil_report::text::verdict(run))
-                    .context("writing to stdout")?;
+                let text = crate::render::end_of_run(run, Some(&run.run_id), false, true);
+                write!(out, "{text}").context("writing to stdout")?;
                 writeln!(out, "stored as {}", run.run_id).context("writing to stdout")?;
             }
         }
@@ -393,12 +386,7 @@ fn lab_run(a: LabRunArgs) -> Outcome {
 fn lab_compare(a: LabCompareArgs) -> Outcome {
     need_root()?;
     let w = workload(&a.workload)?;
-    let topologies = a
-        .topologies
-        .iter()
-        .map(|t| Topology::parse(t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(lab_failure)?;
+    let topologies = a.topologies;
     if topologies.len() < 2 {
         return Err(Failure::usage(anyhow!(
             "--topologies: at least two to compare, e.g. direct,bridge,routed"

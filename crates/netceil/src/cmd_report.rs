@@ -110,14 +110,14 @@ pub fn compare(args: CompareArgs) -> Outcome {
     let b = store
         .get_run(&resolve(&store, &args.b)?)
         .context("reading run B")?;
-    if let (Some(why), false) = (netceil_report::unlike(&a, &b), args.unlike) {
+    let c = netceil_report::compare(&a, &b);
+    if let (Some(why), false) = (&c.unlike, args.unlike) {
         return Err(Failure::usage(anyhow!(
             "compare {} {}: {why}; compare runs of one workload, or give --unlike to compare them anyway",
             a.run_id,
             b.run_id
         )));
     }
-    let c = netceil_report::compare(&a, &b);
     let mut out = crate::out::stdout();
     match args.format {
         CompareFormat::Table => write!(out, "{}", netceil_report::compare_table(&c)),

@@ -126,7 +126,7 @@ pub fn measure(
     // A test refused before any load went out has left nothing in the store.
     let print = top.results.is_some() || failure.is_none();
     let done = cmd.done_stored(print, |run, stored| {
-        engine::summary_and_verdict(run, stored, common)
+        crate::render::end_of_run(run, stored, common.quiet, common.verbose)
     });
     match failure {
         Some(f) => Err(f),

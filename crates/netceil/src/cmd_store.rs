@@ -200,15 +200,7 @@ pub fn show(args: ShowArgs) -> Outcome {
         writeln!(out, "labels: {labels}").context("writing to stdout")?;
     }
     writeln!(out, "{}", intervals_line(&run.series)).context("writing to stdout")?;
-    let text = if args.verbose {
-        let mut all = netceil_report::text::summary(&run);
-        for f in &run.findings {
-            all.push_str(&f.to_string());
-        }
-        netceil_report::text::wrap_lines(&all, render::width())
-    } else {
-        render::end_of_run(&run, Some(&run.run_id), false, false)
-    };
+    let text = render::end_of_run(&run, Some(&run.run_id), false, args.verbose);
     write!(out, "{text}").context("writing to stdout")?;
     Ok(Done::Success)
 }

@@ -249,13 +249,6 @@ pub fn emit_json(run: &Run) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The end of a run for a person: one screen (what ran, the ceilings, the verdict and where
-/// the rest is), the essentials with `-q`, or everything with `--verbose`; fitted to the
-/// terminal's width, `COLUMNS`, or 80.
-pub fn summary_and_verdict(run: &Run, stored: Option<&str>, common: &CommonRunArgs) -> String {
-    crate::render::end_of_run(run, stored, common.quiet, common.verbose)
-}
-
 /// The last line of a human summary: where the run was stored, or that it was not.
 pub fn emit_plain(
     out: &mut impl Write,

@@ -26,12 +26,9 @@ pub fn end_of_run(run: &Run, stored: Option<&str>, quiet: bool, verbose: bool) -
     netceil_report::text::brief(run, &screen)
 }
 
-/// The run's ledgers (one, or one per part) as tables fitted to the terminal, or to 120
-/// columns through a pipe.
+/// The run's ledgers (one, or one per part) as tables fitted to [`width`].
 pub fn explain(run: &Run, opts: &netceil_analyze::Options) -> String {
-    let width = netceil_engine::terminal_width(false)
-        .unwrap_or(120)
-        .clamp(60, 400);
+    let width = width().clamp(60, 400);
     netceil_report::ledgers_text(&netceil_analyze::ledgers(run, opts), width as u16)
 }
 
