@@ -273,9 +273,8 @@ fn watch_serves_live_series_and_then_the_final_verdict() {
     assert!((0.1..2.0).contains(&interval), "{interval}");
     assert_eq!(get(&live, "netceil_findings_final"), 0.0);
     let lo_rx = |s: &BTreeMap<String, f64>| {
-        s.iter()
-            .find(|(k, _)| *k == "netceil_iface_rx_bytes_total{device=\"lo\"}")
-            .map(|(_, v)| *v)
+        s.get("netceil_iface_rx_bytes_total{device=\"lo\"}")
+            .copied()
     };
     assert!(lo_rx(&live).is_some_and(|v| v > 0.0), "{live:?}");
     assert!(

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_netceil");
 
-/// The probe tests load the machine and count kernel programs: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+// The probe tests load the machine and count kernel programs: one at a time.
+// (netceil_testkit::machine_lock, across test processes too.)
 
 /// The names our programs have in the kernel (bpftool shows the first 15 characters).
 const OUR_PROGRAMS: [&str; 9] = [
@@ -123,7 +123,7 @@ fn the_locks_probe_catches_a_contended_pipe_in_someone_elses_program() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = netceil_testkit::machine_lock();
     leaves_nothing(|| {
         // Four writers on one pipe: each write takes the pipe's mutex. Enough of them to
         // last a few one-second rows even on a quiet machine.
@@ -174,7 +174,7 @@ fn softirq_napi_and_offcpu_see_loopback_udp() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = netceil_testkit::machine_lock();
     leaves_nothing(|| {
         let (code, run, err) = netceil(&[
             "run",
@@ -259,7 +259,7 @@ fn a_killed_netceil_leaves_no_probe_behind() {
     if netceil_testkit::skip(skip_reason()) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = netceil_testkit::machine_lock();
     leaves_nothing(|| {
         let dir = tempfile::tempdir().unwrap();
         let err_path = dir.path().join("stderr");

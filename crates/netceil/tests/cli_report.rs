@@ -2,7 +2,7 @@
 //! directory; a failed write names the path and leaves nothing half-written behind.
 
 use assert_cmd::Command;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn netceil(db: &Path) -> Command {
@@ -26,11 +26,11 @@ fn watched(db: &Path) -> String {
     run["run_id"].as_str().unwrap().to_string()
 }
 
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".partial"))
+/// Files under `dir` that were not there in `before` (netceil_testkit::files_in).
+fn new_files(dir: &Path, before: &std::collections::BTreeMap<PathBuf, Vec<u8>>) -> Vec<PathBuf> {
+    netceil_testkit::files_in(dir)
+        .into_keys()
+        .filter(|p| !before.contains_key(p))
         .collect()
 }
 
@@ -42,6 +42,7 @@ fn several_runs_into_a_directory_and_failures_leave_nothing() {
     let b = watched(&db);
     let out_dir = dir.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
+    let before = netceil_testkit::files_in(&out_dir);
 
     netceil(&db)
         .args(["report", &a, &b, "-o"])
@@ -55,11 +56,15 @@ fn several_runs_into_a_directory_and_failures_leave_nothing() {
         "a verdict per run first"
     );
     assert!(html.contains(&a) && html.contains(&b));
-    assert!(leftovers(&out_dir).is_empty());
+    assert_eq!(
+        new_files(&out_dir, &before),
+        vec![out_dir.join("report.html")]
+    );
 
     // A path that cannot be written: named in the error, and no .partial left.
     let blocked = dir.path().join("blocked");
     std::fs::create_dir_all(blocked.join("report.html").join("full")).unwrap();
+    let before = netceil_testkit::files_in(&blocked);
     let out = netceil(&db)
         .args(["report", &a, "-o"])
         .arg(&blocked)
@@ -71,5 +76,5 @@ fn several_runs_into_a_directory_and_failures_leave_nothing() {
         err.contains(&blocked.join("report.html").display().to_string()),
         "the error names the path: {err}"
     );
-    assert_eq!(leftovers(&blocked), Vec::<String>::new());
+    assert_eq!(new_files(&blocked, &before), Vec::<PathBuf>::new());
 }

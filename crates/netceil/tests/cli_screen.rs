@@ -132,24 +132,6 @@ fn runs_is_cut_to_the_width_it_is_given() {
     assert!(json[0]["verdict"].as_str().is_some_and(|v| v.len() > 80));
 }
 
-/// `analyze --json` is an array whatever the count of files: here, of one.
-#[test]
-fn analyze_json_is_an_array_even_for_one_file() {
-    let out = ok_stdout(netceil().args([
-        "analyze",
-        "--no-store",
-        "--json",
-        &seed("freebsd-vmstat-sk0.txt"),
-    ]));
-    let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        v.as_array().map(Vec::len),
-        Some(1),
-        "not an array of one run"
-    );
-    assert_eq!(v[0]["source"]["type"], "imported");
-}
-
 /// An empty file is said in one sentence naming it, not with every format's refusal.
 #[test]
 fn an_empty_file_is_one_sentence() {

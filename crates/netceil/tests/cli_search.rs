@@ -5,8 +5,8 @@ use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::Value;
 
-/// The live tests load the machine: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+// The live tests load the machine: one at a time.
+// (netceil_testkit::machine_lock, across test processes too.)
 
 fn netceil() -> Command {
     let mut c = Command::cargo_bin("netceil").expect("binary built");
@@ -37,7 +37,7 @@ fn bad_input_exits_2_and_names_the_option() {
 
 #[test]
 fn a_small_search_on_loopback_reports_its_knees() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let out = netceil()
         .args([
             "search",
@@ -122,7 +122,7 @@ fn sweep_bad_ranges_exit_2() {
 
 #[test]
 fn a_small_sweep_on_loopback_finds_a_knee_at_both_points() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let out = netceil()
         .args([
             "sweep",
@@ -227,7 +227,7 @@ fn kill_after_parts(db: &std::path::Path, args: &[&str], parts: usize) -> Value 
 
 #[test]
 fn a_sweep_killed_mid_way_resumes_without_losing_a_stored_cell() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     // 10 000 packets 50 us apart: half a second per cycle, 6 cycles at least.
@@ -301,7 +301,7 @@ fn a_sweep_killed_mid_way_resumes_without_losing_a_stored_cell() {
 
 #[test]
 fn a_search_killed_mid_way_resumes_without_losing_a_stored_trial() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let search = [
@@ -410,7 +410,7 @@ fn a_param_sweep_runs_every_combination_and_refuses_a_bad_flag_first() {
         .assert()
         .code(2)
         .stderr(contains("--threads 2 is more than --flows 1"));
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = netceil_testkit::machine_lock();
     let out = netceil()
         .args([
             "sweep",

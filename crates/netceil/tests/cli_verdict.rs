@@ -5,11 +5,11 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::time::Duration;
 
-/// These tests load the machine or need it quiet: they run one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+// These tests load the machine or need it quiet: they run one at a time.
+// (netceil_testkit::machine_lock, across test processes too.)
 
 fn run_json(prefix: &[&str], args: &[&str]) -> Value {
-    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one_at_a_time = netceil_testkit::machine_lock();
     let (prog, pre) = match prefix.split_first() {
         Some((p, rest)) => (p.to_string(), rest.to_vec()),
         None => (
