@@ -416,3 +416,45 @@ fn fixed_mutations_of_every_iperf3_fixture() {
         mutate::sweep(Format::Iperf3, name, &text, imports);
     }
 }
+
+#[test]
+fn each_sides_cpu_is_kept_and_split_over_the_threads_that_moved_the_data() {
+    let client = read("client-tcp.json");
+    let r = client.run.results.as_ref().unwrap();
+    assert!(
+        close(r.receiver_cpu_pct.unwrap(), 35.5259921900462),
+        "the remote (server) received: its CPU"
+    );
+    let reverse = read("client-reverse.json");
+    let r = reverse.run.results.as_ref().unwrap();
+    assert!(
+        close(r.receiver_cpu_pct.unwrap(), 38.59364486606013),
+        "reversed, this host received"
+    );
+    // iperf 3.12 runs every stream in one thread: -P 4's totals are that thread's.
+    let p4 = fixture("iperf3/client-tcp-p4.json");
+    let old = import(Format::Iperf3, &p4, &opts()).unwrap();
+    let (tx_old, rx_old) = {
+        let r = old.run.results.as_ref().unwrap();
+        (r.generator.cpu_pct, r.receiver_cpu_pct.unwrap())
+    };
+    // 3.16 and later run a thread per stream: per thread, a quarter of the process.
+    let new = import(
+        Format::Iperf3,
+        &p4.replacen("\"iperf 3.12\"", "\"iperf 3.16\"", 1),
+        &opts(),
+    )
+    .unwrap();
+    let r = new.run.results.as_ref().unwrap();
+    assert!(
+        close(r.generator.cpu_pct, tx_old / 4.0),
+        "{}",
+        r.generator.cpu_pct
+    );
+    assert!(close(r.receiver_cpu_pct.unwrap(), rx_old / 4.0));
+    assert!(
+        r.notes.iter().any(|n| n.contains("a thread per stream")),
+        "{:?}",
+        r.notes
+    );
+}

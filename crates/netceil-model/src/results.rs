@@ -149,6 +149,12 @@ pub struct Results {
     /// system default unless `--rcvbuf` asked for more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rcvbuf_bytes: Option<u64>,
+    /// An imported run's receiving program: its CPU as a share of one core over the whole run,
+    /// per data thread (the program's own total divided over the threads that moved the data),
+    /// as the tool that wrote the log counted it (iperf3's `cpu_utilization_percent`). `None`
+    /// for netceil's own runs, whose receiving threads are sampled in the series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowResult>,
     /// How TCP flows were paced.

@@ -203,11 +203,17 @@ fn stages(ctx: &Ctx) -> Vec<Stage> {
             Some("an acceptor thread that is too slow is the root cause"),
         ),
     );
+    // An interface's own receive drops hold the backlog's and the ring's too (the kernel adds
+    // a backlog drop to the device's rx_dropped, and /proc/net/dev adds rx_missed to it): only
+    // what they leave is the interface's own.
+    let counted = backlog.as_ref().map_or(0.0, |b| b.per_s) + nic.as_ref().map_or(0.0, |b| b.per_s);
+    let iface = iface_rx_drops(ctx, counted);
     [
         socket,
         backlog,
         tcp,
         nic,
+        iface,
         queueing_qdiscs(ctx),
         sndbuf,
         tx,
@@ -229,6 +235,29 @@ fn sndbuf_advice() -> Advice {
 /// Drops at qdiscs that only queue (pfifo, fq_codel…): their limit was reached because what
 /// drains them was slower. Shapers (which count overlimits) and ingress policers are the shaper
 /// rule's.
+/// Receive drops an interface counted (sar's rxdrop/s, /proc/net/dev's drop) beyond the
+/// backlog's and the ring's, which it also holds: the driver found no buffer, or its ring was
+/// full and the driver counts that as a drop rather than a miss.
+fn iface_rx_drops(ctx: &Ctx, counted_elsewhere: f64) -> Option<Stage> {
+    let all = stage(
+        ctx,
+        "an interface's receive path (the driver dropped them before any socket)",
+        n::IFACE_RX_DROPPED_PER_S,
+        None,
+        advice(
+            "ethtool -S IF (the driver's own counters say which: a full ring, no buffer, a filter); for a full ring, a bigger one: ethtool -G IF rx 4096",
+            "fewer frames dropped while the host is late refilling the ring",
+            Some("if the CPU serving that queue is saturated, spread it (RSS/RPS) instead"),
+        ),
+    )?;
+    let per_s = all.per_s - counted_elsewhere;
+    (per_s >= 1.0).then(|| Stage {
+        per_s,
+        total: ctx.duration_s().map(|d| per_s * d),
+        ..all
+    })
+}
+
 fn queueing_qdiscs(ctx: &Ctx) -> Option<Stage> {
     let per_s: f64 = ctx
         .series()
@@ -287,8 +316,15 @@ impl Shape {
 /// series, else the run's loss per interval, else the machine's UDP buffer errors.
 fn shape(ctx: &Ctx, worst: &Stage) -> Option<Shape> {
     let s = ctx.series();
+    // Of a per-interface counter, the interface that dropped most (lo is listed first and
+    // usually drops nothing).
     let metric = (!worst.whole_run)
-        .then(|| s.by_name(&worst.metric).next())
+        .then(|| {
+            s.by_name(&worst.metric).max_by(|a, b| {
+                let m = |x| ctx.mean_of(x).unwrap_or(0.0);
+                m(a).total_cmp(&m(b))
+            })
+        })
         .flatten()
         .or_else(|| s.total(n::LOAD_LOST_PER_S))
         .or_else(|| s.total(n::UDP_RCVBUF_ERRORS_PER_S))?;
@@ -590,5 +626,55 @@ mod tests {
             put(s, r, n::QDISC_OVERLIMITS_PER_S, &l, 9e3);
         });
         assert!(on(&shaped, check).is_none());
+    }
+
+    #[test]
+    fn an_interfaces_own_receive_drops_are_a_stage_and_its_share_of_the_backlogs_is_not_counted_twice(
+    ) {
+        // sar -n DEV,EDEV: only rxdrop/s, a full ring the driver counts as a drop.
+        let ring = imported_run(10, |s, r| {
+            let l = [(n::LABEL_IFACE, "ens1f0")];
+            put(s, r, n::IFACE_RX_PPS, &l, 1.4e6);
+            put(
+                s,
+                r,
+                n::IFACE_RX_DROPPED_PER_S,
+                &[(n::LABEL_IFACE, "lo")],
+                0.0,
+            );
+            put(s, r, n::IFACE_RX_DROPPED_PER_S, &l, 60e3 + noise(r, 4e3));
+        });
+        let f = on(&ring, check).expect("interface receive drops");
+        assert!(
+            f.summary.contains("an interface's receive path"),
+            "{}",
+            f.summary
+        );
+        assert!(f.advice[0].knob.contains("ethtool"), "{:?}", f.advice);
+        assert!(
+            f.evidence.iter().any(|e| e.text.contains("steady")),
+            "the shape is read from the interface that dropped, not lo: {:?}",
+            f.evidence
+        );
+        // The kernel adds each backlog drop to the device's rx_dropped too: the backlog is
+        // the stage, and the interface adds nothing of its own.
+        let backlog = live_run(10, |s, r| {
+            put(s, r, n::LOAD_RX_PPS, &[], 300e3);
+            put(s, r, n::SOFTNET_DROPPED_PER_S, &[], 20e3);
+            put(
+                s,
+                r,
+                n::IFACE_RX_DROPPED_PER_S,
+                &[(n::LABEL_IFACE, "lo")],
+                20e3,
+            );
+        });
+        let f = on(&backlog, check).expect("backlog drops");
+        assert!(f.summary.contains("per-CPU backlog"), "{}", f.summary);
+        assert!(
+            !f.summary.contains("interface's receive path"),
+            "{}",
+            f.summary
+        );
     }
 }

@@ -35,7 +35,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order: the ledger ranks what they find.
 pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
-    let rules: [fn(&Ctx) -> Option<Entry>; 30] = [
+    let rules: [fn(&Ctx) -> Option<Entry>; 31] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -56,6 +56,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
         buffers::check,
         tcp_path::check,
         threads::unpaced_run,
+        threads::imported_tool,
         threads::busy_worker,
         link::check,
         generator::limited,

@@ -511,6 +511,128 @@ pub fn progress_in(ctx: &Ctx, t: &ThreadLoad) -> (Option<bool>, String) {
     (p, how)
 }
 
+/// An imported run's sending or receiving program on a full core, from the whole-run CPU the
+/// tool that wrote the log counted for each side (iperf3's `cpu_utilization_percent`, per data
+/// thread). Same mechanism as [`unpaced_run`]: the receiver on a full core while packets were
+/// lost could not read them as fast as they came; the sender on a full core is the ceiling
+/// only when it fell short of its rate, or was unpaced and the receiver lost nothing. Without
+/// per-interval figures this cannot say the core stayed full throughout, so the confidence
+/// stays below a live run's.
+pub fn imported_tool(ctx: &Ctx) -> Option<Entry> {
+    if !matches!(ctx.run.source, netceil_model::RunSource::Imported { .. }) {
+        return None;
+    }
+    let r = ctx.run.results.as_ref()?;
+    let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+    let loss = (sent > 0).then(|| r.lost_packets as f64 / sent as f64);
+    let lossy = loss.is_some_and(|l| l >= LOSS_MATTERS);
+    let rx = r.receiver_cpu_pct.filter(|p| *p >= SATURATED_PCT);
+    let tx = Some(r.generator.cpu_pct).filter(|p| *p >= SATURATED_PCT);
+    let short_of_rate = r.generator.achieved_ratio.is_some_and(|a| a < 0.95);
+    let unpaced = r.requested_pps.is_none() && r.generator.achieved_ratio.is_none();
+    let (which, cpu, other) = match (rx, tx) {
+        (Some(c), _) if lossy => (Role::Receiver, c, Some(r.generator.cpu_pct)),
+        (_, Some(c)) if short_of_rate || (unpaced && !lossy) => {
+            (Role::Sender, c, r.receiver_cpu_pct)
+        }
+        _ => return None,
+    };
+    let tool = match &ctx.run.source {
+        netceil_model::RunSource::Imported { format, .. } => format.clone(),
+        _ => String::new(),
+    };
+    let side = if which == Role::Receiver {
+        "receiving"
+    } else {
+        "sending"
+    };
+    let other_words = other
+        .filter(|o| *o > 0.0)
+        .map(|o| {
+            format!(
+                "; the {} side had room at {} of a core",
+                if which == Role::Receiver {
+                    "sending"
+                } else {
+                    "receiving"
+                },
+                fmt::value(o, Unit::Percent)
+            )
+        })
+        .unwrap_or_default();
+    let (cause_name, what) = if which == Role::Receiver {
+        (
+            cause::RECEIVER_SATURATED,
+            "could not read as fast as the data came",
+        )
+    } else {
+        (cause::SENDER_SATURATED, "could not send faster")
+    };
+    let confidence = (0.5 + 0.3 * ramp(cpu, SATURATED_PCT, 98.0)) * ctx.data_factor();
+    let mut f = finding(
+        cause_name,
+        format!(
+            "The {side} {tool} {what}: it ran at {} of a core per data thread over the whole test, by {tool}'s own count{}{other_words}.",
+            fmt::value(cpu, Unit::Percent),
+            loss_words(which, loss),
+        ),
+        confidence,
+    );
+    let metric = if which == Role::Receiver {
+        "results.receiver_cpu_pct"
+    } else {
+        "results.generator.cpu_pct"
+    };
+    f.evidence.push(ctx.ev_total(
+        metric,
+        Some(cpu),
+        format!(
+            "the {side} {tool} at {} of a core per data thread",
+            fmt::value(cpu, Unit::Percent)
+        ),
+    ));
+    if let Some(l) = loss {
+        f.evidence.push(ctx.ev_total(
+            "results.lost_packets",
+            Some(l),
+            format!(
+                "{} of the packets sent were lost",
+                fmt::value(l * 100.0, Unit::Percent)
+            ),
+        ));
+    }
+    f.advice.push(advice(
+        format!("more {side} threads: {tool} -P 2 or more (iperf3 3.16 and later run a thread per stream), or several {tool} processes on other cores"),
+        "the work spreads over more cores until the link, a buffer or the CPUs bind",
+        Some("mpstat -P ALL beside the test shows whether that core was full of softirq (then spread the receive queues with RSS/RPS) or of the program's own work"),
+    ));
+    f.alternatives.push(
+        "the per-interval CPU is not in the log: a core full for part of the test and idle for the rest reads the same".into(),
+    );
+    let mut e = Entry::claim(
+        Class::Ceiling,
+        Resource::Thread {
+            pid: None,
+            tid: None,
+            comm: format!("{tool} ({side})"),
+            cpu: None,
+        },
+        f,
+    )
+    .sized(
+        pct(100.0, "one core"),
+        pct(cpu, format!("{tool}'s own CPU count, per data thread")),
+    )
+    .scaling()
+    .explains(Explains::cause(cause::SATURATION));
+    if which == Role::Receiver {
+        e = e.explains(Explains::cause(cause::BUFFER_DROPS));
+    } else {
+        e = e.explains(Explains::cause(cause::GENERATOR_LIMITED));
+    }
+    Some(e)
+}
+
 /// A thread outside netceil's own load threads at a full core that made progress: the busy
 /// worker is the ceiling of what it serves. It may block now and then (a `select` between
 /// writes); what counts is that it was on the CPU nearly all the time and moved data.
@@ -778,5 +900,37 @@ mod tests {
         // Blocked 20 k/s (a full socket buffer or TCP window): something downstream held it.
         let run = unpaced_udp((60.0, 20_000.0), (50.0, 4000.0), 0, 10.0);
         assert!(on(&run, unpaced_run).is_none());
+    }
+
+    #[test]
+    fn an_imported_receiver_on_a_full_core_while_packets_were_lost_is_the_ceiling() {
+        let with = |rx: f64, lost: u64| {
+            let mut run = crate::testutil::imported_run(10, |_, _| {});
+            run.results = Some(netceil_model::Results {
+                duration_s: 10.0,
+                tx_packets: 4_450_000,
+                tx_pps: 445e3,
+                lost_packets: lost,
+                receiver_cpu_pct: Some(rx),
+                generator: netceil_model::GeneratorStats {
+                    cpu_pct: 71.0,
+                    achieved_ratio: Some(0.997),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+            run
+        };
+        let f = crate::testutil::on(&with(99.6, 1_700_000), imported_tool).expect("a finding");
+        assert_eq!(f.cause, cause::RECEIVER_SATURATED, "{}", f.summary);
+        assert!(f.summary.contains("99.6 %"), "{}", f.summary);
+        // A receiver with room is not the ceiling, whatever was lost; nor is a full receiver
+        // that lost nothing.
+        assert!(crate::testutil::on(&with(60.0, 1_700_000), imported_tool).is_none());
+        assert!(crate::testutil::on(&with(99.6, 0), imported_tool).is_none());
+        // A live run's receivers are sampled per thread: this rule leaves them alone.
+        let mut live = with(99.6, 1_700_000);
+        live.source = netceil_model::RunSource::Live;
+        assert!(crate::testutil::on(&live, imported_tool).is_none());
     }
 }

@@ -270,6 +270,10 @@ struct Test {
     client: bool,
     ipv6: bool,
     target_bits_per_s: Option<f64>,
+    /// Streams (`-P`).
+    streams: u32,
+    /// iperf3's version (major, minor), from `start.version` ("iperf 3.16").
+    version: Option<(u32, u32)>,
 }
 
 impl Test {
@@ -279,6 +283,27 @@ impl Test {
         let forward_from_client = !self.reverse;
         (self.client == forward_from_client) != reverse_dir
     }
+    /// The threads that move one side's data: iperf3 3.16 and later run one per stream; earlier
+    /// versions (and a log that does not say) one for all streams.
+    fn data_threads(&self) -> u32 {
+        match self.version {
+            Some(v) if v >= (3, 16) => self.streams.max(1),
+            _ => 1,
+        }
+    }
+}
+
+/// "iperf 3.16" (or "3.9.1", "iperf 3.17.1+"): the major and minor version.
+fn iperf_version(text: &str) -> Option<(u32, u32)> {
+    let v = text.trim().trim_start_matches("iperf").trim();
+    let mut parts = v.split('.');
+    let major = parts.next()?.trim().parse().ok()?;
+    let minor: String = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    Some((major, minor.parse().ok()?))
 }
 
 fn read_test(doc: &Value) -> Test {
@@ -303,6 +328,8 @@ fn read_test(doc: &Value) -> Test {
         target_bits_per_s: f(ts, "target_bitrate")
             .or_else(|| f(start, "target_bitrate"))
             .filter(|b| *b > 0.0),
+        streams: u(ts, "num_streams").map_or(1, |n| n.clamp(1, u64::from(u32::MAX)) as u32),
+        version: s(start, "version").and_then(iperf_version),
         protocol,
     }
 }
@@ -655,18 +682,28 @@ fn direction_results(
     }
     packet_rates_and_generator(&mut r, test);
     // UDP without a recorded target (3.0/3.1): iperf3 paced at a rate the log does not give.
-    // The sender's CPU: this host's if it sent, else the remote's.
+    // Each side's CPU: the sender's is this host's if it sent, else the remote's, and the
+    // receiver's the other. iperf3 counts a whole process; per data thread it is that over
+    // the threads moving the data.
     if let Some(cpu) = end.and_then(|e| e.get("cpu_utilization_percent")) {
         let local = test.local_sends(reverse_dir);
-        let pct = if local {
-            f(cpu, "host_total")
+        let (tx, rx) = if local {
+            ("host_total", "remote_total")
         } else {
-            f(cpu, "remote_total")
+            ("remote_total", "host_total")
         };
-        if let Some(pct) = pct.filter(|p| *p > 0.0) {
-            r.generator.cpu_pct = pct;
+        let threads = f64::from(test.data_threads());
+        if let Some(pct) = f(cpu, tx).filter(|p| *p > 0.0) {
+            r.generator.cpu_pct = pct / threads;
             r.generator.cpu_s = pct / 100.0 * r.duration_s;
             r.generator.work_cpu_s = r.generator.cpu_s;
+        }
+        r.receiver_cpu_pct = f(cpu, rx).filter(|p| *p > 0.0).map(|p| p / threads);
+        if threads > 1.0 {
+            r.notes.push(format!(
+                "iperf3 {} runs a thread per stream: each side's CPU is its process total over {threads} streams",
+                test.version.map_or("3.16 or later".into(), |(a, b)| format!("{a}.{b}"))
+            ));
         }
     }
     r.flows = flows(end, test, reverse_dir);

@@ -151,6 +151,7 @@ fn full_results() -> Results {
         transactions_per_s: Some(72_729.0),
         closed_loop_in_flight: Some(1),
         rcvbuf_bytes: Some(8 << 20),
+        receiver_cpu_pct: None,
         flows: vec![FlowResult {
             flow: 0,
             bytes: 500_480_000,
