@@ -219,8 +219,24 @@ fn split(values: &[Option<f64>], kind: KeyKind, unit: Unit) -> Result<Phases, St
     } else {
         1
     };
-    let load = longest_stretch(values, enter, min_rows).ok_or("no stretch of load rows")?;
     let ramp_floor = idle + RAMP_FRACTION * (plateau - idle);
+    // A transfer's rate wobbles (a TCP flow's window saws up and down with each loss): rows
+    // that stay above the ramp floor do not end it, only a fall towards idle does.
+    let hold = match kind {
+        KeyKind::Workload | KeyKind::Traffic => ramp_floor,
+        KeyKind::Activity => enter,
+    };
+    // The workload's own figures are zero when it does not run: a rate it still reports
+    // above the floor after its peak is the same transfer, slowed (a path's loss biting), not
+    // its end. An interface's counters carry others' traffic too, so there the load ends at
+    // the last row near the plateau.
+    let end = if kind == KeyKind::Workload {
+        hold
+    } else {
+        enter
+    };
+    let load =
+        longest_stretch(values, enter, hold, end, min_rows).ok_or("no stretch of load rows")?;
     let mut ramp_start = load.start;
     while ramp_start > 0 && values[ramp_start - 1].is_some_and(|v| v >= ramp_floor) {
         ramp_start -= 1;
@@ -236,24 +252,31 @@ fn split(values: &[Option<f64>], kind: KeyKind, unit: Unit) -> Result<Phases, St
         idle_level: Some(idle),
         load_level,
         rule: format!(
-            "load = the longest stretch at ≥ {} ({:.0} % of the way from idle {} to plateau {}), single-row dips allowed",
+            "load = the longest stretch from a row at ≥ {} ({:.0} % of the way from idle {} to plateau {}) to the last row at ≥ {}, crossing rows at ≥ {} and single-row dips below",
             fmt::number(enter),
             LOAD_FRACTION * 100.0,
             fmt::number(idle),
-            fmt::number(plateau)
+            fmt::number(plateau),
+            fmt::number(end),
+            fmt::number(hold)
         ),
     })
 }
 
-/// The longest run of rows at or above `threshold`, crossing at most [`MAX_DIP_ROWS`]
-/// consecutive rows below it (or missing), with at least `min_rows` rows above. Ties go to the
-/// earlier stretch.
+/// The longest run of rows that starts at or above `threshold` and ends at a row at or above
+/// `end` (`hold` ≤ `end` ≤ `threshold`), crossing rows at or above `hold` and at most
+/// [`MAX_DIP_ROWS`] consecutive rows below it (or missing), with at least `min_rows` rows at
+/// or above `threshold`. Ties go to the earlier stretch.
 fn longest_stretch(
     values: &[Option<f64>],
     threshold: f64,
+    hold: f64,
+    end: f64,
     min_rows: usize,
 ) -> Option<Range<usize>> {
     let above = |i: usize| values[i].is_some_and(|v| v >= threshold);
+    let held = |i: usize| values[i].is_some_and(|v| v >= hold);
+    let ends = |i: usize| values[i].is_some_and(|v| v >= end);
     let mut best: Option<(Range<usize>, usize)> = None;
     let mut i = 0;
     while i < values.len() {
@@ -263,12 +286,18 @@ fn longest_stretch(
         }
         let start = i;
         let mut last = i;
+        let mut last_held = i;
         let mut count = 1;
         let mut j = i + 1;
-        while j < values.len() && j - last <= MAX_DIP_ROWS + 1 {
+        while j < values.len() && j - last_held <= MAX_DIP_ROWS + 1 {
             if above(j) {
-                last = j;
                 count += 1;
+            }
+            if ends(j) {
+                last = j;
+            }
+            if held(j) {
+                last_held = j;
             }
             j += 1;
         }
@@ -355,6 +384,34 @@ mod tests {
         let p = phases(&s);
         assert_eq!(p.load, 2..8);
         assert_eq!(p.tail, 8..12);
+    }
+
+    #[test]
+    fn a_rate_that_saws_between_a_third_and_all_of_its_peak_is_one_load_phase() {
+        // One TCP flow on a lossy path: its window, and so its rate, is cut by a third at each
+        // loss and grows back. The transfer runs throughout; idle rows around it do not.
+        let mut v = vec![0.0; 2];
+        v.extend([
+            60.0, 100.0, 70.0, 49.0, 34.0, 45.0, 58.0, 80.0, 100.0, 70.0, 40.0, 90.0, 0.0, 0.0,
+        ]);
+        let s = series(n::LOAD_TX_BITS_PER_S, Unit::BitsPerSecond, &v);
+        let p = phases(&s);
+        assert_eq!(p.load, 2..14, "{}", p.rule);
+        assert_eq!(p.idle, 0..2);
+        assert_eq!(p.tail, 14..16);
+    }
+
+    #[test]
+    fn a_transfer_that_slows_after_its_peak_is_still_load_but_an_interfaces_tail_is_not() {
+        // A flow on a lossy path starts fast and settles at a third of its peak: the workload
+        // still runs. On an interface's counter a low tail could be someone else's traffic.
+        let mut v = vec![0.0; 2];
+        v.extend([100.0, 100.0, 95.0, 40.0, 35.0, 38.0, 33.0, 36.0, 0.0]);
+        let own = phases(&series(n::LOAD_TX_BITS_PER_S, Unit::BitsPerSecond, &v));
+        assert_eq!(own.load, 2..10, "{}", own.rule);
+        let wire: Vec<f64> = v.iter().map(|x| x * 1e7).collect();
+        let iface = phases(&series(n::IFACE_RX_BITS_PER_S, Unit::BitsPerSecond, &wire));
+        assert_eq!(iface.load, 2..5, "{}", iface.rule);
     }
 
     #[test]

@@ -102,6 +102,69 @@ fn measure(ctx: &Ctx) -> Option<Retrans> {
     })
 }
 
+/// What loss on the path allows a loss-based flow at its RTT, against what it got.
+struct LossBound {
+    rtt_s: f64,
+    events: f64,
+    /// Loss events per segment sent.
+    p: f64,
+    /// The rate those loss events allow, bit/s.
+    cap: f64,
+    /// The rate the flows got, bit/s.
+    got: f64,
+}
+
+/// A segment's payload, bytes (Ethernet MTU 1500 less IPv4 and TCP headers with timestamps).
+const MSS: f64 = 1448.0;
+/// A loss-based congestion control (Reno, CUBIC) halves or cuts its window once per loss
+/// event, which keeps a flow near MSS / RTT × this / √p for p loss events per segment
+/// (Mathis et al., 1997).
+const MATHIS_C: f64 = 1.22;
+/// A flow within this factor of that rate (either way) is held there by the loss: the
+/// model is approximate (CUBIC grows faster on long paths, bursts of loss are fewer events).
+const NEAR_BOUND: f64 = 2.5;
+
+/// A flow whose rate is what its path's loss allows at its RTT: the window held down by loss
+/// events, however small their share. On a short path (a LAN, loopback) the same share allows
+/// far more than the link, so it cannot be the limit there. A loss event is counted per
+/// interval with any retransmit (several drops in one window are one event to the sender),
+/// which never counts more events than there were.
+fn loss_bound(ctx: &Ctx) -> Option<LossBound> {
+    let res = ctx.run.results.as_ref()?;
+    let s = ctx.series();
+    let rtt_us = s
+        .total(n::IPERF3_RTT_US)
+        .or_else(|| s.by_name(n::IPERF3_RTT_US).next())
+        .and_then(|m| ctx.mean_of(m))
+        .or_else(|| {
+            let rtts: Vec<f64> = res.flows.iter().filter_map(|f| f.rtt_us).collect();
+            (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64)
+        })?;
+    let retrans = s
+        .total(n::IPERF3_RETRANSMITS_PER_S)
+        .or_else(|| s.total(n::TCP_RETRANS_SEGS_PER_S))?;
+    // Events, segments and rate over the same rows: the load phase's.
+    let events = ctx.values(retrans).iter().filter(|v| **v > 0.0).count() as f64;
+    let got = ctx
+        .total_mean(n::LOAD_TX_BITS_PER_S)
+        .unwrap_or(res.rx_app_bits_per_s.max(res.tx_bits_per_s));
+    let segments = got * ctx.duration_s()? / 8.0 / MSS;
+    if events < 3.0 || segments < 1.0 || got <= 0.0 || rtt_us <= 0.0 {
+        return None;
+    }
+    let rtt_s = rtt_us / 1e6;
+    let p = events / segments;
+    let cap = MSS * 8.0 / rtt_s * MATHIS_C / p.sqrt();
+    let near = got <= cap * NEAR_BOUND && got >= cap / NEAR_BOUND;
+    near.then_some(LossBound {
+        rtt_s,
+        events,
+        p,
+        cap,
+        got,
+    })
+}
+
 fn finding_of(ctx: &Ctx) -> Option<Finding> {
     if !ctx.net_possible() && ctx.run.results.is_none() && since_boot_totals(ctx).is_none() {
         return None;
@@ -111,13 +174,17 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
     let rate = m.rate.unwrap_or(0.0);
     let by_share = share >= SHARE_MIN && m.rate.is_none_or(|r| r >= 1.0);
     let by_count = share >= LOW_SHARE_MIN && m.count.is_some_and(|c| c >= LOW_SHARE_COUNT_MIN);
-    if !by_share && !by_count {
+    let bound = loss_bound(ctx);
+    if !by_share && !by_count && bound.is_none() {
         return None;
     }
     let source = m.source;
     let out = ctx.total_mean(n::TCP_OUT_SEGS_PER_S);
     let confidence = if by_share {
         (0.4 + 0.5 * ramp(share, SHARE_MIN, 0.05)) * ctx.data_factor()
+    } else if bound.is_some() {
+        // Sized against the RTT: the loss explains the rate the flow got.
+        0.6 * ctx.data_factor()
     } else {
         // A low share with a large count: real, but whether it binds depends on the RTT.
         0.4 * ctx.data_factor().max(0.8)
@@ -140,6 +207,25 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
         ),
         confidence,
     );
+    if let Some(b) = &bound {
+        f.summary.push_str(&format!(
+            " At its {} round trip, {} loss events in {} segments allow a loss-based window about {}; the flow got {}.",
+            fmt::value(b.rtt_s, Unit::Seconds),
+            fmt::number(b.events),
+            fmt::number(b.events / b.p),
+            fmt::value(b.cap, Unit::BitsPerSecond),
+            fmt::value(b.got, Unit::BitsPerSecond),
+        ));
+        f.evidence.push(ctx.ev_total(
+            "tcp:loss_bound",
+            Some(b.cap),
+            format!(
+                "MSS / RTT × {MATHIS_C} / √p with p = {} loss events per segment: {}",
+                fmt::number(b.p),
+                fmt::value(b.cap, Unit::BitsPerSecond)
+            ),
+        ));
+    }
     if source == "series" {
         f.evidence.push(ctx.ev(
             n::TCP_RETRANS_SEGS_PER_S,
@@ -166,7 +252,7 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
             "results.flows[].retransmits",
             Some(rate),
             format!(
-                "{} retransmitted (TCP_INFO)",
+                "{} retransmitted (the flows' own counts)",
                 fmt::value(rate, Unit::PerSecond)
             ),
         ));
