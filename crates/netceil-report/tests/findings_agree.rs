@@ -644,3 +644,51 @@ fn a_close_call_is_close() {
     }
     assert!(calls >= 1, "no close call among the fixtures");
 }
+
+/// Advice that cannot apply is not given: a run whose traffic stayed on loopback (netceil's
+/// in-process receiver) gets no knob of a NIC's (its queues, rings, offloads, interrupt
+/// moderation, busy polling of a device queue), and no advice undone by its own caveat.
+#[test]
+fn loopback_runs_get_no_nic_advice() {
+    let nic_knobs = [
+        "ethtool",
+        "smp_affinity",
+        "busy_poll",
+        "napi_defer_hard_irqs",
+        "/sys/class/net/IF",
+        "txqueuelen",
+    ];
+    let mut loopback_runs = 0;
+    for (name, run) in runs() {
+        for r in std::iter::once(&run).chain(&run.parts) {
+            let on_loopback = matches!(r.source, netceil_model::RunSource::Live)
+                && r.workload
+                    .as_ref()
+                    .and_then(|w| w.params.peer())
+                    .is_some_and(|peer| peer.is_none());
+            if !on_loopback {
+                continue;
+            }
+            loopback_runs += 1;
+            for f in &r.findings {
+                for a in &f.advice {
+                    let all = format!(
+                        "{} {} {}",
+                        a.knob,
+                        a.expect,
+                        a.caveat.as_deref().unwrap_or("")
+                    );
+                    for k in nic_knobs {
+                        assert!(!a.knob.contains(k), "{name} ({}): {}", f.cause, a.knob);
+                    }
+                    assert!(
+                        !all.contains("expect no change") && !all.contains("does not apply"),
+                        "{name} ({}): advice undone by itself: {all}",
+                        f.cause
+                    );
+                }
+            }
+        }
+    }
+    assert!(loopback_runs >= 5, "only {loopback_runs} runs on loopback");
+}
