@@ -6,7 +6,9 @@
 
 use std::ops::Range;
 
-use netceil_model::{names as n, Advice, Cause, Evidence, Finding, Metric, Run, RunSource, Series};
+use netceil_model::{
+    names as n, Advice, Cause, Evidence, Finding, Metric, Run, RunSource, Series, WorkloadKind,
+};
 
 use crate::phases::{phases, row_window, Phases};
 use crate::resources::CpuAccount;
@@ -582,6 +584,28 @@ impl<'a> Ctx<'a> {
                 metric: "annotations.throughput_bits_per_s".into(),
                 measured_in_window: false,
             })
+    }
+
+    /// The one delivered rate every sentence quotes for this run, as `netceil runs`, the
+    /// summary and the end of a run show it: for a netceil workload, what its receiver got over
+    /// the workload's whole length (`results.rx_app_bits_per_s`, payload bits); for anything
+    /// else (a watch, an import), [`Ctx::throughput`]. The rules size resources against
+    /// [`Ctx::throughput`], which reads the load phase of the series.
+    pub fn delivered(&self) -> Option<Throughput> {
+        let own = self.run.workload.as_ref().is_some_and(|w| {
+            matches!(
+                w.kind,
+                WorkloadKind::Udp | WorkloadKind::Tcp | WorkloadKind::Rr
+            )
+        });
+        match &self.run.results {
+            Some(r) if own && r.rx_app_bits_per_s > 0.0 => Some(Throughput {
+                bits_per_s: r.rx_app_bits_per_s,
+                metric: "results.rx_app_bits_per_s".into(),
+                measured_in_window: false,
+            }),
+            _ => self.throughput(),
+        }
     }
 
     /// The run's packet rate over the load phase, and where it came from.

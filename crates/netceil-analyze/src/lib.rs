@@ -61,6 +61,7 @@ use netceil_model::{Cause, EntryState, Finding, Ledger, LedgerEntry, Resource, R
 
 pub use economy::{cs_per_byte, SwitchEconomy};
 pub use phases::{phases, Phases};
+pub use verdict::{close_call, CLOSE_CALL};
 
 /// The causes a finding can name, as constants of [`Cause`](netceil_model::Cause).
 pub mod cause {
@@ -243,7 +244,7 @@ fn analyze_single(run: &Run, opts: &Options) -> (Vec<Finding>, Ledger) {
     ledger::apply_confirmations(&mut entries, &ctx.run.confirmations);
     let ranked = ledger::rank(entries, offered_factor(&ctx));
     let (mut findings, why) = verdict::findings(&ctx, &ranked);
-    let delivered = ctx.throughput().map(|t| {
+    let delivered = ctx.delivered().map(|t| {
         netceil_model::Quantity::new(t.bits_per_s, netceil_model::Unit::BitsPerSecond, t.metric)
     });
     let mut book = ledger::to_model(&ranked, delivered, why);

@@ -19,6 +19,14 @@ use netceil_model::{fmt, Unit};
 /// A runner-up this close to the verdict in confidence, at an equal gain, is a close call.
 pub const CLOSE_CALL: f64 = 0.10;
 
+/// The points of confidence a runner-up is behind the verdict, as both are shown (each
+/// rounded to a whole per cent), when that is a close call: fewer than [`CLOSE_CALL`] × 100,
+/// and not ahead of it. Every close call is decided and worded from this one figure.
+pub fn close_call(verdict: f64, runner_up: f64) -> Option<f64> {
+    let points = (verdict * 100.0).round() - (runner_up * 100.0).round();
+    (points >= 0.0 && points < (CLOSE_CALL * 100.0).round()).then_some(points)
+}
+
 /// How many sized resources the no-ceiling verdict names.
 const RULED_OUT_SHOWN: usize = 4;
 
@@ -101,17 +109,16 @@ fn annotate(ctx: &Ctx, r: &Ranked, f: &mut Finding) {
         },
         _ => false,
     };
-    let margin = top.confidence() - second.confidence();
+    let close = close_call(top.confidence(), second.confidence());
     // A single row (one since-boot snapshot) reads the same every time: no noise to warn of.
-    if gains_tie && margin.abs() < CLOSE_CALL && ctx.series().len() > 1 {
+    if let (true, Some(points), true) = (gains_tie, close, ctx.series().len() > 1) {
         f.evidence.push(Evidence {
             metric: "verdict_margin".into(),
             window_s: None,
-            value: Some(margin),
+            value: Some(points),
             text: format!(
-                "a close call: {} would gain as much from relief and is {:.0} points of confidence behind, so a repeat of this run may name it first",
+                "a close call: {} would gain as much from relief and is {points:.0} points of confidence behind, so a repeat of this run may name it first",
                 second.cause,
-                (margin * 100.0).max(0.0)
             ),
         });
     }
@@ -199,7 +206,7 @@ fn no_load(ctx: &Ctx) -> Option<Finding> {
 /// What was measured, as the parts of the no-ceiling sentence; evidence goes into `f`.
 fn measured(ctx: &Ctx, f: &mut Finding) -> Vec<String> {
     let mut parts = Vec::new();
-    if let Some(t) = ctx.throughput() {
+    if let Some(t) = ctx.delivered() {
         parts.push(format!(
             "throughput held at {}",
             fmt::value(t.bits_per_s, Unit::BitsPerSecond)

@@ -8,6 +8,7 @@
 //!   and a named significance test; rendered by [`compare_table`] and [`compare_markdown`],
 //!   or serialized as JSON.
 //! - [`run_schema`]: the JSON Schema of the Run, published as `docs/run.schema.json`.
+//! - [`iperf`]: a run in iperf3's short per-interval layout (`run --format iperf`).
 //! - [`text`] and [`tables`]: a run as the terminal shows it (summary, verdict, what was not
 //!   measured) and the planners' tables (search, sweep udp, sweep tcp, with [`flows`]).
 //!
@@ -20,6 +21,7 @@ mod export;
 mod far;
 pub mod flows;
 mod html;
+mod iperf;
 mod ledger;
 mod markdown;
 #[cfg(test)]
@@ -40,6 +42,7 @@ pub use compare::{
 pub use compare_render::{compare_markdown, compare_table};
 pub use export::{export_csv, export_json, ExportError, CSV_TIME_HEADER};
 pub use html::html_report;
+pub use iperf::iperf;
 pub use ledger::{ledger_table, ledgers_text};
 pub use markdown::markdown;
 pub use schema::{run_schema, run_schema_pretty};

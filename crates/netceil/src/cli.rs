@@ -365,8 +365,22 @@ pub struct RunArgs {
     /// Place the sending thread(s) (rr: its client) on this CPU; by default the scheduler's.
     #[arg(long, global = true, value_name = "CPU")]
     pub tx_cpu: Option<usize>,
+    /// How the end of the run is printed: `screen`, one screen with the ceiling and the
+    /// verdict; or `iperf`, iperf3's short lines, one per interval (what the receiver got,
+    /// netceil's loss or retransmits), then the sender's and the receiver's totals, with no
+    /// live table before them.
+    #[arg(long, global = true, value_enum, default_value_t = RunFormat::Screen)]
+    pub format: RunFormat,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+}
+
+/// How `run` prints its end (the values are described on `--format`, so that the help keeps
+/// its short layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    Screen,
+    Iperf,
 }
 
 /// The live OpenMetrics endpoint (see `netceil_metrics`).

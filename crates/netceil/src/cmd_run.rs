@@ -9,7 +9,7 @@ use netceil_engine::{new_live_run, PartAnalysis, Replay, Trial};
 use netceil_model::{Workload as WorkloadSpec, WorkloadKind};
 use std::time::Duration;
 
-use crate::cli::{CommonRunArgs, MetricsArgs, RunArgs};
+use crate::cli::{CommonRunArgs, MetricsArgs, RunArgs, RunFormat};
 use crate::engine::{self, Progress};
 use crate::{Failure, Outcome};
 use netceil_model::params::LoadParams;
@@ -32,7 +32,15 @@ pub fn run(args: RunArgs) -> Outcome {
         }
         None => {}
     }
-    measure(load, &args.common, &args.metrics, args.confirm)
+    if args.format == RunFormat::Iperf {
+        // The interval lines are printed at the end, in place of the live table.
+        let common = CommonRunArgs {
+            quiet: true,
+            ..args.common.clone()
+        };
+        return measure(load, &common, &args.metrics, args.confirm, args.format);
+    }
+    measure(load, &args.common, &args.metrics, args.confirm, args.format)
 }
 
 /// Measures one workload, or the default suite without one.
@@ -41,6 +49,7 @@ pub fn measure(
     common: &CommonRunArgs,
     metrics: &MetricsArgs,
     confirm_it: bool,
+    format: RunFormat,
 ) -> Outcome {
     let (mut top, wire_id) = new_live_run(&common.labels);
     let suite = load.is_none();
@@ -125,8 +134,9 @@ pub fn measure(
     }
     // A test refused before any load went out has left nothing in the store.
     let print = top.results.is_some() || failure.is_none();
-    let done = cmd.done_stored(print, |run, stored| {
-        crate::render::end_of_run(run, stored, common.quiet, common.verbose)
+    let done = cmd.done_stored(print, |run, stored| match format {
+        RunFormat::Iperf => netceil_report::iperf(run),
+        RunFormat::Screen => crate::render::end_of_run(run, stored, common.quiet, common.verbose),
     });
     match failure {
         Some(f) => Err(f),

@@ -141,10 +141,16 @@ fn lab_child() -> Outcome {
         metrics_detail: false,
     };
     match spec.experiment {
-        Experiment::Suite => cmd_run::measure(None, &common, &metrics, false),
-        Experiment::Run { load, confirm } => {
-            cmd_run::measure(Some(load), &common, &metrics, confirm)
+        Experiment::Suite => {
+            cmd_run::measure(None, &common, &metrics, false, cli::RunFormat::Screen)
         }
+        Experiment::Run { load, confirm } => cmd_run::measure(
+            Some(load),
+            &common,
+            &metrics,
+            confirm,
+            cli::RunFormat::Screen,
+        ),
         Experiment::Search { settings } => {
             cmd_search::search(settings, Default::default(), &common, &metrics, None)
         }

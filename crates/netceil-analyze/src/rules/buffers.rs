@@ -528,12 +528,29 @@ fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>
             ),
         };
         let e = if s.whole_run {
+            // A total over the run, and the rate it makes over the run's length.
+            f.evidence.push(ctx.ev_total(
+                format!("{}_per_s", s.metric),
+                Some(s.per_s),
+                format!("{}: {}", s.name, fmt::value(s.per_s, Unit::PerSecond)),
+            ));
             ctx.ev_total(s.metric.clone(), s.total, text)
         } else {
             ctx.ev(s.metric.clone(), Some(s.per_s), text)
         };
         f.evidence.push(e);
         f.advice.push(s.knob.clone());
+    }
+    if let Some(s) = share {
+        f.evidence.push(ctx.ev_total(
+            "drop_share_pct",
+            Some(s * 100.0),
+            format!(
+                "{} of the packets dropped at {}",
+                fmt::value(s * 100.0, Unit::Percent),
+                worst.name
+            ),
+        ));
     }
     if let Some(q) = squeeze {
         squeeze_evidence(ctx, q, &mut f);

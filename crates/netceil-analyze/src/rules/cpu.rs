@@ -501,6 +501,14 @@ fn shared_words(
     let cpu = core.cpu;
     let names: Vec<String> = group.iter().map(|t| t.name.clone()).collect();
     let share: f64 = group.iter().map(|t| t.cpu_pct).sum();
+    let together = ctx.ev(
+        "threads_cpu_pct",
+        Some(share),
+        format!(
+            "together the threads got {} of CPU {cpu}",
+            fmt::value(share, Unit::Percent)
+        ),
+    );
     let mut f = finding(
         cause::HOT_CPU,
         format!(
@@ -533,6 +541,7 @@ fn shared_words(
             ),
         ));
     }
+    f.evidence.push(together);
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={cpu}}}", n::CPU_BUSY_PCT),
         Some(core.busy),
@@ -740,10 +749,10 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
             ),
         ));
     }
-    if let Some((ns, pps, metric)) = &m.per_packet_ns {
+    if let Some((ns, pps, _)) = &m.per_packet_ns {
         f.evidence.push(ctx.ev(
-            metric.clone(),
-            Some(*pps),
+            "cpu_per_packet_us",
+            Some(*ns * 1e-3),
             format!(
                 "{} at {} of CPU per packet{}",
                 fmt::value(*pps, Unit::PacketsPerSecond),
@@ -782,6 +791,14 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
 
 fn all_busy_alternatives(ctx: &Ctx, m: &AllBusy, f: &mut Finding) {
     if let Some(k) = m.kernel_frac.filter(|k| *k < 0.4) {
+        f.evidence.push(ctx.ev(
+            "kernel_share_of_busy_pct",
+            Some(k * 100.0),
+            format!(
+                "{} of the busy time was in the kernel",
+                fmt::value(k * 100.0, Unit::Percent)
+            ),
+        ));
         f.alternatives.push(format!(
             "only {} of the busy time was in the kernel: other processes may hold much of the CPU (per-thread figures, --pid, tell)",
             fmt::value(k * 100.0, Unit::Percent)

@@ -495,9 +495,9 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         )
     } else {
         format!(
-            "{} of what was sent vanished there while arrivals held steady (cv {:.2} %)",
+            "{} of what was sent vanished there while arrivals held steady (cv {})",
             fmt::value(share * 100.0, Unit::Percent),
-            m.cv_arr.unwrap_or(0.0) * 100.0
+            fmt::value(m.cv_arr.unwrap_or(0.0) * 100.0, Unit::Percent)
         )
     };
     let swing = if m.flat {
@@ -520,6 +520,29 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         ),
         (0.5 + 0.2 * ramp(share, 1e-3, 0.05) + swing) * ctx.data_factor(),
     );
+    if frame > 0.0 {
+        f.evidence.push(ctx.ev(
+            "far.frame_bits_per_s",
+            Some(held * frame * 8.0),
+            format!(
+                "{} × {frame} B frames × 8 = {}",
+                fmt::value(held, Unit::PacketsPerSecond),
+                fmt::value(held * frame * 8.0, Unit::BitsPerSecond)
+            ),
+        ));
+    }
+    for (what, cv) in [("arrivals", m.cv_arr), ("the offered rate", m.cv_off)] {
+        if let Some(cv) = cv {
+            f.evidence.push(ctx.ev(
+                "cv_pct",
+                Some(cv * 100.0),
+                format!(
+                    "{what} varied by {} (coefficient of variation)",
+                    fmt::value(cv * 100.0, Unit::Percent)
+                ),
+            ));
+        }
+    }
     f.evidence.push(ctx.ev(
         format!(
             "far.iface_rx_pps{{iface={}}}",
@@ -527,10 +550,10 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         ),
         Some(held),
         format!(
-            "arrivals at the far interface: {} (cv {:.2} %) while the offered rate varied (cv {:.2} %)",
+            "arrivals at the far interface: {} (cv {}) while the offered rate varied (cv {})",
             fmt::value(held, Unit::PacketsPerSecond),
-            m.cv_arr.unwrap_or(0.0) * 100.0,
-            m.cv_off.unwrap_or(0.0) * 100.0
+            fmt::value(m.cv_arr.unwrap_or(0.0) * 100.0, Unit::Percent),
+            fmt::value(m.cv_off.unwrap_or(0.0) * 100.0, Unit::Percent)
         ),
     ));
     f.alternatives.push(if m.flat {

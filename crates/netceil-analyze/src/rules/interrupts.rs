@@ -510,6 +510,11 @@ fn system_finding(ctx: &Ctx) -> Option<Finding> {
     f.evidence
         .push(ctx.ev(name, Some(rate), format!("{}/s {what}", fmt::number(rate))));
     f.evidence.push(ctx.ev(
+        format!("{name}_per_cpu"),
+        Some(rate / cpus),
+        format!("{}/s per CPU, over {cpus} CPUs", fmt::number(rate / cpus)),
+    ));
+    f.evidence.push(ctx.ev(
         n::DEVICE_INTR_PER_S,
         Some(device),
         format!("{}/s device interrupts", fmt::number(device)),

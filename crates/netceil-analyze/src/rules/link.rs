@@ -337,6 +337,20 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, S
         Some(t.bits_per_s),
         format!("measured {}", fmt::value(t.bits_per_s, Unit::BitsPerSecond)),
     ));
+    f.evidence.push(ctx.ev_total(
+        "bytes_per_packet",
+        Some(l.bytes),
+        format!("{:.0} B of {} per packet", l.bytes, l.name),
+    ));
+    f.evidence.push(ctx.ev(
+        "pps_at_that_size",
+        Some(pps_here),
+        format!(
+            "{} at that size: the rate measured over {:.0} B × 8",
+            fmt::value(pps_here, Unit::PacketsPerSecond),
+            l.bytes
+        ),
+    ));
     if f.cause == cause::LINK_LIMIT {
         f.alternatives.push("a host-side limit would show as a saturated CPU, drops or a lock: check the other findings".into());
         f.advice.push(crate::ctx::advice(

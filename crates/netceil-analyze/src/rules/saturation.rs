@@ -191,6 +191,9 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
             ),
         ));
     }
+    if let Some(k) = kernel_share {
+        counted_evidence(ctx, &mut f, iface, k);
+    }
     if let Some((r, _)) = start {
         // Offered rising while delivered stays flat: the plateau of a ramp.
         if let (Some(tx), Some(rx)) = (s.total(n::LOAD_TX_PPS), s.total(n::LOAD_RX_PPS)) {
@@ -218,6 +221,29 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
         "the other findings say why; `netceil search udp` finds the highest loss-free rate (and the cause above it)".into(),
     );
     Some((f, offered, delivered))
+}
+
+/// What the interface counted of the packets offered, and what never reached it.
+fn counted_evidence(ctx: &Ctx, f: &mut Finding, iface: &str, k: f64) {
+    // Counted beyond the offer (other traffic on the interface) reads as all of it.
+    let counted = k.min(1.0) * 100.0;
+    f.evidence.push(ctx.ev_total(
+        "kernel_share_pct",
+        Some(counted),
+        format!(
+            "{iface} counted {} of the packets offered",
+            fmt::value(counted, Unit::Percent)
+        ),
+    ));
+    let unseen = (1.0 - k).max(0.0);
+    f.evidence.push(ctx.ev_total(
+        "unseen_pct",
+        Some(unseen * 100.0),
+        format!(
+            "{} of the packets offered never reached {iface}",
+            fmt::value(unseen * 100.0, Unit::Percent)
+        ),
+    ));
 }
 
 #[cfg(test)]

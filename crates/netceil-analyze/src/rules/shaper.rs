@@ -255,6 +255,14 @@ fn words(
         confidence,
     );
     f.evidence.push(ctx.ev(
+        "bits_cv_pct",
+        Some(best.bits_cv * 100.0),
+        format!(
+            "its rate varied by {} (coefficient of variation)",
+            fmt::value(best.bits_cv * 100.0, Unit::Percent)
+        ),
+    ));
+    f.evidence.push(ctx.ev(
         best.bits.id.to_string(),
         Some(best.offered_bits.unwrap_or(best.bits_mean)),
         match best.offered_bits {

@@ -343,6 +343,20 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
                 fmt::value(l.full.cwnd, Unit::Percent)
             ),
         ));
+        for (what, pct) in [
+            ("the peer's window", l.full.rwnd),
+            ("the send buffer", l.full.sndbuf),
+            ("the congestion window", l.full.cwnd),
+        ] {
+            f.evidence.push(ctx.ev(
+                "tcp_full_windows_pct",
+                Some(pct),
+                format!(
+                    "{what} full in {} of the busy flow-intervals",
+                    fmt::value(pct, Unit::Percent)
+                ),
+            ));
+        }
     }
 }
 
