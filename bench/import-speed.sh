@@ -16,24 +16,9 @@ mkdir -p "$out"
 cargo build --release -q -p netceil-import --example import_file
 bin=${CARGO_TARGET_DIR:-target}/release/examples/import_file
 
-# A Linux vmstat -w log: the header repeats every 21 samples, as procps prints it.
+# A Linux vmstat -w log (bench/lib/vmstat-log.awk).
 vmstat_log=$out/vmstat-big.txt
-awk -v n="$lines" 'BEGIN {
-  srand(1); i = 0
-  while (i < n) {
-    if (i % 23 == 0) {
-      print "--procs-- -----------------------memory---------------------- ---swap-- -----io---- -system-- ----------cpu----------"
-      print "   r    b         swpd         free         buff        cache   si   so    bi    bo   in   cs  us  sy  id  wa  st  gu"
-      i += 2; continue
-    }
-    us = int(rand() * 60); sy = int(rand() * 30)
-    printf "%4d %4d %12d %12d %12d %12d %4d %4d %5d %5d %4d %4d %3d %3d %3d %3d %3d %3d\n",
-      int(rand() * 12), int(rand() * 2), 0, 7800000 + int(rand() * 9999), 264152, 15081420,
-      0, 0, int(rand() * 100), int(rand() * 90000), 500 + int(rand() * 20000), 900 + int(rand() * 40000),
-      us, sy, 100 - us - sy, 0, 0, 0
-    i++
-  }
-}' >"$vmstat_log"
+awk -v n="$lines" -f bench/lib/vmstat-log.awk >"$vmstat_log"
 
 # A sar -P ALL report of a 4-CPU machine in a 12-hour locale, with the midnight rollover.
 sar_log=$out/sar-big.txt

@@ -83,6 +83,23 @@ print(f"  rows stored {rows}, values {values}; sadc samples {samples}")
 print("  resident memory, MB (at %ds, %ds, %ds):" % (first[0], mid[0], last[0]))
 print(f"    netceil {first[1]/1024:.1f} {mid[1]/1024:.1f} {last[1]/1024:.1f}  (growth after the first point: {(last[1]-first[1])/1024:.1f} MB)")
 print(f"    sadc    {first[3]/1024:.1f} {mid[3]/1024:.1f} {last[3]/1024:.1f}")
+# The recording keeps at most MAX_ROWS rows in memory (netceil_probe::MAX_ROWS; the store keeps
+# every row): full, it merges them two into one, and refills. So RSS is a sawtooth, growing as
+# the copy refills and dropping at each merge; bounded by its peak, not flat.
+max_rows = 16384
+unit = {"ms": 1e-3, "s": 1.0}
+iv = next(float(interval[:-len(u)]) * k for u, k in unit.items() if interval.endswith(u))
+merges, k = [], 1
+while max_rows * iv * (2**k - 1) <= t[-1][0]:
+    merges.append(max_rows * iv * (2**k - 1)); k += 1
+peak = max(r[1] for r in t)
+print(f"  netceil peak RSS {peak/1024:.1f} MB; the in-memory copy ({max_rows} rows at most) merged at "
+      + (", ".join(f"{m:.0f}" for m in merges) or "no time") + " s; next at "
+      + f"{max_rows * iv * (2**k - 1):.0f} s")
+if merges:
+    after = [r for r in t if r[0] > merges[-1]]
+    if len(after) >= 2:
+        print(f"    since the last merge RSS grew {(after[-1][1]-after[0][1])/1024:.1f} MB over {after[-1][0]-after[0][0]:.0f} s (the copy refilling)")
 # Linear store: bytes per 30 s in the first and the second half.
 half = len(t) // 2
 def slope(a, b, col):

@@ -12,6 +12,7 @@
 #     in alternate 4 s blocks (see iperf_paired); prints the median ratios.
 #
 # usage: bench/overhead.sh [ROUNDS] [SECONDS] [all|cpu|iperf]   (defaults: 5 rounds of 10 s, all)
+#   NC=path   the netceil binary (default: built here with cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -28,8 +29,11 @@ command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
-cargo build --release -q -p netceil
-nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+if [ -z "${NC:-}" ]; then
+  cargo build --release -q -p netceil
+  NC=${CARGO_TARGET_DIR:-target}/release/netceil
+fi
+nc=$(realpath "$NC")
 export NETCEIL_DB="$PWD/$out/overhead.db"
 port=$((20000 + RANDOM % 20000))
 pids_cpu() { # nanoseconds on CPU of the given pids, all their threads
@@ -113,7 +117,7 @@ PY
 declare -a c1 c100 c10 c1s c10s cp paired_nc paired_peers
 watch_for=$((secs + warm + 5))
 for r in $(seq 1 "$rounds"); do
-  echo "round $r/$rounds" >&2
+  echo "round $r/$rounds (load average $(cut -d" " -f1-3 /proc/loadavg))" >&2
   if [ "$part" != iperf ]; then
     c1+=("$(steady_cost "$nc" watch --no-store -q --interval 1s --duration $watch_for)")
     c100+=("$(steady_cost "$nc" watch --no-store -q --interval 100ms --duration $watch_for)")

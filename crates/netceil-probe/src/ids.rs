@@ -279,6 +279,9 @@ pub struct MetricIds {
     /// The row being described: its keys' text and units.
     schema_text: String,
     schema_units: Vec<Unit>,
+    /// Missing values and their reasons, shared (see [`crate::rates::Missing`]), by
+    /// `metric NUL reason`.
+    missing: HashMap<String, crate::rates::Missing>,
 }
 
 impl MetricIds {
@@ -354,6 +357,31 @@ impl MetricIds {
         self.schemas.truncate(MAX_SCHEMAS - 1);
         self.schemas.insert(0, Arc::clone(&schema));
         schema
+    }
+
+    /// The shared `(metric, reason)` of a missing value, made on first use. Written into a
+    /// reused buffer and looked up, so a pair seen before costs no allocation.
+    pub(crate) fn missing(
+        &mut self,
+        metric: &dyn Display,
+        reason: &dyn Display,
+    ) -> crate::rates::Missing {
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{metric}");
+        let split = self.scratch.len();
+        let _ = write!(self.scratch, "{KEY_SEPARATOR}{reason}");
+        if let Some(note) = self.missing.get(self.scratch.as_str()) {
+            return Arc::clone(note);
+        }
+        if self.missing.len() >= MAX_IDS {
+            self.missing.clear();
+        }
+        let note = Arc::new((
+            self.scratch[..split].to_string(),
+            self.scratch[split + KEY_SEPARATOR.len_utf8()..].to_string(),
+        ));
+        self.missing.insert(self.scratch.clone(), Arc::clone(&note));
+        note
     }
 
     /// How many identities are held.

@@ -28,6 +28,7 @@
 //! the reason; nothing is ever recorded as 0 for lack of a reading.
 
 use std::collections::BTreeMap;
+use std::fmt::Display;
 
 use netceil_model::names::*;
 use std::sync::Arc;
@@ -155,9 +156,15 @@ pub struct Row {
     /// Values added later, such as a workload's own figures for the interval.
     pub extra: Vec<Value>,
     /// `(metric, reason)` for values that could not be given: a metric name, or a metric
-    /// with labels as [`MetricId`]'s `Display` writes it.
-    pub missing: Vec<(String, String)>,
+    /// with labels as [`MetricId`]'s `Display` writes it. Shared with the other rows that
+    /// miss the same value for the same reason (see [`Missing`]).
+    pub missing: Vec<Missing>,
 }
+
+/// A value that could not be given, and why: `(metric, reason)`. At short intervals the same
+/// values go missing row after row (a 10 ms interval often holds no CPU tick), so each pair is
+/// made once and shared, not written out again for every row.
+pub type Missing = Arc<(String, String)>;
 
 impl Row {
     /// A row of these values (metric, unit, value), for rows not made by the sampler.
@@ -222,8 +229,8 @@ impl Row {
     pub fn missing_reason(&self, metric: &str) -> Option<&str> {
         self.missing
             .iter()
-            .find(|(m, _)| m == metric)
-            .map(|(_, r)| r.as_str())
+            .find(|m| m.0 == metric)
+            .map(|m| m.1.as_str())
     }
 }
 
@@ -233,7 +240,7 @@ struct Builder<'a, 'i> {
     ids: &'i mut MetricIds,
     keys: Option<Vec<Key<'a>>>,
     values: Vec<f64>,
-    missing: Vec<(String, String)>,
+    missing: Vec<Missing>,
     elapsed: f64,
 }
 
@@ -246,14 +253,15 @@ impl<'a> Builder<'a, '_> {
         self.values.push(v);
     }
 
-    fn missing(&mut self, metric: impl ToString, reason: impl Into<String>) {
-        self.missing.push((metric.to_string(), reason.into()));
+    fn missing(&mut self, metric: impl Display, reason: impl Display) {
+        let note = self.ids.missing(&metric, &reason);
+        self.missing.push(note);
     }
 
     fn missing_all(&mut self, names: &[&str], reason: &SourceError) {
         let reason = reason.to_string();
         for n in names {
-            self.missing(n, reason.clone());
+            self.missing(n, &reason);
         }
     }
 
@@ -308,7 +316,7 @@ pub fn rates_with(ids: &mut MetricIds, prev: &Snapshot, cur: &Snapshot) -> Row {
 struct Made<'a> {
     keys: Vec<Key<'a>>,
     values: Vec<f64>,
-    missing: Vec<(String, String)>,
+    missing: Vec<Missing>,
     elapsed: f64,
 }
 
@@ -461,12 +469,25 @@ fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
     }
 }
 
+/// A CPU as the reasons for its missing values name it: `cpu3`, or `all CPUs`.
+#[derive(Clone, Copy)]
+struct CpuName(Option<u32>);
+
+impl Display for CpuName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "cpu{n}"),
+            None => f.write_str("all CPUs"),
+        }
+    }
+}
+
 fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
     let id = |name: &'static str| match cpu {
         Some(n) => labeled(name, LABEL_CPU, n),
         None => Key::Plain(name),
     };
-    let who = || cpu.map_or_else(|| "all CPUs".to_string(), |n| format!("cpu{n}"));
+    let who = CpuName(cpu);
     let d = |a: u64, z: u64| counter_delta(a, z, CounterWidth::Native);
     let required = [
         d(p.user, c.user),
@@ -476,7 +497,7 @@ fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
     ];
     let [Some(user), Some(nice), Some(system), Some(idle)] = required else {
         for name in CPU_NAMES {
-            b.missing(id(name), format!("{}: CPU time went backwards", who()));
+            b.missing(id(name), format_args!("{who}: CPU time went backwards"));
         }
         return;
     };
@@ -494,7 +515,7 @@ fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
         .any(|v| matches!(v, Some(None)))
     {
         for name in CPU_NAMES {
-            b.missing(id(name), format!("{}: CPU time went backwards", who()));
+            b.missing(id(name), format_args!("{who}: CPU time went backwards"));
         }
         return;
     }
@@ -508,9 +529,8 @@ fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
         for name in CPU_NAMES {
             b.missing(
                 id(name),
-                format!(
-                    "{}: no CPU time ticks in the interval (shorter than one USER_HZ tick)",
-                    who()
+                format_args!(
+                    "{who}: no CPU time ticks in the interval (shorter than one USER_HZ tick)"
                 ),
             );
         }
@@ -537,10 +557,7 @@ fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
             Some(Some(t)) => b.value(id(name), Unit::Percent, pct(t)),
             Some(None) => b.missing(
                 id(name),
-                format!(
-                    "{}: iowait went backwards, which the kernel allows (proc.rst)",
-                    who()
-                ),
+                format_args!("{who}: iowait went backwards, which the kernel allows (proc.rst)"),
             ),
             // Said once for the name, not per CPU.
             None => b.missing(

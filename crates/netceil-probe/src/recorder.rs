@@ -25,6 +25,10 @@ use crate::Source;
 /// 10 ms asleep. Written together, consecutive rows find the same columns still cached.
 const PENDING_ROWS: usize = 64;
 
+/// Missing-value pairs a [`Recorder`] remembers having noted; past that it starts over (and
+/// the series' own check keeps each pair once).
+const MAX_NOTED: usize = 4096;
+
 /// Schemas whose columns a [`Recorder`] keeps worked out.
 const MAX_SCHEMAS: usize = 16;
 
@@ -50,6 +54,8 @@ pub struct Recorder {
     // Series::set searches linearly; with hundreds of per-CPU metrics that adds up at 10 ms.
     index: HashMap<MetricId, usize>,
     slow_tier_noted: bool,
+    /// The missing-value pairs already noted in the series, by address.
+    noted: HashMap<usize, crate::rates::Missing>,
     /// Rows not yet written into the series, and whether the slow-tier note comes with them.
     pending: Vec<(Row, bool)>,
     /// At most this many rows are kept (see [`MAX_ROWS`]).
@@ -71,6 +77,7 @@ impl Recorder {
             columns: Vec::new(),
             index: HashMap::new(),
             slow_tier_noted: false,
+            noted: HashMap::new(),
             pending: Vec::new(),
             max_rows: MAX_ROWS,
             per_row: 1,
@@ -166,9 +173,7 @@ impl Recorder {
                 None => value,
             });
         }
-        for (metric, reason) in &row.missing {
-            self.series.note_missing(metric, reason.clone());
-        }
+        self.note_missing(row);
         self.series.t_s[last] = row.t_s;
         self.newest_holds += 1;
     }
@@ -219,8 +224,23 @@ impl Recorder {
             let i = self.column(id, *unit);
             self.series.metrics[i].values[last] = Some(*value);
         }
-        for (metric, reason) in &row.missing {
-            self.series.note_missing(metric, reason.clone());
+        self.note_missing(row);
+    }
+
+    /// Notes the row's missing values in the series, each pair once: the rows share their
+    /// pairs (see [`crate::rates::Missing`]), so one already noted is known by its address.
+    fn note_missing(&mut self, row: &Row) {
+        for note in &row.missing {
+            if self.noted.contains_key(&(Arc::as_ptr(note) as usize)) {
+                continue;
+            }
+            if self.noted.len() >= MAX_NOTED {
+                self.noted.clear();
+            }
+            self.series.note_missing(&note.0, note.1.as_str());
+            // The pair is held, so its address stays its own.
+            self.noted
+                .insert(Arc::as_ptr(note) as usize, Arc::clone(note));
         }
     }
 

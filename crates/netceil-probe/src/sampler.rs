@@ -461,6 +461,7 @@ impl<S: Source> Sampler<S> {
             .iter()
             .filter_map(|n| n.parse().ok())
             .collect();
+        self.source.processes_seen(&pids);
         let mut processes = Vec::with_capacity(pids.len());
         for pid in pids {
             let path = format!("/proc/{pid}/stat");

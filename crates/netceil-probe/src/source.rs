@@ -37,6 +37,12 @@ pub trait Source {
     /// A monotonic clock; only differences between readings matter.
     fn now(&self) -> Duration;
 
+    /// Says which processes a scan of /proc found, so a source that keeps their files open
+    /// can close those of processes that have gone. Sources that keep nothing open ignore it.
+    fn processes_seen(&self, pids: &[u32]) {
+        let _ = pids;
+    }
+
     /// CPU time used so far by the calling thread, if the platform can tell.
     fn thread_cpu_time(&self) -> Option<Duration>;
 
@@ -99,6 +105,12 @@ enum QdiscReader {
 #[derive(Debug, Default)]
 struct Open {
     files: HashMap<String, File>,
+    /// Each process's `/proc/PID/stat`, read at every process scan: kept open like the
+    /// others, as opening and closing them was a third of a scan's cost. A descriptor stays
+    /// bound to its process (a pid reused later is another process, opened afresh): once
+    /// the process is gone, reads fail and the file is closed; [`Source::processes_seen`]
+    /// closes those of processes no scan lists any more.
+    stats: HashMap<u32, File>,
     /// Zeroed once and kept: preparing a fresh buffer for every read cost more than
     /// copying the text out of this one.
     scratch: Vec<u8>,
@@ -106,6 +118,20 @@ struct Open {
 
 /// Open files kept at most; past that the cache starts over (interfaces come and go).
 const MAX_OPEN: usize = 256;
+
+/// Process stat files kept open at most; past that, further processes' files are opened
+/// and closed at each read as before (a load with thousands of sockets needs the
+/// descriptors more).
+const MAX_OPEN_STATS: usize = 512;
+
+/// The pid of a `/proc/PID/stat` path.
+fn stat_pid(path: &str) -> Option<u32> {
+    path.strip_prefix("/proc/")?
+        .strip_suffix("/stat")
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?
+        .parse()
+        .ok()
+}
 
 impl Default for ProcFs {
     fn default() -> Self {
@@ -238,6 +264,28 @@ fn read_whole(file: &File, bytes: &mut Vec<u8>, one_piece: bool) -> io::Result<u
     Ok(filled)
 }
 
+/// Reads a process's stat file through the descriptor kept for it, opening one with `open`
+/// the first time (kept while there is room). A read that fails on a kept descriptor (the
+/// process has gone) closes it and reports the failure.
+fn read_process_stat(
+    stats: &mut HashMap<u32, File>,
+    pid: u32,
+    open: impl FnOnce() -> io::Result<File>,
+    scratch: &mut Vec<u8>,
+) -> io::Result<usize> {
+    if let Some(file) = stats.get(&pid) {
+        return read_whole(file, scratch, false).inspect_err(|_| {
+            stats.remove(&pid);
+        });
+    }
+    let file = open()?;
+    let n = read_whole(&file, scratch, false)?;
+    if stats.len() < MAX_OPEN_STATS {
+        stats.insert(pid, file);
+    }
+    Ok(n)
+}
+
 /// A shared source is the source it shares: one machine, real or fake, for every reader.
 impl<S: Source + ?Sized> Source for std::sync::Arc<S> {
     fn read(&self, path: &str) -> io::Result<String> {
@@ -254,6 +302,9 @@ impl<S: Source + ?Sized> Source for std::sync::Arc<S> {
     }
     fn now(&self) -> Duration {
         (**self).now()
+    }
+    fn processes_seen(&self, pids: &[u32]) {
+        (**self).processes_seen(pids)
     }
     fn thread_cpu_time(&self) -> Option<Duration> {
         (**self).thread_cpu_time()
@@ -326,8 +377,14 @@ impl Source for ProcFs {
 
     fn read_into(&self, path: &str, buf: &mut String) -> io::Result<()> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let Open { files, scratch } = &mut *open;
-        let n = if Self::keep_open(path) {
+        let Open {
+            files,
+            stats,
+            scratch,
+        } = &mut *open;
+        let n = if let Some(pid) = stat_pid(path) {
+            read_process_stat(stats, pid, || File::open(self.resolve(path)), scratch)?
+        } else if Self::keep_open(path) {
             let one_piece = ONE_PIECE.contains(&path);
             let cached = match files.get(path) {
                 Some(file) => read_whole(file, scratch, one_piece).ok(),
@@ -380,6 +437,13 @@ impl Source for ProcFs {
 
     fn now(&self) -> Duration {
         self.origin.elapsed()
+    }
+
+    fn processes_seen(&self, pids: &[u32]) {
+        let mut live = pids.to_vec();
+        live.sort_unstable();
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.stats.retain(|pid, _| live.binary_search(pid).is_ok());
     }
 
     fn thread_cpu_time(&self) -> Option<Duration> {

@@ -352,7 +352,7 @@ fn a_counter_going_backwards_gives_no_value_and_a_reused_inode_is_a_new_socket()
     assert!(row
         .missing
         .iter()
-        .any(|(m, r)| m == TCP_BYTES_ACKED_PER_S && r == RESET_REASON));
+        .any(|m| m.0 == TCP_BYTES_ACKED_PER_S && m.1 == RESET_REASON));
     // The client's other counters still give their values.
     assert_value(&row, &flow(TCP_BUSY_PCT, CLIENT, 100), 10.0);
     assert_eq!(

@@ -369,7 +369,7 @@ fn assert_nothing_missing(row: &Row) {
     let missing: Vec<_> = row
         .missing
         .iter()
-        .filter(|(_, reason)| reason != NO_FLOW_REASON)
+        .filter(|m| m.1 != NO_FLOW_REASON)
         .collect();
     assert!(missing.is_empty(), "{missing:?}");
     assert_eq!(row.get(&id(TCP_FLOWS)), Some(0.0));
