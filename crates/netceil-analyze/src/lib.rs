@@ -332,6 +332,7 @@ fn part_label(part: &Run, index: usize) -> String {
         WorkloadKind::Udp => "udp",
         WorkloadKind::Tcp => "tcp",
         WorkloadKind::Rr => "rr",
+        WorkloadKind::Rrul => "rrul",
         WorkloadKind::Suite => "suite",
         WorkloadKind::Search => "search",
         WorkloadKind::Sweep => "sweep",
