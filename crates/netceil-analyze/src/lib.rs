@@ -159,6 +159,9 @@ pub mod cause {
 
     /// An unpaced run pushed, so something held it, but nothing measured saturated.
     pub const UNNAMED_CEILING: Cause = Cause::UnnamedCeiling;
+
+    /// Latency grew under load because a queue held the packets.
+    pub const BUFFERBLOAT: Cause = Cause::Bufferbloat;
 }
 
 /// What the run cannot know about itself.

@@ -12,6 +12,7 @@
 use crate::ctx::Ctx;
 use crate::ledger::Entry;
 
+pub mod bufferbloat;
 pub mod buffers;
 pub mod busy_wait;
 pub mod contention;
@@ -35,7 +36,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order: the ledger ranks what they find.
 pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
-    let rules: [fn(&Ctx) -> Option<Entry>; 30] = [
+    let rules: [fn(&Ctx) -> Option<Entry>; 31] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
@@ -66,6 +67,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
         disk::io_wait,
         tcp_flows::check,
         schedulers::check,
+        bufferbloat::check,
     ];
     rules.iter().filter_map(|rule| rule(ctx)).collect()
 }
