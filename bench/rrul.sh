@@ -9,7 +9,7 @@
 # with an idle phase of sockperf alone first. Both tools print round-trip p50 and p99 idle and
 # loaded, and the inflation (loaded - idle); the last lines are the medians over the rounds.
 #
-# usage: flock /tmp/netceil-bench.lock bench/rrul.sh [ROUNDS] [SECONDS] [FLOWS] [RATE] [lo|ns|both]
+# usage: [NETCEIL_BIN=…] flock /tmp/netceil-bench.lock bench/rrul.sh [ROUNDS] [SECONDS] [FLOWS] [RATE] [lo|ns|both]
 #   defaults: 3 rounds, 10 s loaded (+2 s idle), 4 flows per direction, 100 probes/s, both
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +37,12 @@ else
   echo "flent did not install; the peer is the same flows by hand: iperf3 + sockperf"
 fi
 peer=hand
-cargo build --release -q -p netceil
-nc=$(realpath "${CARGO_TARGET_DIR:-target}/release/netceil")
+# NETCEIL_BIN: a netceil built beforehand, so the shared lock is not held while compiling.
+if [ -z "${NETCEIL_BIN:-}" ]; then
+  cargo build --release -q -p netceil
+  NETCEIL_BIN=${CARGO_TARGET_DIR:-target}/release/netceil
+fi
+nc=$(realpath "$NETCEIL_BIN")
 tag=ncrrul$$
 nsa=$tag-a nsb=$tag-b
 pids=()

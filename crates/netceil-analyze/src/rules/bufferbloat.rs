@@ -164,6 +164,60 @@ fn flows_queueing_us(ctx: &Ctx, rows: &[usize]) -> Option<f64> {
     Some(rises[rises.len() / 2])
 }
 
+/// Unsent data in the bulk flows' own send buffers (send queue less what is in flight), as a
+/// delay at each flow's delivery rate: median over the flows sampled, µs, with the bytes.
+fn unsent_delay_us(ctx: &Ctx, rows: &[usize]) -> Option<(f64, f64)> {
+    let mut per_flow: Vec<(f64, f64)> = ctx
+        .series()
+        .by_name(n::TCP_SEND_QUEUE_BYTES)
+        .filter(|m| m.id.label(n::LABEL_FLOW).is_some())
+        .filter_map(|m| {
+            let queued = mean_at(m, rows)?;
+            let in_flight = ctx
+                .sibling(m, n::TCP_IN_FLIGHT_BYTES)
+                .and_then(|x| mean_at(x, rows))?;
+            let rate = ctx
+                .sibling(m, n::TCP_DELIVERY_RATE_BITS_PER_S)
+                .and_then(|x| mean_at(x, rows))
+                .filter(|r| *r > 0.0)?;
+            let unsent = (queued - in_flight).max(0.0);
+            Some((unsent * 8.0 / rate * 1e6, unsent))
+        })
+        .collect();
+    if per_flow.is_empty() {
+        return None;
+    }
+    per_flow.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Some(per_flow[per_flow.len() / 2])
+}
+
+/// Least unsent-data delay in the flows' own send buffers worth advice, µs.
+const UNSENT_ADVICE_US: f64 = 10_000.0;
+
+/// The flows' own send buffers: evidence, and TCP_NOTSENT_LOWAT where they held data long.
+/// That queue delays what is sent on those connections, not the probe's packets.
+fn send_buffers(ctx: &Ctx, rows: &[usize], f: &mut Finding) {
+    let Some((delay, bytes)) = unsent_delay_us(ctx, rows) else {
+        return;
+    };
+    f.evidence.push(ctx.ev(
+        n::TCP_SEND_QUEUE_BYTES,
+        Some(bytes),
+        format!(
+            "the bulk flows' send buffers held {} not yet sent (median flow; send queue less in flight): {} at their delivery rate, for data sent on those connections",
+            fmt::value(bytes, Unit::Bytes),
+            fmt::value(delay, Unit::Microseconds)
+        ),
+    ));
+    if delay >= UNSENT_ADVICE_US {
+        f.advice.push(advice(
+            "sysctl -w net.ipv4.tcp_notsent_lowat=131072 (or TCP_NOTSENT_LOWAT on the bulk sockets)",
+            "the bulk flows keep at most 128 KiB unsent in their buffers: what an application sends on those connections waits less",
+            Some("it does not shorten the queue the probe waited in"),
+        ));
+    }
+}
+
 /// The bufferbloat rule: the queue that held the packets, sized as its backlog over its
 /// drain rate against the growth of the probe's round trip.
 pub fn check(ctx: &Ctx) -> Option<Entry> {
@@ -188,7 +242,8 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         ])
         .unwrap_or(0.0);
         let confidence = (0.5 + 0.45 * strength) * ctx.data_factor();
-        let f = qdisc_words(ctx, rrul, &queues, queued_us, flows_us, busy, confidence);
+        let mut f = qdisc_words(ctx, rrul, &queues, queued_us, flows_us, busy, confidence);
+        send_buffers(ctx, &rows, &mut f);
         return Some(claim(
             &queues[0].words(),
             f,
@@ -205,7 +260,8 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
         .unwrap_or(0.0);
         // Inferred from the flows, not seen at a queue: a lower band.
         let confidence = (0.45 + 0.35 * strength) * ctx.data_factor();
-        let f = path_words(ctx, rrul, queued_us, f_us, busy, confidence);
+        let mut f = path_words(ctx, rrul, queued_us, f_us, busy, confidence);
+        send_buffers(ctx, &rows, &mut f);
         return Some(claim(
             "a queue on the path",
             f,
@@ -570,6 +626,13 @@ mod tests {
             cpu_row(s, r, &[(10.0, 15.0, 5.0), (8.0, 12.0, 5.0)]);
             tbf(s, r, "nc-a", 500_000.0);
             tbf(s, r, "nc-b", 500_000.0);
+            // One flow with 2 MB unsent at 12 Mbit/s (1.3 s), one with 64 kB (43 ms).
+            for (flow, queued) in [("1", 2.2e6), ("2", 264e3)] {
+                let fl = [(n::LABEL_FLOW, flow), (n::LABEL_PID, "7")];
+                put(s, r, n::TCP_SEND_QUEUE_BYTES, &fl, queued);
+                put(s, r, n::TCP_IN_FLIGHT_BYTES, &fl, 200e3);
+                put(s, r, n::TCP_DELIVERY_RATE_BITS_PER_S, &fl, 12e6);
+            }
         });
         let e = entry_on(&run, check).expect("bufferbloat");
         assert_eq!(e.class, Class::Ceiling);
@@ -595,6 +658,13 @@ mod tests {
         assert!(f.confidence > 0.8, "{}", f.confidence);
         assert!(
             f.advice[0].knob.contains("cake bandwidth 50mbit"),
+            "{:?}",
+            f.advice
+        );
+        assert!(
+            f.advice
+                .iter()
+                .any(|a| a.knob.contains("tcp_notsent_lowat")),
             "{:?}",
             f.advice
         );
@@ -655,6 +725,28 @@ mod tests {
         assert!(!crate::analyze(&run)
             .iter()
             .any(|f| f.cause == cause::BUFFERBLOAT));
+    }
+
+    #[test]
+    fn short_send_buffers_get_no_notsent_advice() {
+        let run = rrul_run(300.0, 170_000.0, Some("10.1.0.2:7500"), |s, r| {
+            cpu_row(s, r, &[(10.0, 15.0, 5.0), (8.0, 12.0, 5.0)]);
+            tbf(s, r, "nc-a", 1_000_000.0);
+            let fl = [(n::LABEL_FLOW, "1"), (n::LABEL_PID, "7")];
+            // 8 kB unsent at 12 Mbit/s: 5.3 ms, under the 10 ms worth advice.
+            put(s, r, n::TCP_SEND_QUEUE_BYTES, &fl, 208e3);
+            put(s, r, n::TCP_IN_FLIGHT_BYTES, &fl, 200e3);
+            put(s, r, n::TCP_DELIVERY_RATE_BITS_PER_S, &fl, 12e6);
+        });
+        let f = on(&run, check).expect("bufferbloat");
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.metric == n::TCP_SEND_QUEUE_BYTES));
+        assert!(!f
+            .advice
+            .iter()
+            .any(|a| a.knob.contains("tcp_notsent_lowat")));
     }
 
     #[test]
