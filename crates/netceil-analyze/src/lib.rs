@@ -160,6 +160,9 @@ pub mod cause {
 
     /// An unpaced run pushed, so something held it, but nothing measured saturated.
     pub const UNNAMED_CEILING: Cause = Cause::UnnamedCeiling;
+
+    /// Latency grew under load because a queue held the packets.
+    pub const BUFFERBLOAT: Cause = Cause::Bufferbloat;
 }
 
 /// What the run cannot know about itself.
@@ -333,6 +336,7 @@ fn part_label(part: &Run, index: usize) -> String {
         WorkloadKind::Udp => "udp",
         WorkloadKind::Tcp => "tcp",
         WorkloadKind::Rr => "rr",
+        WorkloadKind::Rrul => "rrul",
         WorkloadKind::Suite => "suite",
         WorkloadKind::Search => "search",
         WorkloadKind::Sweep => "sweep",

@@ -213,6 +213,7 @@ pub(crate) fn set_target(run: &mut Run, target: &str) {
         LoadParams::Udp(u) => u.target = Some(target.into()),
         LoadParams::Tcp(t) => t.target = Some(target.into()),
         LoadParams::Rr(r) => r.target = Some(target.into()),
+        LoadParams::Rrul(r) => r.target = Some(target.into()),
     }
     *w = p.workload();
 }

@@ -107,7 +107,7 @@ fn shared_rx_core(cause: &Cause, params: &LoadParams, cores: &Cores) -> Option<u
     let one_receiver = match params {
         LoadParams::Udp(u) => u.target.is_none(),
         LoadParams::Tcp(t) => t.target.is_none() && t.threads == 1,
-        LoadParams::Rr(_) => false,
+        LoadParams::Rr(_) | LoadParams::Rrul(_) => false,
     };
     let blames_core = matches!(cause, Cause::ReceiverSaturated | Cause::HotCpu);
     let rx = cores.rx?;
@@ -220,7 +220,7 @@ fn design(
     let threads = match params {
         LoadParams::Udp(p) => p.threads,
         LoadParams::Tcp(p) => p.threads,
-        LoadParams::Rr(_) => 1,
+        LoadParams::Rr(_) | LoadParams::Rrul(_) => 1,
     };
     match cause {
         // The socket's own buffer, on this machine, and where the drops were: a far end's
@@ -488,6 +488,7 @@ pub fn confirm(
                 LoadParams::Udp(_) => "udp",
                 LoadParams::Tcp(_) => "tcp",
                 LoadParams::Rr(_) => "rr",
+                LoadParams::Rrul(_) => "rrul",
             }
         )));
     };
@@ -501,6 +502,7 @@ pub fn confirm(
             }
             LoadParams::Tcp(t) => t.duration_s = length.as_secs_f64(),
             LoadParams::Rr(r) => r.duration_s = length.as_secs_f64(),
+            LoadParams::Rrul(r) => r.duration_s = length.as_secs_f64(),
         }
         p
     };

@@ -235,11 +235,15 @@ pub fn udp_spec(cfg: &udp::UdpConfig, interval: Duration) -> TestSpec {
     }
 }
 
-/// The test TCP streams ask for.
+/// The test TCP streams ask for: both directions' connections with `--bidir`.
 pub fn tcp_spec(cfg: &tcp::TcpConfig, interval: Duration) -> TestSpec {
+    let ways = match cfg.direction {
+        netceil_model::TcpDirection::Both => 2,
+        _ => 1,
+    };
     TestSpec {
         kind: TestKind::Tcp,
-        flows: cfg.flows,
+        flows: cfg.flows.saturating_mul(ways),
         duration_ms: millis(cfg.duration),
         payload_bytes: cfg.msg_size.min(u32::MAX as usize) as u32,
         rate_pps: None,
@@ -267,6 +271,19 @@ pub fn rr_spec(cfg: &rr::RrConfig, run_id: u16, interval: Duration) -> TestSpec 
         run_id,
         sample_ms: sample_ms(interval),
         gro: false,
+    }
+}
+
+/// What the far end wrote on the connections that asked it to send, from its report, into
+/// the down direction's figures.
+pub fn far_sent(results: &mut Results) {
+    let Some(sent) = results.far.as_ref().map(|f| f.app.tcp_source_bytes) else {
+        return;
+    };
+    for d in &mut results.directions {
+        if d.direction == netceil_model::TcpDirection::Down && d.tx_bytes.is_none() {
+            d.tx_bytes = Some(sent);
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`Recording`]), the probes, the far-end client and the observers. It measures [`Trial`]s.
 
 use anyhow::anyhow;
+use netceil_load::tcp::rrul::{run_rrul, RrulConfig, RrulProgress};
 use netceil_load::{rr, tcp, udp};
 use netceil_model::names as n;
 use netceil_model::{udp_payload_to_frame, MetricId, Results, Run, Unit};
@@ -151,13 +152,18 @@ impl<'s> Session<'s> {
                 |c, a| c.target = Some(a),
                 Session::measure_udp,
             ),
-            Trial::Tcp(cfg, _) => self.via_serve(
-                cfg,
-                cfg.target,
-                |c| remote::tcp_spec(c, interval),
-                |c, a| c.target = Some(a),
-                Session::measure_tcp,
-            ),
+            Trial::Tcp(cfg, _) => {
+                let mut r = self.via_serve(
+                    cfg,
+                    cfg.target,
+                    |c| remote::tcp_spec(c, interval),
+                    |c, a| c.target = Some(a),
+                    Session::measure_tcp,
+                )?;
+                remote::far_sent(&mut r);
+                Ok(r)
+            }
+            Trial::Rrul(cfg, _) => self.rrul_via_serve(cfg),
             Trial::Rr(cfg, _) => {
                 let mut cfg = cfg.clone();
                 if cfg.target.is_some() && cfg.run_id.is_none() {
@@ -209,6 +215,73 @@ impl<'s> Session<'s> {
         let mut results = measure(self, &cfg)?;
         results.notes.extend(far.notes());
         remote::attach(&mut results, far.finish(), granted_at);
+        Ok(results)
+    }
+
+    /// rrul against a `netceil serve`: two tests granted there, one for the bulk flows (up
+    /// sunk, down sent by it) and one for the probe (echoed); the flows' far report is kept,
+    /// the probe's summed up in a note.
+    fn rrul_via_serve(&mut self, cfg: &RrulConfig) -> Result<Results, Error> {
+        let Some(control) = cfg.tcp_target else {
+            self.measured = true;
+            return self.measure_rrul(cfg);
+        };
+        let interval = self.interval;
+        let tcp_spec = remote::tcp_spec(&cfg.tcp(), interval);
+        let probe = cfg.probe(cfg.idle + cfg.duration);
+        let rr_spec = remote::rr_spec(&probe, probe.run_id.unwrap_or(0), interval);
+        let opened =
+            remote::FarSession::open(control, self.key.as_ref(), tcp_spec).and_then(|bulk| {
+                remote::FarSession::open(control, self.key.as_ref(), rr_spec).map(|p| (bulk, p))
+            });
+        let (bulk, echo) = match opened {
+            Ok(s) => s,
+            Err(e) => {
+                if !self.measured {
+                    self.rec.abandon();
+                }
+                return Err(e);
+            }
+        };
+        self.measured = true;
+        let granted_at = self.rec.elapsed_s();
+        let cfg = RrulConfig {
+            tcp_target: Some(bulk.data_addr()),
+            probe_target: Some(echo.data_addr()),
+            ..cfg.clone()
+        };
+        let mut results = self.measure_rrul(&cfg)?;
+        match echo.finish() {
+            Ok(far) => results.notes.push(format!(
+                "the far end echoed {} probe requests",
+                far.app.udp_requests_echoed
+            )),
+            Err(e) => results
+                .notes
+                .push(format!("the probe's far report did not arrive: {e:#}")),
+        }
+        remote::attach(&mut results, bulk.finish(), granted_at);
+        remote::far_sent(&mut results);
+        Ok(results)
+    }
+
+    fn measure_rrul(&mut self, cfg: &RrulConfig) -> Result<Results, Error> {
+        self.begin_part(
+            format!("rrul {} flows each way", cfg.flows),
+            cfg.idle + cfg.duration,
+            LoadKind::Tcp,
+        );
+        let before = kernel::Counters::read(&*self.source);
+        let stop = self.stop.clone();
+        let idle_s = cfg.idle.as_secs_f64();
+        let results = run_rrul(cfg, &stop, &mut |p: &RrulProgress| {
+            let (elapsed_s, figures, values) = rrul_progress(p, idle_s);
+            self.progress(elapsed_s, &figures, values);
+        });
+        self.end_part();
+        let mut results = results?;
+        let after = kernel::Counters::read(&*self.source);
+        kernel::attribute_tcp(&before, &after, &mut results);
         Ok(results)
     }
 
@@ -377,6 +450,44 @@ impl<'s> Session<'s> {
         }
         let rows = self.rec.rows(Duration::ZERO);
         self.rec.store_rows(&rows);
+    }
+}
+
+/// One rrul progress report as the live table and the series take it: the probe's round trip
+/// in the idle phase, the flows' rates (and their time from the run's start) when loaded.
+fn rrul_progress(p: &RrulProgress, idle_s: f64) -> (f64, LoadFigures, LoadValues) {
+    match p {
+        RrulProgress::Idle(r) => (
+            r.elapsed_s,
+            LoadFigures {
+                tps: Some(r.interval_tps),
+                mean_latency_us: r.interval_mean_latency_us,
+                ..Default::default()
+            },
+            r.interval_mean_latency_us
+                .map(|m| value(n::LOAD_MEAN_LATENCY_US, Unit::Microseconds, m))
+                .into_iter()
+                .collect(),
+        ),
+        RrulProgress::Loaded(t) => {
+            let mut values = vec![value(
+                n::LOAD_TX_BITS_PER_S,
+                Unit::BitsPerSecond,
+                t.interval_tx_bits_per_s,
+            )];
+            if let Some(rx) = t.interval_rx_bits_per_s {
+                values.push(value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx));
+            }
+            (
+                idle_s + t.elapsed_s,
+                LoadFigures {
+                    tx_bits_per_s: Some(t.interval_tx_bits_per_s),
+                    rx_bits_per_s: t.interval_rx_bits_per_s,
+                    ..Default::default()
+                },
+                values,
+            )
+        }
     }
 }
 

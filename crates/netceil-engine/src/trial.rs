@@ -4,9 +4,10 @@
 //! `--confirm`).
 
 use anyhow::anyhow;
+use netceil_load::tcp::rrul::RrulConfig;
 use netceil_load::{rr, tcp, udp};
 use netceil_model::params::{
-    LoadParams, RrParams, RrProtocol, TcpPacingRequest, TcpParams, UdpParams,
+    LoadParams, RrParams, RrProtocol, RrulParams, TcpPacingRequest, TcpParams, UdpParams,
 };
 use netceil_model::{Rate, Workload};
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ pub enum Trial {
     Udp(udp::UdpConfig, UdpParams),
     Tcp(tcp::TcpConfig, TcpParams),
     Rr(rr::RrConfig, RrParams),
+    Rrul(RrulConfig, RrulParams),
 }
 
 /// The parameters of a UDP train of `payload_bytes` with everything else as the load engine
@@ -73,6 +75,7 @@ impl Trial {
             LoadParams::Udp(p) => Trial::udp(p, wire_id),
             LoadParams::Tcp(p) => Trial::tcp(p),
             LoadParams::Rr(p) => Trial::rr(p),
+            LoadParams::Rrul(p) => Trial::rrul(p, wire_id),
         }
     }
 
@@ -141,6 +144,7 @@ impl Trial {
             rx_cpu: p.rx_cpu,
             tx_cpu: p.tx_cpu,
             congestion: p.congestion.clone(),
+            direction: p.direction,
         };
         cfg.validate()?;
         Ok(Trial::Tcp(cfg, p))
@@ -167,12 +171,38 @@ impl Trial {
         Ok(Trial::Rr(cfg, p))
     }
 
+    pub fn rrul(p: RrulParams, wire_id: u16) -> Result<Trial, Error> {
+        if !(p.rr_rate_tps.is_finite() && p.rr_rate_tps > 0.0) {
+            return Err(Error::usage(anyhow!(
+                "--rr-rate {}: expected a positive number of requests per second",
+                p.rr_rate_tps
+            )));
+        }
+        let target = target_of(&p.target)?;
+        let cfg = RrulConfig {
+            flows: p.flows,
+            duration: duration_of(p.duration_s)?,
+            idle: duration_of(p.idle_s)?,
+            rr_rate: p.rr_rate_tps,
+            rate_per_flow_bps: p.rate_per_flow_bps,
+            ipv6: p.ipv6,
+            // With a far end, both ports are the ones its grants give (see the session); the
+            // control address stands in for them until then.
+            tcp_target: target,
+            probe_target: target,
+            run_id: Some(wire_id),
+        };
+        cfg.validate()?;
+        Ok(Trial::Rrul(cfg, p))
+    }
+
     /// The parameters it was made from.
     pub fn params(&self) -> LoadParams {
         match self {
             Trial::Udp(_, p) => LoadParams::Udp(p.clone()),
             Trial::Tcp(_, p) => LoadParams::Tcp(p.clone()),
             Trial::Rr(_, p) => LoadParams::Rr(p.clone()),
+            Trial::Rrul(_, p) => LoadParams::Rrul(p.clone()),
         }
     }
 
@@ -187,6 +217,7 @@ impl Trial {
             Trial::Udp(c, _) => c.duration,
             Trial::Tcp(c, _) => c.duration,
             Trial::Rr(c, _) => c.duration,
+            Trial::Rrul(c, _) => c.idle + c.duration,
         }
     }
 
@@ -196,6 +227,7 @@ impl Trial {
             Trial::Udp(c, _) => c.target,
             Trial::Tcp(c, _) => c.target,
             Trial::Rr(c, _) => c.target,
+            Trial::Rrul(c, _) => c.tcp_target,
         }
     }
 }

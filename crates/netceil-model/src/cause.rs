@@ -114,6 +114,9 @@ causes! {
     SuspectInput = "suspect_input", true;
     /// An unpaced run pushed, so something held it, but nothing measured saturated.
     UnnamedCeiling = "unnamed_ceiling", false;
+    /// Latency grew under load because a queue held the packets (a qdisc's backlog, a queue on
+    /// the path), sized against the growth of the round trip.
+    Bufferbloat = "bufferbloat", true;
 }
 
 impl fmt::Display for Cause {

@@ -25,7 +25,7 @@ pub use finding::{Advice, Evidence, Finding};
 pub use ledger::{EntryState, Gain, Ledger, LedgerEntry, Quantity, Resource};
 pub use results::{
     FarApp, FarCpu, FarEnd, FarKernelDeltas, FlowResult, GeneratorStats, KernelDelivery,
-    LatencySummary, PacingMode, Results, TcpPacing,
+    LatencySummary, PacingMode, Results, RrulResults, TcpDirection, TcpDirectionResult, TcpPacing,
 };
 pub use run::{
     Annotations, ConfirmOutcome, Confirmation, CpuQuota, HostInfo, Implausible, Knee, LockStat,

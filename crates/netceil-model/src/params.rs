@@ -4,7 +4,7 @@
 //! The JSON keys are those runs have always been stored with; a field added later has a
 //! default, so older runs still read back.
 
-use crate::{udp_payload_to_frame, PacingMode, Rate, Workload, WorkloadKind};
+use crate::{udp_payload_to_frame, PacingMode, Rate, TcpDirection, Workload, WorkloadKind};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// A UDP train (`netceil run udp`).
@@ -82,6 +82,30 @@ pub struct TcpParams {
     /// kernel's default (net.ipv4.tcp_congestion_control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
+    /// Which way the data went: up (this side sent), down (`-R`: the far side sent) or both
+    /// (`--bidir`). Left out when up, so a run stored before it existed reads back as one.
+    #[serde(default, skip_serializing_if = "TcpDirection::is_up")]
+    pub direction: TcpDirection,
+}
+
+/// Latency under load (`netceil run rrul`): bulk TCP flows both ways beside a UDP
+/// request/response probe, after an idle phase with the probe alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RrulParams {
+    /// Bulk flows per direction.
+    pub flows: u32,
+    /// The loaded phase, seconds.
+    pub duration_s: f64,
+    /// The idle phase before it (the probe alone), seconds.
+    pub idle_s: f64,
+    /// Probe requests per second (`--rr-rate`).
+    pub rr_rate_tps: f64,
+    /// Each up flow's rate (`--rate-per-flow`); `None`: as fast as it goes.
+    pub rate_per_flow_bps: Option<f64>,
+    pub ipv6: bool,
+    /// A far end (`--to`, a `netceil serve`), as `ip:port`: it runs the down flows and
+    /// answers the probe.
+    pub target: Option<String>,
 }
 
 /// The transport of a request/response workload.
@@ -123,6 +147,7 @@ pub enum LoadParams {
     Udp(UdpParams),
     Tcp(TcpParams),
     Rr(RrParams),
+    Rrul(RrulParams),
 }
 
 impl UdpParams {
@@ -255,11 +280,12 @@ impl schemars::JsonSchema for Workload {
     }
 
     fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let own = ["udp", "tcp", "rr"];
+        let own = ["udp", "tcp", "rr", "rrul"];
         let mut shapes = vec![
             shape::<UdpParams>(g, &["udp"], false),
             shape::<TcpParams>(g, &["tcp"], false),
             shape::<RrParams>(g, &["rr"], false),
+            shape::<RrulParams>(g, &["rrul"], false),
             shape::<SuiteParams>(g, &["suite"], false),
             shape::<WatchParams>(g, &["external"], false),
             shape::<SearchParams>(g, &["search"], false),
@@ -270,7 +296,8 @@ impl schemars::JsonSchema for Workload {
             shape::<SweepParamParams>(g, &["sweep"], false),
             shape::<UdpParams>(g, &own[..1], true),
             shape::<TcpParams>(g, &own[1..2], true),
-            shape::<RrParams>(g, &own[2..], true),
+            shape::<RrParams>(g, &own[2..3], true),
+            shape::<RrulParams>(g, &own[3..], true),
         ];
         let kind = g.subschema_for::<WorkloadKind>().to_value();
         shapes.push(serde_json::json!({
@@ -296,6 +323,8 @@ pub enum Params {
     Tcp(TcpParams),
     /// `netceil run rr`.
     Rr(RrParams),
+    /// `netceil run rrul`.
+    Rrul(RrulParams),
     /// The default `netceil run`: several workloads as parts.
     Suite(SuiteParams),
     /// `netceil watch`: someone else's load, observed.
@@ -347,7 +376,7 @@ impl Params {
         map.remove("kind");
         if matches!(
             kind,
-            WorkloadKind::Udp | WorkloadKind::Tcp | WorkloadKind::Rr
+            WorkloadKind::Udp | WorkloadKind::Tcp | WorkloadKind::Rr | WorkloadKind::Rrul
         ) {
             if let Some(lab) = map
                 .get("lab")
@@ -371,6 +400,7 @@ impl Params {
                 .or_else(|| exactly(&map).map(Params::SweepCycle)),
             WorkloadKind::Tcp => exactly(&map).map(Params::Tcp),
             WorkloadKind::Rr => exactly(&map).map(Params::Rr),
+            WorkloadKind::Rrul => exactly(&map).map(Params::Rrul),
             WorkloadKind::Suite => exactly(&map).map(Params::Suite),
             WorkloadKind::External => exactly(&map).map(Params::Watch),
             WorkloadKind::Search => exactly(&map).map(Params::Search),
@@ -398,6 +428,7 @@ impl Params {
             Params::Udp(p) => fields(serde_json::to_value(p)),
             Params::Tcp(p) => fields(serde_json::to_value(p)),
             Params::Rr(p) => fields(serde_json::to_value(p)),
+            Params::Rrul(p) => fields(serde_json::to_value(p)),
             Params::Suite(p) => fields(serde_json::to_value(p)),
             Params::Watch(p) => fields(serde_json::to_value(p)),
             Params::Search(p) => fields(serde_json::to_value(p)),
@@ -439,6 +470,7 @@ impl Params {
             Params::Udp(p) => Some(p.target.as_deref()),
             Params::Tcp(p) => Some(p.target.as_deref()),
             Params::Rr(p) => Some(p.target.as_deref()),
+            Params::Rrul(p) => Some(p.target.as_deref()),
             Params::Search(p) => Some(p.target.as_deref()),
             Params::SearchTrial(p) => Some(p.target.as_deref()),
             Params::Sweep(p) => Some(p.target.as_deref()),
@@ -456,6 +488,7 @@ impl Params {
             Params::Udp(p) => Some(LoadParams::Udp(p.clone())),
             Params::Tcp(p) => Some(LoadParams::Tcp(p.clone())),
             Params::Rr(p) => Some(LoadParams::Rr(p.clone())),
+            Params::Rrul(p) => Some(LoadParams::Rrul(p.clone())),
             Params::Lab { trial, .. } => trial.load(),
             _ => None,
         }
@@ -532,6 +565,7 @@ impl LoadParams {
             LoadParams::Udp(p) => (WorkloadKind::Udp, Params::Udp(p.clone())),
             LoadParams::Tcp(p) => (WorkloadKind::Tcp, Params::Tcp(p.clone())),
             LoadParams::Rr(p) => (WorkloadKind::Rr, Params::Rr(p.clone())),
+            LoadParams::Rrul(p) => (WorkloadKind::Rrul, Params::Rrul(p.clone())),
         };
         Workload { kind, params }
     }
@@ -546,9 +580,10 @@ impl LoadParams {
             WorkloadKind::Udp => w.params_as().map(LoadParams::Udp),
             WorkloadKind::Tcp => w.params_as().map(LoadParams::Tcp),
             WorkloadKind::Rr => w.params_as().map(LoadParams::Rr),
+            WorkloadKind::Rrul => w.params_as().map(LoadParams::Rrul),
             k => Err(ParamsError {
                 kind: k,
-                reason: "not one of netceil's own workloads (udp, tcp, rr)".into(),
+                reason: "not one of netceil's own workloads (udp, tcp, rr, rrul)".into(),
             }),
         }
     }
@@ -560,6 +595,8 @@ impl LoadParams {
             LoadParams::Udp(p) => (&mut p.rx_cpu, &mut p.tx_cpu),
             LoadParams::Tcp(p) => (&mut p.rx_cpu, &mut p.tx_cpu),
             LoadParams::Rr(p) => (&mut p.rx_cpu, &mut p.tx_cpu),
+            // rrul's threads are the scheduler's: its probe measures what they make of it.
+            LoadParams::Rrul(_) => return,
         };
         (*r, *t) = (rx, tx);
     }
@@ -571,6 +608,7 @@ impl LoadParams {
             LoadParams::Udp(p) => (p.rx_cpu, p.tx_cpu),
             LoadParams::Tcp(p) => (p.rx_cpu, p.tx_cpu),
             LoadParams::Rr(p) => (p.rx_cpu, p.tx_cpu),
+            LoadParams::Rrul(_) => (None, None),
         }
     }
 
@@ -580,6 +618,7 @@ impl LoadParams {
             LoadParams::Udp(p) => p.duration_s,
             LoadParams::Tcp(p) => p.duration_s,
             LoadParams::Rr(p) => p.duration_s,
+            LoadParams::Rrul(p) => p.idle_s + p.duration_s,
         }
     }
 }
@@ -649,6 +688,7 @@ mod tests {
                 rx_cpu: Some(1),
                 tx_cpu: Some(0),
                 congestion: Some("bbr".into()),
+                direction: TcpDirection::Both,
             }),
             LoadParams::Rr(RrParams {
                 proto: RrProtocol::Udp,
@@ -661,6 +701,15 @@ mod tests {
                 rx_cpu: Some(0),
                 tx_cpu: None,
                 spin: true,
+            }),
+            LoadParams::Rrul(RrulParams {
+                flows: 4,
+                duration_s: 8.0,
+                idle_s: 2.0,
+                rr_rate_tps: 100.0,
+                rate_per_flow_bps: None,
+                ipv6: false,
+                target: Some("10.0.0.2:7500".into()),
             }),
         ] {
             let w = p.workload();

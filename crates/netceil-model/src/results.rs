@@ -97,6 +97,67 @@ pub struct FlowResult {
     pub rtt_us: Option<f64>,
 }
 
+/// Which way bulk TCP data went.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpDirection {
+    /// This side sends (the default, iperf3 without `-R`).
+    #[default]
+    Up,
+    /// The far side sends, this side reads (`-R`/`--reverse`; on loopback the roles swap).
+    Down,
+    /// Both at once, each on its own connections (`--bidir`).
+    Both,
+}
+
+impl TcpDirection {
+    pub fn is_up(&self) -> bool {
+        *self == TcpDirection::Up
+    }
+}
+
+/// One direction's figures of a reverse or both-ways TCP run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TcpDirectionResult {
+    /// `up`: this side sent; `down`: the far side sent.
+    pub direction: TcpDirection,
+    pub flows: u32,
+    /// What the sending application wrote; `None` when the far end sent and its count is in
+    /// `far.app`.
+    pub tx_bytes: Option<u64>,
+    /// What the receiving application read.
+    pub rx_bytes: u64,
+    /// Goodput: `rx_bytes` over the receive window, bit/s.
+    pub bits_per_s: f64,
+    /// Segments the senders retransmitted (TCP_INFO), when this side sent.
+    pub retransmits: Option<u64>,
+}
+
+/// Latency under load (`netceil run rrul`): a request/response probe's round trip alone, then
+/// beside bulk TCP flows in both directions, and how much it grew.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RrulResults {
+    /// Seconds of the idle phase (the probe alone).
+    pub idle_s: f64,
+    /// Seconds of the loaded phase (the probe beside the bulk flows).
+    pub loaded_s: f64,
+    /// The probe's round trip (its actual send to its answer), µs, idle and loaded.
+    pub idle_rtt_us: LatencySummary,
+    pub loaded_rtt_us: LatencySummary,
+    /// Loaded minus idle, µs, per quantile: how much the round trip grew under load.
+    pub inflation_p50_us: f64,
+    pub inflation_p90_us: f64,
+    pub inflation_p99_us: f64,
+    /// Probe requests that got no answer, idle and loaded.
+    pub idle_lost: u64,
+    pub loaded_lost: u64,
+    /// Goodput of the bulk flows per direction, bit/s (what the receiving application read).
+    pub up_bits_per_s: f64,
+    pub down_bits_per_s: f64,
+}
+
 /// Workload totals for a run. Field names are the README's JSON contract.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
@@ -157,6 +218,13 @@ pub struct Results {
     pub receiver_cpu_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowResult>,
+    /// Reverse or both-ways TCP streams: each direction's figures apart (the totals above
+    /// add them). Empty when only this side sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<TcpDirectionResult>,
+    /// Latency under load (`netceil run rrul`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrul: Option<RrulResults>,
     /// How TCP flows were paced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_pacing: Option<TcpPacing>,
@@ -227,6 +295,9 @@ pub struct FarApp {
     pub tcp_refused: u64,
     pub tcp_stream_bytes: u64,
     pub tcp_echoed_bytes: u64,
+    /// Bytes the far end wrote to connections that asked it to send (`-R`, `--bidir`, rrul).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tcp_source_bytes: u64,
     /// CPU seconds of the far end's receive threads.
     pub cpu_s: Option<f64>,
 }
@@ -264,4 +335,8 @@ pub struct FarCpu {
     pub idle_pct: f64,
     /// 100 − idle − iowait.
     pub busy_pct: f64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

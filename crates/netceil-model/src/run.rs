@@ -12,6 +12,9 @@ pub enum WorkloadKind {
     Udp,
     Tcp,
     Rr,
+    /// Latency under load: bulk TCP both ways beside a request/response probe (`netceil run
+    /// rrul`).
+    Rrul,
     /// Several workloads in one run (the default `netceil run`).
     Suite,
     /// Someone else's load, observed.

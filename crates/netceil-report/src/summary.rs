@@ -28,6 +28,7 @@ pub fn kind(run: &Run) -> &'static str {
         Some(WorkloadKind::Udp) => "udp",
         Some(WorkloadKind::Tcp) => "tcp",
         Some(WorkloadKind::Rr) => "rr",
+        Some(WorkloadKind::Rrul) => "rrul",
         Some(WorkloadKind::Suite) => "suite",
         Some(WorkloadKind::External) => "watched",
         Some(WorkloadKind::Search) => "search",

@@ -82,6 +82,10 @@ fn part(s: &mut String, run: &Run) {
         Some(WorkloadKind::Udp) => udp(s, r),
         Some(WorkloadKind::Tcp) => tcp(s, r),
         Some(WorkloadKind::Rr) => rr(s, r),
+        Some(WorkloadKind::Rrul) => {
+            tcp(s, r);
+            rrul(s, r);
+        }
         _ => {}
     }
     if let Some(f) = &r.far {
@@ -272,6 +276,16 @@ fn tcp(s: &mut String, r: &Results) {
             fmt::count(retrans)
         );
     }
+    for d in &r.directions {
+        let _ = writeln!(
+            s,
+            "  {:<11} {:>12}  ({} received by the application, {})",
+            direction_word(d.direction),
+            fmt::value(d.bits_per_s, Unit::BitsPerSecond),
+            fmt::count(d.rx_bytes),
+            crate::words::plural(d.flows as usize, "flow")
+        );
+    }
     match r.tcp_pacing {
         Some(TcpPacing::Kernel) => {
             let _ = writeln!(s, "  pacing      by the kernel (SO_MAX_PACING_RATE)");
@@ -285,6 +299,46 @@ fn tcp(s: &mut String, r: &Results) {
         Some(TcpPacing::None) | None => {}
     }
     generator(s, r);
+}
+
+/// Which way a direction's data went, in a word.
+fn direction_word(d: netceil_model::TcpDirection) -> &'static str {
+    match d {
+        netceil_model::TcpDirection::Up => "up",
+        netceil_model::TcpDirection::Down => "down",
+        netceil_model::TcpDirection::Both => "both",
+    }
+}
+
+/// rrul's probe: the round trip idle and loaded, and how much it grew.
+fn rrul(s: &mut String, r: &Results) {
+    let Some(u) = &r.rrul else { return };
+    let us = |v: f64| fmt::value(v, Unit::Microseconds);
+    let _ = writeln!(
+        s,
+        "  idle rtt    p50 {}  p90 {}  p99 {}  ({} probes, {:.1} s)",
+        us(u.idle_rtt_us.p50),
+        us(u.idle_rtt_us.p90),
+        us(u.idle_rtt_us.p99),
+        fmt::count(u.idle_rtt_us.count),
+        u.idle_s
+    );
+    let _ = writeln!(
+        s,
+        "  loaded rtt  p50 {}  p90 {}  p99 {}  ({} probes, {:.1} s)",
+        us(u.loaded_rtt_us.p50),
+        us(u.loaded_rtt_us.p90),
+        us(u.loaded_rtt_us.p99),
+        fmt::count(u.loaded_rtt_us.count),
+        u.loaded_s
+    );
+    let _ = writeln!(
+        s,
+        "  inflation   p50 {}  p90 {}  p99 {}",
+        us(u.inflation_p50_us),
+        us(u.inflation_p90_us),
+        us(u.inflation_p99_us)
+    );
 }
 
 fn rr(s: &mut String, r: &Results) {
@@ -352,6 +406,46 @@ fn ceiling(run: &Run) -> Option<Ceiling> {
                 fmt::signed_count(r.unexplained_packets)
             ),
         },
+        WorkloadKind::Tcp if !r.directions.is_empty() => Ceiling {
+            name: "TCP stream".to_string(),
+            figure: r
+                .directions
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {}",
+                        direction_word(d.direction),
+                        fmt::value(d.bits_per_s, Unit::BitsPerSecond)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            detail: match r
+                .directions
+                .iter()
+                .find(|d| d.direction == netceil_model::TcpDirection::Up)
+            {
+                Some(up) => format!("{} retransmits (up)", fmt::opt_count(up.retransmits)),
+                None => "reverse: the far side sent".to_string(),
+            },
+        },
+        WorkloadKind::Rrul => {
+            let u = r.rrul.as_ref()?;
+            Ceiling {
+                name: "Latency under load".to_string(),
+                figure: format!(
+                    "p99 +{}",
+                    fmt::value(u.inflation_p99_us, Unit::Microseconds)
+                ),
+                detail: format!(
+                    "rtt p99 {} idle, {} loaded; up {}, down {}",
+                    fmt::value(u.idle_rtt_us.p99, Unit::Microseconds),
+                    fmt::value(u.loaded_rtt_us.p99, Unit::Microseconds),
+                    fmt::value(u.up_bits_per_s, Unit::BitsPerSecond),
+                    fmt::value(u.down_bits_per_s, Unit::BitsPerSecond)
+                ),
+            }
+        }
         WorkloadKind::Tcp => Ceiling {
             name: "TCP stream".to_string(),
             figure: fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
@@ -566,6 +660,10 @@ fn what(run: &Run) -> Option<String> {
         WorkloadKind::Udp => udp_title(r),
         WorkloadKind::Tcp => tcp_title(r),
         WorkloadKind::Rr => rr_title(r),
+        WorkloadKind::Rrul => format!(
+            "RRUL {} each way",
+            crate::words::plural(r.directions.first().map_or(0, |d| d.flows) as usize, "flow")
+        ),
         _ => return None,
     })
 }
@@ -576,6 +674,7 @@ fn short_kind(run: &Run) -> String {
         Some(WorkloadKind::Udp) => "UDP",
         Some(WorkloadKind::Tcp) => "TCP",
         Some(WorkloadKind::Rr) => "RR",
+        Some(WorkloadKind::Rrul) => "RRUL",
         _ => "run",
     }
     .to_string()

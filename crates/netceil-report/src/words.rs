@@ -177,6 +177,34 @@ fn tcp_words(p: &TcpParams) -> String {
     if p.ipv6 {
         parts.push("IPv6".into());
     }
+    match p.direction {
+        netceil_model::TcpDirection::Up => {}
+        netceil_model::TcpDirection::Down => parts.push("reverse: the far side sends".into()),
+        netceil_model::TcpDirection::Both => parts.push("both directions at once".into()),
+    }
+    parts.push(place(&p.target));
+    parts.join(", ")
+}
+
+fn rrul_words(p: &netceil_model::params::RrulParams) -> String {
+    let mut parts = vec![
+        format!(
+            "latency under load: a 64-byte UDP probe at {}/s, alone for {}, then beside {} each way for {}",
+            p.rr_rate_tps,
+            seconds(p.idle_s),
+            plural(p.flows as usize, "bulk TCP flow"),
+            seconds(p.duration_s)
+        ),
+    ];
+    if let Some(r) = p.rate_per_flow_bps {
+        parts.push(format!(
+            "up flows paced at {} each",
+            netceil_model::fmt::value(r, Unit::BitsPerSecond)
+        ));
+    }
+    if p.ipv6 {
+        parts.push("IPv6".into());
+    }
     parts.push(place(&p.target));
     parts.join(", ")
 }
@@ -214,6 +242,7 @@ fn params_words(p: &Params, run: &Run) -> String {
         Params::Udp(u) => udp_words(u),
         Params::Tcp(t) => tcp_words(t),
         Params::Rr(r) => rr_words(r),
+        Params::Rrul(r) => rrul_words(r),
         Params::Suite(s) => format!(
             "a suite of {}: {}, {} each",
             plural(s.parts.len(), "workload"),

@@ -907,6 +907,7 @@ fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<FarApp> {
                 tcp_refused: rep.refused_connections,
                 tcp_stream_bytes: rep.stream_bytes,
                 tcp_echoed_bytes: rep.echoed_bytes,
+                tcp_source_bytes: rep.source_bytes,
                 cpu_s: Some(rep.cpu_s),
                 ..FarApp::default()
             }

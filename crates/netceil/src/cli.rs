@@ -467,6 +467,27 @@ pub enum Workload {
     Tcp(TcpArgs),
     /// Request/response transactions with a latency histogram.
     Rr(RrArgs),
+    /// Latency under load (flent's RRUL): bulk TCP flows up and down at once beside a UDP
+    /// request/response probe; how much the round trip grew over its idle value, and why.
+    Rrul(RrulArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RrulArgs {
+    /// Bulk TCP flows per direction (flent's rrul runs 4).
+    #[arg(long, default_value_t = 4)]
+    pub flows: u32,
+    /// Run length, idle phase included (10, 2.5s, 500ms, 1m). The idle phase, the probe
+    /// alone, is 2 s or a fifth of the run if that is shorter.
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Probe requests per second (64-byte UDP request/response, as a ping).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pps, default_value = "100", value_name = "R")]
+    pub rr_rate: f64,
+    /// Rate of each flow this side sends, in bit/s (1Mbit, 500kbit); default unpaced. The far
+    /// side's flows are unpaced.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
+    pub rate_per_flow: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -576,6 +597,14 @@ pub struct TcpArgs {
     /// /proc/sys/net/ipv4/tcp_available_congestion_control. Default: the kernel's.
     #[arg(long, short = 'C', value_name = "ALGO")]
     pub congestion: Option<String>,
+    /// Reverse, as iperf3's -R: the far side sends and this side reads (on loopback the
+    /// roles swap; with --to, `netceil serve` sends).
+    #[arg(long, short = 'R', conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once, each on its own connections, as iperf3's --bidir; each
+    /// direction's figures are kept apart.
+    #[arg(long)]
+    pub bidir: bool,
     /// Run length (10, 2.5s, 500ms, 1m).
     #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
     pub duration: Duration,

@@ -20,6 +20,7 @@ fn kind(s: &RunSummary) -> String {
             WorkloadKind::Udp => "udp",
             WorkloadKind::Tcp => "tcp",
             WorkloadKind::Rr => "rr",
+            WorkloadKind::Rrul => "rrul",
             WorkloadKind::Suite => "suite",
             WorkloadKind::Search => "search",
             WorkloadKind::Sweep => "sweep",

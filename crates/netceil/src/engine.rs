@@ -5,15 +5,18 @@
 use anyhow::{anyhow, Context};
 use netceil_engine::{Campaign, Observer, Replay, SessionConfig, Trial};
 use netceil_model::params::{
-    LoadParams, RrParams, RrProtocol, SearchParams, SweepParams, SweepTcpParams, TcpPacingRequest,
-    TcpParams, UdpParams,
+    LoadParams, RrParams, RrProtocol, RrulParams, SearchParams, SweepParams, SweepTcpParams,
+    TcpPacingRequest, TcpParams, UdpParams,
 };
-use netceil_model::{frame_to_udp_payload, udp_payload_to_frame, Run};
+use netceil_model::{frame_to_udp_payload, udp_payload_to_frame, Run, TcpDirection};
 use netceil_probe::Row;
 use netceil_store::Store;
 use std::io::Write;
+use std::time::Duration;
 
-use crate::cli::{CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, TcpArgs, TcpPacingArg, UdpArgs};
+use crate::cli::{
+    CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, RrulArgs, TcpArgs, TcpPacingArg, UdpArgs,
+};
 use crate::{Done, Failure, Outcome};
 use netceil_metrics::{MetricsServer, Publisher};
 
@@ -322,6 +325,29 @@ pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
         rx_cpu: None,
         tx_cpu: None,
         congestion: a.congestion.clone(),
+        direction: match (a.reverse, a.bidir) {
+            (_, true) => TcpDirection::Both,
+            (true, false) => TcpDirection::Down,
+            (false, false) => TcpDirection::Up,
+        },
+    }
+}
+
+/// Longest idle phase of rrul (the probe alone).
+const RRUL_IDLE_MAX: Duration = Duration::from_secs(2);
+
+/// The parameters `netceil run rrul` flags give: the run's length split into the idle phase
+/// (2 s, or a fifth of the run if shorter) and the loaded phase.
+pub fn rrul_params(a: &RrulArgs, common: &CommonRunArgs) -> RrulParams {
+    let idle = RRUL_IDLE_MAX.min(a.duration / 5);
+    RrulParams {
+        flows: a.flows,
+        duration_s: a.duration.saturating_sub(idle).as_secs_f64(),
+        idle_s: idle.as_secs_f64(),
+        rr_rate_tps: a.rr_rate,
+        rate_per_flow_bps: a.rate_per_flow,
+        ipv6: common.ipv6,
+        target: common.to.map(|t| t.to_string()),
     }
 }
 
@@ -353,6 +379,7 @@ pub fn load_params(
         crate::cli::Workload::Udp(a) => LoadParams::Udp(udp_params(a, common)?),
         crate::cli::Workload::Tcp(a) => LoadParams::Tcp(tcp_params(a, common)),
         crate::cli::Workload::Rr(a) => LoadParams::Rr(rr_params(a, common)),
+        crate::cli::Workload::Rrul(a) => LoadParams::Rrul(rrul_params(a, common)),
     })
 }
 

@@ -12,6 +12,7 @@
 use crate::ctx::Ctx;
 use crate::ledger::Entry;
 
+pub mod bufferbloat;
 pub mod buffers;
 pub mod busy_wait;
 pub mod contention;
@@ -67,6 +68,7 @@ pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
         disk::io_wait,
         tcp_flows::check,
         schedulers::check,
+        bufferbloat::check,
     ];
     rules.iter().filter_map(|rule| rule(ctx)).collect()
 }

@@ -94,6 +94,7 @@ impl Workload {
                 LoadParams::Udp(p) => p.target = to,
                 LoadParams::Tcp(p) => p.target = to,
                 LoadParams::Rr(p) => p.target = to,
+                LoadParams::Rrul(p) => p.target = to,
             },
             Experiment::Search { settings } => settings.target = to,
             Experiment::SweepUdp { settings } => settings.target = to,

@@ -32,6 +32,7 @@ pub fn trials(a: &SweepTcpParams, ipv6: bool) -> Result<Vec<Trial>, Error> {
                 rx_cpu: None,
                 tx_cpu: None,
                 congestion: None,
+                direction: Default::default(),
             })
         })
         .collect()

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | 0 | 3 | `"NCT"` |
 //! | 3 | 1 | version, 1 |
-//! | 4 | 1 | mode: 1 = stream (sink), 2 = echo |
+//! | 4 | 1 | mode: 1 = stream (sink), 2 = echo, 3 = source (the server sends) |
 //! | 5 | 1 | reserved, 0 |
 //! | 6 | 2 | flow id, little endian |
 //!
@@ -17,6 +17,10 @@
 //! A stream ends with the client's half-close (shutdown of its write side). The sink then sends
 //! 8 bytes, the little-endian count of payload bytes it read after the hello, and closes: the
 //! client learns what arrived even when the receiver is on another host.
+//!
+//! A source stream (iperf3's `-R`) runs the other way: the server writes as fast as the
+//! connection takes it until the client half-closes, then half-closes itself. The client,
+//! which is the receiver, counts what it read up to the server's end of stream.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -36,6 +40,8 @@ pub(crate) enum Mode {
     Stream = 1,
     /// Send back every byte received.
     Echo = 2,
+    /// Send as fast as the connection takes it until the client half-closes (reverse).
+    Source = 3,
 }
 
 pub(crate) fn encode(mode: Mode, flow: u16) -> [u8; HELLO_LEN] {
@@ -53,6 +59,7 @@ pub(crate) fn decode(b: &[u8; HELLO_LEN]) -> Option<(Mode, u16)> {
     let mode = match b[4] {
         1 => Mode::Stream,
         2 => Mode::Echo,
+        3 => Mode::Source,
         _ => return None,
     };
     Some((mode, u16::from_le_bytes([b[6], b[7]])))
@@ -136,6 +143,8 @@ mod tests {
         assert_eq!(decode(&h), Some((Mode::Echo, 700)));
         let h = encode(Mode::Stream, 0);
         assert_eq!(decode(&h), Some((Mode::Stream, 0)));
+        let h = encode(Mode::Source, 9);
+        assert_eq!(decode(&h), Some((Mode::Source, 9)));
     }
 
     #[test]

@@ -26,6 +26,9 @@
 
 mod evloop;
 pub(crate) mod hello;
+mod receiver;
+mod reverse;
+pub mod rrul;
 mod sender;
 mod server;
 
@@ -36,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use netceil_model::{FlowResult, GeneratorStats, PacingMode, Results, TcpPacing};
+use netceil_model::{FlowResult, GeneratorStats, PacingMode, Results, TcpDirection, TcpPacing};
 
 pub(crate) use evloop::EventLoop;
 pub(crate) use server::Server;
@@ -100,6 +103,9 @@ pub struct TcpConfig {
     pub tx_cpu: Option<usize>,
     /// The sending sockets' congestion control (TCP_CONGESTION); `None`: the kernel's default.
     pub congestion: Option<String>,
+    /// Which way the data goes: this side sends (up), the far side sends (down, `-R`), or
+    /// both at once (`--bidir`).
+    pub direction: TcpDirection,
 }
 
 impl Default for TcpConfig {
@@ -117,6 +123,7 @@ impl Default for TcpConfig {
             rx_cpu: None,
             tx_cpu: None,
             congestion: None,
+            direction: TcpDirection::Up,
         }
     }
 }
@@ -152,6 +159,28 @@ impl TcpConfig {
         }
         check_family(self.ipv6, self.target)?;
         threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())?;
+        if self.direction == TcpDirection::Down {
+            let this_side = if self.congestion.is_some() {
+                Some("--congestion")
+            } else if self.rate_per_flow_bps.is_some() {
+                Some("--rate-per-flow")
+            } else {
+                None
+            };
+            if let Some(flag) = this_side {
+                return bad(format!(
+                    "{flag} sets the sockets this side sends on; with -R/--reverse the far side \
+                     sends (use --bidir to send both ways)"
+                ));
+            }
+        }
+        if self.direction == TcpDirection::Both && self.flows > MAX_FLOWS / 2 {
+            return bad(format!(
+                "--flows {} with --bidir is too many: at most {} per direction",
+                self.flows,
+                MAX_FLOWS / 2
+            ));
+        }
         if self.rate_per_flow_bps.is_none() && self.pacing != TcpPacingChoice::Auto {
             return bad(format!(
                 "{:?} pacing needs --rate-per-flow: without a rate there is nothing to pace",
@@ -276,12 +305,27 @@ pub fn run_tcp(
     on_progress: &mut dyn FnMut(&TcpProgress),
 ) -> Result<Results, LoadError> {
     cfg.validate()?;
+    let (flows, fds_per_flow) = match (cfg.direction, cfg.target.is_none()) {
+        (TcpDirection::Both, true) => (2 * u64::from(cfg.flows), 2),
+        (TcpDirection::Both, false) => (2 * u64::from(cfg.flows), 1),
+        (_, true) => (u64::from(cfg.flows), 2),
+        (_, false) => (u64::from(cfg.flows), 1),
+    };
+    ensure_fd_limit(flows * fds_per_flow + 64, &format!("--flows {}", cfg.flows))?;
+    match cfg.direction {
+        TcpDirection::Up => run_forward(cfg, stop, on_progress),
+        TcpDirection::Down => reverse::run_reverse(cfg, stop, on_progress),
+        TcpDirection::Both => reverse::run_both(cfg, stop, on_progress),
+    }
+}
+
+/// This side sends: the forward run.
+pub(crate) fn run_forward(
+    cfg: &TcpConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&TcpProgress),
+) -> Result<Results, LoadError> {
     let in_process = cfg.target.is_none();
-    let fds_per_flow = if in_process { 2 } else { 1 };
-    ensure_fd_limit(
-        u64::from(cfg.flows) * fds_per_flow + 64,
-        &format!("--flows {}", cfg.flows),
-    )?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = if cfg.threads == 0 { cpus } else { cfg.threads }.clamp(1, cfg.flows);
 

@@ -61,6 +61,8 @@ const READS_PER_TURN: usize = 16;
 /// A read of at least this much shows a stream that outruns its reader (more than a few
 /// segments were queued when it woke): it is then batched.
 const OUTRUN: usize = 256 * 1024;
+/// Bytes per write of a source connection (iperf3's default TCP write size).
+const SOURCE_WRITE: usize = 128 * 1024;
 /// A batched stream's mark is at most this share of the window the receiver may advertise now.
 const MARK_SHARE: u32 = 8;
 /// The largest mark (see the module docs).
@@ -111,6 +113,10 @@ pub struct TcpServeReport {
     pub largest_mark: u64,
     /// Bytes sent back by the echo.
     pub echoed_bytes: u64,
+    /// Connections that asked the server to send (reverse, [`Mode::Source`]).
+    pub source_connections: u64,
+    /// Payload bytes the server wrote to source connections.
+    pub source_bytes: u64,
     /// CPU seconds the server threads used.
     pub cpu_s: f64,
 }
@@ -122,6 +128,7 @@ pub(crate) struct LiveCounters {
     /// When the sink last read stream data (CLOCK_MONOTONIC ns): the end of the receive window.
     pub(crate) last_stream_data_ns: AtomicU64,
     pub(crate) echoed_bytes: AtomicU64,
+    pub(crate) source_bytes: AtomicU64,
 }
 
 struct Inbox {
@@ -253,6 +260,8 @@ impl Server {
                     total.batched_streams += r.batched_streams;
                     total.largest_mark = total.largest_mark.max(r.largest_mark);
                     total.echoed_bytes += r.echoed_bytes;
+                    total.source_connections += r.source_connections;
+                    total.source_bytes += r.source_bytes;
                     total.cpu_s += r.cpu_s;
                 }
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
@@ -291,10 +300,12 @@ impl TcpTestServer {
         self.0.local_addr()
     }
 
-    /// Payload bytes sunk plus bytes echoed so far.
+    /// Payload bytes sunk, echoed and sent (reverse) so far.
     pub fn bytes_so_far(&self) -> u64 {
         let l = self.0.live();
-        l.stream_bytes.load(Ordering::Relaxed) + l.echoed_bytes.load(Ordering::Relaxed)
+        l.stream_bytes.load(Ordering::Relaxed)
+            + l.echoed_bytes.load(Ordering::Relaxed)
+            + l.source_bytes.load(Ordering::Relaxed)
     }
 
     pub fn stop(self) -> Result<TcpServeReport, LoadError> {
@@ -332,6 +343,8 @@ enum State {
         sent: usize,
         eof: bool,
     },
+    /// The server sends until the client half-closes (reverse).
+    Source,
 }
 
 /// How a sink is woken: per segment, or once a mark of bytes is queued (see the module docs).
@@ -621,6 +634,7 @@ impl Worker {
 fn interest_change(state: &State, current: EpollFlags) -> Option<EpollFlags> {
     let wanted = match state {
         State::Echo { pending, sent, .. } if *sent < pending.len() => EpollFlags::EPOLLOUT,
+        State::Source => EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT,
         _ => EpollFlags::EPOLLIN,
     };
     (wanted != current).then_some(wanted)
@@ -667,12 +681,17 @@ fn handle(
                     eof: false,
                 }
             }
+            Mode::Source => {
+                report.source_connections += 1;
+                State::Source
+            }
         };
         // Data may already be queued behind the hello; level-triggered epoll brings us back.
         return Next::Keep;
     }
     match &mut conn.state {
         State::Hello { .. } => Next::Keep,
+        State::Source => source_turn(&mut conn.stream, flags, buf, report, live),
         State::Sink { bytes, batch } => {
             let before = *bytes;
             let (next, outran) = sink_reads(&mut conn.stream, bytes, buf, report, live);
@@ -757,6 +776,44 @@ fn sink_reads(
         }
     }
     (Next::Keep, outran)
+}
+
+/// One turn of a source connection: at the client's half-close (or a reset), half-closes and
+/// ends; otherwise writes until the socket is full or the turn is over. `buf` is the worker's
+/// read buffer: its contents are not meaningful payload, only bytes to send.
+fn source_turn(
+    stream: &mut TcpStream,
+    flags: EpollFlags,
+    buf: &mut [u8],
+    report: &mut TcpServeReport,
+    live: &LiveCounters,
+) -> Next {
+    if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
+        // The client sends nothing after its hello: a readable socket is its half-close.
+        match stream.read(buf) {
+            Ok(0) => {
+                let _ = stream.shutdown(Shutdown::Write);
+                return Next::Close;
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            Err(_) => return Next::Close,
+        }
+    }
+    let chunk = buf.len().min(SOURCE_WRITE);
+    for _ in 0..READS_PER_TURN {
+        match stream.write(&buf[..chunk]) {
+            Ok(0) => return Next::Close,
+            Ok(n) => {
+                report.source_bytes += n as u64;
+                live.source_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Next::Close,
+        }
+    }
+    Next::Keep
 }
 
 /// Writes the unsent part of `pending`. `Ok(true)` when all of it went, `Ok(false)` when the

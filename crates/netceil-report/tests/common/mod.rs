@@ -159,6 +159,8 @@ fn full_results() -> Results {
             retransmits: Some(9),
             rtt_us: Some(141.0),
         }],
+        directions: vec![],
+        rrul: None,
         tcp_pacing: Some(TcpPacing::Kernel),
         notes: vec!["receive buffer: 8 MiB granted".into()],
         far: None,

@@ -1,0 +1,293 @@
+//! Streams the other way (`-R`) and both ways at once (`--bidir`), as iperf3 runs them.
+//!
+//! Reverse: this side connects and asks the far end to send ([`hello::Mode::Source`]); on
+//! loopback the far end is an in-process server, so the roles swap within the process. The
+//! goodput is what this side's application read. Both ways: the forward run and the reverse
+//! run go at once, each on its own connections, and the results keep each direction's
+//! figures apart ([`TcpDirectionResult`]) beside their sum.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
+
+use super::{hello, loopback, receiver, Server, TcpConfig, TcpProgress};
+use crate::clock::{now_ns, ProgressTicks};
+use crate::threads;
+use crate::LoadError;
+
+/// Runs reverse streams: the far end (or the in-process server) sends, this side reads.
+pub(crate) fn run_reverse(
+    cfg: &TcpConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&TcpProgress),
+) -> Result<Results, LoadError> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let threads = if cfg.threads == 0 { cpus } else { cfg.threads }.clamp(1, cfg.flows);
+    // The in-process server sends here: its threads are the sending side (`--tx-cpu`).
+    let server = match cfg.target {
+        None => Some(Server::start_on(
+            loopback(cfg.ipv6),
+            threads as usize,
+            cfg.tx_cpu,
+        )?),
+        Some(_) => None,
+    };
+    let target = match (&server, cfg.target) {
+        (Some(s), _) => s.local_addr(),
+        (None, Some(t)) => t,
+        (None, None) => unreachable!("a server is started without a target"),
+    };
+    let streams = hello::connect_all(target, cfg.flows, hello::Mode::Source, |_| Ok(()))?;
+    let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+    for (id, s) in streams.into_iter().enumerate() {
+        shares[id % threads as usize].push((id as u32, s));
+    }
+    let inner_stop = Arc::new(AtomicBool::new(false));
+    let start_ns = now_ns() + 2_000_000;
+    let deadline_ns = start_ns + cfg.duration.as_nanos() as u64;
+    let mut counters = Vec::new();
+    let mut handles = Vec::new();
+    for (t, flows) in shares.into_iter().enumerate() {
+        let rx_live = Arc::new(AtomicU64::new(0));
+        counters.push(rx_live.clone());
+        let plan = receiver::Plan {
+            flows,
+            start_ns,
+            deadline_ns,
+            stop: inner_stop.clone(),
+            rx_live,
+        };
+        let cpu = cfg.rx_cpu;
+        handles.push(
+            threads::spawn(format!("netceil-tcp-rrx{t}"), move || {
+                threads::place(cpu)?;
+                receiver::run(plan)
+            })
+            .map_err(|e| LoadError::Other(format!("cannot start a receiving thread: {e}")))?,
+        );
+    }
+    let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
+    let (mut last_ns, mut last_rx, mut last_tx) = (start_ns, 0u64, 0u64);
+    let mut sample = |now: u64| {
+        let rx: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let tx = server
+            .as_ref()
+            .map(|s| s.live().source_bytes.load(Ordering::Relaxed));
+        let dt = (now - last_ns) as f64 / 1e9;
+        let p = TcpProgress {
+            elapsed_s: (now - start_ns) as f64 / 1e9,
+            tx_bytes: tx.unwrap_or(0),
+            rx_bytes: Some(rx),
+            interval_tx_bits_per_s: tx.map_or(0.0, |t| t.saturating_sub(last_tx) as f64 * 8.0 / dt),
+            interval_rx_bits_per_s: Some(rx.saturating_sub(last_rx) as f64 * 8.0 / dt),
+        };
+        (last_ns, last_rx, last_tx) = (now, rx, tx.unwrap_or(0));
+        p
+    };
+    while !handles.iter().all(|h| h.is_finished()) {
+        if stop.load(Ordering::Relaxed) {
+            inner_stop.store(true, Ordering::Relaxed);
+        }
+        let now = now_ns();
+        if ticks.due(now) {
+            on_progress(&sample(now));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let now = now_ns();
+    if ticks.last_due(now) {
+        on_progress(&sample(now));
+    }
+    let mut outcomes = Vec::new();
+    for h in handles {
+        match h.join() {
+            Ok(r) => outcomes.push(r?),
+            Err(_) => return Err(LoadError::Other("a TCP receiving thread panicked".into())),
+        }
+    }
+    let sent = server
+        .map(Server::stop)
+        .transpose()?
+        .map(|r| r.source_bytes);
+    Ok(summarize_reverse(
+        cfg,
+        start_ns,
+        outcomes,
+        sent,
+        stop.load(Ordering::Relaxed),
+    ))
+}
+
+fn summarize_reverse(
+    cfg: &TcpConfig,
+    start_ns: u64,
+    outcomes: Vec<receiver::Outcome>,
+    sent: Option<u64>,
+    stopped_early: bool,
+) -> Results {
+    let recv_end = outcomes
+        .iter()
+        .map(|o| o.recv_end_ns)
+        .max()
+        .unwrap_or(start_ns);
+    let last_data = outcomes
+        .iter()
+        .map(|o| o.last_data_ns)
+        .max()
+        .unwrap_or(start_ns);
+    let send_window_s = recv_end.saturating_sub(start_ns).max(1) as f64 / 1e9;
+    let rx_window_s = recv_end.max(last_data).saturating_sub(start_ns).max(1) as f64 / 1e9;
+    let cpu_s = outcomes.iter().map(|o| o.cpu_ns).sum::<u64>() as f64 / 1e9;
+    let mut flows: Vec<_> = outcomes.into_iter().flat_map(|o| o.flows).collect();
+    flows.sort_by_key(|f| f.flow);
+    let rx_bytes: u64 = flows.iter().map(|f| f.rx_bytes).sum();
+    let unended: Vec<u32> = flows.iter().filter(|f| !f.ended).map(|f| f.flow).collect();
+    let mut notes = vec![format!(
+        "reverse (-R): {} sent, this side read; goodput is what this side's application read \
+         over the receive window of {rx_window_s:.3} s",
+        if cfg.target.is_some() {
+            "the far end (netceil serve)"
+        } else {
+            "an in-process server on loopback"
+        }
+    )];
+    if cfg.rate_per_flow_bps.is_some() {
+        notes.push(
+            "--rate-per-flow paces the flows this side sends; the far end's flows are unpaced"
+                .into(),
+        );
+    }
+    if let Some(first) = unended.first() {
+        notes.push(format!(
+            "{} reverse flows (first: {first}) did not end their stream in time: their bytes \
+             are what was read until then",
+            unended.len()
+        ));
+    }
+    if let Some((flow, e)) = flows
+        .iter()
+        .find_map(|f| f.error.as_ref().map(|e| (f.flow, e)))
+    {
+        notes.push(format!("reverse flow {flow} failed: {e}"));
+    }
+    if sent.is_none() {
+        notes.push(
+            "what the far end wrote is its own count (far.app.tcp_source_bytes), not known here"
+                .into(),
+        );
+    }
+    if stopped_early {
+        notes.push("stopped early on request; figures cover the time that ran".into());
+    }
+    let rx_bits_per_s = rx_bytes as f64 * 8.0 / rx_window_s;
+    let tx_bytes = sent.unwrap_or(0);
+    Results {
+        duration_s: send_window_s,
+        tx_bytes,
+        tx_bits_per_s: tx_bytes as f64 * 8.0 / send_window_s,
+        rx_app_bytes: rx_bytes,
+        rx_app_bits_per_s: rx_bits_per_s,
+        generator: GeneratorStats {
+            cpu_s,
+            work_cpu_s: cpu_s,
+            cpu_pct: cpu_s / send_window_s * 100.0,
+            ..GeneratorStats::default()
+        },
+        flows: flows
+            .iter()
+            .map(|f| FlowResult {
+                flow: f.flow,
+                bytes: f.rx_bytes,
+                bits_per_s: f.rx_bytes as f64 * 8.0 / rx_window_s,
+                retransmits: None,
+                rtt_us: None,
+            })
+            .collect(),
+        directions: vec![TcpDirectionResult {
+            direction: TcpDirection::Down,
+            flows: cfg.flows,
+            tx_bytes: sent,
+            rx_bytes,
+            bits_per_s: rx_bits_per_s,
+            retransmits: None,
+        }],
+        notes,
+        ..Results::default()
+    }
+}
+
+/// Runs both directions at once: `up` (this side sends) on the calling thread with the
+/// progress, `down` (the far side sends) beside it.
+pub(crate) fn run_both(
+    cfg: &TcpConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&TcpProgress),
+) -> Result<Results, LoadError> {
+    let down_rx = AtomicU64::new(0);
+    let (up, down) = std::thread::scope(|s| {
+        let down = threads::spawn_scoped(s, "netceil-tcp-down".into(), || {
+            run_reverse(cfg, stop, &mut |p| {
+                down_rx.store(p.rx_bytes.unwrap_or(0), Ordering::Relaxed)
+            })
+        });
+        let up = super::run_forward(cfg, stop, &mut |p| {
+            // The live line adds the down direction's reads to this side's receive figures.
+            let mut p = p.clone();
+            let down = down_rx.load(Ordering::Relaxed);
+            p.rx_bytes = Some(p.rx_bytes.unwrap_or(0) + down);
+            on_progress(&p)
+        });
+        let down = match down {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(LoadError::Other("the down direction panicked".into()))),
+            Err(e) => Err(LoadError::Other(format!(
+                "cannot start the down direction: {e}"
+            ))),
+        };
+        (up, down)
+    });
+    Ok(combine(up?, down?, cfg.flows))
+}
+
+/// The two directions' results as one: totals summed, each direction's figures apart, the
+/// down flows numbered after the up flows.
+pub(crate) fn combine(up: Results, down: Results, flows: u32) -> Results {
+    let up_dir = TcpDirectionResult {
+        direction: TcpDirection::Up,
+        flows,
+        tx_bytes: Some(up.tx_bytes),
+        rx_bytes: up.rx_app_bytes,
+        bits_per_s: up.rx_app_bits_per_s,
+        retransmits: up.flows.iter().map(|f| f.retransmits).sum(),
+    };
+    let mut all_flows = up.flows.clone();
+    all_flows.extend(down.flows.iter().map(|f| FlowResult {
+        flow: f.flow + flows,
+        ..f.clone()
+    }));
+    let mut notes: Vec<String> = up.notes.iter().map(|n| format!("up: {n}")).collect();
+    notes.extend(down.notes.iter().map(|n| format!("down: {n}")));
+    notes.push(format!(
+        "both directions at once (--bidir): flows 0–{} up (this side sends), {}–{} down (the \
+         far side sends); the totals add both directions",
+        flows - 1,
+        flows,
+        2 * flows - 1
+    ));
+    let mut directions = vec![up_dir];
+    directions.extend(down.directions.iter().cloned());
+    Results {
+        duration_s: up.duration_s.max(down.duration_s),
+        tx_bytes: up.tx_bytes + down.tx_bytes,
+        tx_bits_per_s: up.tx_bits_per_s + down.tx_bits_per_s,
+        rx_app_bytes: up.rx_app_bytes + down.rx_app_bytes,
+        rx_app_bits_per_s: up.rx_app_bits_per_s + down.rx_app_bits_per_s,
+        flows: all_flows,
+        directions,
+        notes,
+        ..up
+    }
+}
