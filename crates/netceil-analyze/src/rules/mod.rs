@@ -36,7 +36,7 @@ pub mod threads;
 
 /// Every single-run rule, in no particular order: the ledger ranks what they find.
 pub fn single_run(ctx: &Ctx) -> Vec<Entry> {
-    let rules: [fn(&Ctx) -> Option<Entry>; 31] = [
+    let rules: [fn(&Ctx) -> Option<Entry>; 32] = [
         saturation::check,
         shaper::check,
         snapshot::squeeze,
