@@ -75,10 +75,11 @@ if [[ $parts == *2* ]]; then
 : >"$out/ratios.txt"
 for r in $(seq 1 "$rounds"); do
 echo
-echo "== 2. NDR and PDR per frame size (trials of $trial, precision 2 %), round $r of $rounds"
+echo "== 2. NDR and PDR per frame size (trials of $trial, precision 2 %), round $r of $rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s.%N)
+# --sizes, the old spelling of --frame-sizes: an older NC= build knows only it.
 "$nc" search udp --sizes 64,1070,1518 --loss 0,0.5% --trial "$trial" --initial-trial 250ms \
-  --precision 2% --max-trials 60 --json -q --no-store >"$out/search.json"
+  --precision 2% --max-trials 60 --json --no-store >"$out/search.json" 2>"$out/trials-$r.txt"
 end=$(date +%s.%N)
 cp "$out/search.json" "$out/search-$r.json"
 python3 - "$out/search.json" "$start" "$end" "$out/ratios.txt" <<'PY'
@@ -130,7 +131,7 @@ rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip()]
 if rows:
     def show(name, xs):
         print(f"  {name}: median {statistics.median(xs):.2f} ({min(xs):.2f}..{max(xs):.2f})")
-    print(f"search trial time over {len(rows)} rounds, ratio against")
+    print(f"search trial time over {len(rows)} rounds (each trial's line: bench/out/search/trials-N.txt), ratio against")
     show("the naive search (binary search per tolerance + a verifying trial)", [r[0] / r[1] for r in rows])
     show("a binary search for the NDR alone, unverified", [r[0] / r[2] for r in rows])
     print(f"  knees reported unverified: {int(sum(r[3] for r in rows))}")

@@ -27,8 +27,25 @@ struct Device {
     dips_per_s: f64,
     dip_s: f64,
     wobbles: bool,
+    /// The receiver's stalls, if it has them (loopback's kind of noise).
+    stalls: Option<Stalls>,
     rng: fastrand::Rng,
     seconds: f64,
+}
+
+/// How a loopback receiver loses packets below its capacity, as `bench/search.sh` saw it:
+/// the receiving thread is stalled now and then (preempted: a sampler tick, another
+/// process), Poisson arrivals with heavy-tailed (Pareto) lengths, and a stall longer than its socket
+/// buffer holds at the offered rate overflows it. Loss is then rare, bursty, more likely
+/// the faster the rate, and more likely the longer the trial: a 0.25 s trial passes at
+/// rates where 2 s trials lose packets.
+#[derive(Clone, Copy)]
+struct Stalls {
+    per_s: f64,
+    /// The shortest stall, s; lengths are Pareto with shape 1.5 from it.
+    min_s: f64,
+    /// The socket buffer, in seconds of the capacity's packets.
+    buffer_s: f64,
 }
 
 impl Device {
@@ -43,6 +60,7 @@ impl Device {
             dips_per_s,
             dip_s: 0.002,
             wobbles: false,
+            stalls: None,
             rng,
             seconds: 0.0,
         }
@@ -99,6 +117,25 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The share of `d` s at `rate` that the receiver's stalls overflow its buffer with.
+    fn stalled(&mut self, rate: f64, d: f64) -> f64 {
+        let Some(st) = self.stalls else {
+            return 0.0;
+        };
+        let buffer = self.capacity * st.buffer_s;
+        let (mut t, mut lost) = (0.0, 0.0);
+        loop {
+            t += -(1.0 - self.rng.f64()).ln() / st.per_s;
+            if t > d {
+                return (lost / (rate * d)).min(1.0);
+            }
+            let len = st.min_s * (1.0 - self.rng.f64()).powf(-1.0 / 1.5);
+            lost += (rate * len - buffer).max(0.0).floor();
+        }
+    }
+}
+
 impl Measurer for Device {
     fn measure(&mut self, rate: f64, d: Duration) -> Result<TrialResult, String> {
         let d = d.as_secs_f64();
@@ -108,6 +145,7 @@ impl Measurer for Device {
         } else {
             self.over(rate, self.capacity)
         };
+        let over = over + self.stalled(rate, d) * (1.0 - over);
         let dipped = (f64::from(self.dips(d)) * self.dip_s / d).min(1.0);
         Ok(TrialResult {
             requested_pps: rate,
@@ -164,12 +202,14 @@ struct Seed {
 struct Noise {
     dips_per_s: f64,
     wobbles: bool,
+    stalls: Option<Stalls>,
 }
 
 impl Noise {
     fn device(self, seed: u64) -> Device {
         Device {
             wobbles: self.wobbles,
+            stalls: self.stalls,
             ..Device::new(seed, self.dips_per_s)
         }
     }
@@ -230,9 +270,10 @@ fn summary(cfg: &SearchConfig, seeds: u64, noise: Noise) -> Summary {
     let mut naive_secs: Vec<f64> = runs.iter().map(|s| s.naive_s).collect();
     let ratio_median = median(&mut ratios);
     println!(
-        "dips {}/s{}, {seeds} seeds: trial time search {:.1} s ({:.1}..{:.1}), naive {:.1} s ({:.1}..{:.1}), ratio median {ratio_median:.2} ({:.2}..{:.2})",
+        "dips {}/s{}{}, {seeds} seeds: trial time search {:.1} s ({:.1}..{:.1}), naive {:.1} s ({:.1}..{:.1}), ratio median {ratio_median:.2} ({:.2}..{:.2})",
         noise.dips_per_s,
         if noise.wobbles { ", wobbling" } else { "" },
+        if noise.stalls.is_some() { ", stalling" } else { "" },
         median(&mut secs),
         secs[0],
         secs[secs.len() - 1],
@@ -272,14 +313,32 @@ const SEEDS: u64 = 200;
 const CLEAN: Noise = Noise {
     dips_per_s: 0.0,
     wobbles: false,
+    stalls: None,
 };
 const DIPS: Noise = Noise {
     dips_per_s: 0.1,
     wobbles: false,
+    stalls: None,
 };
 const WOBBLES: Noise = Noise {
     dips_per_s: 0.1,
     wobbles: true,
+    stalls: None,
+};
+/// Loopback as `bench/search.sh` saw it on this 2-core machine: 50 stalls a second of at
+/// least 0.2 ms, the buffer holding 2 ms of the capacity's packets. A 2 s trial at a quarter
+/// of the capacity then loses packets a third of the time, at a sixteenth one time in
+/// twenty, and the loss ratio grows slowly with the rate (0.5 % near two thirds of the
+/// capacity): short trials pass where long ones lose (the bench's logs: 196 kpps passed in
+/// 0.5 s, and 1 s and 2 s trials lost 0.1-0.9 % down to 68 kpps).
+const STALLS: Noise = Noise {
+    dips_per_s: 0.0,
+    wobbles: false,
+    stalls: Some(Stalls {
+        per_s: 50.0,
+        min_s: 0.0002,
+        buffer_s: 0.002,
+    }),
 };
 
 /// The search's median trial time is at most the naive search's, and its answers are, at
@@ -319,6 +378,28 @@ fn the_search_costs_no_more_than_a_naive_binary_search_on_a_wobbling_device() {
     no_dearer_and_no_worse(WOBBLES);
 }
 
+/// The device whose short trials pass where long ones lose: the loopback the bench measured
+/// 1.28 x the naive search on. Its trial time (the planner before the phases between were
+/// skipped: median 0.92 x the naive search; after: 0.88 x).
+#[test]
+fn the_search_costs_no_more_than_a_naive_binary_search_on_a_stalling_receiver() {
+    let s = summary(&config(), SEEDS, STALLS);
+    assert!(
+        s.ratio_median <= 1.0,
+        "median trial time {:.2} x the naive search's",
+        s.ratio_median
+    );
+}
+
+/// Open: on the stalling receiver the search's PDR lies further below the device's rate than
+/// the naive search's (medians 7.2 % and 5.3 % below): a short trial that catches a stall
+/// loses eight times the ratio a long one does, and counts against the load.
+#[test]
+#[ignore = "open: the PDR on a stalling receiver is further from the truth than the naive search's"]
+fn the_search_is_no_worse_than_a_naive_binary_search_on_a_stalling_receiver() {
+    no_dearer_and_no_worse(STALLS);
+}
+
 /// On a device without noise every answer is the truth or just below it: never above (a rate
 /// that loses more than the tolerance), never further below than the precision and a step.
 #[test]
@@ -338,7 +419,7 @@ fn on_a_clean_device_every_answer_is_at_or_just_below_the_truth() {
 #[test]
 fn every_tolerance_reported_is_verified_by_a_full_length_trial_at_its_rate() {
     let cfg = config();
-    for seed in [DIPS, WOBBLES]
+    for seed in [DIPS, WOBBLES, STALLS]
         .into_iter()
         .flat_map(|noise| summary(&cfg, 50, noise).seeds)
     {

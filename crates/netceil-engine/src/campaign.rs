@@ -22,6 +22,8 @@ enum Kept {
         results: Box<Results>,
         from: f64,
         to: f64,
+        /// Ran its whole length (not cut short by a stop).
+        complete: bool,
     },
     /// Complete as it is: replayed from the store, or made whole by the planner.
     Whole(Box<Run>),
@@ -47,14 +49,15 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// The measured parts of `old`, to be replayed instead of measured again.
+    /// The measured parts of `old`, to be replayed instead of measured again; a part cut
+    /// short by a stop is measured again.
     pub fn of(old: Run) -> Replay {
         Replay {
             from: Some(old.run_id.clone()),
             parts: old
                 .parts
                 .into_iter()
-                .filter(|p| p.results.is_some())
+                .filter(|p| p.results.is_some() && p.meta.complete)
                 .collect(),
             used: 0,
         }
@@ -165,6 +168,8 @@ impl<'s> Campaign<'s> {
         let from = self.session.rec.elapsed_s();
         let results = self.session.measure(trial)?;
         let to = self.session.rec.elapsed_s();
+        // A stop during the trial cut it short: kept as measured, never replayed as whole.
+        let complete = !self.stopping();
         let workload = recorded(&results);
         // Stored at once, without its series: the run's end writes the parts again with them.
         let mut part = Run::new(
@@ -173,13 +178,14 @@ impl<'s> Campaign<'s> {
         );
         part.workload = Some(workload.clone());
         part.results = Some(results.clone());
-        part.meta.complete = true;
+        part.meta.complete = complete;
         self.session.rec.add_part(self.kept.len(), &part);
         self.kept.push(Kept::Window {
             workload: Box::new(workload),
             results: Box::new(results.clone()),
             from,
             to,
+            complete,
         });
         Ok(Measured {
             results,
@@ -233,7 +239,12 @@ impl<'s> Campaign<'s> {
                     results,
                     from,
                     to,
-                } => part_of(&self.top, *workload, *results, from, to),
+                    complete,
+                } => {
+                    let mut p = part_of(&self.top, *workload, *results, from, to);
+                    p.meta.complete = complete;
+                    p
+                }
                 Kept::Whole(p) => *p,
             };
             part.run_id = format!("{}.{}", self.top.run_id, self.top.parts.len() + 1);
@@ -318,6 +329,7 @@ mod tests {
         let mut p = Run::new(id, netceil_model::RunSource::Live);
         p.workload = Some(w(v));
         p.results = Some(Results::default());
+        p.meta.complete = true;
         p
     }
 
@@ -373,6 +385,11 @@ mod tests {
                 p.results = None;
                 p
             },
+            {
+                let mut p = stored("r.4", json!({"frame_bytes": 64, "rate_pps": 4000.0}));
+                p.meta.complete = false;
+                p
+            },
         ];
         let mut r = Replay::of(old);
         // Not asked yet, a stored parameter beyond the asked ones does not matter.
@@ -388,6 +405,10 @@ mod tests {
         // A part without results was never measured.
         assert!(r
             .take(&w(json!({"frame_bytes": 64, "rate_pps": 3000.0})))
+            .is_none());
+        // A part cut short by a stop is measured again, not replayed as a whole trial.
+        assert!(r
+            .take(&w(json!({"frame_bytes": 64, "rate_pps": 4000.0})))
             .is_none());
         // A parameter asked and stored differently.
         assert!(r

@@ -62,6 +62,8 @@ pub trait Observer {
     fn step(&mut self, _line: &str) {}
     /// A planner's line that is no step (what it does next).
     fn say(&mut self, _line: &str) {}
+    /// The planner's worst case for what is left: at most this many seconds.
+    fn remaining(&mut self, _at_most_s: f64) {}
     /// The campaign ended: nothing more comes.
     fn close(&mut self) {}
     /// What the run's notes should say of this observer once it is closed (a stream that

@@ -122,6 +122,13 @@ impl<'s> Session<'s> {
         }
     }
 
+    /// Tells every observer the planner's worst case for the time left, s.
+    pub fn remaining(&mut self, at_most_s: f64) {
+        for o in self.rec.observers() {
+            o.remaining(at_most_s);
+        }
+    }
+
     /// Tells every observer what the planner does next.
     pub fn say(&mut self, line: &str) {
         for o in self.rec.observers() {

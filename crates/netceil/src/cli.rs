@@ -305,9 +305,13 @@ pub enum SearchWorkload {
 
 #[derive(Debug, Args, Clone)]
 pub struct SearchUdpArgs {
-    /// Ethernet frame sizes as RFC 2544 counts them (64 = 18 B of UDP payload over IPv4).
+    /// Ethernet frame sizes as RFC 2544 counts them (64 = 18 B of UDP payload over IPv4); the
+    /// old spelling, --sizes, still works (in `sweep`, --sizes is UDP payload)
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "64,1518")]
-    pub sizes: Vec<usize>,
+    pub frame_sizes: Vec<usize>,
+    /// The old spelling of --frame-sizes: Ethernet frames, not UDP payload as in `sweep`.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, hide = true, conflicts_with = "frame_sizes")]
+    pub sizes: Option<Vec<usize>>,
     /// Loss tolerances, as percentages: 0 for the NDR, e.g. 0,0.5% for the NDR and a PDR.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub loss: Vec<String>,

@@ -201,7 +201,7 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "netceil-search",
-        &[("netceil search udp --sizes 64,1518", "the highest loss-free and partial-drop rates at two frame sizes")],
+        &[("netceil search udp --frame-sizes 64,1518", "the highest loss-free and partial-drop rates at two frame sizes")],
     ),
     (
         "netceil-sweep",

@@ -15,6 +15,9 @@ pub fn run(args: SearchArgs) -> Outcome {
     let SearchWorkload::Udp(a) = &args.workload;
     let common = &args.common;
     let target = common.to.map(|t| t.to_string());
+    if a.sizes.is_some() && !common.quiet {
+        eprintln!("netceil: note: {SIZES_RENAMED}");
+    }
     let store = engine::open_store(common.no_store);
     // --resume: the stored run's settings and its trials, replayed before any new traffic.
     let (settings, replay) = match &a.resume {
@@ -29,6 +32,9 @@ pub fn run(args: SearchArgs) -> Outcome {
     };
     search(settings, replay, common, &args.metrics, store.as_ref())
 }
+
+/// What `search --sizes` now says: the flag kept its meaning under a name that says it.
+pub const SIZES_RENAMED: &str = "search's --sizes is now --frame-sizes (Ethernet frames, as before); in sweep, --sizes is UDP payload";
 
 /// Searches as `settings` say, replaying what `replay` holds first.
 pub fn search(
@@ -55,11 +61,32 @@ pub fn search(
         at_most: plan::steps_at_most(&settings),
     };
     let mut cmd = engine::start(common, metrics, store, top, replay, progress)?;
-    plan::run(
+    let found = plan::run(
         &mut cmd.campaign,
         &settings,
         reach,
         &crate::exit::interrupted,
     )?;
-    cmd.done(true, netceil_report::tables::search)
+    cmd.done_stored(true, |run, stored| {
+        let mut s = netceil_report::tables::search(run);
+        if found.interrupted {
+            s.push_str(&interrupted(&settings, stored));
+        }
+        s
+    })
+}
+
+/// After a stop: that the table is what was found so far, and the exact command that goes on.
+fn interrupted(settings: &SearchParams, stored: Option<&str>) -> String {
+    let how = match stored {
+        Some(id) => format!(
+            "the run is stored as interrupted; go on with: {}",
+            plan::resume_command(id, settings)
+        ),
+        None => "it was not stored (--no-store), so it cannot be resumed".into(),
+    };
+    format!(
+        "{}: the table holds what was found so far; {how}\n",
+        crate::exit::interrupted()
+    )
 }

@@ -439,7 +439,7 @@ pub fn search_params(
         / 100.0;
     Ok(SearchParams {
         workload: "udp".into(),
-        sizes: a.sizes.clone(),
+        sizes: a.sizes.clone().unwrap_or_else(|| a.frame_sizes.clone()),
         loss: tolerances,
         trial_s: a.trial.as_secs_f64(),
         initial_trial_s: a.initial_trial.as_secs_f64(),

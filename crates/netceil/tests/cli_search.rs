@@ -23,7 +23,8 @@ fn bad_input_exits_2_and_names_the_option() {
         (vec!["--precision", "abc"], "--precision"),
         (vec!["--min-rate", "1M", "--max-rate", "10k"], "empty"),
         (vec!["--max-rate", "1Gbit"], "give packets/s"),
-        (vec!["--sizes", "40"], "--sizes 40"),
+        (vec!["--frame-sizes", "40"], "--frame-sizes 40"),
+        (vec!["--sizes", "40"], "--frame-sizes 40"),
         (vec!["--trial", "100ms", "--initial-trial", "1s"], "--trial"),
     ] {
         netceil()

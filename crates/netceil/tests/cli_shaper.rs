@@ -267,7 +267,7 @@ fn sizes_above_the_path_mtu_are_refused_before_any_traffic() {
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--sizes 1519"), "{err}");
+    assert!(err.contains("--frame-sizes 1519"), "{err}");
     let tag = format!("{}-", pair.a.trim_end_matches("-a"));
     drop(pair);
     assert_eq!(leftovers(&tag), "", "namespaces left behind");

@@ -206,6 +206,19 @@ impl Observer for Steps {
         Steps::say(self, line);
     }
 
+    fn remaining(&mut self, at_most_s: f64) {
+        if let Some(bar) = &self.bar {
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos} of at most {len}, {elapsed} so far, {msg}",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
+            );
+            bar.set_message(left(at_most_s));
+        }
+    }
+
     fn close(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
@@ -213,9 +226,21 @@ impl Observer for Steps {
     }
 }
 
+/// The time left as the bar says it: an upper bound, from the planner's worst case.
+fn left(at_most_s: f64) -> String {
+    format!(
+        "at most {} left",
+        indicatif::HumanDuration(std::time::Duration::from_secs_f64(
+            at_most_s.max(0.0).ceil()
+        ))
+    )
+}
+
 /// Progress over a bounded number of steps (a search's trials, a sweep's cells): a bar with the
-/// count and an ETA on a terminal, plain lines on stderr otherwise. The total is an upper
-/// bound (a search stops when it converges), so the ETA is one too, and the bar says so.
+/// count and the time left on a terminal, plain lines on stderr otherwise. The total is an
+/// upper bound (a search stops when it converges). The time left is the planner's worst case
+/// when it gives one ([`Observer::remaining`]), an upper bound; else an estimate from the
+/// pace so far, and the bar says "about".
 pub struct Steps {
     bar: Option<ProgressBar>,
     quiet: bool,
@@ -227,7 +252,7 @@ impl Steps {
             let bar = ProgressBar::with_draw_target(Some(at_most), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{prefix} [{bar:30}] {pos} of at most {len}, {elapsed} so far, at most {eta} left",
+                    "{prefix} [{bar:30}] {pos} of at most {len}, {elapsed} so far, about {eta} left",
                 )
                 .expect("static template")
                 .progress_chars("=> "),

@@ -62,6 +62,37 @@ struct UdpTrials<'c, 's> {
     stopped: bool,
     /// The engine's own error, kept with its kind (a usage error stays one).
     failure: Option<Error>,
+    worst: Worst,
+}
+
+/// The search's worst case for the time left: every size still to come, and this one, uses
+/// its whole trial budget (and its ceiling trial), each trial as long as the final one, each
+/// with the most setup time a trial has taken so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Worst {
+    /// Trials a size may take: the budget, and the ceiling trial when no highest rate was
+    /// given.
+    per_size: usize,
+    trial_s: f64,
+    /// Sizes after this one.
+    sizes_after: usize,
+    /// Trials this size has taken.
+    done: usize,
+    /// The most a trial took beyond its length (setup, teardown), s.
+    overhead_s: f64,
+}
+
+impl Worst {
+    fn left_s(&self) -> f64 {
+        let trials = self.per_size.saturating_sub(self.done) + self.sizes_after * self.per_size;
+        trials as f64 * (self.trial_s + self.overhead_s)
+    }
+
+    /// One trial of `length_s` done in `wall_s`.
+    fn done(&mut self, length_s: f64, wall_s: f64) {
+        self.done += 1;
+        self.overhead_s = self.overhead_s.max(wall_s - length_s);
+    }
 }
 
 impl UdpTrials<'_, '_> {
@@ -75,6 +106,15 @@ impl UdpTrials<'_, '_> {
     }
 
     fn trial(&mut self, duration: Duration, asked: f64) -> Result<Results, Error> {
+        let started = std::time::Instant::now();
+        let r = self.trial_inner(duration, asked)?;
+        self.worst
+            .done(r.duration_s, started.elapsed().as_secs_f64());
+        self.c.session.remaining(self.worst.left_s());
+        Ok(r)
+    }
+
+    fn trial_inner(&mut self, duration: Duration, asked: f64) -> Result<Results, Error> {
         let params = UdpParams {
             rate: (asked > 0.0).then_some(Rate::PacketsPerSecond(asked)),
             duration_s: duration.as_secs_f64(),
@@ -106,12 +146,19 @@ fn app_loss(r: &Results) -> f64 {
     }
 }
 
+/// What a trial stopped by Ctrl-C or SIGTERM returns to the search.
+const INTERRUPTED: &str = "interrupted";
+
 impl Measurer for UdpTrials<'_, '_> {
+    fn interrupted(&self) -> bool {
+        self.stopped
+    }
+
     fn measure(&mut self, rate_pps: f64, duration: Duration) -> Result<TrialResult, String> {
         self.tell_lines();
         if self.c.stopping() {
             self.stopped = true;
-            return Err("interrupted".into());
+            return Err(INTERRUPTED.into());
         }
         let r = match self.trial(duration, rate_pps) {
             Ok(r) => r,
@@ -121,6 +168,19 @@ impl Measurer for UdpTrials<'_, '_> {
                 return Err(text);
             }
         };
+        if self.c.stopping() {
+            // Stopped mid-trial: what it lost over a part of its length says nothing of the
+            // whole, so it is not counted (nor stored as one to replay), and no loss is shown.
+            self.stopped = true;
+            self.c.session.step(&format!(
+                "  {:>5} B  trial cut short after {:.1} s of {:.1} s at {}: not counted; --resume measures it again",
+                self.frame,
+                r.duration_s,
+                duration.as_secs_f64(),
+                fmt::value(rate_pps, Unit::PacketsPerSecond),
+            ));
+            return Err(INTERRUPTED.into());
+        }
         Ok(TrialResult {
             requested_pps: rate_pps,
             achieved_pps: r.tx_pps,
@@ -196,12 +256,14 @@ pub fn from_run(run: &Run) -> Result<SearchParams, Error> {
 pub fn check(p: &SearchParams, reach: Reach) -> Result<(), Error> {
     let overhead = udp_payload_to_frame(0, reach.ipv6);
     if p.sizes.is_empty() {
-        return Err(Error::usage(anyhow!("--sizes: at least one frame size")));
+        return Err(Error::usage(anyhow!(
+            "--frame-sizes: at least one frame size"
+        )));
     }
     let least = overhead + netceil_load::header::HEADER_LEN;
     if let Some(f) = p.sizes.iter().find(|f| **f < least) {
         return Err(Error::usage(anyhow!(
-            "--sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {least} at least",
+            "--frame-sizes {f}: a frame must hold the {overhead}-byte headers and netceil's {}-byte header: {least} at least",
             netceil_load::header::HEADER_LEN
         )));
     }
@@ -209,7 +271,8 @@ pub fn check(p: &SearchParams, reach: Reach) -> Result<(), Error> {
         .validate()
         .map_err(|e| Error::usage(anyhow!(e)))?;
     let pairs: Vec<(usize, usize)> = p.sizes.iter().map(|&f| (f, f - overhead)).collect();
-    crate::kernel::check_path_mtu(reach.to, "--sizes", &pairs).map_err(|e| Error::usage(anyhow!(e)))
+    crate::kernel::check_path_mtu(reach.to, "--frame-sizes", &pairs)
+        .map_err(|e| Error::usage(anyhow!(e)))
 }
 
 /// The most steps the search can take: its trial budget per size, and the generator's own
@@ -237,11 +300,29 @@ type Stopped = Vec<(Knee, Option<usize>)>;
 
 /// The knees one frame size's search found, each with the index of the part that stopped it,
 /// counted from `offset`.
-fn knees_of(frame: usize, outcome: &search::SearchOutcome, offset: usize) -> Stopped {
+fn knees_of(
+    frame: usize,
+    outcome: &search::SearchOutcome,
+    offset: usize,
+    max_trials: usize,
+) -> Stopped {
+    // Stopped by the trial budget rather than by an interruption.
+    let spent = outcome.stopped_early.is_some() && outcome.trials.len() >= max_trials;
     outcome
         .results
         .iter()
         .map(|r| {
+            let note = r
+                .incomplete
+                .clone()
+                .or_else(|| outcome.stopped_early.clone())
+                .map(|n| {
+                    if spent {
+                        format!("{n}; {}", budget_note(outcome, r, max_trials))
+                    } else {
+                        n
+                    }
+                });
             let knee = Knee {
                 size_bytes: frame,
                 point: "app".into(),
@@ -256,14 +337,57 @@ fn knees_of(frame: usize, outcome: &search::SearchOutcome, offset: usize) -> Sto
                 upper_pps: r.upper_pps,
                 // Filled in once the trials are analyzed.
                 stopped_by: None,
-                note: r
-                    .incomplete
-                    .clone()
-                    .or_else(|| outcome.stopped_early.clone()),
+                note,
             };
             (knee, r.first_failing_trial.map(|i| offset + i))
         })
         .collect()
+}
+
+/// What to say when the trial budget ran out: that it did, the flag that raises it, and the
+/// best rate that passed so far (verified by a full-length trial, or said not to be).
+fn budget_note(
+    outcome: &search::SearchOutcome,
+    r: &search::ToleranceResult,
+    max_trials: usize,
+) -> String {
+    let best = match r.rate_pps {
+        Some(v) => format!(
+            "{}, verified by a full-length trial",
+            fmt::value(v, Unit::PacketsPerSecond)
+        ),
+        None => outcome
+            .trials
+            .iter()
+            .filter(|t| t.result.loss_ratio <= r.tolerance + 1e-12)
+            .max_by(|a, b| a.result.achieved_pps.total_cmp(&b.result.achieved_pps))
+            .map_or_else(
+                || "none (no trial passed)".into(),
+                |t| {
+                    format!(
+                        "{} in a {:.2} s trial, shorter than the final one: not verified",
+                        fmt::value(t.result.achieved_pps, Unit::PacketsPerSecond),
+                        t.result.duration_s
+                    )
+                },
+            ),
+    };
+    format!(
+        "all {max_trials} trials of --max-trials were used: raise --max-trials to finish; the best rate that passed so far: {best}"
+    )
+}
+
+/// The exact command that goes on with an interrupted search stored as `run_id`: the far end
+/// and the address family must be given again, as `--resume` checks them.
+pub fn resume_command(run_id: &str, p: &SearchParams) -> String {
+    let mut c = format!("netceil search udp --resume {run_id}");
+    if let Some(t) = &p.target {
+        c.push_str(&format!(" --to {t}"));
+    }
+    if p.ipv6 {
+        c.push_str(" --ipv6");
+    }
+    c
 }
 
 /// What a search found.
@@ -275,13 +399,15 @@ pub struct Searched {
     pub interrupted: bool,
 }
 
-/// One frame size's search: `None` when it was stopped.
+/// One frame size's search: its knees, and whether it was interrupted before it finished
+/// (its knees are then what it found so far); `None` when it was stopped before any.
 fn search_size(
     c: &mut Campaign,
     p: &SearchParams,
     reach: Reach,
     frame: usize,
-) -> Result<Option<Stopped>, Error> {
+    sizes_after: usize,
+) -> Result<Option<(Stopped, bool)>, Error> {
     let overhead = udp_payload_to_frame(0, reach.ipv6);
     let first_part = c.parts();
     let mut trials = UdpTrials {
@@ -294,7 +420,14 @@ fn search_size(
         lines: None,
         stopped: false,
         failure: None,
+        worst: Worst {
+            per_size: p.max_trials + usize::from(p.max_pps.is_none()),
+            trial_s: p.trial_s,
+            sizes_after,
+            ..Worst::default()
+        },
     };
+    trials.c.session.remaining(trials.worst.left_s());
     // The highest rate worth asking: what the generator sends flat out, unless given.
     let max = match p.max_pps {
         Some(m) => m,
@@ -322,7 +455,18 @@ fn search_size(
     trials.tell_lines();
     let offset = first_part + usize::from(p.max_pps.is_none());
     match outcome {
-        Ok(o) => Ok(Some(knees_of(frame, &o, offset))),
+        Ok(o) if trials.stopped => {
+            // Interrupted mid-size: what it found so far, said to be that.
+            let mut k = knees_of(frame, &o, offset, p.max_trials);
+            for (knee, _) in &mut k {
+                knee.note = Some(format!(
+                    "interrupted before this size finished; {}",
+                    knee.note.take().unwrap_or_default()
+                ));
+            }
+            Ok(Some((k, true)))
+        }
+        Ok(o) => Ok(Some((knees_of(frame, &o, offset, p.max_trials), false))),
         Err(_) if trials.stopped => Ok(None),
         Err(e) => Err(trials
             .failure
@@ -342,9 +486,15 @@ pub fn run(
 ) -> Result<Searched, Error> {
     let mut found: Stopped = Vec::new();
     let mut interrupted = false;
-    for &frame in &p.sizes {
-        match search_size(c, p, reach, frame)? {
-            Some(k) => found.extend(k),
+    for (i, &frame) in p.sizes.iter().enumerate() {
+        match search_size(c, p, reach, frame, p.sizes.len() - 1 - i)? {
+            Some((k, cut)) => {
+                found.extend(k);
+                if cut {
+                    interrupted = true;
+                    break;
+                }
+            }
             None => {
                 interrupted = true;
                 break;
@@ -374,9 +524,9 @@ pub fn run(
     }
     if interrupted {
         top.notes.push(format!(
-            "{}: the knees cover the sizes finished so far; `netceil search udp --resume {}` goes on from here",
+            "{}: the knees are what was found so far (a size cut short says so in its note); `{}` goes on from here",
             why_stopped(),
-            top.run_id
+            resume_command(&top.run_id, p)
         ));
     }
     top.notes.push(format!(
@@ -419,4 +569,28 @@ fn rate_of(p: &Run) -> String {
             || "unpaced".to_string(),
             |v| fmt::value(v, Unit::PacketsPerSecond),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_left_is_the_whole_budget_of_every_size_to_come() {
+        let mut w = Worst {
+            per_size: 11,
+            trial_s: 10.0,
+            sizes_after: 1,
+            ..Worst::default()
+        };
+        // 22 trials of up to 10 s: the default search's two sizes, not "2m".
+        assert_eq!(w.left_s(), 220.0);
+        w.done(10.0, 10.5);
+        w.done(1.0, 1.2);
+        // 9 + 11 trials left, each with the most setup seen (0.5 s).
+        assert_eq!(w.left_s(), 20.0 * 10.5);
+        // A replayed trial (no wall time) lowers nothing but the count.
+        w.done(10.0, 0.0);
+        assert_eq!(w.left_s(), 19.0 * 10.5);
+    }
 }
