@@ -10,6 +10,8 @@
 #  restored) to read each program's in-kernel cost per event.
 #
 # usage: bench/probe-overhead.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 4 s per run)
+#   SETS="none softirq,napi" WORKLOADS=udp bench/probe-overhead.sh 5 4   runs only those
+#   (none is always run: it is what the ratios divide by).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -72,7 +74,9 @@ pipe() {
 iperf3 -s -p "$port" -B 127.0.0.1 >/dev/null 2>&1 &
 server=$!
 sleep 0.5
-sets=(none locks-nostack locks-stack16 softirq,napi offcpu all)
+read -r -a sets <<<"${SETS:-none locks-nostack locks-stack16 softirq,napi offcpu all}"
+[[ " ${sets[*]} " == *" none "* ]] || sets=(none "${sets[@]}")
+read -r -a workloads <<<"${WORKLOADS:-udp tcp pipe}"
 : >"$out/raw.tsv"
 for r in $(seq 1 "$rounds"); do
   # Alternate the order round by round so drift hits every set alike.
@@ -80,7 +84,7 @@ for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) -eq 0 ]; then order=($(printf '%s\n' "${sets[@]}" | tac)); fi
   for s in "${order[@]}"; do
     probes_on "$s"
-    for w in udp tcp pipe; do
+    for w in "${workloads[@]}"; do
       v=$($w)
       printf '%s\t%s\t%s\t%s\n' "$r" "$s" "$w" "$v" >>"$out/raw.tsv"
     done
@@ -95,19 +99,20 @@ probes_on all
 udp >/dev/null
 pipe >/dev/null
 bpftool prog show --json >"$out/progs.json"
+stats_pid=$watcher
 probes_off
 echo "$stats_orig" >/proc/sys/kernel/bpf_stats_enabled
 
-python3 - "$out/raw.tsv" "$out/progs.json" <<'PY'
+python3 - "$out/raw.tsv" "$out/progs.json" "${sets[*]}" "${workloads[*]}" "$stats_pid" <<'PY'
 import json, sys, statistics as st
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 data = {}
 for r, s, w, v in rows:
     data.setdefault((w, s), {})[int(r)] = float(v)
-sets = ["none", "locks-nostack", "locks-stack16", "softirq,napi", "offcpu", "all"]
+sets = sys.argv[3].split()
 units = {"udp": "pkt/s (netceil UDP 64 B)", "tcp": "bit/s (iperf3 TCP)", "pipe": "B/s (4 dd writers, one pipe)"}
 print(f"{'workload':<6} {'probes':<15} {'median':>14} {'ratio vs none (median of rounds)':>34} {'range':>16}")
-for w in ["udp", "tcp", "pipe"]:
+for w in sys.argv[4].split():
     base = data[(w, "none")]
     for s in sets:
         d = data[(w, s)]
@@ -120,7 +125,12 @@ for w in ["udp", "tcp", "pipe"]:
 ours = {"lock_begin", "lock_end", "softirq_entry", "softirq_exit", "napi_poll", "sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_fork"}
 print()
 print(f"{'program':<18} {'events':>12} {'ns per event':>13}")
-for p in json.load(open(sys.argv[2])):
-    if p.get("name") in ours and p.get("run_cnt"):
+progs = json.load(open(sys.argv[2]))
+# Only this script's watch: other netceil processes may have the same programs loaded (a
+# bpftool without PID support lists no pids: then every program of ours is shown).
+with_pids = any("pids" in p for p in progs)
+for p in progs:
+    mine = not with_pids or any(str(x.get("pid")) == sys.argv[5] for x in p.get("pids", []))
+    if p.get("name") in ours and p.get("run_cnt") and mine:
         print(f"{p['name']:<18} {p['run_cnt']:>12} {p['run_time_ns']/p['run_cnt']:>13.0f}")
 PY

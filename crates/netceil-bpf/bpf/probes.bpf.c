@@ -305,8 +305,13 @@ int softirq_exit(__u64 *ctx)
 
 // ---- napi: napi:napi_poll, per NAPI instance ----
 //
-// Keyed by the napi_struct's address (an 8-byte hash key); the device name is read only when
-// an instance is first seen, and userspace sums instances by name.
+// Counted per CPU and per NAPI instance (keyed by the napi_struct's address). A CPU polls few
+// instances (on loopback one: its own backlog), so each CPU keeps its first NAPI_SLOTS
+// instances in a per-CPU array: an event is one inlined array lookup and a scan of at most
+// NAPI_SLOTS keys, no hashing. Instances beyond those slots go to a per-CPU hash map. The
+// device name is read only when an instance is first seen; userspace sums both maps by name.
+
+#define NAPI_SLOTS 4
 
 struct napi_val {
 	__u64 polls;
@@ -316,12 +321,61 @@ struct napi_val {
 	char dev[16];    // "" for the per-CPU backlog (no device)
 };
 
+struct napi_cpu {
+	__u64 key[NAPI_SLOTS]; // 0: free slot
+	struct napi_val v[NAPI_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct napi_cpu);
+} napi_slots SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u64);
 	__type(value, struct napi_val);
 } napi_stat SEC(".maps");
+
+static __always_inline void napi_name(struct napi_struct *napi, char *dev)
+{
+	struct net_device *d = napi->dev;
+	if (d)
+		bpf_probe_read_kernel_str(dev, 16, d->name);
+}
+
+static __always_inline void napi_count(struct napi_val *v, int work, int budget)
+{
+	v->polls += 1;
+	if (work > 0)
+		v->packets += work;
+	if (budget > 0 && work >= budget)
+		v->exhausted += 1;
+	v->budget = budget;
+}
+
+// An instance beyond this CPU's slots: the hash map.
+static __always_inline void napi_overflow(struct napi_struct *napi, __u64 key, int work,
+					  int budget)
+{
+	struct napi_val *v = bpf_map_lookup_elem(&napi_stat, &key);
+	if (!v) {
+		struct napi_val init = {};
+		napi_name(napi, init.dev);
+		if (bpf_map_update_elem(&napi_stat, &key, &init, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&napi_stat, &key)) {
+			count_overflow(OVF_NAPI);
+			return;
+		}
+		v = bpf_map_lookup_elem(&napi_stat, &key);
+		if (!v)
+			return;
+	}
+	napi_count(v, work, budget);
+}
 
 SEC("tp_btf/napi_poll")
 int napi_poll(__u64 *ctx)
@@ -330,27 +384,24 @@ int napi_poll(__u64 *ctx)
 	__u64 key = ctx[0];
 	int work = (int)ctx[1];
 	int budget = (int)ctx[2];
-	struct napi_val *v = bpf_map_lookup_elem(&napi_stat, &key);
-	if (!v) {
-		struct napi_val init = {};
-		struct net_device *dev = napi->dev;
-		if (dev)
-			bpf_probe_read_kernel_str(init.dev, sizeof(init.dev), dev->name);
-		if (bpf_map_update_elem(&napi_stat, &key, &init, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&napi_stat, &key)) {
-			count_overflow(OVF_NAPI);
+	__u32 zero = 0;
+	struct napi_cpu *c = bpf_map_lookup_elem(&napi_slots, &zero);
+	if (!c || !key)
+		return 0;
+	for (int i = 0; i < NAPI_SLOTS; i++) {
+		if (c->key[i] == key) {
+			napi_count(&c->v[i], work, budget);
 			return 0;
 		}
-		v = bpf_map_lookup_elem(&napi_stat, &key);
-		if (!v)
+		if (!c->key[i]) {
+			// Per-CPU: nothing else writes this slot while we fill it.
+			c->key[i] = key;
+			napi_name(napi, c->v[i].dev);
+			napi_count(&c->v[i], work, budget);
 			return 0;
+		}
 	}
-	v->polls += 1;
-	if (work > 0)
-		v->packets += work;
-	if (budget > 0 && work >= budget)
-		v->exhausted += 1;
-	v->budget = budget;
+	napi_overflow(napi, key, work, budget);
 	return 0;
 }
 

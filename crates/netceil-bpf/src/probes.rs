@@ -152,6 +152,56 @@ impl fmt::Debug for Probes {
     }
 }
 
+/// `NAPI_SLOTS` of probes.bpf.c: NAPI instances each CPU counts in its per-CPU array.
+const NAPI_SLOTS: usize = 4;
+/// u64 words of a `struct napi_val`: polls, packets, exhausted, budget, dev[16].
+const NAPI_VAL_WORDS: usize = 6;
+/// u64 words of a `struct napi_cpu`: the slots' keys, then their values.
+const NAPI_CPU_WORDS: usize = NAPI_SLOTS * (1 + NAPI_VAL_WORDS);
+
+/// NAPI counts summed by device name.
+#[derive(Default)]
+struct NapiTotals(std::collections::BTreeMap<String, NapiDev>);
+
+impl NapiTotals {
+    /// Adds the instances one CPU holds in its slots (a `struct napi_cpu`; key 0: free).
+    fn add_slots(&mut self, cpu: &[u64; NAPI_CPU_WORDS]) {
+        for slot in 0..NAPI_SLOTS {
+            if cpu[slot] != 0 {
+                let at = NAPI_SLOTS + slot * NAPI_VAL_WORDS;
+                self.add(&[&cpu[at..at + NAPI_VAL_WORDS]]);
+            }
+        }
+    }
+
+    /// Adds one NAPI instance, given as its `struct napi_val` on one or more CPUs. Its name is
+    /// in the value of the CPU that first saw it (other CPUs' may be zeroed); no name
+    /// anywhere: the per-CPU backlog.
+    fn add(&mut self, vals: &[&[u64]]) {
+        let dev = vals
+            .iter()
+            .map(|v| {
+                let mut name = [0u8; 16];
+                name[..8].copy_from_slice(&v[4].to_le_bytes());
+                name[8..].copy_from_slice(&v[5].to_le_bytes());
+                let end = name.iter().position(|&b| b == 0).unwrap_or(16);
+                String::from_utf8_lossy(&name[..end]).into_owned()
+            })
+            .find(|n| !n.is_empty())
+            .unwrap_or_default();
+        let d = self.0.entry(dev.clone()).or_insert_with(|| NapiDev {
+            dev,
+            ..Default::default()
+        });
+        for v in vals {
+            d.polls += v[0];
+            d.packets += v[1];
+            d.exhausted += v[2];
+            d.budget = d.budget.max(v[3]);
+        }
+    }
+}
+
 /// The kernel's monotonic clock, which `bpf_ktime_get_ns` reads.
 fn mono_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
@@ -321,36 +371,24 @@ impl Probes {
     }
 
     fn napi(&self) -> Option<Vec<NapiDev>> {
-        // struct napi_val: polls, packets, exhausted, budget, dev[16] (two u64 words).
-        let map =
-            PerCpuHashMap::<&MapData, u64, [u64; 6]>::try_from(self.bpf.map("napi_stat")?).ok()?;
-        let mut by_dev: std::collections::BTreeMap<String, NapiDev> = Default::default();
-        for (_, vals) in map.iter().flatten() {
-            // One NAPI instance; its name is in the slot of the CPU that first saw it (the
-            // other CPUs' slots start zeroed). No name anywhere: the per-CPU backlog.
-            let dev = vals
-                .iter()
-                .map(|v| {
-                    let mut name = [0u8; 16];
-                    name[..8].copy_from_slice(&v[4].to_le_bytes());
-                    name[8..].copy_from_slice(&v[5].to_le_bytes());
-                    let end = name.iter().position(|&b| b == 0).unwrap_or(16);
-                    String::from_utf8_lossy(&name[..end]).into_owned()
-                })
-                .find(|n| !n.is_empty())
-                .unwrap_or_default();
-            let d = by_dev.entry(dev.clone()).or_insert_with(|| NapiDev {
-                dev,
-                ..Default::default()
-            });
-            for v in vals.iter() {
-                d.polls += v[0];
-                d.packets += v[1];
-                d.exhausted += v[2];
-                d.budget = d.budget.max(v[3]);
-            }
+        let mut by_dev = NapiTotals::default();
+        // struct napi_cpu: key[NAPI_SLOTS], then NAPI_SLOTS napi_vals; per CPU.
+        let slots =
+            PerCpuArray::<&MapData, [u64; NAPI_CPU_WORDS]>::try_from(self.bpf.map("napi_slots")?)
+                .ok()?;
+        for cpu in slots.get(&0, 0).ok()?.iter() {
+            by_dev.add_slots(cpu);
         }
-        Some(by_dev.into_values().collect())
+        // Instances beyond a CPU's slots.
+        let map = PerCpuHashMap::<&MapData, u64, [u64; NAPI_VAL_WORDS]>::try_from(
+            self.bpf.map("napi_stat")?,
+        )
+        .ok()?;
+        for (_, vals) in map.iter().flatten() {
+            let per_cpu: Vec<&[u64]> = vals.iter().map(|v| &v[..]).collect();
+            by_dev.add(&per_cpu);
+        }
+        Some(by_dev.0.into_values().collect())
     }
 
     fn threads(&self, now: u64) -> Option<Vec<ThreadTimes>> {
@@ -437,5 +475,59 @@ impl Probes {
             }
         }
         (rows, stacks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `struct napi_val` as u64 words: polls, packets, exhausted, budget, dev name.
+    fn val(polls: u64, packets: u64, exhausted: u64, dev: &str) -> [u64; NAPI_VAL_WORDS] {
+        let mut name = [0u8; 16];
+        name[..dev.len()].copy_from_slice(dev.as_bytes());
+        [
+            polls,
+            packets,
+            exhausted,
+            64,
+            u64::from_le_bytes(name[..8].try_into().unwrap()),
+            u64::from_le_bytes(name[8..].try_into().unwrap()),
+        ]
+    }
+
+    fn cpu(slots: &[(u64, [u64; NAPI_VAL_WORDS])]) -> [u64; NAPI_CPU_WORDS] {
+        let mut c = [0u64; NAPI_CPU_WORDS];
+        for (i, (key, v)) in slots.iter().enumerate() {
+            c[i] = *key;
+            c[NAPI_SLOTS + i * NAPI_VAL_WORDS..][..NAPI_VAL_WORDS].copy_from_slice(v);
+        }
+        c
+    }
+
+    /// Each CPU's slots and the overflow map's instances are summed by device; free slots
+    /// (key 0) count nothing even if their bytes are not zero; exhausted polls survive.
+    #[test]
+    fn napi_slots_and_overflow_sum_by_device() {
+        let mut t = NapiTotals::default();
+        let mut stale = val(99, 99, 99, "stale");
+        stale[0] = 1000;
+        let mut cpu0 = cpu(&[(0xA0, val(10, 300, 2, "")), (0xB0, val(5, 50, 0, "eth0"))]);
+        // Slot 2 free but not zeroed: must not count.
+        cpu0[NAPI_SLOTS + 2 * NAPI_VAL_WORDS..][..NAPI_VAL_WORDS].copy_from_slice(&stale);
+        t.add_slots(&cpu0);
+        t.add_slots(&cpu(&[(0xA1, val(7, 70, 1, ""))]));
+        // eth0 also polled on CPU 1 beyond its slots: the hash map's per-CPU values, named on
+        // the CPU that first saw it only.
+        t.add(&[&val(0, 0, 0, "")[..], &val(3, 192, 3, "eth0")[..]]);
+        let got: Vec<_> = t.0.into_values().collect();
+        let row = |dev: &str, polls, packets, exhausted| NapiDev {
+            dev: dev.into(),
+            polls,
+            packets,
+            exhausted,
+            budget: 64,
+        };
+        assert_eq!(got, [row("", 17, 370, 3), row("eth0", 8, 242, 3)]);
     }
 }

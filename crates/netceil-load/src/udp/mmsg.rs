@@ -20,8 +20,8 @@ const MEMINFO_VARS: usize = libc::SK_MEMINFO_DROPS as usize + 1;
 /// Datagrams per sendmmsg/recvmmsg call.
 pub const BATCH: usize = 64;
 
-/// Room for an `SO_RXQ_OVFL` control message (a u32) and a `UDP_GRO` one (an int), each with
-/// its header, as u64 words so the buffer is aligned for `cmsghdr`.
+/// Room for a `UDP_GRO` control message (an int) with its header and one more, as u64 words so
+/// the buffer is aligned for `cmsghdr`.
 const CONTROL_WORDS: usize = 8;
 /// Room for one `UDP_SEGMENT` control message (a u16) with its header.
 const SEGMENT_CONTROL_WORDS: usize = 4;
@@ -47,6 +47,8 @@ pub struct RecvBatch {
     control: Vec<[u64; CONTROL_WORDS]>,
     hdrs: Vec<libc::mmsghdr>,
     received: usize,
+    /// Source addresses are asked for (see [`RecvBatch::without_sources`]).
+    sources: bool,
 }
 
 impl RecvBatch {
@@ -68,6 +70,7 @@ impl RecvBatch {
             control: vec![[0; CONTROL_WORDS]; slots],
             hdrs: vec![unsafe { zeroed() }; slots],
             received: 0,
+            sources: true,
         };
         for i in 0..slots {
             b.iovecs[i].iov_base = b.buffers[i * slot_len..].as_mut_ptr().cast();
@@ -81,6 +84,18 @@ impl RecvBatch {
         b
     }
 
+    /// Reads without asking the kernel for each datagram's source address: one copy to user
+    /// space per datagram less (about 5 % of a 1400-byte read). [`RecvBatch::source`] is then
+    /// always `None`.
+    pub fn without_sources(mut self) -> RecvBatch {
+        for h in &mut self.hdrs {
+            h.msg_hdr.msg_name = std::ptr::null_mut();
+            h.msg_hdr.msg_namelen = 0;
+        }
+        self.sources = false;
+        self
+    }
+
     /// Messages one call can read.
     pub fn slots(&self) -> usize {
         self.hdrs.len()
@@ -88,8 +103,13 @@ impl RecvBatch {
 
     /// Receives up to one message per slot, waiting as `wait` says.
     pub fn recv(&mut self, fd: BorrowedFd<'_>, wait: RecvWait) -> io::Result<usize> {
+        let namelen = if self.sources {
+            size_of::<libc::sockaddr_storage>() as libc::socklen_t
+        } else {
+            0
+        };
         for h in &mut self.hdrs {
-            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_namelen = namelen;
             h.msg_hdr.msg_controllen = CONTROL_WORDS * 8;
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
@@ -138,16 +158,13 @@ impl RecvBatch {
         self.hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0
     }
 
-    /// Where datagram `i` came from.
+    /// Where datagram `i` came from (`None` when read [`RecvBatch::without_sources`]).
     pub fn source(&self, i: usize) -> Option<SocketAddr> {
+        if !self.sources {
+            return None;
+        }
         let len = self.hdrs[i].msg_hdr.msg_namelen as usize;
         sockaddr_to_std(&self.names[i], len)
-    }
-
-    /// The socket's cumulative drop count as of datagram `i`, from its `SO_RXQ_OVFL` control
-    /// message. The kernel attaches one only once the count is non-zero.
-    pub fn rxq_ovfl(&self, i: usize) -> Option<u32> {
-        self.control_u32(i, libc::SOL_SOCKET, libc::SO_RXQ_OVFL)
     }
 
     /// With `UDP_GRO` on, message `i` holds several datagrams coalesced by the kernel, each of
@@ -158,13 +175,13 @@ impl RecvBatch {
             .filter(|&s| s > 0)
     }
 
-    /// The 4-byte datum (u32 or C int) of message `i`'s control message `level`/`kind`.
+    /// The 4-byte datum (a C int) of message `i`'s control message `level`/`kind`.
     fn control_u32(&self, i: usize, level: i32, kind: i32) -> Option<u32> {
         let hdr = &self.hdrs[i].msg_hdr;
         // SAFETY: `hdr` is a msghdr the kernel filled in the last recvmmsg call; its control
         // pointer and (kernel-updated) length describe `self.control[i]`. CMSG_FIRSTHDR/NXTHDR
-        // stay within msg_controllen; the data of SO_RXQ_OVFL (a u32) and UDP_GRO (an int) is
-        // four bytes, read unaligned after checking the message is long enough.
+        // stay within msg_controllen; the data of UDP_GRO (an int) is four bytes, read
+        // unaligned after checking the message is long enough.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(hdr);
             while !c.is_null() {
@@ -404,8 +421,9 @@ fn setsockopt_int(fd: BorrowedFd<'_>, level: i32, name: i32, value: libc::c_int)
 
 /// The socket's total of dropped datagrams (`SO_MEMINFO`, `SK_MEMINFO_DROPS`), a u32 that wraps.
 ///
-/// Unlike the `SO_RXQ_OVFL` control message, which only rides on a datagram that is delivered,
-/// this also sees drops after the last delivered datagram.
+/// Read with one getsockopt when asked, where the `SO_RXQ_OVFL` control message would cost a
+/// copy on every datagram read once the count is non-zero (and rides only on a datagram that
+/// is delivered, so it misses drops after the last one).
 pub fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u32> {
     let mut raw = [0u8; 4 * MEMINFO_VARS];
     let len = getsockopt_bytes(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, &mut raw)?;
@@ -483,11 +501,34 @@ mod tests {
                 assert_eq!(r.datagram(i)[0], k as u8);
                 assert_eq!(r.truncated(i), 10 + k > 12);
                 assert_eq!(r.source(i), Some(tx.local_addr().unwrap()));
-                assert_eq!(r.rxq_ovfl(i), None);
             }
             got += n;
         }
         assert_eq!(socket_drops(rx.as_fd()).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_batch_without_sources_reads_the_same_datagrams() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let mut s = SendBatch::new(40);
+        for i in 0..3 {
+            s.buf_mut(i)[0] = 7 + i as u8;
+        }
+        assert_eq!(s.send(tx.as_fd(), 3).unwrap(), 3);
+        let mut r = RecvBatch::new(64).without_sources();
+        let mut got = 0;
+        while got < 3 {
+            let n = r.recv(rx.as_fd(), RecvWait::One).unwrap();
+            for i in 0..n {
+                assert_eq!((r.len(i), r.datagram(i)[0]), (40, 7 + (got + i) as u8));
+                assert_eq!(r.source(i), None);
+                // The kernel was given no room for an address, and wrote none.
+                assert_eq!(r.hdrs[i].msg_hdr.msg_namelen, 0);
+            }
+            got += n;
+        }
     }
 
     #[test]

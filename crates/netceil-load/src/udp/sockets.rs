@@ -32,8 +32,9 @@ pub struct RcvbufRequest {
     pub rmem_max: Option<usize>,
 }
 
-/// A UDP socket bound to `listen` with SO_RXQ_OVFL on, a read timeout so its thread can notice
-/// a stop request, and the receive buffer asked for (see [`set_rcvbuf`]).
+/// A UDP socket bound to `listen` with a read timeout so its thread can notice a stop request,
+/// and the receive buffer asked for (see [`set_rcvbuf`]). Its drops are read with
+/// [`mmsg::socket_drops`].
 pub fn bind_receiver(
     listen: SocketAddr,
     rcvbuf: RcvbufRequest,
@@ -57,8 +58,6 @@ pub fn bind_receiver(
         source: e,
     })?;
     let socket: UdpSocket = socket.into();
-    setsockopt(&socket, sockopt::RxqOvfl, &1)
-        .map_err(|e| LoadError::socket("setsockopt SO_RXQ_OVFL", e))?;
     socket
         .set_read_timeout(Some(read_timeout))
         .map_err(|e| LoadError::socket("setsockopt SO_RCVTIMEO", e))?;
@@ -249,6 +248,19 @@ mod tests {
         d.update(u32::MAX);
         d.update(3);
         assert_eq!(d.total(), u64::from(u32::MAX) + 4);
+    }
+
+    /// The receiver reads its drops with SO_MEMINFO: a per-datagram SO_RXQ_OVFL control
+    /// message would cost every read a copy once anything was dropped.
+    #[test]
+    fn a_receiver_socket_carries_no_drop_count_on_its_datagrams() {
+        let (socket, _) = bind_receiver(
+            "127.0.0.1:0".parse().unwrap(),
+            RcvbufRequest::default(),
+            Duration::from_millis(10),
+        )
+        .unwrap();
+        assert_eq!(nix::sys::socket::getsockopt(&socket, sockopt::RxqOvfl).unwrap(), 0);
     }
 
     /// A request where net.core.rmem_max is the machine's, as the engine reads it.
