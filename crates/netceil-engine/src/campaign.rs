@@ -255,10 +255,12 @@ impl<'s> Campaign<'s> {
         }
     }
 
-    /// Writes the finished run and marks it complete in the store. Returns the run and where
-    /// it was stored.
+    /// Writes the finished run and marks it complete in the store, unless it was stopped
+    /// before its end (then it stays incomplete, and `--resume` can take it up). Returns the
+    /// run and where it was stored.
     pub fn finish(self) -> (Run, Option<String>) {
-        let stored = self.session.rec.finish(&self.top);
+        let complete = !self.stopping();
+        let stored = self.session.rec.finish_as(&self.top, complete);
         (self.top, stored)
     }
 }

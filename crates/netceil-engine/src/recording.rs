@@ -299,8 +299,13 @@ impl<'s> Recording<'s> {
     }
 
     pub fn finish(self, run: &Run) -> Option<String> {
+        self.finish_as(run, true)
+    }
+
+    /// [`Recording::finish`], stored complete or not (a run stopped before its end is not).
+    pub fn finish_as(self, run: &Run, complete: bool) -> Option<String> {
         let w = self.writer?;
-        match w.finish(run) {
+        match w.finish_as(run, complete) {
             Ok(()) => Some(run.run_id.clone()),
             Err(e) => {
                 eprintln!("netceil: could not finish storing run {}: {e}", run.run_id);

@@ -141,6 +141,12 @@ impl<'s> RunWriter<'s> {
     /// complete, all in one transaction. If `run.series` is shorter than what was appended,
     /// the stored rows are kept as they are.
     pub fn finish(self, run: &Run) -> Result<()> {
+        self.finish_as(run, true)
+    }
+
+    /// [`RunWriter::finish`], marking the run complete or not: a run stopped before its end
+    /// (Ctrl-C) is written whole but stays incomplete, so `--resume` can take it up.
+    pub fn finish_as(self, run: &Run, complete: bool) -> Result<()> {
         let store = self.store;
         if run.run_id != self.run_id {
             return Err(store.invalid(
@@ -169,7 +175,7 @@ impl<'s> RunWriter<'s> {
         let op = format!("finishing run '{}'", self.run_id);
         let tx = store.write_tx(&op)?;
         store.write_staged(&tx, self.key, &self.run_id, &staged)?;
-        store.update_run_row(&tx, self.key, &self.run_id, &row, true)?;
+        store.update_run_row(&tx, self.key, &self.run_id, &row, complete)?;
         tx.execute("DELETE FROM labels WHERE run_key = ?1", [self.key])
             .map_err(|e| store.fail(&op, e))?;
         store.insert_labels(&tx, self.key, run)?;

@@ -65,9 +65,9 @@ fn a_spent_trial_budget_says_so_gives_the_best_rate_and_names_the_flag() {
             "--min-rate",
             "1k",
             "--max-rate",
-            "20k",
+            "20M",
             "--max-trials",
-            "3",
+            "2",
             "--no-store",
         ])
         .output()
@@ -75,7 +75,9 @@ fn a_spent_trial_budget_says_so_gives_the_best_rate_and_names_the_flag() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
-        stdout.contains("all 3 trials of --max-trials were used: raise --max-trials"),
+        // 20 Mpps is beyond any loopback: the first trial fails, and the bisection cannot end
+        // in the one trial left.
+        stdout.contains("the trial budget ran out (--max-trials 2): raise --max-trials"),
         "{stdout}"
     );
     assert!(
@@ -98,7 +100,6 @@ fn export_last(db: &std::path::Path) -> Option<Value> {
 }
 
 #[test]
-#[ignore = "open: the store's RunWriter::finish marks every finished run complete, so a search stopped by Ctrl-C is stored complete and the --resume it prints is refused"]
 fn ctrl_c_prints_what_was_found_and_the_resume_command_and_keeps_no_cut_trial() {
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;

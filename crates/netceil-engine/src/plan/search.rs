@@ -373,7 +373,7 @@ fn budget_note(
             ),
     };
     format!(
-        "all {max_trials} trials of --max-trials were used: raise --max-trials to finish; the best rate that passed so far: {best}"
+        "the trial budget ran out (--max-trials {max_trials}): raise --max-trials to finish; the best rate that passed so far: {best}"
     )
 }
 

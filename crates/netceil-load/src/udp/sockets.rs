@@ -260,7 +260,10 @@ mod tests {
             Duration::from_millis(10),
         )
         .unwrap();
-        assert_eq!(nix::sys::socket::getsockopt(&socket, sockopt::RxqOvfl).unwrap(), 0);
+        assert_eq!(
+            nix::sys::socket::getsockopt(&socket, sockopt::RxqOvfl).unwrap(),
+            0
+        );
     }
 
     /// A request where net.core.rmem_max is the machine's, as the engine reads it.
