@@ -243,6 +243,65 @@ pub(crate) fn ensure_fd_limit(needed: u64, what: &str) -> Result<(), LoadError> 
     })
 }
 
+/// The progress of a TCP test between two readings of its byte counters: each direction's
+/// bytes so far and its rate since the previous reading. A direction not counted here (the
+/// far end's, before it reports) is `None`.
+pub(crate) struct Meter {
+    start_ns: u64,
+    last_ns: u64,
+    last_tx: u64,
+    last_rx: u64,
+}
+
+impl Meter {
+    pub(crate) fn new(start_ns: u64) -> Meter {
+        Meter {
+            start_ns,
+            last_ns: start_ns,
+            last_tx: 0,
+            last_rx: 0,
+        }
+    }
+
+    pub(crate) fn sample(&mut self, now: u64, (tx, rx): (Option<u64>, Option<u64>)) -> TcpProgress {
+        let dt = (now - self.last_ns) as f64 / 1e9;
+        let p = TcpProgress {
+            elapsed_s: (now - self.start_ns) as f64 / 1e9,
+            tx_bytes: tx.unwrap_or(0),
+            rx_bytes: rx,
+            interval_tx_bits_per_s: tx
+                .map_or(0.0, |t| t.saturating_sub(self.last_tx) as f64 * 8.0 / dt),
+            interval_rx_bits_per_s: rx.map(|r| r.saturating_sub(self.last_rx) as f64 * 8.0 / dt),
+        };
+        self.last_ns = now;
+        self.last_tx = tx.unwrap_or(0);
+        self.last_rx = rx.unwrap_or(0);
+        p
+    }
+}
+
+/// Waits for a test's load threads to end, passing a stop request on to them and calling
+/// `tick` whenever a progress line is due. Each wake-up of this thread takes a core from the
+/// load threads for a moment; 20 ms still sees a stop request well within their 50 ms tick.
+pub(crate) fn supervise<T>(
+    handles: &[std::thread::JoinHandle<T>],
+    stop: &AtomicBool,
+    inner_stop: &AtomicBool,
+    ticks: &mut ProgressTicks,
+    mut tick: impl FnMut(u64),
+) {
+    while !handles.iter().all(|h| h.is_finished()) {
+        if stop.load(Ordering::Relaxed) {
+            inner_stop.store(true, Ordering::Relaxed);
+        }
+        let now = now_ns();
+        if ticks.due(now) {
+            tick(now);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A once-a-second look at a running TCP test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpProgress {
@@ -401,39 +460,21 @@ pub(crate) fn run_forward(
 
     // Supervise: progress once a second, stop requests within 20 ms.
     let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let (mut last_ns, mut last_tx, mut last_rx) = (start_ns, 0u64, 0u64);
-    let mut sample = |now: u64| {
+    let mut meter = Meter::new(start_ns);
+    let read = || {
         let tx: u64 = tx_counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
         let rx = server
             .as_ref()
             .map(|s| s.live().stream_bytes.load(Ordering::Relaxed));
-        let dt = (now - last_ns) as f64 / 1e9;
-        let p = TcpProgress {
-            elapsed_s: (now - start_ns) as f64 / 1e9,
-            tx_bytes: tx,
-            rx_bytes: rx,
-            interval_tx_bits_per_s: (tx - last_tx) as f64 * 8.0 / dt,
-            interval_rx_bits_per_s: rx.map(|r| r.saturating_sub(last_rx) as f64 * 8.0 / dt),
-        };
-        (last_ns, last_tx, last_rx) = (now, tx, rx.unwrap_or(0));
-        p
+        (Some(tx), rx)
     };
-    while !handles.iter().all(|h| h.is_finished()) {
-        if stop.load(Ordering::Relaxed) {
-            inner_stop.store(true, Ordering::Relaxed);
-        }
-        let now = now_ns();
-        if ticks.due(now) {
-            on_progress(&sample(now));
-        }
-        // Each wake-up of this thread takes a core from the sender or the receiver for a
-        // moment; 20 ms still sees a stop request well within the senders' 50 ms tick.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    supervise(&handles, stop, &inner_stop, &mut ticks, |now| {
+        on_progress(&meter.sample(now, read()))
+    });
     // The last interval, taken now and reported once the receiver has stopped, since a
     // report may wait for the caller's sampler.
     let now = now_ns();
-    let last = ticks.last_due(now).then(|| sample(now));
+    let last = ticks.last_due(now).then(|| meter.sample(now, read()));
     let mut outcomes = Vec::new();
     let mut first_err = None;
     for h in handles {

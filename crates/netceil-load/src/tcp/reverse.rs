@@ -8,11 +8,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
 
-use super::{hello, loopback, receiver, Server, TcpConfig, TcpProgress};
+use super::{hello, loopback, receiver, supervise, Meter, Server, TcpConfig, TcpProgress};
 use crate::clock::{now_ns, ProgressTicks};
 use crate::threads;
 use crate::LoadError;
@@ -69,36 +68,20 @@ pub(crate) fn run_reverse(
         );
     }
     let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let (mut last_ns, mut last_rx, mut last_tx) = (start_ns, 0u64, 0u64);
-    let mut sample = |now: u64| {
+    let mut meter = Meter::new(start_ns);
+    let read = || {
         let rx: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
         let tx = server
             .as_ref()
             .map(|s| s.live().source_bytes.load(Ordering::Relaxed));
-        let dt = (now - last_ns) as f64 / 1e9;
-        let p = TcpProgress {
-            elapsed_s: (now - start_ns) as f64 / 1e9,
-            tx_bytes: tx.unwrap_or(0),
-            rx_bytes: Some(rx),
-            interval_tx_bits_per_s: tx.map_or(0.0, |t| t.saturating_sub(last_tx) as f64 * 8.0 / dt),
-            interval_rx_bits_per_s: Some(rx.saturating_sub(last_rx) as f64 * 8.0 / dt),
-        };
-        (last_ns, last_rx, last_tx) = (now, rx, tx.unwrap_or(0));
-        p
+        (tx, Some(rx))
     };
-    while !handles.iter().all(|h| h.is_finished()) {
-        if stop.load(Ordering::Relaxed) {
-            inner_stop.store(true, Ordering::Relaxed);
-        }
-        let now = now_ns();
-        if ticks.due(now) {
-            on_progress(&sample(now));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    supervise(&handles, stop, &inner_stop, &mut ticks, |now| {
+        on_progress(&meter.sample(now, read()))
+    });
     let now = now_ns();
     if ticks.last_due(now) {
-        on_progress(&sample(now));
+        on_progress(&meter.sample(now, read()));
     }
     let mut outcomes = Vec::new();
     for h in handles {
