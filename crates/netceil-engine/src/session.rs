@@ -204,14 +204,7 @@ impl<'s> Session<'s> {
         };
         let far = match remote::FarSession::open(control, self.key.as_ref(), spec(cfg)) {
             Ok(s) => s,
-            Err(e) => {
-                // Refused (or no server) before any load went out: a run that measured
-                // nothing is not kept.
-                if !self.measured {
-                    self.rec.abandon();
-                }
-                return Err(e);
-            }
+            Err(e) => return Err(self.refused(e)),
         };
         self.measured = true;
         let granted_at = self.rec.elapsed_s();
@@ -223,6 +216,15 @@ impl<'s> Session<'s> {
         results.notes.extend(far.notes());
         remote::attach(&mut results, far.finish(), granted_at);
         Ok(results)
+    }
+
+    /// The far end refused (or no server answered) before any load went out: a run that
+    /// measured nothing is not kept.
+    fn refused(&mut self, e: Error) -> Error {
+        if !self.measured {
+            self.rec.abandon();
+        }
+        e
     }
 
     /// rrul against a `netceil serve`: two tests granted there, one for the bulk flows (up
@@ -243,12 +245,7 @@ impl<'s> Session<'s> {
             });
         let (bulk, echo) = match opened {
             Ok(s) => s,
-            Err(e) => {
-                if !self.measured {
-                    self.rec.abandon();
-                }
-                return Err(e);
-            }
+            Err(e) => return Err(self.refused(e)),
         };
         self.measured = true;
         let granted_at = self.rec.elapsed_s();
