@@ -91,3 +91,56 @@ def iperf3(path, version, system_info, proto, blksize, target, dur, per_iv, end_
         ivs.append({"streams": streams, "sum": sm})
     d = {"start": start, "intervals": ivs, "end": end_extra(ivs)}
     json.dump(d, open(path, "w"), indent=2)
+
+def cell(v, w):
+    s = v if isinstance(v, str) else f"{v:.2f}"
+    return s.rjust(w) if len(s) < w else " " + s
+
+def sar_file(path, banner, n, start, sections, average=True):
+    """`sar -A -f FILE` layout: each activity's whole series in turn, each followed by its
+    Average: lines. sections: (cols, rows_fn(i) -> rows, widths)."""
+    out = [banner, ""]
+    for cols, fn, widths in sections:
+        allrows = []
+        out.append(f"{t_of(*start, 0)}  " + "".join(f"{c:>{w}}" for c, w in zip(cols, widths)))
+        for i in range(n):
+            t1 = t_of(*start, i + 1)
+            rows = fn(i)
+            allrows.append(rows)
+            for row in rows:
+                out.append(f"{t1}  " + "".join(cell(v, w) for v, w in zip(row, widths)))
+        if average:
+            for k, row in enumerate(allrows[0]):
+                vals = []
+                for c, v in enumerate(row):
+                    if isinstance(v, str):
+                        vals.append(v)
+                    else:
+                        vals.append(sum(r[k][c] for r in allrows) / n)
+                out.append("Average:  " + "".join(cell(v, w) for v, w in zip(vals, widths)))
+        out.append("")
+    open(path, "w").write("\n".join(out) + "\n")
+
+CPU_ALL_COLS = (["CPU", "%usr", "%nice", "%sys", "%iowait", "%steal", "%irq", "%soft", "%guest", "%gnice", "%idle"], [9] + [9] * 10)
+def cpu_rows(percpu):
+    """percpu(c, i) -> (usr, sys, iowait, steal, irq, soft); returns rows_fn giving all + each CPU."""
+    def f(i, ncpu):
+        rows = []
+        vals = [percpu(c, i) for c in range(ncpu)]
+        def row(name, v):
+            usr, sys_, io, st, irq, soft = v
+            idle = max(0.0, 100 - usr - sys_ - io - st - irq - soft)
+            return [name, usr, 0.0, sys_, io, st, irq, soft, 0.0, 0.0, idle]
+        avg = tuple(sum(v[k] for v in vals) / ncpu for k in range(6))
+        rows.append(row("all", avg))
+        for c, v in enumerate(vals):
+            rows.append(row(str(c), v))
+        return rows
+    return f
+DEV_COLS = (["IFACE", "rxpck/s", "txpck/s", "rxkB/s", "txkB/s", "rxcmp/s", "txcmp/s", "rxmcst/s", "%ifutil"], [9, 10, 10, 10, 10, 10, 10, 10, 10])
+EDEV_COLS = (["IFACE", "rxerr/s", "txerr/s", "coll/s", "rxdrop/s", "txdrop/s", "txcarr/s", "rxfram/s", "rxfifo/s", "txfifo/s"], [9] + [10] * 9)
+UDP_COLS = (["idgm/s", "odgm/s", "noport/s", "idgmerr/s"], [9, 10, 10, 10])
+Q_COLS = (["runq-sz", "plist-sz", "ldavg-1", "ldavg-5", "ldavg-15", "blocked"], [9, 10, 10, 10, 10, 10])
+W_COLS = (["proc/s", "cswch/s"], [9, 10])
+TCP_COLS = (["active/s", "passive/s", "iseg/s", "oseg/s"], [9, 10, 10, 10])
+ETCP_COLS = (["atmptf/s", "estres/s", "retrans/s", "isegerr/s", "orsts/s"], [9, 10, 10, 10, 10])
