@@ -338,11 +338,24 @@ impl<'a> Ctx<'a> {
         (!mine.is_empty() && (known.is_empty() || mine.len() < known.len())).then_some(mine)
     }
 
+    /// Whether niced work yields to the workload. Nice ranks a task against the others in its
+    /// scheduling group; with `kernel.sched_autogroup_enabled=1` every session is a group and
+    /// the groups share the CPU as equals, so a niced program in another session (a build in
+    /// another terminal, a service) takes its full share. Unknown (an import, an older run):
+    /// taken to yield, as without autogroup.
+    pub fn nice_yields(&self) -> bool {
+        self.run.meta.host.sched_autogroup != Some(true)
+    }
+
     /// Per-CPU busy % less the time spent on niced tasks (`cpu_nice_pct`): what the run's
     /// work could not have had. Niced work (batch jobs, `nice make`) yields to default-priority
-    /// tasks, so a core full of it still has room for the workload. Same as
-    /// [`Ctx::per_cpu_busy`] when the run has no nice figures.
+    /// tasks, so a core full of it still has room for the workload, unless autogroup shares the
+    /// CPU between sessions ([`Ctx::nice_yields`]). Same as [`Ctx::per_cpu_busy`] when the run
+    /// has no nice figures.
     pub fn per_cpu_busy_for_work(&self) -> Vec<(u32, f64)> {
+        if !self.nice_yields() {
+            return self.per_cpu_busy();
+        }
         let nice = self.per_cpu(n::CPU_NICE_PCT);
         self.per_cpu_busy()
             .into_iter()
@@ -356,6 +369,9 @@ impl<'a> Ctx<'a> {
     /// Machine-wide busy % less niced time (see [`Ctx::per_cpu_busy_for_work`]).
     pub fn machine_busy_for_work(&self) -> Option<(f64, &'static str)> {
         let (b, m) = self.machine_busy()?;
+        if !self.nice_yields() {
+            return Some((b, m));
+        }
         let nice = self.total_mean(n::CPU_NICE_PCT).unwrap_or(0.0);
         Some(((b - nice).max(0.0), m))
     }

@@ -28,7 +28,8 @@ pub fn works_for_the_network(comm: &str) -> bool {
 }
 
 /// From this nice value up, a process takes mostly idle time (CFS weight 110 against 1024 for
-/// a default task), so it is not counted as taking a core from the workload.
+/// a default task), so it is not counted as taking a core from the workload, unless autogroup
+/// shares the CPU between sessions ([`Ctx::nice_yields`]).
 pub const YIELDING_NICE: i64 = 10;
 
 /// A thread this busy (% of one core) is saturated.
@@ -92,6 +93,8 @@ impl WorkThread {
 pub struct Stranger {
     pub pid: String,
     pub comm: String,
+    /// Its nice value when the scan gave one.
+    pub nice: Option<i64>,
     /// % of one core, by CPU (time-weighted over the scans that saw it).
     pub by_cpu: BTreeMap<u32, f64>,
 }
@@ -356,8 +359,8 @@ fn processes(ctx: &Ctx) -> Procs {
         .by_name(n::THREAD_CPU_PCT)
         .filter_map(|m| m.id.label(n::LABEL_PID))
         .collect();
-    // pid → (comm, in workload, yields, per cpu: (sum of values, scans seen)).
-    type Acc = (String, bool, bool, BTreeMap<u32, f64>, usize);
+    // pid → (comm, in workload, nice, per cpu: (sum of values, scans seen)).
+    type Acc = (String, bool, Option<i64>, BTreeMap<u32, f64>, usize);
     let mut by: BTreeMap<String, Acc> = BTreeMap::new();
     let mut scanned = false;
     let rows = ctx.rows.clone();
@@ -373,8 +376,7 @@ fn processes(ctx: &Ctx) -> Procs {
                 m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
                 false,
                 m.id.label(n::LABEL_NICE)
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|v| v >= YIELDING_NICE),
+                    .and_then(|v| v.parse::<i64>().ok()),
                 BTreeMap::new(),
                 0,
             )
@@ -391,10 +393,11 @@ fn processes(ctx: &Ctx) -> Procs {
             }
         }
     }
-    let spread = |pid: &str, comm: String, sums: BTreeMap<u32, f64>| {
+    let spread = |pid: &str, comm: String, nice: Option<i64>, sums: BTreeMap<u32, f64>| {
         let scans = scans_by_pid.get(pid).map_or(0, |s| s.len());
         (scans > 0).then(|| Stranger {
             comm,
+            nice,
             by_cpu: sums
                 .into_iter()
                 .map(|(c, v)| (c, v / scans as f64))
@@ -406,11 +409,13 @@ fn processes(ctx: &Ctx) -> Procs {
         scanned: scanned && !matches!(ctx.run.source, RunSource::Imported { .. }),
         ..Procs::default()
     };
-    for (pid, (comm, in_workload, yields, sums, _)) in by {
+    let nice_yields = ctx.nice_yields();
+    for (pid, (comm, in_workload, nice, sums, _)) in by {
+        let yields = nice_yields && nice.is_some_and(|v| v >= YIELDING_NICE);
         if workload.contains(&pid.as_str()) || yields || works_for_the_network(&comm) {
             continue;
         }
-        let Some(p) = spread(&pid, comm, sums) else {
+        let Some(p) = spread(&pid, comm, nice, sums) else {
             continue;
         };
         if in_workload {

@@ -72,6 +72,11 @@ pub struct HostInfo {
     pub cpus: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nics: Vec<NicInfo>,
+    /// `kernel.sched_autogroup_enabled`: when true the scheduler shares CPU time between
+    /// sessions first, and a program's nice ranks it only against its own session's tasks, so a
+    /// niced program in another session does not yield to the workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_autogroup: Option<bool>,
 }
 
 /// What the person supplied that the data itself cannot know (`analyze --throughput 18MB/s

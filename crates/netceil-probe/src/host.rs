@@ -32,6 +32,7 @@ pub fn host_info<S: Source + ?Sized>(source: &S) -> HostInfo {
             .ok()
             .map(|n| n.get() as u32),
         nics,
+        sched_autogroup: kernel("sched_autogroup_enabled").map(|v| v != "0"),
     }
 }
 
@@ -69,6 +70,11 @@ mod tests {
         assert_eq!(h.hostname.as_deref(), Some("lab1"));
         assert_eq!(h.os.as_deref(), Some("Linux"));
         assert_eq!(h.kernel.as_deref(), Some("6.18.0"));
+        assert_eq!(h.sched_autogroup, None, "unreadable: unknown");
+        s.set("/proc/sys/kernel/sched_autogroup_enabled", "1\n");
+        assert_eq!(host_info(&s).sched_autogroup, Some(true));
+        s.set("/proc/sys/kernel/sched_autogroup_enabled", "0\n");
+        assert_eq!(host_info(&s).sched_autogroup, Some(false));
         let names: Vec<&str> = h.nics.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["eth0", "lo"]);
         assert_eq!(h.nics[0].mtu, Some(9000));

@@ -301,11 +301,35 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
             fmt::value(t.busy, Unit::Percent)
         ),
     ));
-    f.advice.push(advice(
-        "move or throttle the other programs: renice, a cgroup cpu.max, or another machine",
-        "the workload gets the CPU back; throughput rises until its own ceiling",
-        None,
-    ));
+    let niced: Vec<String> = t
+        .strangers
+        .iter()
+        .filter(|(p, _)| p.nice.is_some_and(|v| v >= crate::resources::YIELDING_NICE))
+        .take(4)
+        .map(|(p, _)| format!("{} (pid {}, nice {})", p.comm, p.pid, p.nice.unwrap_or(0)))
+        .collect();
+    if niced.is_empty() {
+        f.advice.push(advice(
+            "move or throttle the other programs: renice, a cgroup cpu.max, or another machine",
+            "the workload gets the CPU back; throughput rises until its own ceiling",
+            None,
+        ));
+    } else {
+        // Only when autogroup is on is a niced program a stranger at all (`resources.rs`).
+        f.evidence.push(ctx.ev(
+            "kernel.sched_autogroup_enabled",
+            Some(1.0),
+            format!(
+                "{} niced, yet took the CPU: kernel.sched_autogroup_enabled=1 shares the CPU between sessions first, so nice ranks a program only within its own session",
+                niced.join(", ")
+            ),
+        ));
+        f.advice.push(advice(
+            "lower the other session's share, not its nice: echo 19 > /proc/PID/autogroup (the whole session), a cgroup cpu.weight or cpu.max, or sysctl kernel.sched_autogroup_enabled=0",
+            "the workload gets the CPU back; throughput rises until its own ceiling",
+            Some("renice alone changes nothing across sessions while autogroup is on"),
+        ));
+    }
     f.advice.push(advice(
         "pin the workload and its interrupts to cores the others do not use (taskset, cpusets, IRQ affinity)",
         "the workload's cores stop being shared",
@@ -466,6 +490,45 @@ mod tests {
         );
         assert!(!f.summary.contains("netceil (pid 500)"), "{}", f.summary);
         assert!(f.confidence > 0.7, "{}", f.confidence);
+    }
+
+    /// A nice-19 build on CPU 0 beside the workload, with autogroup as `autogroup` says.
+    fn niced_build(autogroup: Option<bool>) -> netceil_model::Run {
+        let mut run = live_run(10, |s, r| {
+            cpu_row(s, r, &[(80.0, 15.0, 3.0), (85.0, 12.0, 1.0)]);
+            put(s, r, n::LOAD_RX_PPS, &[], 90e3);
+            workload_thread(s, r, 40.0);
+            put(
+                s,
+                r,
+                n::PROC_CPU_PCT,
+                &[
+                    (n::LABEL_PID, "900"),
+                    (n::LABEL_COMM, "rustc"),
+                    (n::LABEL_CPU, "0"),
+                    (n::LABEL_NICE, "19"),
+                ],
+                95.0,
+            );
+        });
+        run.meta.host.sched_autogroup = autogroup;
+        run
+    }
+
+    #[test]
+    fn a_niced_program_in_another_session_does_not_yield_under_autogroup() {
+        assert!(on(&niced_build(Some(false)), check).is_none());
+        assert!(on(&niced_build(None), check).is_none(), "unknown: yields");
+        let f = on(&niced_build(Some(true)), check).expect("contention");
+        assert!(f.summary.contains("rustc (pid 900)"), "{}", f.summary);
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.text.contains("kernel.sched_autogroup_enabled=1")),
+            "{:?}",
+            f.evidence
+        );
+        assert!(f.advice[0].knob.contains("/proc/PID/autogroup"));
     }
 
     #[test]

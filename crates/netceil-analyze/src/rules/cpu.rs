@@ -1089,6 +1089,10 @@ mod tests {
         });
         assert!(on(&run, cpu_bound).is_none());
         assert!(on(&run, hot_cpu).is_none());
+        // Under autogroup, nice does not reach across sessions: the cores were full.
+        let mut shared = run.clone();
+        shared.meta.host.sched_autogroup = Some(true);
+        assert!(on(&shared, cpu_bound).is_some());
     }
 
     #[test]

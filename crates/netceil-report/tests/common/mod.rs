@@ -233,6 +233,7 @@ pub fn full_run() -> Run {
                     tx_queues: Some(2),
                     virtual_device: Some(true),
                 }],
+                sched_autogroup: Some(true),
             },
             netceil_version: "0.1.0".into(),
             complete: true,

@@ -182,6 +182,7 @@ pub fn rich_run(run_id: &str) -> Run {
             tx_queues: Some(1),
             virtual_device: Some(false),
         }],
+        sched_autogroup: None,
     };
     // Learned only as the load threads start: the store must keep it like the rest of meta.
     run.meta.own_thread_ids = vec![31_337, 31_338, 4_194_303];
