@@ -116,7 +116,18 @@ fn sender_and_receiver_pinned_to_one_core_give_a_hot_cpu() {
         return;
     }
     let run = run_json(&["taskset", "-c", "0"], &["run", "udp", "--duration", "4"]);
-    assert_finding(&run, "hot_cpu");
+    // On a shared machine other sessions' programs may take much of CPU 0 (autogroup gives
+    // each session an equal share, whatever its nice): then the core is still the ceiling, and
+    // the verdict names who took it.
+    let contended = causes(&run).first().is_some_and(|c| c == "cpu_contention");
+    assert_finding(
+        &run,
+        if contended {
+            "cpu_contention"
+        } else {
+            "hot_cpu"
+        },
+    );
 }
 
 #[test]
