@@ -54,7 +54,7 @@ fn cores(ctx: &Ctx, out: &mut Vec<Entry>) {
             cpus: vec![c.cpu],
             far: false,
         };
-        let text = format!("CPU {} {} busy", c.cpu, fmt::value(c.busy, Unit::Percent));
+        let text = c.busy_words();
         let e = Entry::context(r, cause::HOT_CPU, text.clone())
             .sized(pct(100.0, format!("CPU {}", c.cpu)), pct(c.busy, "busy"));
         out.push(with_evidence(

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use netceil_model::{names as n, Metric, RunSource};
+use netceil_model::{fmt, names as n, Metric, RunSource, Unit};
 
 use crate::cause;
 use crate::ctx::Ctx;
@@ -120,6 +120,8 @@ pub struct Core {
     pub cpu: u32,
     /// Busy % less niced time (niced work yields to the workload).
     pub busy: f64,
+    /// The niced time left out of `busy`, % (0 when nice does not yield: autogroup).
+    pub niced: f64,
     /// System + softirq + irq %, when recorded.
     pub kernel: Option<f64>,
     /// Softirq + irq %, when recorded (tick-sampled unless the softirq probe ran).
@@ -147,9 +149,29 @@ pub struct CpuAccount {
     pub scanned: bool,
 }
 
+impl Core {
+    /// `CPU 1 23.4 % busy`, and the niced time left out of it when there was any.
+    pub fn busy_words(&self) -> String {
+        let niced = if self.niced >= 1.0 {
+            format!(
+                " (besides {} niced work, taken to yield to it)",
+                fmt::value(self.niced, Unit::Percent)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "CPU {} {} busy{niced}",
+            self.cpu,
+            fmt::value(self.busy, Unit::Percent)
+        )
+    }
+}
+
 impl CpuAccount {
     pub fn new(ctx: &Ctx) -> CpuAccount {
         let busy = ctx.per_cpu_busy_for_work();
+        let raw = ctx.per_cpu_busy();
         let kernel = ctx.per_cpu_kernel();
         let si = ctx.per_cpu(n::CPU_SOFTIRQ_PCT);
         let irq = ctx.per_cpu(n::CPU_IRQ_PCT);
@@ -165,6 +187,7 @@ impl CpuAccount {
             let core = Core {
                 cpu,
                 busy: b,
+                niced: find(&raw, cpu).map_or(0.0, |r| (r - b).max(0.0)),
                 kernel: find(&kernel, cpu),
                 softirq,
             };
@@ -440,6 +463,22 @@ struct Procs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_core_says_what_niced_time_it_left_out() {
+        let c = |niced| Core {
+            cpu: 1,
+            busy: 23.4,
+            niced,
+            kernel: None,
+            softirq: None,
+        };
+        assert_eq!(c(0.0).busy_words(), "CPU 1 23.4 % busy");
+        assert_eq!(
+            c(76.6).busy_words(),
+            "CPU 1 23.4 % busy (besides 76.6 % niced work, taken to yield to it)"
+        );
+    }
     use crate::testutil::*;
     use crate::Options;
 
