@@ -1,10 +1,10 @@
 //! A log as `netceil analyze` takes it: detected from its head, then read line by line when
-//! its format's reader streams, so that a capture of any length is imported with a bounded
+//! its format's reader streams (Linux and FreeBSD vmstat), so that a capture of any length is imported with a bounded
 //! part of its text held; otherwise read whole, within [`crate::MAX_LOG_BYTES`].
 
 use std::io::{Cursor, Read};
 
-use crate::formats::{vmstat_linux, Format};
+use crate::formats::{vmstat_freebsd, vmstat_linux, Format};
 use crate::{
     detect, import, read_log, ImportError, ImportOptions, Imported, InputError, LogLines,
     NotThisFormat,
@@ -32,8 +32,8 @@ pub enum LogError {
 }
 
 /// Imports the log in `reader` (`opts.file` names it in errors), in `format`, or in the
-/// format detected from its first [`HEAD_BYTES`]. A Linux vmstat log longer than that is read
-/// line by line, with no limit on its length; any other log is read whole, within
+/// format detected from its first [`HEAD_BYTES`]. A vmstat log (Linux or FreeBSD) longer than that
+/// is read line by line, with no limit on its length; any other log is read whole, within
 /// [`crate::MAX_LOG_BYTES`] (the error says so).
 pub fn import_log(
     mut reader: impl Read,
@@ -80,13 +80,20 @@ pub fn import_log(
         None => detect(&read_log(&head[..cut], file)?).ok(),
     };
     let rest = Cursor::new(head).chain(reader);
-    if chosen == Some(Format::VmstatLinux) {
-        let mut lines = LogLines::new(rest, file);
-        return Ok(vmstat_linux::import_lines(
-            &mut lines,
-            opts,
-            &Default::default(),
-        )?);
+    match chosen {
+        Some(Format::VmstatLinux) => {
+            let mut lines = LogLines::new(rest, file);
+            return Ok(vmstat_linux::import_lines(
+                &mut lines,
+                opts,
+                &Default::default(),
+            )?);
+        }
+        Some(Format::VmstatFreebsd) => {
+            let mut lines = LogLines::new(rest, file);
+            return Ok(vmstat_freebsd::import_lines(&mut lines, opts)?);
+        }
+        _ => {}
     }
     // Read whole, and detected from the whole text as a short log is.
     let text = read_log(rest, file)?;

@@ -4,6 +4,7 @@
 
 mod mutate;
 
+use netceil_import::formats::vmstat_freebsd;
 use netceil_import::formats::vmstat_linux::{self, VmstatLinuxOptions};
 use netceil_import::{import, Format, ImportOptions, LogLines};
 use proptest::prelude::*;
@@ -23,18 +24,18 @@ fn same(text: &str, name: &str) {
     let streamed =
         vmstat_linux::import_reader(text.as_bytes(), &opts(name), &VmstatLinuxOptions::default());
     assert_eq!(streamed, whole, "{name}");
+    let whole = import(Format::VmstatFreebsd, text, &opts(name));
+    let streamed = vmstat_freebsd::import_reader(text.as_bytes(), &opts(name));
+    assert_eq!(streamed, whole, "{name} as FreeBSD");
 }
 
 #[test]
-fn every_linux_vmstat_fixture_streams_to_the_run_of_its_whole_text() {
+fn every_vmstat_fixture_streams_to_the_run_of_its_whole_text() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmstat");
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if !name.starts_with("linux") {
-            continue;
-        }
         let text = std::fs::read_to_string(&path).unwrap();
         same(&text, &name);
         // Cut short, without its last newline, with CRLF and colours, with a BOM.
@@ -47,7 +48,7 @@ fn every_linux_vmstat_fixture_streams_to_the_run_of_its_whole_text() {
         );
         n += 1;
     }
-    assert!(n >= 10, "{n} fixtures");
+    assert!(n >= 18, "{n} fixtures");
 }
 
 #[test]
@@ -161,10 +162,10 @@ fn a_log_larger_than_the_old_256_mib_limit_imports() {
 proptest! {
     #[test]
     fn damaged_logs_stream_to_the_run_or_the_error_of_their_whole_text(
-        which in 0usize..4,
+        which in 0usize..8,
         damage in mutate::damage(),
     ) {
-        let base = mutate::fixture_or_seed("vmstat", ["linux-procps4.txt", "linux-procps4-wide-t.txt", "linux-ts-clock-prefix.txt", "linux-procps4-y-cmd.txt"][which]);
+        let base = mutate::fixture_or_seed("vmstat", ["linux-procps4.txt", "linux-procps4-wide-t.txt", "linux-ts-clock-prefix.txt", "linux-procps4-y-cmd.txt", "freebsd-ts-prefix.txt", "freebsd-percpu-P.txt", "seeds/freebsd-vmstat-sk0.txt", "freebsd13-humanized.txt"][which]);
         same(&damage.apply(&base), "m");
     }
 }

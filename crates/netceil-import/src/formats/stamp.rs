@@ -215,18 +215,6 @@ pub(crate) struct Prefixed {
     pub what: String,
 }
 
-impl Prefixed {
-    /// The prefix's time on line `n` (1-based).
-    pub(crate) fn time_at(&self, n: usize) -> Option<f64> {
-        self.times.get(n.wrapping_sub(1)).copied().flatten()
-    }
-
-    /// The note an importer adds when it took the prefixes off.
-    pub(crate) fn note(&self, timed: bool) -> String {
-        prefix_note(&self.what, timed)
-    }
-}
-
 /// The text without the prefix a collector put before each line (see [`strip_line_prefix`]),
 /// or the text itself when it has none.
 pub(crate) fn unprefixed(

@@ -645,19 +645,8 @@ fn memory_unit_warning(b: &SeriesBuilder, memory_metrics: &[usize], file: &str) 
     ))
 }
 
-/// A row's time as the log prints it, for messages: the prefix a collector put before the
-/// line (`original` has it, `stripped` not), else vmstat -t's date and time at its end.
-pub(crate) fn stamp_text(original: &str, stripped: &str, line: usize) -> String {
-    let nth = |t: &str| {
-        t.lines()
-            .nth(line.wrapping_sub(1))
-            .unwrap_or("")
-            .to_string()
-    };
-    stamp_text_of(&nth(original), &nth(stripped))
-}
-
-/// [`stamp_text`] of one line, as read (`original`) and without a collector's prefix.
+/// A row's time as the log prints it, for messages, from its line as read (`original`) and
+/// without a collector's prefix: the prefix, else vmstat -t's date and time at its end.
 fn stamp_text_of(original: &str, stripped: &str) -> String {
     let (with, without) = (original.trim(), stripped.trim());
     if with != without {
