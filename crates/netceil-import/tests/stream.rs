@@ -152,8 +152,8 @@ fn a_long_log_is_read_with_a_bounded_part_of_it_held() {
 }
 
 #[test]
-#[ignore = "2.3 M rows (> 256 MiB, the old limit): about a minute in a debug build; run with --ignored"]
 fn a_log_larger_than_the_old_256_mib_limit_imports() {
+    // 2.3 M rows, ~290 MB: about 10 s in a debug build on a loaded 2-core machine.
     let (read, held) = stream(2_300_000);
     assert!(read > 256 << 20, "{read} bytes");
     assert!(held < 2 << 20, "held {held} of {read} bytes");
