@@ -15,12 +15,14 @@
 
 mod error;
 pub mod formats;
+mod log;
 mod read;
 
 pub use error::{ImportError, NotThisFormat};
 pub use formats::{detect, import, terminal_text, Format};
+pub use log::{import_log, LogError, HEAD_BYTES};
 pub use netceil_model::input::InputError;
-pub use read::{read_log, LOG_LIMITS, MAX_LINE_BYTES, MAX_LOG_BYTES};
+pub use read::{read_log, LogLines, LOG_LIMITS, MAX_LINE_BYTES, MAX_LOG_BYTES};
 
 use netceil_model::{Annotations, Run};
 use std::collections::BTreeMap;

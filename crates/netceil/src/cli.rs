@@ -800,6 +800,11 @@ pub struct ShowArgs {
     /// The run is analyzed again by this netceil to make it.
     #[arg(long)]
     pub explain: bool,
+    /// How the run is printed: `screen`, one screen with the ceiling and the verdict; or
+    /// `iperf`, iperf3's short lines, one per recorded interval, then the sender's and the
+    /// receiver's totals, as `netceil run --format iperf` prints them.
+    #[arg(long, value_enum, default_value_t = RunFormat::Screen)]
+    pub format: RunFormat,
 }
 
 #[derive(Debug, Args)]

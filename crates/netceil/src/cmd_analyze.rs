@@ -4,7 +4,7 @@
 //! a stored run (an id, a unique prefix, or `last`) to analyze again.
 
 use anyhow::{anyhow, Context};
-use netceil_import::{detect, import, Format, ImportOptions};
+use netceil_import::{import_log, Format, ImportOptions, LogError};
 use netceil_model::{bus_data_rate, Annotations, Run};
 use std::io::Write;
 use std::path::Path;
@@ -12,18 +12,6 @@ use std::path::Path;
 use crate::cli::AnalyzeArgs;
 use crate::engine::open_store;
 use crate::{render, Done, Failure, Outcome};
-
-/// The log named by `arg` (`-`: standard input), read within the importers' limits.
-fn read_input(arg: &str) -> Result<String, Failure> {
-    let text = if arg == "-" {
-        netceil_import::read_log(std::io::stdin().lock(), arg)
-    } else {
-        let file = std::fs::File::open(arg)
-            .map_err(|e| Failure::usage(anyhow!("cannot read {arg}: {e}")))?;
-        netceil_import::read_log(file, arg)
-    };
-    text.map_err(Failure::usage)
-}
 
 fn annotations(args: &AnalyzeArgs) -> Result<Annotations, Failure> {
     let mut a = Annotations {
@@ -44,28 +32,13 @@ fn annotations(args: &AnalyzeArgs) -> Result<Annotations, Failure> {
     Ok(a)
 }
 
-/// Imports one file: by the named format, or by detection that explains itself when it fails.
+/// Imports one file: by the named format, or by detection that explains itself when it
+/// fails. The log is read line by line where its reader streams (see
+/// [`netceil_import::import_log`]).
 fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
-    let text = read_input(arg)?;
-    if text.trim().is_empty() {
-        let what = if arg == "-" { "stdin" } else { arg };
-        return Err(Failure::usage(anyhow!(
-            "{what} is empty: expected a log to analyze (vmstat, sar, mpstat, iperf3 --json, a \
-             lock profile…; `netceil analyze --help` lists them)"
-        )));
-    }
     let format = match args.format.as_deref() {
-        None | Some("auto") => detect(&text).map_err(|reasons| {
-            let why = reasons
-                .iter()
-                .map(|r| format!("  not {}: {}", r.format, r.reason))
-                .collect::<Vec<_>>()
-                .join("\n");
-            Failure::usage(anyhow!(
-                "{arg}: format not recognised; give --format NAME\n{why}"
-            ))
-        })?,
-        Some(name) => Format::from_name(name).ok_or_else(|| {
+        None | Some("auto") => None,
+        Some(name) => Some(Format::from_name(name).ok_or_else(|| {
             let names = Format::ALL
                 .iter()
                 .map(|f| f.name())
@@ -74,7 +47,7 @@ fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
             Failure::usage(anyhow!(
                 "--format {name}: unknown; expected auto or one of: {names}"
             ))
-        })?,
+        })?),
     };
     let opts = ImportOptions {
         file: arg.to_string(),
@@ -82,7 +55,34 @@ fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
         annotations: annotations(args)?,
         labels: args.labels.iter().cloned().collect(),
     };
-    let imported = import(format, &text, &opts).map_err(Failure::usage)?;
+    let imported = if arg == "-" {
+        import_log(std::io::stdin().lock(), format, &opts)
+    } else {
+        let file = std::fs::File::open(arg)
+            .map_err(|e| Failure::usage(anyhow!("cannot read {arg}: {e}")))?;
+        import_log(file, format, &opts)
+    };
+    let imported = imported.map_err(|e| match e {
+        LogError::Empty => {
+            let what = if arg == "-" { "stdin" } else { arg };
+            Failure::usage(anyhow!(
+                "{what} is empty: expected a log to analyze (vmstat, sar, mpstat, iperf3 --json, a \
+                 lock profile…; `netceil analyze --help` lists them)"
+            ))
+        }
+        LogError::Unrecognised(reasons) => {
+            let why = reasons
+                .iter()
+                .map(|r| format!("  not {}: {}", r.format, r.reason))
+                .collect::<Vec<_>>()
+                .join("\n");
+            Failure::usage(anyhow!(
+                "{arg}: format not recognised; give --format NAME\n{why}"
+            ))
+        }
+        LogError::Input(e) => Failure::usage(e),
+        LogError::Import(e) => Failure::usage(e),
+    })?;
     // The importer keeps its warnings in the run's notes too; here they are shown once.
     for w in &imported.warnings {
         eprintln!("netceil: {w}");

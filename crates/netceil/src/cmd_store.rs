@@ -5,7 +5,7 @@ use netceil_model::{fmt, time, RunSource, Unit, WorkloadKind};
 use netceil_store::{RunFilter, RunSummary, Store};
 use std::io::Write;
 
-use crate::cli::{RmArgs, RunsArgs, ShowArgs};
+use crate::cli::{RmArgs, RunFormat, RunsArgs, ShowArgs};
 use crate::engine::{open_for_reading, resolve};
 use crate::{render, Done, Failure, Outcome};
 
@@ -166,6 +166,11 @@ pub fn show(args: ShowArgs) -> Outcome {
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("writing JSON")?;
         writeln!(out).context("writing to stdout")?;
+        return Ok(Done::Success);
+    }
+    if args.format == RunFormat::Iperf {
+        // The lines `run --format iperf` printed at its end, from the stored run.
+        write!(out, "{}", netceil_report::iperf(&run)).context("writing to stdout")?;
         return Ok(Done::Success);
     }
     writeln!(

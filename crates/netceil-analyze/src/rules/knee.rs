@@ -153,7 +153,8 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
     let mut evidence = Vec::new();
     let mut bracketed = 0;
     let mut total = 0;
-    let mut best: [Option<(f64, String)>; 2] = [None, None];
+    // Per level, the best knee: its throughput, its size and its offered rate.
+    let mut best: [Option<(f64, String, f64)>; 2] = [None, None];
     let mut points = 0;
     for ((_, payload), pts) in &mut groups {
         pts.sort_by(|a, b| a.offered_pps.total_cmp(&b.offered_pps));
@@ -190,8 +191,8 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
                 bits_words(k.bits_per_s)
             ));
             let size = size_words(*payload);
-            if best[i].as_ref().is_none_or(|(b, _)| k.bits_per_s > *b) {
-                best[i] = Some((k.bits_per_s, size.clone()));
+            if best[i].as_ref().is_none_or(|(b, _, _)| k.bits_per_s > *b) {
+                best[i] = Some((k.bits_per_s, size.clone(), k.offered_pps));
             }
             evidence.push(netceil_model::Evidence {
                 metric: format!("knee.{words}.bits_per_s{{size={payload}}}"),
@@ -220,8 +221,12 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
     let confidence = (0.5 + 0.4 * strength) * if few { 0.8 } else { 1.0 };
     let mut headline = Vec::new();
     for (i, words) in ["at the kernel", "in the application"].iter().enumerate() {
-        if let Some((b, size)) = &best[i] {
-            headline.push(format!("{} {words} ({size})", bits_words(*b)));
+        if let Some((b, size, pps)) = &best[i] {
+            headline.push(format!(
+                "{} = {} offered {words} ({size})",
+                bits_words(*b),
+                fmt::value(*pps, Unit::PacketsPerSecond)
+            ));
         }
     }
     let mut summary = format!(
@@ -233,7 +238,7 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
     let top = best
         .iter()
         .flatten()
-        .map(|(b, _)| *b)
+        .map(|(b, _, _)| *b)
         .fold(0.0_f64, f64::max);
     if !limits.is_empty() && top > 0.0 {
         let cmp: Vec<String> = limits
@@ -327,6 +332,13 @@ mod tests {
             f.summary
         );
         assert!(f.confidence >= 0.9 - 1e-9, "{}", f.confidence);
+        // The best knee in bits and in packets, both from the run's figures.
+        for quoted in [
+            "2.40 Gbit/s (2.24 Gibit/s) = 300 kpps offered at the kernel (1000 B)",
+            "1.60 Gbit/s (1.49 Gibit/s) = 200 kpps offered in the application (1000 B)",
+        ] {
+            assert!(f.summary.contains(quoted), "{quoted}: {}", f.summary);
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::{ImportError, ImportOptions, Imported, NotThisFormat};
 // shared by the readers
 pub(crate) mod common;
 pub(crate) mod erlang_term;
+pub(crate) mod feed;
 
 // vmstat, sysstat, tables
 pub mod mpstat;

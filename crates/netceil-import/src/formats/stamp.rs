@@ -215,26 +215,6 @@ pub(crate) struct Prefixed {
     pub what: String,
 }
 
-impl Prefixed {
-    /// The prefix's time on line `n` (1-based).
-    pub(crate) fn time_at(&self, n: usize) -> Option<f64> {
-        self.times.get(n.wrapping_sub(1)).copied().flatten()
-    }
-
-    /// The note an importer adds when it took the prefixes off.
-    pub(crate) fn note(&self, timed: bool) -> String {
-        format!(
-            "every line carried a prefix added by the collecting tool, {}; it was taken off{}",
-            self.what,
-            if timed {
-                " and its times place the rows"
-            } else {
-                ""
-            }
-        )
-    }
-}
-
 /// The text without the prefix a collector put before each line (see [`strip_line_prefix`]),
 /// or the text itself when it has none.
 pub(crate) fn unprefixed(
@@ -267,6 +247,137 @@ fn word_starts(line: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// The shape of the prefix a collector put before each line.
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    Time(PrefixKind),
+    Literal(Vec<String>),
+}
+
+/// Takes a collector's prefix off one line at a time (see [`strip_line_prefix`]), so that a
+/// log read line by line is stripped as the whole text would be.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Stripper {
+    /// How many words the prefix is.
+    k: usize,
+    shape: Shape,
+    /// Times of day made monotonic across midnight: the wraps so far, and the last time.
+    offset: f64,
+    prev: Option<f64>,
+    zoned_all: bool,
+    stripped: usize,
+}
+
+impl Stripper {
+    /// Finds the prefix in the first 40 non-blank of `lines` (a log's head) whose header
+    /// `is_anchor` recognises. `None` when the header is found without a prefix, or not at all.
+    pub(crate) fn find<'l>(
+        lines: impl IntoIterator<Item = &'l str>,
+        is_anchor: impl Fn(&str) -> bool,
+    ) -> Option<Stripper> {
+        for line in lines.into_iter().filter(|l| !l.trim().is_empty()).take(40) {
+            let t = line.trim();
+            if is_anchor(t) {
+                return None;
+            }
+            let words = word_starts(t);
+            for k in 1..=6.min(words.len().saturating_sub(1)) {
+                if !is_anchor(t[words[k].0..].trim()) {
+                    continue;
+                }
+                let head: Vec<&str> = words[..k].iter().map(|w| w.1).collect();
+                let shape = match prefix_time(&head) {
+                    Some((kind, _, _)) => Shape::Time(kind),
+                    None if head.iter().any(|w| w.chars().any(char::is_alphabetic)) => {
+                        Shape::Literal(head.iter().map(|w| (*w).to_string()).collect())
+                    }
+                    None => continue,
+                };
+                return Some(Stripper {
+                    k,
+                    shape,
+                    offset: 0.0,
+                    prev: None,
+                    zoned_all: true,
+                    stripped: 0,
+                });
+            }
+        }
+        None
+    }
+
+    /// One line without its prefix (the line itself when its first words are not of the
+    /// prefix's shape), and the prefix's time, made monotonic across midnight. Lines must come
+    /// in order.
+    pub(crate) fn strip<'l>(&mut self, line: &'l str) -> (&'l str, Option<f64>) {
+        let t = line.trim();
+        let words = word_starts(t);
+        let mut time = None;
+        let keep_from = if words.len() > self.k {
+            let head: Vec<&str> = words[..self.k].iter().map(|w| w.1).collect();
+            match &self.shape {
+                Shape::Time(kind) => match prefix_time(&head) {
+                    Some((k2, secs, zoned)) if k2 == *kind => {
+                        time = Some(secs);
+                        self.zoned_all &= zoned;
+                        Some(words[self.k].0)
+                    }
+                    _ => None,
+                },
+                Shape::Literal(lit) => (head == *lit).then_some(words[self.k].0),
+            }
+        } else {
+            None
+        };
+        if let (Some(t), Shape::Time(kind)) = (time.as_mut(), &self.shape) {
+            if let Some(wrap) = kind.wrap_s() {
+                if self.prev.is_some_and(|p| *t + self.offset < p - wrap / 2.0) {
+                    self.offset += wrap;
+                }
+            }
+            *t += self.offset;
+            self.prev = Some(*t);
+        }
+        match keep_from {
+            Some(at) => {
+                self.stripped += 1;
+                (&t[at..], time)
+            }
+            None => (line, None),
+        }
+    }
+
+    /// What the prefix is, in words, for a note, and whether its times are since the epoch
+    /// in UTC: said once every line has been through [`Stripper::strip`].
+    pub(crate) fn what(&self) -> (String, bool) {
+        let stripped = self.stripped;
+        match &self.shape {
+            Shape::Time(kind) => (
+                format!("{} ({stripped} lines)", kind.describe()),
+                *kind == PrefixKind::Dated && self.zoned_all,
+            ),
+            Shape::Literal(lit) => (format!("'{}' ({stripped} lines)", lit.join(" ")), false),
+        }
+    }
+
+    /// The note an importer adds when it took the prefixes off.
+    pub(crate) fn note(&self, timed: bool) -> String {
+        let (what, _) = self.what();
+        prefix_note(&what, timed)
+    }
+}
+
+fn prefix_note(what: &str, timed: bool) -> String {
+    format!(
+        "every line carried a prefix added by the collecting tool, {what}; it was taken off{}",
+        if timed {
+            " and its times place the rows"
+        } else {
+            ""
+        }
+    )
+}
+
 /// Finds the prefix a collector put before each line of a log whose header `is_anchor`
 /// recognises (`procs ---memory---`), and returns the log without it. `None` when the header
 /// is found without a prefix, or not at all within the first 40 non-blank lines.
@@ -276,91 +387,16 @@ fn word_starts(line: &str) -> Vec<(usize, &str)> {
 /// is stripped only when its first words have the same shape, so a command echoed above the
 /// log, or a line the collector did not prefix, is left alone.
 pub(crate) fn strip_line_prefix(text: &str, is_anchor: impl Fn(&str) -> bool) -> Option<Prefixed> {
-    enum Shape {
-        Time(PrefixKind),
-        Literal(Vec<String>),
-    }
-    let mut found: Option<(usize, Shape)> = None;
-    for line in text.lines().filter(|l| !l.trim().is_empty()).take(40) {
-        let t = line.trim();
-        if is_anchor(t) {
-            return None;
-        }
-        let words = word_starts(t);
-        for k in 1..=6.min(words.len().saturating_sub(1)) {
-            if !is_anchor(t[words[k].0..].trim()) {
-                continue;
-            }
-            let head: Vec<&str> = words[..k].iter().map(|w| w.1).collect();
-            let shape = match prefix_time(&head) {
-                Some((kind, _, _)) => Shape::Time(kind),
-                None if head.iter().any(|w| w.chars().any(char::is_alphabetic)) => {
-                    Shape::Literal(head.iter().map(|w| (*w).to_string()).collect())
-                }
-                None => continue,
-            };
-            found = Some((k, shape));
-            break;
-        }
-        if found.is_some() {
-            break;
-        }
-    }
-    let (k, shape) = found?;
+    let mut stripper = Stripper::find(text.lines(), is_anchor)?;
     let mut out = String::with_capacity(text.len());
     let mut times = Vec::new();
-    let mut zoned_all = true;
-    let mut stripped = 0usize;
     for line in text.lines() {
-        let t = line.trim();
-        let words = word_starts(t);
-        let mut time = None;
-        let keep_from = if words.len() > k {
-            let head: Vec<&str> = words[..k].iter().map(|w| w.1).collect();
-            match &shape {
-                Shape::Time(kind) => match prefix_time(&head) {
-                    Some((k2, secs, zoned)) if k2 == *kind => {
-                        time = Some(secs);
-                        zoned_all &= zoned;
-                        Some(words[k].0)
-                    }
-                    _ => None,
-                },
-                Shape::Literal(lit) => (head == *lit).then_some(words[k].0),
-            }
-        } else {
-            None
-        };
-        match keep_from {
-            Some(at) => {
-                out.push_str(&t[at..]);
-                stripped += 1;
-            }
-            None => out.push_str(line),
-        }
+        let (kept, time) = stripper.strip(line);
+        out.push_str(kept);
         out.push('\n');
         times.push(time);
     }
-    let (what, absolute) = match &shape {
-        Shape::Time(kind) => {
-            if let Some(wrap) = kind.wrap_s() {
-                let mut offset = 0.0;
-                let mut prev: Option<f64> = None;
-                for t in times.iter_mut().flatten() {
-                    if prev.is_some_and(|p| *t + offset < p - wrap / 2.0) {
-                        offset += wrap;
-                    }
-                    *t += offset;
-                    prev = Some(*t);
-                }
-            }
-            (
-                format!("{} ({stripped} lines)", kind.describe()),
-                *kind == PrefixKind::Dated && zoned_all,
-            )
-        }
-        Shape::Literal(lit) => (format!("'{}' ({stripped} lines)", lit.join(" ")), false),
-    };
+    let (what, absolute) = stripper.what();
     Some(Prefixed {
         text: out,
         times,

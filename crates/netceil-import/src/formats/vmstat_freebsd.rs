@@ -25,16 +25,16 @@ use netceil_model::{names, MetricId, Unit};
 
 use super::common::{
     command_args, error, field_count_problem, file, finish_table, given_interval,
-    is_vmstat_column_header, last_nonblank_line, median_step, new_run, numbered_lines,
-    parse_number, sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error,
-    Cell, RowProblem, SeriesBuilder,
+    is_vmstat_column_header, median_step, new_run, parse_number, sanitize_metric_name, scan_cells,
+    sniff_header_pair, truncated_last_row_or_error, Cell, RowProblem, SeriesBuilder,
 };
+use super::feed::Feed;
 use super::plausible::{
     check_header_cpus, check_shares, is_offline, time_backwards, Checks, VMSTAT_SHARES,
 };
-use super::stamp::unprefixed;
-use super::vmstat_linux::stamp_text;
-use crate::{ImportError, ImportOptions, Imported};
+use super::stamp::{unprefixed, Stripper};
+use super::vmstat_linux::{range_in, read_head, Backwards, StampOrder};
+use crate::{ImportError, ImportOptions, Imported, LogLines};
 
 /// The format's name.
 pub const NAME: &str = "vmstat-freebsd";
@@ -84,54 +84,84 @@ struct Layout {
 
 /// Imports a FreeBSD vmstat log.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let mut run = new_run(NAME, text, opts);
-    let original = text;
-    let (text, prefixed) = unprefixed(text, is_group_line);
-    let text: &str = &text;
-    let mut stamps: Vec<f64> = Vec::new();
-    let mut stamp_lines: Vec<usize> = Vec::new();
-    let mut checks = Checks::new();
-    let mut titles_checked: Vec<Vec<String>> = Vec::new();
-    run.meta.host.os = Some("FreeBSD".into());
-    let mut warnings = Vec::new();
-    let file = file(opts);
-    let last_line = last_nonblank_line(text);
+    import_feed(&mut Feed::text(text), opts)
+}
 
-    let Some(first_header) = numbered_lines(text)
-        .find(|(_, l)| is_group_line(l.trim()))
-        .map(|(n, _)| n)
-    else {
-        return Err(error(
+/// Imports a FreeBSD vmstat log read line by line from `reader`, holding one line of it at a
+/// time: the same Run as [`import`] on the whole text.
+pub fn import_reader(
+    reader: impl std::io::Read,
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    import_lines(&mut LogLines::new(reader, file(opts)), opts)
+}
+
+/// [`import_reader`] from lines the caller reads (and may ask, after, how much it held).
+pub fn import_lines(
+    lines: &mut LogLines<impl std::io::Read>,
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    import_feed(&mut Feed::stream(lines), opts)
+}
+
+/// What a FreeBSD vmstat import has gathered so far.
+struct State {
+    b: SeriesBuilder,
+    stamps: Vec<f64>,
+    checks: Checks,
+    humanized: bool,
+    warnings: Vec<String>,
+}
+
+fn import_feed<R: std::io::Read>(
+    feed: &mut Feed<'_, R>,
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let mut run = new_run(NAME, "", opts);
+    run.meta.host.os = Some("FreeBSD".into());
+    let file = file(opts);
+    let (mut prefix, first_header, head) = read_head(feed, is_group_line, |f| {
+        error(
             opts,
             1,
             None,
             "a FreeBSD vmstat header ' procs  memory  page …  faults  cpu'",
-            text.lines().next().unwrap_or(""),
-        ));
-    };
-    let delay = command_delay(text, first_header);
+            f.ahead().next().map_or("", |(_, l)| l),
+        )
+    })?;
+    let delay = command_delay(&head, first_header);
 
-    let mut b = SeriesBuilder::new();
+    let mut st = State {
+        b: SeriesBuilder::new(),
+        stamps: Vec::new(),
+        checks: Checks::new(),
+        humanized: false,
+        warnings: Vec::new(),
+    };
+    let mut titles_checked: Vec<Vec<String>> = Vec::new();
     let mut layout: Option<Layout> = None;
     let mut cpu_titles: Vec<String> = Vec::new();
     let mut headers_seen = 0usize;
     let mut since_boot_pending = false;
-    let mut humanized = false;
     let mut values: Vec<f64> = Vec::with_capacity(32);
-    let mut cells: Vec<Cell> = Vec::with_capacity(32);
-    b.reserve_rows(text.bytes().filter(|&c| c == b'\n').count() + 1);
+    st.b.reserve_rows(feed.rows_hint());
+    let mut order = StampOrder::default();
 
-    for (n, line) in numbered_lines(text) {
-        let t = line.trim();
+    while let Some((n, line)) = feed.next_line()? {
+        let (kept, prefix_time) = match prefix.as_mut() {
+            Some(p) => p.strip(&line),
+            None => (line.as_ref(), None),
+        };
+        let t = kept.trim();
         if t.is_empty() {
             continue;
         }
         if is_group_line(t) {
-            cpu_titles = group_line_cpus(t, n, &mut titles_checked, &mut checks);
+            cpu_titles = group_line_cpus(t, n, &mut titles_checked, &mut st.checks);
             continue;
         }
         if is_vmstat_column_header(t) {
-            match make_layout(t, n, &cpu_titles, &mut b) {
+            match make_layout(t, n, &cpu_titles, &mut st.b) {
                 Ok(l) => layout = Some(l),
                 Err(expected) => return Err(error(opts, n, None, expected, t)),
             }
@@ -153,27 +183,30 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             }
             continue; // preamble: a prompt, the command, uname output
         };
-        if let Err(problem) = read_row(t, lay, &mut cells, &mut values, &mut humanized) {
-            truncated_last_row_or_error(opts, n, last_line, problem, &mut warnings)?;
+        let mut cells: Vec<Cell> = Vec::with_capacity(32);
+        if let Err(problem) = read_row(t, lay, &mut cells, &mut values, &mut st.humanized) {
+            let last_line = if feed.rest_blank()? { n } else { 0 };
+            truncated_last_row_or_error(opts, n, last_line, problem, &mut st.warnings)?;
             break;
         }
         if since_boot_pending {
             since_boot_pending = false;
-            warnings.push(format!(
+            st.warnings.push(format!(
                 "{file}: line {n}: skipped the first data line as vmstat's averages since boot"
             ));
             continue;
         }
-        let row = b.push_row(0.0);
-        if let Some(t) = prefixed.as_ref().and_then(|p| p.time_at(n)) {
-            stamps.push(t);
-            stamp_lines.push(n);
-        }
-        let offline = check_cpu_groups(&mut checks, n, lay, &values);
+        let row = st.b.push_row(0.0);
+        let offline = check_cpu_groups(&mut st.checks, n, lay, &values);
         for (i, (&(m, _), v)) in lay.cols.iter().zip(values.iter()).enumerate() {
             if !offline.contains(&i) {
-                b.set(m, row, *v);
+                st.b.set(m, row, *v);
             }
+        }
+        if let Some(s) = prefix_time {
+            st.stamps.push(s);
+            let kept = range_in(&line, kept);
+            order.row(n, line, kept, s, false);
         }
     }
     if headers_seen == 0 {
@@ -185,30 +218,65 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
             "the log ends",
         ));
     }
-    let stamped = !stamps.is_empty() && stamps.len() == b.rows();
-    let interval = if stamped { median_step(&stamps) } else { None }
-        .or(delay)
-        .or(given_interval(opts))
-        .unwrap_or(1.0);
+    run.run_id = feed.run_id()?;
+    Ok(finish_import(
+        run,
+        st,
+        order.backwards,
+        prefix.as_ref(),
+        delay,
+        opts,
+    ))
+}
+
+/// The end of a FreeBSD vmstat import: the interval, the row times, the notes and warnings.
+fn finish_import(
+    mut run: netceil_model::Run,
+    mut st: State,
+    backwards: Vec<Backwards>,
+    prefix: Option<&Stripper>,
+    delay: Option<f64>,
+    opts: &ImportOptions,
+) -> Imported {
+    let file = file(opts);
+    let stamped = !st.stamps.is_empty() && st.stamps.len() == st.b.rows();
+    let interval = if stamped {
+        median_step(&st.stamps)
+    } else {
+        None
+    }
+    .or(delay)
+    .or(given_interval(opts))
+    .unwrap_or(1.0);
     let row_times = if stamped {
-        check_stamp_order(&stamps, &stamp_lines, (original, text), &mut checks);
-        let start = stamps[0] - interval;
-        if prefixed.as_ref().is_some_and(|p| p.absolute) {
+        for w in &backwards {
+            time_backwards(
+                &mut st.checks,
+                w.line,
+                &w.text,
+                w.before_line,
+                &w.before_text,
+                false,
+            );
+        }
+        let start = st.stamps[0] - interval;
+        if prefix.is_some_and(|p| p.what().1) {
             run.meta.started_unix_s = start;
         }
-        Some(stamps.iter().map(|s| s - start).collect())
+        Some(st.stamps.iter().map(|s| s - start).collect())
     } else {
         None
     };
-    if let Some(p) = &prefixed {
+    if let Some(p) = prefix {
         run.notes.push(p.note(stamped));
     }
-    if humanized {
+    if st.humanized {
         run.notes.push("some rates were humanized by vmstat -h (e.g. 14K); they are rounded to 2 significant digits".into());
     }
     run.notes.push("FreeBSD vmstat's us includes nice time and sy includes interrupt time (stored as cpu_user_pct and cpu_system_pct)".into());
-    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
-    Ok(finish_table(run, b, interval, row_times, warnings, opts))
+    st.checks
+        .finish(&mut run, &mut st.warnings, &format!("{file}: "));
+    finish_table(run, st.b, interval, row_times, st.warnings, opts)
 }
 
 /// Reads one data row under `lay` into `values`, in column order, or says what is wrong
@@ -313,28 +381,6 @@ fn group_line_cpus(
         titles_checked.push(cpu_titles.clone());
     }
     cpu_titles
-}
-
-/// Marks row timestamps (from a collector's prefix) that go back.
-fn check_stamp_order(
-    stamps: &[f64],
-    stamp_lines: &[usize],
-    (original, text): (&str, &str),
-    checks: &mut Checks,
-) {
-    for (k, w) in stamps.windows(2).enumerate() {
-        if w[1] < w[0] {
-            let (before, line) = (stamp_lines[k], stamp_lines[k + 1]);
-            time_backwards(
-                checks,
-                line,
-                &stamp_text(original, text, line),
-                before,
-                &stamp_text(original, text, before),
-                false,
-            );
-        }
-    }
 }
 
 /// The delay from a `vmstat 1`, `vmstat -w 5` or `vmstat -c 10 -w 1` command line in the preamble.

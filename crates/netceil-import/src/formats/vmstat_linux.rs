@@ -22,15 +22,18 @@
 
 use netceil_model::{names, MetricId, Unit};
 
+use std::borrow::Cow;
+
 use super::common::{
     command_args, error, field_count_problem, file, finish_table, given_interval,
-    is_vmstat_column_header, last_nonblank_line, median_step, new_run, numbered_lines, parse_clock,
-    parse_iso_date, parse_number, sanitize_metric_name, scan_cells, sniff_header_pair,
-    truncated_last_row_or_error, Cell, RowProblem, SeriesBuilder,
+    is_vmstat_column_header, median_step, new_run, parse_clock, parse_iso_date, parse_number,
+    sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error, Cell,
+    RowProblem, SeriesBuilder,
 };
+use super::feed::Feed;
 use super::plausible::{check_shares, time_backwards, Checks, VMSTAT_SHARES};
-use super::stamp::unprefixed;
-use crate::{ImportError, ImportOptions, Imported};
+use super::stamp::{unprefixed, Stripper};
+use crate::{ImportError, ImportOptions, Imported, LogLines};
 
 /// The format's name.
 pub const NAME: &str = "vmstat-linux";
@@ -154,56 +157,217 @@ pub fn import_with(
     opts: &ImportOptions,
     vopts: &VmstatLinuxOptions,
 ) -> Result<Imported, ImportError> {
-    let mut run = new_run(NAME, text, opts);
-    let original = text;
-    let (text, prefixed) = unprefixed(text, is_group_line);
-    let text: &str = &text;
+    import_feed(&mut Feed::text(text), opts, vopts)
+}
+
+/// Imports a Linux vmstat log read line by line from `reader` (after
+/// [`crate::formats::terminal_text`]'s cleaning, line by line), holding one line of it at a
+/// time: the same Run as [`import_with`] on the whole text.
+pub fn import_reader(
+    reader: impl std::io::Read,
+    opts: &ImportOptions,
+    vopts: &VmstatLinuxOptions,
+) -> Result<Imported, ImportError> {
+    import_lines(&mut LogLines::new(reader, file(opts)), opts, vopts)
+}
+
+/// [`import_reader`] from lines the caller reads (and may ask, after, how much it held).
+pub fn import_lines(
+    lines: &mut LogLines<impl std::io::Read>,
+    opts: &ImportOptions,
+    vopts: &VmstatLinuxOptions,
+) -> Result<Imported, ImportError> {
+    import_feed(&mut Feed::stream(lines), opts, vopts)
+}
+
+/// A row whose time went back from the one before, said once the log is known to have a time
+/// on every row: the line, whether the time came from vmstat -t, the two times as printed,
+/// the line before and how far back.
+pub(crate) struct Backwards {
+    pub(crate) line: usize,
+    local: bool,
+    pub(crate) text: String,
+    pub(crate) before_line: usize,
+    pub(crate) before_text: String,
+    by_s: f64,
+}
+
+/// The last row with a time: its line as read and as stripped of a collector's prefix.
+struct LastStamp<'a> {
+    line: usize,
+    original: Cow<'a, str>,
+    stripped: std::ops::Range<usize>,
+    stamp: f64,
+}
+
+/// Row times in log order, and where they went back, kept as the rows are read: only the last
+/// row's line is held.
+#[derive(Default)]
+pub(crate) struct StampOrder<'a> {
+    last: Option<LastStamp<'a>>,
+    pub(crate) backwards: Vec<Backwards>,
+}
+
+impl<'a> StampOrder<'a> {
+    /// A row with a time: its line as read, the part of it without a collector's prefix
+    /// (see [`range_in`]), its time, and whether it came from vmstat -t.
+    pub(crate) fn row(
+        &mut self,
+        n: usize,
+        line: Cow<'a, str>,
+        kept: std::ops::Range<usize>,
+        stamp: f64,
+        local: bool,
+    ) {
+        if let Some(prev) = self.last.as_ref().filter(|p| stamp < p.stamp) {
+            self.backwards.push(Backwards {
+                line: n,
+                local,
+                text: stamp_text_of(&line, &line[kept.clone()]),
+                before_line: prev.line,
+                before_text: stamp_text_of(&prev.original, &prev.original[prev.stripped.clone()]),
+                by_s: prev.stamp - stamp,
+            });
+        }
+        self.last = Some(LastStamp {
+            line: n,
+            original: line,
+            stripped: kept,
+            stamp,
+        });
+    }
+}
+
+/// Where `part` (a slice of `line`) lies in it.
+pub(crate) fn range_in(line: &str, part: &str) -> std::ops::Range<usize> {
+    let start = (part.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+    let start = start.min(line.len());
+    start..(start + part.len()).min(line.len())
+}
+
+/// What a Linux vmstat import has gathered so far.
+struct State {
+    b: SeriesBuilder,
+    layout: Option<Layout>,
+    group_has_ts: bool,
+    since_boot_pending: bool,
+    headers_seen: usize,
+    stamps: Vec<f64>,
+    /// Every stamp so far came with a zone (UTC) or a dated zoned prefix.
+    all_zoned: bool,
+    backwards: Vec<Backwards>,
+    checks: Checks,
+    memory_metrics: Vec<usize>,
+    warnings: Vec<String>,
+}
+
+/// The head of a vmstat log: the prefix a collector put before each line (looked for in the
+/// first 40 non-blank lines), the line of the first header (`is_group_line`), and the lines
+/// read so far without their prefixes (for the command line above the header).
+pub(crate) fn read_head<R: std::io::Read>(
+    feed: &mut Feed<'_, R>,
+    is_group_line: fn(&str) -> bool,
+    no_header: impl FnOnce(&Feed<'_, R>) -> ImportError,
+) -> Result<(Option<Stripper>, usize, String), ImportError> {
+    // The head: the 40 non-blank lines in which a collector's prefix is looked for.
+    let mut nonblank = 0;
+    feed.find_ahead(|l| {
+        nonblank += usize::from(!l.trim().is_empty());
+        nonblank >= 40
+    })?;
+    let prefix = Stripper::find(feed.ahead().map(|(_, l)| l), is_group_line);
+    let first_header = {
+        let mut probe = prefix.clone();
+        let mut found = None;
+        for (n, l) in feed.ahead() {
+            let kept = probe.as_mut().map_or(l, |p| p.strip(l).0);
+            if is_group_line(kept.trim()) {
+                found = Some(n);
+                break;
+            }
+        }
+        match found {
+            Some(n) => n,
+            None => {
+                let mut probe = prefix.clone();
+                feed.find_ahead(|l| {
+                    let kept = probe.as_mut().map_or(l, |p| p.strip(l).0);
+                    is_group_line(kept.trim())
+                })?
+                .ok_or_else(|| no_header(feed))?
+            }
+        }
+    };
+    let head: String = {
+        let mut probe = prefix.clone();
+        feed.ahead()
+            .map(|(_, l)| probe.as_mut().map_or(l, |p| p.strip(l).0).to_string() + "\n")
+            .collect()
+    };
+    Ok((prefix, first_header, head))
+}
+
+fn import_feed<R: std::io::Read>(
+    feed: &mut Feed<'_, R>,
+    opts: &ImportOptions,
+    vopts: &VmstatLinuxOptions,
+) -> Result<Imported, ImportError> {
+    let mut run = new_run(NAME, "", opts);
     run.meta.host.os = Some("Linux".into());
-    let mut warnings = Vec::new();
-    let last_line = last_nonblank_line(text);
     let file = file(opts);
 
-    let first_header = numbered_lines(text)
-        .find(|(_, l)| is_group_line(l.trim()))
-        .map(|(n, _)| n)
-        .ok_or_else(|| no_header(text, opts))?;
-    let facts = command_args(text, first_header).map(|a| command_facts(&a));
+    let (mut prefix, first_header, head) = read_head(feed, is_group_line, |f| no_header(f, opts))?;
+    let facts = command_args(&head, first_header).map(|a| command_facts(&a));
     let (unit_bytes, unit_known, skip_first) = memory_unit_and_first_line(vopts, facts.as_ref());
 
-    let mut b = SeriesBuilder::new();
-    let mut layout: Option<Layout> = None;
-    let mut group_has_ts = false;
-    let mut since_boot_pending = false;
-    let mut headers_seen = 0usize;
-    let mut stamps: Vec<f64> = Vec::new();
-    // The line of each stamp, and whether it came from vmstat -t (else a collector's prefix).
-    let mut stamp_lines: Vec<(usize, bool)> = Vec::new();
-    let mut checks = Checks::new();
-    let mut all_zoned = true;
-    let mut memory_metrics: Vec<usize> = Vec::new();
+    let mut st = State {
+        b: SeriesBuilder::new(),
+        layout: None,
+        group_has_ts: false,
+        since_boot_pending: false,
+        headers_seen: 0,
+        stamps: Vec::new(),
+        all_zoned: true,
+        backwards: Vec::new(),
+        checks: Checks::new(),
+        memory_metrics: Vec::new(),
+        warnings: Vec::new(),
+    };
     let mut values: Vec<f64> = Vec::with_capacity(24);
-    let mut cells: Vec<Cell> = Vec::with_capacity(24);
-    b.reserve_rows(text.bytes().filter(|&c| c == b'\n').count() + 1);
+    st.b.reserve_rows(feed.rows_hint());
+    let mut order = StampOrder::default();
+    let absolute_prefix = |p: &Option<Stripper>| p.as_ref().is_some_and(|p| p.what().1);
 
-    for (n, line) in numbered_lines(text) {
-        let t = line.trim();
+    while let Some((n, line)) = feed.next_line()? {
+        let (kept, prefix_time) = match prefix.as_mut() {
+            Some(p) => p.strip(&line),
+            None => (line.as_ref(), None),
+        };
+        let t = kept.trim();
         if t.is_empty() {
             continue;
         }
         if is_group_line(t) {
-            group_has_ts = t.contains("timestamp");
+            st.group_has_ts = t.contains("timestamp");
             continue;
         }
         if is_vmstat_column_header(t) {
-            let l = make_layout(t, n, group_has_ts, unit_bytes, &mut b, &mut memory_metrics);
-            headers_seen += 1;
-            if headers_seen == 1 {
-                since_boot_pending = skip_first;
+            let l = make_layout(
+                t,
+                n,
+                st.group_has_ts,
+                unit_bytes,
+                &mut st.b,
+                &mut st.memory_metrics,
+            );
+            st.headers_seen += 1;
+            if st.headers_seen == 1 {
+                st.since_boot_pending = skip_first;
             }
-            layout = Some(l);
+            st.layout = Some(l);
             continue;
         }
-        let Some(lay) = layout.as_ref() else {
+        let Some(lay) = st.layout.as_ref() else {
             if n > first_header {
                 return Err(error(
                     opts,
@@ -215,37 +379,46 @@ pub fn import_with(
             }
             continue; // preamble before the header: a prompt, a command, a title
         };
+        let mut cells: Vec<Cell> = Vec::with_capacity(24);
         let stamp = match read_row(t, lay, &mut cells, &mut values) {
             Ok(stamp) => stamp,
             Err(problem) => {
-                truncated_last_row_or_error(opts, n, last_line, problem, &mut warnings)?;
+                let last_line = if feed.rest_blank()? { n } else { 0 };
+                truncated_last_row_or_error(opts, n, last_line, problem, &mut st.warnings)?;
                 break;
             }
         };
-        if since_boot_pending {
-            since_boot_pending = false;
-            warnings.push(format!(
+        if st.since_boot_pending {
+            st.since_boot_pending = false;
+            st.warnings.push(format!(
                 "{file}: line {n}: skipped the first data line as vmstat's averages since boot; if the log was taken with `vmstat -y` (no such line), one real sample was dropped"
             ));
             continue;
         }
-        let t_s = (b.rows() + 1) as f64; // placeholder, replaced below once the interval is known
-        let row = b.push_row(t_s);
-        if let Some(s) = stamp {
-            stamps.push(s);
-            stamp_lines.push((n, !lay.zoned));
-            all_zoned &= lay.zoned;
-        } else if let Some(s) = prefixed.as_ref().and_then(|p| p.time_at(n)) {
-            stamps.push(s);
-            stamp_lines.push((n, false));
-            all_zoned &= prefixed.as_ref().is_some_and(|p| p.absolute);
-        }
-        check_row_shares(&mut checks, n, lay, &values);
+        let t_s = (st.b.rows() + 1) as f64; // placeholder, replaced below once the interval is known
+        let row = st.b.push_row(t_s);
+        let stamped = match (stamp, prefix_time) {
+            (Some(s), _) => {
+                st.all_zoned &= lay.zoned;
+                Some((s, !lay.zoned))
+            }
+            (None, Some(s)) => {
+                st.all_zoned &= absolute_prefix(&prefix);
+                Some((s, false))
+            }
+            _ => None,
+        };
+        check_row_shares(&mut st.checks, n, lay, &values);
         for (&(m, scale), v) in lay.cols.iter().zip(values.iter()) {
-            b.set(m, row, v * scale);
+            st.b.set(m, row, v * scale);
+        }
+        if let Some((s, local)) = stamped {
+            st.stamps.push(s);
+            let kept = range_in(&line, kept);
+            order.row(n, line, kept, s, local);
         }
     }
-    if headers_seen == 0 {
+    if st.headers_seen == 0 {
         return Err(error(
             opts,
             first_header,
@@ -254,55 +427,86 @@ pub fn import_with(
             "the log ends",
         ));
     }
+    run.run_id = feed.run_id()?;
+    st.backwards = order.backwards;
+    finish_import(run, st, prefix.as_ref(), facts.as_ref(), unit_known, opts)
+}
 
-    let stamped = !stamps.is_empty() && stamps.len() == b.rows();
+/// The end of a Linux vmstat import: the interval, the row times, the notes and warnings.
+fn finish_import(
+    mut run: netceil_model::Run,
+    mut st: State,
+    prefix: Option<&Stripper>,
+    facts: Option<&CommandFacts>,
+    unit_known: bool,
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let file = file(opts);
+    let stamped = !st.stamps.is_empty() && st.stamps.len() == st.b.rows();
     let interval = interval_of(
-        stamped.then_some(&stamps[..]),
-        facts.as_ref(),
+        stamped.then_some(&st.stamps[..]),
+        facts,
         opts,
-        &mut warnings,
+        &mut st.warnings,
     );
     let row_times = if stamped {
-        check_stamp_order(
-            &stamps,
-            &stamp_lines,
-            (original, text),
-            &mut checks,
-            &mut warnings,
-            file,
-        );
-        let start = stamps[0] - interval;
-        if all_zoned {
+        for w in &st.backwards {
+            // A local clock set back an hour (daylight saving time ends) is no damage.
+            if w.local && (3000.0..=3600.0).contains(&w.by_s) {
+                st.warnings.push(format!("{file}: line {}: the row timestamps go back by about an hour (a clock change?); rows are kept in log order", w.line));
+                continue;
+            }
+            time_backwards(
+                &mut st.checks,
+                w.line,
+                &w.text,
+                w.before_line,
+                &w.before_text,
+                false,
+            );
+        }
+        let start = st.stamps[0] - interval;
+        if st.all_zoned {
             run.meta.started_unix_s = start;
         } else {
             run.notes.push("the row timestamps name no time zone (or a zone other than UTC); the run's start time is left unset".into());
         }
-        Some(stamps.iter().map(|s| s - start).collect())
+        Some(st.stamps.iter().map(|s| s - start).collect())
     } else {
         None
     };
 
-    if let Some(p) = &prefixed {
+    if let Some(p) = prefix {
         run.notes.push(p.note(stamped));
     }
     if !unit_known {
-        warnings.extend(memory_unit_warning(&b, &memory_metrics, file));
+        st.warnings
+            .extend(memory_unit_warning(&st.b, &st.memory_metrics, file));
     }
     run.notes.push(
         "vmstat's us includes nice time and sy includes hard and soft interrupt time (stored as cpu_user_pct and cpu_system_pct)".into(),
     );
-    checks.finish(&mut run, &mut warnings, &format!("{file}: "));
-    Ok(finish_table(run, b, interval, row_times, warnings, opts))
+    st.checks
+        .finish(&mut run, &mut st.warnings, &format!("{file}: "));
+    Ok(finish_table(
+        run,
+        st.b,
+        interval,
+        row_times,
+        st.warnings,
+        opts,
+    ))
 }
 
-/// The error for a text with no `procs ---memory---` header line.
-fn no_header(text: &str, opts: &ImportOptions) -> ImportError {
+/// The error for a log with no `procs ---memory---` header line (within the look-ahead of a
+/// stream): at its first line.
+fn no_header<R: std::io::Read>(feed: &Feed<'_, R>, opts: &ImportOptions) -> ImportError {
     error(
         opts,
         1,
         None,
         "a Linux vmstat header 'procs -----------memory---------- …'",
-        text.lines().next().unwrap_or(""),
+        feed.ahead().next().map_or("", |(_, l)| l),
     )
 }
 
@@ -429,38 +633,6 @@ fn check_row_shares(checks: &mut Checks, n: usize, lay: &Layout, values: &[f64])
     );
 }
 
-/// Marks row timestamps that go back (line `n`'s stamp before line `n - 1`'s), except a
-/// local clock set back an hour, which is only said. `texts` is the log as given and with
-/// collectors' prefixes taken off.
-fn check_stamp_order(
-    stamps: &[f64],
-    stamp_lines: &[(usize, bool)],
-    (original, text): (&str, &str),
-    checks: &mut Checks,
-    warnings: &mut Vec<String>,
-    file: &str,
-) {
-    for (k, w) in stamps.windows(2).enumerate() {
-        if w[1] >= w[0] {
-            continue;
-        }
-        let ((before_line, _), (line, local)) = (stamp_lines[k], stamp_lines[k + 1]);
-        // A local clock set back an hour (daylight saving time ends) is no damage.
-        if local && (3000.0..=3600.0).contains(&(w[0] - w[1])) {
-            warnings.push(format!("{file}: line {line}: the row timestamps go back by about an hour (a clock change?); rows are kept in log order"));
-            continue;
-        }
-        time_backwards(
-            checks,
-            line,
-            &stamp_text(original, text, line),
-            before_line,
-            &stamp_text(original, text, before_line),
-            false,
-        );
-    }
-}
-
 /// The warning for memory columns read as KiB that would total under 64 MiB (the log was
 /// perhaps taken with `-S M`).
 fn memory_unit_warning(b: &SeriesBuilder, memory_metrics: &[usize], file: &str) -> Option<String> {
@@ -473,26 +645,19 @@ fn memory_unit_warning(b: &SeriesBuilder, memory_metrics: &[usize], file: &str) 
     ))
 }
 
-/// A row's time as the log prints it, for messages: the prefix a collector put before the
-/// line (`original` has it, `stripped` not), else vmstat -t's date and time at its end.
-pub(crate) fn stamp_text(original: &str, stripped: &str, line: usize) -> String {
-    let nth = |t: &str| {
-        t.lines()
-            .nth(line.wrapping_sub(1))
-            .unwrap_or("")
-            .trim()
-            .to_string()
-    };
-    let (with, without) = (nth(original), nth(stripped));
+/// A row's time as the log prints it, for messages, from its line as read (`original`) and
+/// without a collector's prefix: the prefix, else vmstat -t's date and time at its end.
+fn stamp_text_of(original: &str, stripped: &str) -> String {
+    let (with, without) = (original.trim(), stripped.trim());
     if with != without {
-        if let Some(prefix) = with.strip_suffix(without.as_str()) {
+        if let Some(prefix) = with.strip_suffix(without) {
             return prefix.trim().to_string();
         }
     }
     let words: Vec<&str> = without.split_ascii_whitespace().collect();
     match words.as_slice() {
         [.., date, clock] => format!("{date} {clock}"),
-        _ => without,
+        _ => without.to_string(),
     }
 }
 
