@@ -55,7 +55,7 @@
 use std::time::Duration;
 
 /// What one trial measured.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrialResult {
     /// The rate asked for, packets/s.
     pub requested_pps: f64,
@@ -65,6 +65,65 @@ pub struct TrialResult {
     pub loss_ratio: f64,
     /// How long the trial lasted, s.
     pub duration_s: f64,
+    /// Request/response: the 99th-percentile round trip, s (for [`Criterion::P99`]).
+    pub p99_s: Option<f64>,
+    /// TCP: segments retransmitted over segments sent (for [`Criterion::Retransmits`]).
+    pub retransmit_ratio: Option<f64>,
+}
+
+/// What a trial is judged on against each goal's bound (the configuration's `tolerances`).
+/// The planner is the same for each: every trial counts for every goal, short trials narrow,
+/// full-length ones decide by the exceed ratio, and every answer has a passing full-length
+/// trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Criterion {
+    /// Lost over sent at most the goal: a loss tolerance (0 for the NDR).
+    #[default]
+    Loss,
+    /// The 99th-percentile round trip at most the goal, s, with the rate achieved within 1 %
+    /// of the rate asked: a server that falls behind fails, however short its round trips.
+    P99,
+    /// Segments retransmitted over segments sent at most the goal, with the goodput within 1 %
+    /// of the load offered: a path that cannot carry the load fails, retransmitting or not.
+    Retransmits,
+}
+
+impl Criterion {
+    /// Whether `r` meets the bound `goal`.
+    pub fn passes(self, r: &TrialResult, goal: f64) -> bool {
+        let eps = 1e-12;
+        match self {
+            Criterion::Loss => r.loss_ratio <= goal + eps,
+            Criterion::P99 => !r.generator_limited() && r.p99_s.is_some_and(|p| p <= goal + eps),
+            Criterion::Retransmits => {
+                !r.generator_limited() && r.retransmit_ratio.is_some_and(|x| x <= goal + eps)
+            }
+        }
+    }
+
+    /// What a trial that fails the bound `goal` did, in words.
+    fn missed(self, goal: f64) -> String {
+        match self {
+            Criterion::Loss => format!("lost more than {} %", goal * 100.0),
+            Criterion::P99 => format!(
+                "had a p99 round trip above {} µs, or fell behind the rate asked",
+                goal * 1e6
+            ),
+            Criterion::Retransmits => format!(
+                "retransmitted more than {} % of its segments, or fell short of the load",
+                goal * 100.0
+            ),
+        }
+    }
+
+    /// The option that sets the goals, for messages.
+    fn flag(self) -> &'static str {
+        match self {
+            Criterion::Loss => "--loss",
+            Criterion::P99 => "--p99-max",
+            Criterion::Retransmits => "--retransmits-max",
+        }
+    }
 }
 
 impl TrialResult {
@@ -93,8 +152,11 @@ pub struct SearchConfig {
     pub min_pps: f64,
     /// The highest rate to try, packets/s (the generator's or the link's).
     pub max_pps: f64,
-    /// Loss tolerances, 0 ≤ t < 1 (0 for the NDR).
+    /// The goals' bounds, in the criterion's terms: loss tolerances, 0 ≤ t < 1 (0 for the
+    /// NDR); p99 round trips, s; retransmit ratios, 0 ≤ t < 1.
     pub tolerances: Vec<f64>,
+    /// What each trial is judged on against the bounds.
+    pub criterion: Criterion,
     /// The duration of the trials that decide.
     pub final_duration: Duration,
     /// The duration of the first, short trials.
@@ -119,6 +181,7 @@ impl Default for SearchConfig {
             min_pps: 10e3,
             max_pps: 1e6,
             tolerances: vec![0.0, 0.005],
+            criterion: Criterion::Loss,
             final_duration: Duration::from_secs(2),
             initial_duration: Duration::from_millis(250),
             precision: 0.02,
@@ -137,18 +200,24 @@ pub const DURATION_SUM_TRIALS: f64 = 2.0;
 impl SearchConfig {
     /// Why the configuration cannot be searched, in words naming the option.
     pub fn validate(&self) -> Result<(), String> {
+        let flag = self.criterion.flag();
         if self.tolerances.is_empty() {
-            return Err("--loss: at least one tolerance is needed (0 for the NDR)".into());
+            return Err(match self.criterion {
+                Criterion::Loss => {
+                    "--loss: at least one tolerance is needed (0 for the NDR)".into()
+                }
+                _ => format!("{flag}: at least one bound is needed"),
+            });
         }
-        if let Some(t) = self
-            .tolerances
-            .iter()
-            .find(|t| !(0.0..1.0).contains(*t) || !t.is_finite())
-        {
-            return Err(format!(
-                "--loss: a tolerance of {} % is not below 100 %",
-                t * 100.0
-            ));
+        let bad = |t: &&f64| match self.criterion {
+            Criterion::P99 => !(**t > 0.0 && t.is_finite()),
+            _ => !(0.0..1.0).contains(*t) || !t.is_finite(),
+        };
+        if let Some(t) = self.tolerances.iter().find(bad) {
+            return Err(match self.criterion {
+                Criterion::P99 => format!("{flag}: a bound of {t} s is not a round trip above 0"),
+                _ => format!("{flag}: a tolerance of {} % is not below 100 %", t * 100.0),
+            });
         }
         if !(self.min_pps > 0.0 && self.min_pps < self.max_pps && self.max_pps.is_finite()) {
             return Err(format!(
@@ -321,8 +390,8 @@ fn planned(durations: &[Duration], r: &TrialRecord) -> f64 {
     durations[r.phase].as_secs_f64()
 }
 
-fn passes(r: &TrialRecord, tolerance: f64) -> bool {
-    r.result.loss_ratio <= tolerance + 1e-12
+fn passes(c: Criterion, r: &TrialRecord, tolerance: f64) -> bool {
+    c.passes(&r.result, tolerance)
 }
 
 /// The relevant bounds of one goal: the lowest upper bound, and the highest lower bound
@@ -412,7 +481,7 @@ impl Search<'_> {
         {
             let d = planned(&self.durations, r);
             let long = d >= g.duration * (1.0 - 1e-9);
-            let slot = match (long, passes(r, g.tolerance)) {
+            let slot = match (long, passes(self.cfg.criterion, r, g.tolerance)) {
                 (true, false) => &mut s.long_high,
                 (true, true) => &mut s.long_low,
                 (false, false) => &mut s.short_high,
@@ -474,7 +543,8 @@ impl Search<'_> {
     fn nearest(&self, rate: f64, g: &Goal, passed: bool) -> Option<f64> {
         let candidates = self.trials.iter().filter(|r| {
             let load = r.result.requested_pps;
-            passes(r, g.tolerance) == passed && if passed { load < rate } else { load > rate }
+            passes(self.cfg.criterion, r, g.tolerance) == passed
+                && if passed { load < rate } else { load > rate }
         });
         let loads = candidates.map(|r| r.result.requested_pps);
         if passed {
@@ -605,9 +675,9 @@ fn optimistic(s: &Search, inherited: &[Option<f64>], k: usize) -> bool {
     k > 0
         && inherited.iter().zip(&s.cfg.tolerances).any(|(lo, &tol)| {
             lo.is_some_and(|l| {
-                s.trials
-                    .iter()
-                    .any(|r| r.phase == k && r.result.requested_pps == l && !passes(r, tol))
+                s.trials.iter().any(|r| {
+                    r.phase == k && r.result.requested_pps == l && !passes(s.cfg.criterion, r, tol)
+                })
             })
         })
 }
@@ -683,9 +753,9 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
             (None, Some(h)) => {
                 if h <= cfg.min_pps {
                     n.note = Some(format!(
-                        "even the lowest rate ({:.0} pps) lost more than {} %",
+                        "even the lowest rate ({:.0} pps) {}",
                         cfg.min_pps,
-                        g.tolerance * 100.0
+                        cfg.criterion.missed(g.tolerance)
                     ));
                     return Ok(());
                 }
@@ -731,9 +801,9 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
 /// Whether phase `k`'s trials lost too much at the lower bound the previous phase handed on.
 fn stale(s: &Search, n: &Narrowing, k: usize, g: &Goal) -> bool {
     n.inherited_lo.is_some_and(|l| {
-        s.trials
-            .iter()
-            .any(|r| r.phase == k && r.result.requested_pps == l && !passes(r, g.tolerance))
+        s.trials.iter().any(|r| {
+            r.phase == k && r.result.requested_pps == l && !passes(s.cfg.criterion, r, g.tolerance)
+        })
     })
 }
 
@@ -751,7 +821,7 @@ fn step_down(s: &Search, n: &mut Narrowing, h: f64, g: &Goal, k: usize) -> f64 {
     let through = s
         .trials
         .iter()
-        .filter(|r| r.result.requested_pps == h && !passes(r, g.tolerance))
+        .filter(|r| r.result.requested_pps == h && !passes(s.cfg.criterion, r, g.tolerance))
         .map(|r| r.result.achieved_pps * (1.0 - r.result.loss_ratio))
         .fold(f64::INFINITY, f64::min);
     // In the final phase a lone upper bound is where the shorter phases' lower bound
@@ -794,16 +864,17 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
             losses.fold(0.0, f64::max),
         )
     });
-    let verified = at_lo.iter().any(|r| passes(r, tol));
+    let c = s.cfg.criterion;
+    let verified = at_lo.iter().any(|r| passes(c, r, tol));
     // What got through at the answer, as the generator offered it in its passing trials.
     let rate = at_lo
         .iter()
-        .filter(|r| passes(r, tol))
+        .filter(|r| passes(c, r, tol))
         .map(|r| r.result.achieved_pps)
         .reduce(f64::min);
     // What stopped it: the longest failing trial at the upper bound, else the lowest failing
     // trial above the answer.
-    let failing = |r: &&TrialRecord| !passes(r, tol);
+    let failing = |r: &&TrialRecord| !passes(c, r, tol);
     let first_failing =
         b.hi.and_then(|h| {
             s.trials
@@ -824,7 +895,7 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
     let flaps = b.lo.map_or(0, |l| {
         s.trials
             .iter()
-            .filter(|r| r.result.requested_pps <= l && !passes(r, tol))
+            .filter(|r| r.result.requested_pps <= l && !passes(c, r, tol))
             .count()
     });
     let generator_limited = b.lo.is_some_and(|l| s.generator_limited(l, last).is_some());
@@ -898,6 +969,7 @@ mod tests {
                 achieved_pps: offered,
                 loss_ratio: loss.min(1.0),
                 duration_s: d.as_secs_f64(),
+                ..TrialResult::default()
             })
         }
     }
@@ -1235,5 +1307,127 @@ mod tests {
                 Duration::from_secs(10)
             ]
         );
+    }
+
+    /// A request/response server with a known capacity: the p99 round trip grows as
+    /// base / (1 − load / capacity), and above the capacity it falls behind (answers only
+    /// `capacity` transactions/s).
+    struct RrServer {
+        capacity: f64,
+        base_s: f64,
+    }
+
+    impl Measurer for RrServer {
+        fn measure(&mut self, rate: f64, d: Duration) -> Result<TrialResult, String> {
+            let rho = (rate / self.capacity).min(0.999);
+            Ok(TrialResult {
+                requested_pps: rate,
+                achieved_pps: rate.min(self.capacity),
+                duration_s: d.as_secs_f64(),
+                p99_s: Some(self.base_s / (1.0 - rho)),
+                ..TrialResult::default()
+            })
+        }
+    }
+
+    fn rr_cfg(bounds: Vec<f64>) -> SearchConfig {
+        SearchConfig {
+            min_pps: 1e3,
+            max_pps: 200e3,
+            tolerances: bounds,
+            criterion: Criterion::P99,
+            ..cfg()
+        }
+    }
+
+    #[test]
+    fn a_p99_bound_finds_the_highest_rate_whose_p99_stays_under_it() {
+        // p99 ≤ 200 µs while 30 µs / (1 − ρ) ≤ 200 µs: up to 85 % of 100 k/s.
+        let mut m = RrServer {
+            capacity: 100e3,
+            base_s: 30e-6,
+        };
+        let o = search(&rr_cfg(vec![200e-6, 100e-6]), &mut m, &mut |_| {}).unwrap();
+        assert_eq!(o.stopped_early, None);
+        for (r, truth) in o.results.iter().zip([85e3, 70e3]) {
+            let rate = r.rate_pps.expect("a rate");
+            assert!(
+                rate <= truth * (1.0 + 1e-9) && rate >= truth * 0.98,
+                "p99 ≤ {} µs: {rate} against {truth}",
+                r.tolerance * 1e6
+            );
+            assert!(r.verified && r.incomplete.is_none(), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_server_that_falls_behind_fails_however_short_its_round_trips() {
+        // A p99 bound no trial reaches: only the rate it keeps up with bounds the answer.
+        let mut m = RrServer {
+            capacity: 50e3,
+            base_s: 5e-6,
+        };
+        let o = search(&rr_cfg(vec![0.5]), &mut m, &mut |_| {}).unwrap();
+        let rate = o.results[0].rate_pps.expect("a rate");
+        // Within 1 % of the rate asked: up to 50 k / 0.99.
+        assert!(
+            (50e3 * 0.98..=50e3 / 0.99 * (1.0 + 1e-9)).contains(&rate),
+            "{rate}"
+        );
+        assert!(
+            !o.results[0].generator_limited,
+            "falling behind is the server's failure"
+        );
+    }
+
+    /// A TCP path that carries up to `capacity` bit/s of offered load; above it, a tenth of the
+    /// excess is retransmitted and the goodput tops out 5 % above the capacity.
+    struct TcpPath {
+        capacity: f64,
+    }
+
+    impl Measurer for TcpPath {
+        fn measure(&mut self, load: f64, d: Duration) -> Result<TrialResult, String> {
+            let over = (load - self.capacity).max(0.0) / load;
+            Ok(TrialResult {
+                requested_pps: load,
+                achieved_pps: load.min(self.capacity * 1.05),
+                duration_s: d.as_secs_f64(),
+                retransmit_ratio: Some(0.1 * over),
+                ..TrialResult::default()
+            })
+        }
+    }
+
+    #[test]
+    fn a_retransmit_budget_finds_the_highest_load_within_it() {
+        let mut m = TcpPath { capacity: 400e3 };
+        let c = SearchConfig {
+            min_pps: 1e3,
+            max_pps: 2e6,
+            tolerances: vec![0.001],
+            criterion: Criterion::Retransmits,
+            ..cfg()
+        };
+        let o = search(&c, &mut m, &mut |_| {}).unwrap();
+        // 0.1 × (r − C) / r ≤ 0.001 up to C / 0.99.
+        let truth = 400e3 / 0.99;
+        let rate = o.results[0].rate_pps.expect("a load");
+        assert!(
+            rate <= truth * (1.0 + 1e-9) && rate >= truth * 0.98,
+            "{rate} against {truth}"
+        );
+        assert!(o.results[0].verified);
+    }
+
+    #[test]
+    fn the_criteria_bounds_are_checked_with_their_own_flags() {
+        let mut c = rr_cfg(vec![0.0]);
+        assert!(c.validate().unwrap_err().contains("--p99-max"));
+        c.tolerances.clear();
+        assert!(c.validate().unwrap_err().contains("--p99-max"));
+        c.criterion = Criterion::Retransmits;
+        c.tolerances = vec![1.5];
+        assert!(c.validate().unwrap_err().contains("--retransmits-max"));
     }
 }

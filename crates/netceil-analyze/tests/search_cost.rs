@@ -152,6 +152,7 @@ impl Measurer for Device {
             achieved_pps: rate,
             loss_ratio: (over + dipped * (1.0 - over)).min(1.0),
             duration_s: d,
+            ..TrialResult::default()
         })
     }
 }
@@ -514,6 +515,7 @@ impl Measurer for Logged {
             achieved_pps: rate,
             loss_ratio: near[pick].1,
             duration_s: d,
+            ..TrialResult::default()
         })
     }
 }
