@@ -102,14 +102,29 @@ parts = run['parts']
 spent = sum(x['results']['duration_s'] for x in parts)
 sizes = sorted({k['size_bytes'] for k in run['knees']})
 naive = plain = linear = 0.0
+# Where the search's seconds went, by trial length, and the precision each method reached:
+# the search's (upper bound - answer) / upper bound, the naive search's last interval
+# (range / 2^steps) over the answer. Both must be at most the precision asked.
+print(f"precision asked {p['precision']*100:g} %; per size, the search's trial-seconds by trial length, and the precision reached")
 for s in sizes:
-    top = max(x['results']['tx_pps'] for x in parts if x['workload']['frame_bytes'] == s)
+    mine = [x for x in parts if x['workload']['frame_bytes'] == s]
+    top = max(x['results']['tx_pps'] for x in mine)
+    by = {}
+    for x in mine:
+        d = x['workload']['trial_s']
+        n, secs = by.get(d, (0, 0.0))
+        by[d] = (n + 1, secs + x['results']['duration_s'])
+    print(f"  {s:>5} B: " + ", ".join(f"{n} x {d:g} s = {t:.1f} s" for d, (n, t) in sorted(by.items())))
     for k in run['knees']:
         if k['size_bytes'] != s or not k['rate_pps']:
             continue
         steps = (top - p['min_pps']) / (p['precision'] * k['rate_pps'])
-        bisect = math.ceil(math.log2(max(steps, 1))) * final
+        n = math.ceil(math.log2(max(steps, 1)))
+        bisect = n * final
         naive += bisect + final
+        reached = (k['upper_pps'] - k['rate_pps']) / k['upper_pps'] if k.get('upper_pps') else float('nan')
+        naive_reached = (top - p['min_pps']) / 2**n / k['rate_pps']
+        print(f"    loss <= {k['loss_tolerance']*100:g} %: search {reached*100:.2f} %, naive {naive_reached*100:.2f} % ({n} steps + a verifying trial)")
         if k['loss_tolerance'] == 0:
             plain += bisect
             linear += math.ceil(steps) * final

@@ -152,6 +152,7 @@ impl Measurer for Device {
             achieved_pps: rate,
             loss_ratio: (over + dipped * (1.0 - over)).min(1.0),
             duration_s: d,
+            ..TrialResult::default()
         })
     }
 }
@@ -170,9 +171,9 @@ fn config() -> SearchConfig {
 }
 
 /// The naive search for one tolerance: its answer and whether its verifying trial passed.
-fn naive(cfg: &SearchConfig, tolerance: f64, dev: &mut Device) -> (f64, bool) {
+fn naive(cfg: &SearchConfig, tolerance: f64, dev: &mut dyn Measurer) -> (f64, bool) {
     let (mut lo, mut hi) = (cfg.min_pps, cfg.max_pps);
-    let passes = |dev: &mut Device, rate: f64| {
+    let passes = |dev: &mut dyn Measurer, rate: f64| {
         let r = dev.measure(rate, cfg.final_duration).unwrap();
         r.loss_ratio <= tolerance
     };
@@ -378,9 +379,11 @@ fn the_search_costs_no_more_than_a_naive_binary_search_on_a_wobbling_device() {
     no_dearer_and_no_worse(WOBBLES);
 }
 
-/// The device whose short trials pass where long ones lose: the loopback the bench measured
-/// 1.28 x the naive search on. Its trial time (the planner before the phases between were
-/// skipped: median 0.92 x the naive search; after: 0.88 x).
+/// The device whose short trials pass where long ones lose, as modelled: median 0.92 x the
+/// naive search before the phases between were skipped, 0.88 x after, 0.82 x since undecided
+/// loads are settled only when the answer stands on them. The model is kinder than the
+/// machine (the bench measured 1.22-1.39 x when this said 0.88 x): the logged loopback below
+/// is the one that holds the planner to the bench.
 #[test]
 fn the_search_costs_no_more_than_a_naive_binary_search_on_a_stalling_receiver() {
     let s = summary(&config(), SEEDS, STALLS);
@@ -391,11 +394,12 @@ fn the_search_costs_no_more_than_a_naive_binary_search_on_a_stalling_receiver() 
     );
 }
 
-/// Open: on the stalling receiver the search's PDR lies further below the device's rate than
-/// the naive search's (medians 7.2 % and 5.3 % below): a short trial that catches a stall
-/// loses eight times the ratio a long one does, and counts against the load.
+/// Open: on the stalling receiver the search's NDR lies a little further below the device's
+/// capacity than the naive search's (medians 55.6 % and 54.2 % below; the PDR, once 7.2 %
+/// against 5.3 %, is now 3.1 % against 5.3 %). Both are far below it: at a 0 % tolerance the
+/// stalls, not the capacity, decide.
 #[test]
-#[ignore = "open: the PDR on a stalling receiver is further from the truth than the naive search's"]
+#[ignore = "open: the NDR on a stalling receiver is 1.4 points further from the capacity than the naive search's"]
 fn the_search_is_no_worse_than_a_naive_binary_search_on_a_stalling_receiver() {
     no_dearer_and_no_worse(STALLS);
 }
@@ -419,14 +423,20 @@ fn on_a_clean_device_every_answer_is_at_or_just_below_the_truth() {
 #[test]
 fn every_tolerance_reported_is_verified_by_a_full_length_trial_at_its_rate() {
     let cfg = config();
-    for seed in [DIPS, WOBBLES, STALLS]
+    let logged = (1..=50).map(|seed| {
+        let mut dev = Logged::new(seed);
+        search(&dev.config(), &mut dev, &mut |_| {}).expect("the search runs")
+    });
+    for outcome in [DIPS, WOBBLES, STALLS]
         .into_iter()
         .flat_map(|noise| summary(&cfg, 50, noise).seeds)
+        .map(|s| s.outcome)
+        .chain(logged)
     {
-        for (t, r) in seed.outcome.results.iter().enumerate() {
+        for (t, r) in outcome.results.iter().enumerate() {
             let Some(rate) = r.rate_pps else { continue };
             let tol = cfg.tolerances[t];
-            let full = seed.outcome.trials.iter().any(|x| {
+            let full = outcome.trials.iter().any(|x| {
                 x.final_duration
                     && x.result.duration_s >= cfg.final_duration.as_secs_f64()
                     && x.result.achieved_pps == rate
@@ -438,4 +448,131 @@ fn every_tolerance_reported_is_verified_by_a_full_length_trial_at_its_rate() {
             );
         }
     }
+}
+
+/// Loopback as `bench/search.sh` measured it: each trial's loss is drawn from the trials the
+/// bench logged on this machine (tests/data/loopback-trials.csv) at the same length and the
+/// nearest rates, as a share of the generator's ceiling. Nothing is assumed about the noise:
+/// short trials pass where long ones lose (at a tenth of the ceiling, a 0.25 s trial lost
+/// nothing 19 times in 20, a 2 s trial 1 time in 3), losses of 0.1-1 % wander over a factor
+/// of two in rate, and the 0.5 % boundary is as noisy at 2 s as at 0.25 s.
+struct Logged {
+    /// (trial length s, rate share, loss ratio).
+    rows: Vec<(f64, f64, f64)>,
+    /// The generator's ceiling, pps.
+    top: f64,
+    rng: fastrand::Rng,
+    seconds: f64,
+}
+
+/// The logged trials nearest in rate that one is drawn from.
+const NEAREST: usize = 5;
+
+impl Logged {
+    fn new(seed: u64) -> Logged {
+        let text = include_str!("data/loopback-trials.csv");
+        let rows = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("trial_s"))
+            .map(|l| {
+                let v: Vec<f64> = l.split(',').map(|x| x.parse().expect("a number")).collect();
+                (v[0], v[1], v[2])
+            })
+            .collect();
+        Logged {
+            rows,
+            top: 300e3,
+            rng: fastrand::Rng::with_seed(seed),
+            seconds: 0.0,
+        }
+    }
+
+    fn config(&self) -> SearchConfig {
+        SearchConfig {
+            min_pps: 1e3,
+            max_pps: self.top,
+            ..config()
+        }
+    }
+}
+
+impl Measurer for Logged {
+    fn measure(&mut self, rate: f64, d: Duration) -> Result<TrialResult, String> {
+        let d = d.as_secs_f64();
+        self.seconds += d;
+        let share = (rate / self.top).ln();
+        let mut near: Vec<(f64, f64)> = self
+            .rows
+            .iter()
+            .filter(|r| (r.0 - d).abs() < 1e-6)
+            .map(|r| ((r.1.ln() - share).abs(), r.2))
+            .collect();
+        assert!(!near.is_empty(), "no logged trial of {d} s");
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let pick = self.rng.usize(..near.len().min(NEAREST));
+        Ok(TrialResult {
+            requested_pps: rate,
+            achieved_pps: rate,
+            loss_ratio: near[pick].1,
+            duration_s: d,
+            ..TrialResult::default()
+        })
+    }
+}
+
+/// The search's and the naive search's trial-seconds on the logged loopback over `seeds`
+/// seeds: the median ratio, printed with the spread and where the search's seconds went.
+fn on_logged_loopback(seeds: u64) -> f64 {
+    let mut ratios = Vec::new();
+    let mut by = std::collections::BTreeMap::new();
+    for seed in 1..=seeds {
+        let mut dev = Logged::new(seed);
+        let cfg = dev.config();
+        let o = search(&cfg, &mut dev, &mut |_| {}).expect("the search runs");
+        for t in &o.trials {
+            let e = by
+                .entry((t.phase, format!("{:?}", t.purpose)))
+                .or_insert((0usize, 0.0));
+            e.0 += 1;
+            e.1 += t.result.duration_s;
+        }
+        let mut naive_s = 0.0;
+        for (i, &tol) in cfg.tolerances.iter().enumerate() {
+            let mut d = Logged::new(seed ^ (0x9e37_79b9 + i as u64));
+            naive(&cfg, tol, &mut d);
+            naive_s += d.seconds;
+        }
+        ratios.push(dev.seconds / naive_s);
+    }
+    let m = median(&mut ratios);
+    println!(
+        "logged loopback, {seeds} seeds: trial time ratio to the naive search median {m:.2} ({:.2}..{:.2}); per seed, by phase and purpose:",
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
+    for ((phase, purpose), (n, secs)) in by {
+        println!(
+            "  phase {phase} {purpose:>7}: {:.1} trials, {:.1} s",
+            n as f64 / seeds as f64,
+            secs / seeds as f64
+        );
+    }
+    m
+}
+
+/// The bench's figure, reproduced from its own trials: the planner before this test was
+/// written costs 1.26 x the naive search here (the bench: 1.22 and 1.39 x); settling
+/// undecided loads only when the answer stands on them, halving down from a lone upper
+/// bound in the final phase, and leaving a phase as soon as it rejects a shorter one's lower
+/// bound bring it to 0.98 x (0.96 x over 3000 seeds). Without the first, 1.19 x; without the
+/// second, 1.15 x; without the third, 1.02 x.
+#[test]
+fn the_search_costs_no_more_than_a_naive_binary_search_on_the_logged_loopback() {
+    let m = on_logged_loopback(
+        std::env::var("SEEDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SEEDS),
+    );
+    assert!(m <= 1.0, "median trial time {m:.2} x the naive search's");
 }

@@ -186,6 +186,7 @@ impl Measurer for UdpTrials<'_, '_> {
             achieved_pps: r.tx_pps,
             loss_ratio: app_loss(&r),
             duration_s: r.duration_s,
+            ..TrialResult::default()
         })
     }
 }
