@@ -261,6 +261,18 @@ impl<'s> Recording<'s> {
                         out.rows_per_row
                     ));
                 }
+                if !out.dropped_columns.is_empty() {
+                    let what: Vec<String> = out
+                        .dropped_columns
+                        .iter()
+                        .map(|(name, n)| format!("{n} of {name}"))
+                        .collect();
+                    run.notes.push(format!(
+                        "more processes, threads or flows came and went than netceil keeps columns for in memory ({}): {} columns, of those least recently seen and least busy, were left out of this summary, the verdict and --json; the store has every row with every column",
+                        netceil_probe::MAX_PROCESS_COLUMNS,
+                        what.join(", ")
+                    ));
+                }
             }
             Err(_) => run
                 .notes

@@ -6,13 +6,14 @@
 //! workload, sends every row as it is made, and hands back the whole series when stopped, so
 //! a caller can show a live table and still keep everything sampled so far.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netceil_model::names::LABEL_PID;
 use netceil_model::{Metric, MetricId, NicInfo, Series, Unit};
 
 use crate::ids::{MetricIds, Schema};
@@ -40,6 +41,20 @@ const MAX_SCHEMAS: usize = 16;
 /// rows are 4.5 hours at 1 s and 2.7 minutes at 10 ms.
 pub const MAX_ROWS: usize = 16_384;
 
+/// Columns of one process, thread or flow (a metric with a `pid` label) a [`Recorder`] keeps
+/// in memory at most. Such columns come and go with the processes: a long watch on a machine
+/// that starts many short-lived busy processes (a build) makes a new column for each, every
+/// one as long as the kept rows (16 B a row: 256 KB at [`MAX_ROWS`]), so without a bound the
+/// recording's memory grows for as long as it runs. Past it, the columns least worth keeping
+/// are dropped from the in-memory copy (see [`Recorder::dropped_columns`]); every row was
+/// streamed as it was made, so the store still has them whole.
+pub const MAX_PROCESS_COLUMNS: usize = 128;
+
+/// A per-process column written this recently (seconds before the newest row) is kept in
+/// preference to older ones: its process is probably still there (two process scans, see
+/// [`crate::sampler::PROCESS_SCAN_INTERVAL`]).
+const RECENT_S: f64 = 4.0;
+
 /// Appends one row per interval to a [`Series`].
 #[derive(Debug)]
 pub struct Recorder {
@@ -64,6 +79,11 @@ pub struct Recorder {
     per_row: usize,
     /// Sampler rows the newest kept row holds so far (up to `per_row`).
     newest_holds: usize,
+    /// Per-process columns kept at most (see [`MAX_PROCESS_COLUMNS`]), and kept now.
+    max_process_columns: usize,
+    process_columns: usize,
+    /// Per-process columns dropped from memory, by metric name.
+    dropped: BTreeMap<String, usize>,
 }
 
 impl Recorder {
@@ -82,7 +102,23 @@ impl Recorder {
             max_rows: MAX_ROWS,
             per_row: 1,
             newest_holds: 0,
+            max_process_columns: MAX_PROCESS_COLUMNS,
+            process_columns: 0,
+            dropped: BTreeMap::new(),
         }
+    }
+
+    /// A recording that keeps at most `max` per-process columns in memory (at least 4).
+    #[must_use]
+    pub fn with_max_process_columns(mut self, max: usize) -> Self {
+        self.max_process_columns = max.max(4);
+        self
+    }
+
+    /// The per-process columns dropped from the in-memory copy so far, by metric name (see
+    /// [`MAX_PROCESS_COLUMNS`]): empty when none was.
+    pub fn dropped_columns(&self) -> &BTreeMap<String, usize> {
+        &self.dropped
     }
 
     /// A recording that keeps at most `max_rows` rows (an even number, at least 2).
@@ -140,6 +176,84 @@ impl Recorder {
             self.write_row(row);
             self.newest_holds = 1;
         }
+        if self.process_columns > self.max_process_columns {
+            self.drop_process_columns();
+        }
+    }
+
+    /// Drops per-process columns from memory down to three quarters of the bound (so that the
+    /// search for them is paid once per many new columns). Those with the least value over
+    /// time go first (for a process's CPU share: the least CPU time), those written in the
+    /// last [`RECENT_S`] after the rest (unless they are more than half of what is kept), and
+    /// those written in the newest row last. Their notes of missing values go with them.
+    fn drop_process_columns(&mut self) {
+        let keep = self.max_process_columns * 3 / 4;
+        let newest = self.series.t_s.last().copied().unwrap_or(0.0);
+        let t_s = &self.series.t_s;
+        let newest_row = t_s.len().saturating_sub(1);
+        // (in the newest row, recent, sum, column): dropped in ascending order.
+        let mut scored: Vec<(bool, bool, f64, usize)> = self
+            .series
+            .metrics
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| is_per_process(&m.id))
+            .map(|(i, m)| {
+                let last = m.values.iter().rposition(Option::is_some);
+                let current = last == Some(newest_row);
+                let recent = last.is_some_and(|r| t_s[r] >= newest - RECENT_S);
+                // Each value over its row's span: for a CPU share, the CPU time.
+                let sum: f64 = m
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(r, v)| {
+                        let span = t_s[r] - if r == 0 { 0.0 } else { t_s[r - 1] };
+                        Some(v.as_ref()?.abs() * span.max(0.0))
+                    })
+                    .sum();
+                (current, recent, sum, i)
+            })
+            .collect();
+        // When the recent ones are many (processes churning faster than the bound allows),
+        // recency says nothing: the most CPU time decides alone.
+        if scored.iter().filter(|s| s.1).count() > keep / 2 {
+            for s in &mut scored {
+                s.1 = false;
+            }
+        }
+        scored.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)));
+        let drop: std::collections::BTreeSet<usize> = scored
+            .iter()
+            .take(scored.len().saturating_sub(keep))
+            .map(|s| s.3)
+            .collect();
+        let mut gone: Vec<String> = Vec::with_capacity(drop.len());
+        let mut i = 0;
+        self.series.metrics.retain(|m| {
+            let keep = !drop.contains(&i);
+            i += 1;
+            if !keep {
+                *self.dropped.entry(m.id.name.clone()).or_default() += 1;
+                gone.push(m.id.to_string());
+            }
+            keep
+        });
+        gone.sort_unstable();
+        self.series
+            .missing
+            .retain(|n| gone.binary_search(&n.metric).is_err());
+        self.process_columns -= drop.len();
+        // Column numbers moved: work them out again.
+        self.index = self
+            .series
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.clone(), i))
+            .collect();
+        self.columns.clear();
+        self.noted.clear();
     }
 
     /// Folds `row` into the newest kept row: each value the time-weighted mean of the two
@@ -281,6 +395,9 @@ impl Recorder {
             values: vec![None; self.series.t_s.len()],
         });
         self.index.insert(id.clone(), i);
+        if is_per_process(id) {
+            self.process_columns += 1;
+        }
         i
     }
 
@@ -299,6 +416,11 @@ impl Recorder {
         self.flush();
         self.series
     }
+}
+
+/// Whether a column is one process's, thread's or flow's: it has a `pid` label.
+fn is_per_process(id: &MetricId) -> bool {
+    id.labels.contains_key(LABEL_PID)
 }
 
 /// Two values of one metric over neighbouring spans, as one: a count is the later reading
@@ -332,6 +454,9 @@ pub struct SamplerOutput {
     /// Sampler rows each row of `series` stands for: 1 unless the recording outgrew
     /// [`MAX_ROWS`] and its rows were merged.
     pub rows_per_row: usize,
+    /// Per-process columns left out of `series` to keep its memory bounded, by metric name
+    /// (see [`MAX_PROCESS_COLUMNS`]); the rows streamed while sampling had them.
+    pub dropped_columns: BTreeMap<String, usize>,
 }
 
 impl SamplerOutput {
@@ -470,9 +595,11 @@ fn run<S: Source>(
         .map(|(end, begin)| end.saturating_sub(begin).as_secs_f64());
     recorder.flush();
     let rows_per_row = recorder.rows_per_row();
+    let dropped_columns = recorder.dropped_columns().clone();
     let series = recorder.into_series();
     SamplerOutput {
         rows_per_row,
+        dropped_columns,
         wall_s: series.t_s.last().copied().unwrap_or(0.0),
         nics: sampler.nic_info(),
         sampler_cpu_s,
@@ -556,6 +683,76 @@ mod tests {
         // The count: the latest reading of each kept row.
         assert_eq!(s.metrics[1].values[0], Some(per as f64));
         assert_eq!(s.metrics[1].values.last().copied().flatten(), Some(1000.0));
+    }
+
+    /// 10 ms rows of one machine-wide rate, each also carrying the CPU share of one of many
+    /// short-lived processes (a new pid every `every` rows, as a build makes them), and of one
+    /// busy process seen only at the start.
+    fn churning_processes(n: usize, every: usize) -> Vec<Row> {
+        let proc = |pid: usize, comm: &str| {
+            MetricId::new(netceil_model::names::PROC_CPU_PCT)
+                .with(LABEL_PID, pid.to_string())
+                .with(netceil_model::names::LABEL_COMM, comm)
+        };
+        (1..=n)
+            .map(|i| {
+                let mut row = Row::from_values(
+                    i as f64 * 0.01,
+                    0.01,
+                    vec![(MetricId::new("cs_per_s"), Unit::PerSecond, 1.0)],
+                );
+                row.extra
+                    .push((proc(100_000 + i / every, "cc1"), Unit::Percent, 20.0));
+                if i <= 50 {
+                    row.extra.push((proc(7, "busy"), Unit::Percent, 90.0));
+                }
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn columns_of_short_lived_processes_stay_bounded_in_memory() {
+        // 20 000 rows (200 s at 10 ms), a new process every 10 rows: 2 001 process columns.
+        let all = churning_processes(20_000, 10);
+        let mut r =
+            Recorder::with_max_rows(Duration::from_millis(10), 256).with_max_process_columns(64);
+        let mut most = 0;
+        for row in &all {
+            r.append(row);
+            most = most.max(r.series.metrics.len());
+        }
+        let cells: usize = r.series().metrics.iter().map(|m| m.values.len()).sum();
+        assert!(most <= 1 + 64 + 1, "columns grew to {most}");
+        assert!(cells <= 256 * (1 + 64 + 1), "{cells} values held");
+        // What was left out is said, by metric, and adds up with what is kept.
+        let dropped = r
+            .dropped_columns()
+            .get(netceil_model::names::PROC_CPU_PCT)
+            .copied();
+        let kept = r
+            .series()
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .count();
+        assert_eq!(dropped.unwrap_or(0) + kept, 2_001 + 1);
+        // The machine-wide column, the busy process of the start (the most CPU time of all)
+        // and the newest process are kept.
+        let s = r.series();
+        assert!(s.total("cs_per_s").is_some());
+        assert!(s
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .any(|m| m.id.label("comm") == Some("busy")));
+        assert!(s
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .any(|m| m.id.label(LABEL_PID) == Some("102000")));
+        // And a column is still found and written after others were dropped.
+        let last = s.len() - 1;
+        let newest = s
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .find(|m| m.id.label(LABEL_PID) == Some("102000"))
+            .unwrap();
+        assert_eq!(newest.values[last], Some(20.0));
+        assert_eq!(s.total("cs_per_s").unwrap().values[last], Some(1.0));
     }
 
     #[test]
