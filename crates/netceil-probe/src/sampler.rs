@@ -279,6 +279,11 @@ pub struct Sampler<S: Source> {
     children: BTreeSet<i32>,
     /// Which sockets are the workload's, remembered between readings.
     flows: FlowTracker,
+    /// The processes the last scan read, and the kernel's count of forks (`processes` in
+    /// /proc/stat) when it listed /proc: while that count stays the same no process was
+    /// created, so the next scan reads the same ones without listing /proc again (listing it
+    /// costs the kernel about as much as reading every process's stat).
+    listed: Option<(u64, Vec<u32>)>,
 }
 
 fn read_parse<S: Source + ?Sized, T>(
@@ -306,6 +311,7 @@ impl<S: Source> Sampler<S> {
             processes: None,
             children: BTreeSet::new(),
             flows: FlowTracker::default(),
+            listed: None,
         }
     }
 
@@ -358,7 +364,8 @@ impl<S: Source> Sampler<S> {
             }
             last => {
                 let seq = last.as_ref().map_or(0, |l| l.seq + 1);
-                Arc::new(self.read_slow(seq, t0, net_dev.as_ref().ok(), last.as_deref()))
+                let forks = stat.as_ref().ok().and_then(|s| s.processes);
+                Arc::new(self.read_slow(seq, t0, forks, net_dev.as_ref().ok(), last.as_deref()))
             }
         };
         self.slow = Some(Arc::clone(&slow));
@@ -379,6 +386,7 @@ impl<S: Source> Sampler<S> {
         &mut self,
         seq: u64,
         t0: Duration,
+        forks: Option<u64>,
         net_dev: Option<&NetDev>,
         last: Option<&SlowSnapshot>,
     ) -> SlowSnapshot {
@@ -413,7 +421,7 @@ impl<S: Source> Sampler<S> {
             .source
             .qdiscs()
             .map_err(|e| SourceError::io(QDISC_SOURCE, &e));
-        let processes = self.scan_processes(t0);
+        let processes = self.scan_processes(t0, forks);
         let workload: Vec<i32> = self
             .config
             .pids
@@ -447,23 +455,31 @@ impl<S: Source> Sampler<S> {
     }
 
     /// Every process's CPU time, when [`PROCESS_SCAN_INTERVAL`] has passed since the last
-    /// scan; else the last scan again. Processes that exit mid-scan are skipped.
-    fn scan_processes(&mut self, now: Duration) -> Option<Arc<ProcessScan>> {
+    /// scan; else the last scan again. Processes that exit mid-scan are skipped. `forks` is
+    /// the kernel's count of forks now: unchanged since the last listing of /proc, the
+    /// processes are those of the last scan (less any that exited), and /proc is not listed.
+    fn scan_processes(&mut self, now: Duration, forks: Option<u64>) -> Option<Arc<ProcessScan>> {
         if let Some(last) = &self.processes {
             if now.saturating_sub(last.t) < PROCESS_SCAN_INTERVAL {
                 return Some(Arc::clone(last));
             }
         }
-        let pids: Vec<u32> = self
-            .source
-            .list_dir("/proc")
-            .ok()?
-            .iter()
-            .filter_map(|n| n.parse().ok())
-            .collect();
-        self.source.processes_seen(&pids);
+        let pids = match (self.listed.take(), forks) {
+            (Some((at, pids)), Some(now)) if at == now => pids,
+            _ => {
+                let pids: Vec<u32> = self
+                    .source
+                    .list_dir("/proc")
+                    .ok()?
+                    .iter()
+                    .filter_map(|n| n.parse().ok())
+                    .collect();
+                self.source.processes_seen(&pids);
+                pids
+            }
+        };
         let mut processes = Vec::with_capacity(pids.len());
-        for pid in pids {
+        for &pid in &pids {
             let path = format!("/proc/{pid}/stat");
             if self.source.read_into(&path, &mut self.bufs.task).is_err() {
                 continue;
@@ -480,6 +496,11 @@ impl<S: Source> Sampler<S> {
                 ppid: st.ppid,
                 role: ProcessRole::Other,
             });
+        }
+        if let Some(forks) = forks {
+            // Those that could not be read have exited (a pid is reused only after a fork).
+            let read: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+            self.listed = Some((forks, read));
         }
         self.classify_processes(&mut processes);
         let seq = self.processes.as_ref().map_or(0, |p| p.seq + 1);

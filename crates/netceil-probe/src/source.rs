@@ -518,6 +518,8 @@ struct FakeState {
     tcp: Option<BTreeMap<String, FakeTcp>>,
     /// Reads of TCP sockets so far: (namespace, path) of each.
     tcp_reads: Vec<(String, String)>,
+    /// Every file read and directory listed since [`FakeSource::log_reads`] turned it on.
+    reads: Option<Vec<String>>,
 }
 
 /// An in-memory [`Source`] for tests. Clones share one state, so a test keeps a handle and
@@ -583,6 +585,22 @@ impl FakeSource {
     /// Sets what [`Source::thread_cpu_time`] reports.
     pub fn set_thread_cpu(&self, cpu: Option<Duration>) {
         self.state().thread_cpu = cpu;
+    }
+
+    /// Starts (or stops) logging every file read and directory listed, for a test to check
+    /// what a sample reads; starting empties the log.
+    pub fn log_reads(&self, on: bool) {
+        self.state().reads = on.then(Vec::new);
+    }
+
+    /// The paths read (files) and listed (directories, as `DIR/`) since the log was started
+    /// or last taken, in order; the log is emptied.
+    pub fn take_reads(&self) -> Vec<String> {
+        self.state()
+            .reads
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Sets USER_HZ (default 100).
@@ -660,7 +678,11 @@ impl Source for FakeSource {
     }
 
     fn read(&self, path: &str) -> io::Result<String> {
-        match self.state().files.get(path) {
+        let mut s = self.state();
+        if let Some(log) = &mut s.reads {
+            log.push(path.to_string());
+        }
+        match s.files.get(path) {
             Some(FakeEntry::Text(t)) => Ok(t.clone()),
             Some(FakeEntry::Error(kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
             None => Err(not_found()),
@@ -676,7 +698,10 @@ impl Source for FakeSource {
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        let s = self.state();
+        let mut s = self.state();
+        if let Some(log) = &mut s.reads {
+            log.push(format!("{}/", path.trim_end_matches('/')));
+        }
         if let Some(FakeEntry::Error(kind, msg)) = s.files.get(path) {
             return Err(io::Error::new(*kind, msg.clone()));
         }
