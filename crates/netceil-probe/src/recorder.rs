@@ -45,9 +45,10 @@ pub const MAX_ROWS: usize = 16_384;
 /// in memory at most. Such columns come and go with the processes: a long watch on a machine
 /// that starts many short-lived busy processes (a build) makes a new column for each, every
 /// one as long as the kept rows (16 B a row: 256 KB at [`MAX_ROWS`]), so without a bound the
-/// recording's memory grows for as long as it runs. Past it, the columns least worth keeping
-/// are dropped from the in-memory copy (see [`Recorder::dropped_columns`]); every row was
-/// streamed as it was made, so the store still has them whole.
+/// recording's memory grows for as long as it runs. Past it, the columns of those that have
+/// gone and were least busy are dropped from the in-memory copy (see
+/// [`Recorder::dropped_columns`]); every row was streamed as it was made, so the store still
+/// has them whole. Columns still being written are kept, however many.
 pub const MAX_PROCESS_COLUMNS: usize = 128;
 
 /// A per-process column written this recently (seconds before the newest row) is kept in
@@ -82,6 +83,14 @@ pub struct Recorder {
     /// Per-process columns kept at most (see [`MAX_PROCESS_COLUMNS`]), and kept now.
     max_process_columns: usize,
     process_columns: usize,
+    /// When the columns still being written are over the bound by themselves, the count of
+    /// per-process columns at which to look again.
+    check_at: Option<usize>,
+    /// Each column's values over time (the sum of |value| x the sampler row's length),
+    /// summed as rows are written: merged rows no longer tell it.
+    weights: Vec<f64>,
+    /// The end of the newest sampler row, seconds.
+    last_t: f64,
     /// Per-process columns dropped from memory, by metric name.
     dropped: BTreeMap<String, usize>,
 }
@@ -104,6 +113,9 @@ impl Recorder {
             newest_holds: 0,
             max_process_columns: MAX_PROCESS_COLUMNS,
             process_columns: 0,
+            check_at: None,
+            weights: Vec::new(),
+            last_t: 0.0,
             dropped: BTreeMap::new(),
         }
     }
@@ -176,58 +188,52 @@ impl Recorder {
             self.write_row(row);
             self.newest_holds = 1;
         }
-        if self.process_columns > self.max_process_columns {
+        if self.process_columns > self.max_process_columns
+            && self.check_at.is_none_or(|at| self.process_columns >= at)
+        {
             self.drop_process_columns();
         }
     }
 
     /// Drops per-process columns from memory down to three quarters of the bound (so that the
-    /// search for them is paid once per many new columns). Those with the least value over
-    /// time go first (for a process's CPU share: the least CPU time), those written in the
-    /// last [`RECENT_S`] after the rest (unless they are more than half of what is kept), and
-    /// those written in the newest row last. Their notes of missing values go with them.
+    /// search for them is paid once per many new columns): only those not written in the last
+    /// [`RECENT_S`] (their process, thread or flow has gone, or gone quiet), the ones with the
+    /// least value over time first (for a process's CPU share: the least CPU time); the
+    /// busiest quarter of what is kept stays whatever comes. Columns
+    /// still being written are never dropped: a workload with many threads keeps them all.
+    /// Their notes of missing values go with them.
     fn drop_process_columns(&mut self) {
         let keep = self.max_process_columns * 3 / 4;
         let newest = self.series.t_s.last().copied().unwrap_or(0.0);
         let t_s = &self.series.t_s;
-        let newest_row = t_s.len().saturating_sub(1);
-        // (in the newest row, recent, sum, column): dropped in ascending order.
-        let mut scored: Vec<(bool, bool, f64, usize)> = self
-            .series
-            .metrics
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| is_per_process(&m.id))
-            .map(|(i, m)| {
-                let last = m.values.iter().rposition(Option::is_some);
-                let current = last == Some(newest_row);
-                let recent = last.is_some_and(|r| t_s[r] >= newest - RECENT_S);
-                // Each value over its row's span: for a CPU share, the CPU time.
-                let sum: f64 = m
-                    .values
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(r, v)| {
-                        let span = t_s[r] - if r == 0 { 0.0 } else { t_s[r - 1] };
-                        Some(v.as_ref()?.abs() * span.max(0.0))
-                    })
-                    .sum();
-                (current, recent, sum, i)
-            })
-            .collect();
-        // When the recent ones are many (processes churning faster than the bound allows),
-        // recency says nothing: the most CPU time decides alone.
-        if scored.iter().filter(|s| s.1).count() > keep / 2 {
-            for s in &mut scored {
-                s.1 = false;
+        let mut live = 0;
+        // (sum, column) of the stale ones: dropped in ascending order.
+        let mut stale: Vec<(f64, usize)> = Vec::new();
+        for (i, m) in self.series.metrics.iter().enumerate() {
+            if !is_per_process(&m.id) {
+                continue;
             }
+            let last = m.values.iter().rposition(Option::is_some);
+            if last.is_some_and(|r| t_s[r] >= newest - RECENT_S) {
+                live += 1;
+                continue;
+            }
+            // For a CPU share, the CPU time.
+            stale.push((self.weights[i], i));
         }
-        scored.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)));
-        let drop: std::collections::BTreeSet<usize> = scored
+        stale.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let drop: std::collections::BTreeSet<usize> = stale
             .iter()
-            .take(scored.len().saturating_sub(keep))
-            .map(|s| s.3)
+            // The busiest of those gone stay, at least a quarter of what is kept.
+            .take(
+                stale
+                    .len()
+                    .saturating_sub(keep.saturating_sub(live).max(keep / 4)),
+            )
+            .map(|s| s.1)
             .collect();
+        // Still over with the live ones alone: look again only after more have come.
+        self.check_at = (live > keep).then(|| live + stale.len() - drop.len() + keep / 3);
         let mut gone: Vec<String> = Vec::with_capacity(drop.len());
         let mut i = 0;
         self.series.metrics.retain(|m| {
@@ -238,6 +244,11 @@ impl Recorder {
                 gone.push(m.id.to_string());
             }
             keep
+        });
+        let mut i = 0;
+        self.weights.retain(|_| {
+            i += 1;
+            !drop.contains(&(i - 1))
         });
         gone.sort_unstable();
         self.series
@@ -280,7 +291,9 @@ impl Recorder {
             .zip(&row.values)
             .map(|((&i, (_, unit)), &v)| (i, *unit, v))
             .chain(extra);
+        let span = self.row_span(row);
         for (i, unit, value) in values {
+            self.weights[i] += value.abs() * span;
             let cell = &mut self.series.metrics[i].values[last];
             *cell = Some(match *cell {
                 Some(old) => merge(unit, old, held, value, added),
@@ -329,16 +342,27 @@ impl Recorder {
     }
 
     fn write_row(&mut self, row: &Row) {
+        let span = self.row_span(row);
         let last = self.series.push_row(row.t_s);
         let columns = self.columns_of(&row.schema);
         for (&i, &value) in columns.iter().zip(&row.values) {
             self.series.metrics[i].values[last] = Some(value);
+            self.weights[i] += value.abs() * span;
         }
         for (id, unit, value) in &row.extra {
             let i = self.column(id, *unit);
             self.series.metrics[i].values[last] = Some(*value);
+            self.weights[i] += value.abs() * span;
         }
         self.note_missing(row);
+    }
+
+    /// The length of a sampler row (its end less the previous row's), seconds; the newest row
+    /// end is kept for the next.
+    fn row_span(&mut self, row: &Row) -> f64 {
+        let span = (row.t_s - self.last_t).max(0.0);
+        self.last_t = row.t_s;
+        span
     }
 
     /// Notes the row's missing values in the series, each pair once: the rows share their
@@ -389,6 +413,7 @@ impl Recorder {
             return i;
         }
         let i = self.series.metrics.len();
+        self.weights.push(0.0);
         self.series.metrics.push(Metric {
             id: id.clone(),
             unit,
@@ -723,8 +748,9 @@ mod tests {
             most = most.max(r.series.metrics.len());
         }
         let cells: usize = r.series().metrics.iter().map(|m| m.values.len()).sum();
-        assert!(most <= 1 + 64 + 1, "columns grew to {most}");
-        assert!(cells <= 256 * (1 + 64 + 1), "{cells} values held");
+        // The bound, give or take the columns still being written (the last 4 s: ~40 here).
+        assert!(most <= 1 + 64 + 16, "columns grew to {most}");
+        assert!(cells <= 256 * (1 + 64 + 16), "{cells} values held");
         // What was left out is said, by metric, and adds up with what is kept.
         let dropped = r
             .dropped_columns()
@@ -753,6 +779,27 @@ mod tests {
             .unwrap();
         assert_eq!(newest.values[last], Some(20.0));
         assert_eq!(s.total("cs_per_s").unwrap().values[last], Some(1.0));
+    }
+
+    #[test]
+    fn columns_still_written_are_kept_however_many() {
+        // A workload with 100 threads, each with a column written every row: over the bound,
+        // but none has gone.
+        let mut r =
+            Recorder::with_max_rows(Duration::from_millis(10), 256).with_max_process_columns(64);
+        for i in 1..=2_000 {
+            let values = (0..100)
+                .map(|t| {
+                    let id = MetricId::new(netceil_model::names::THREAD_CPU_PCT)
+                        .with(LABEL_PID, "7")
+                        .with(netceil_model::names::LABEL_TID, (1000 + t).to_string());
+                    (id, Unit::Percent, 1.0)
+                })
+                .collect();
+            r.append(&Row::from_values(i as f64 * 0.01, 0.01, values));
+        }
+        assert!(r.dropped_columns().is_empty(), "{:?}", r.dropped_columns());
+        assert_eq!(r.series().metrics.len(), 100);
     }
 
     #[test]
