@@ -8,7 +8,12 @@
 # and per value against sadc's bytes per sample, and how long `netceil show` and `netceil report`
 # take on the finished run (median of 3, each timed alone).
 #
+# It also prints netceil's resident memory at 1, 5, 10 and 15 minutes (those the run reaches)
+# and its slope over the second half of the run (bounded memory: near 0), and the run's notes
+# on what the in-memory copy merged or left out (the store keeps every row and column).
+#
 # usage: bench/long-watch.sh [MINUTES] [INTERVAL]     (defaults: 15, 10ms)
+#   NC=path   the netceil binary (default: built here with cargo build --release)
 # Loopback only; nothing but the two observers runs; both are stopped by their PIDs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +27,11 @@ sadc=/usr/lib/sysstat/sadc
 if [ ! -x "$sadc" ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysstat
 fi
-cargo build --release -q -p netceil
-nc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/netceil
+if [ -z "${NC:-}" ]; then
+  cargo build --release -q -p netceil
+  NC=${CARGO_TARGET_DIR:-target}/release/netceil
+fi
+nc=$(realpath "$NC")
 export NETCEIL_DB=$PWD/$out/runs.db
 seconds=$((minutes * 60))
 
@@ -54,6 +62,7 @@ pids=()
 # Rows and values of the stored run, and the time to show and report it.
 json=$("$nc" show last --json)
 rows=$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r["series"]["t_s"]))')
+notes=$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("\n".join(n for n in r.get("notes", []) if "in memory" in n))')
 values=$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(sum(sum(v is not None for v in m["values"]) for m in r["series"]["metrics"]))')
 samples=$(LC_ALL=C sar -f "$out/sa.bin" 2>/dev/null | grep -c '^[0-9]' || true)
 timed() {
@@ -69,9 +78,9 @@ timed() {
 }
 show_s=$(timed "$nc" show last)
 report_s=$(timed "$nc" report last -o "$out/report.html")
-python3 - "$out/trace.txt" "$rows" "$values" "$samples" "$show_s" "$report_s" "$interval" "$minutes" <<'EOF'
+python3 - "$out/trace.txt" "$rows" "$values" "$samples" "$show_s" "$report_s" "$interval" "$minutes" "$notes" <<'EOF'
 import sys
-trace, rows, values, samples, show_s, report_s, interval, minutes = sys.argv[1:]
+trace, rows, values, samples, show_s, report_s, interval, minutes, notes = sys.argv[1:]
 rows, values, samples = int(rows), int(values), int(samples)
 t = [list(map(float, l.split())) for l in open(trace).read().splitlines()[1:] if l.strip()]
 t = [r for r in t if r[1] > 0]
@@ -83,6 +92,19 @@ print(f"  rows stored {rows}, values {values}; sadc samples {samples}")
 print("  resident memory, MB (at %ds, %ds, %ds):" % (first[0], mid[0], last[0]))
 print(f"    netceil {first[1]/1024:.1f} {mid[1]/1024:.1f} {last[1]/1024:.1f}  (growth after the first point: {(last[1]-first[1])/1024:.1f} MB)")
 print(f"    sadc    {first[3]/1024:.1f} {mid[3]/1024:.1f} {last[3]/1024:.1f}")
+# RSS at whole minutes, and its slope over the second half (least squares): bounded is ~0.
+at = {m: next((r for r in t if r[0] >= m * 60), None) for m in (1, 5, 10, 15)}
+print("  netceil RSS, MB, at " + ", ".join(
+    f"{m} min: {r[1]/1024:.1f}" for m, r in at.items() if r is not None and r[0] < m * 60 + 30))
+second = t[len(t) // 2:]
+if len(second) >= 2:
+    xs = [r[0] / 60 for r in second]; ys = [r[1] / 1024 for r in second]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    print(f"  netceil RSS slope over the second half ({xs[0]:.1f}..{xs[-1]:.1f} min): {slope:+.2f} MB/min")
+for n in filter(None, notes.splitlines()):
+    print(f"  run note: {n}")
 # The recording keeps at most MAX_ROWS rows in memory (netceil_probe::MAX_ROWS; the store keeps
 # every row): full, it merges them two into one, and refills. So RSS is a sawtooth, growing as
 # the copy refills and dropping at each merge; bounded by its peak, not flat.

@@ -247,20 +247,13 @@ impl<'s> Recording<'s> {
         rest.extend(self.rows.try_iter());
         match stopped {
             Ok(out) => {
+                run.notes.extend(memory_notes(&out));
                 run.meta.sampler_cpu_s = out.sampler_cpu_s;
                 run.meta.sampler_cpu_pct = out.sampler_cpu_pct();
                 if !out.nics.is_empty() {
                     run.meta.host.nics = out.nics;
                 }
                 run.series = out.series;
-                if out.rows_per_row > 1 {
-                    run.notes.push(format!(
-                        "the run's {} rows were more than netceil keeps in memory ({}): the store has every row, while this summary, the verdict and --json were made from rows merged {} into one (means over time; counts the later reading)",
-                        out.samples.saturating_sub(1),
-                        netceil_probe::MAX_ROWS,
-                        out.rows_per_row
-                    ));
-                }
             }
             Err(_) => run
                 .notes
@@ -315,6 +308,33 @@ impl<'s> Recording<'s> {
     }
 }
 
+/// What the sampler's in-memory copy of the run merged or left out (the store has all of it):
+/// said in the run's notes.
+fn memory_notes(out: &netceil_probe::SamplerOutput) -> Vec<String> {
+    let mut notes = Vec::new();
+    if out.rows_per_row > 1 {
+        notes.push(format!(
+            "the run's {} rows were more than netceil keeps in memory ({}): the store has every row, while this summary, the verdict and --json were made from rows merged {} into one (means over time; counts the later reading)",
+            out.samples.saturating_sub(1),
+            netceil_probe::MAX_ROWS,
+            out.rows_per_row
+        ));
+    }
+    if !out.dropped_columns.is_empty() {
+        let what: Vec<String> = out
+            .dropped_columns
+            .iter()
+            .map(|(name, n)| format!("{n} of {name}"))
+            .collect();
+        notes.push(format!(
+            "more processes, threads or flows came and went than netceil keeps columns for in memory ({}): {} columns, of those least recently seen and least busy, were left out of this summary, the verdict and --json; the store has every row with every column",
+            netceil_probe::MAX_PROCESS_COLUMNS,
+            what.join(", ")
+        ));
+    }
+    notes
+}
+
 /// The workload's figures of each interval, set on the row that ends at their `t_s`; when the
 /// recording merged its rows (see `netceil_probe::MAX_ROWS`), on the row whose span
 /// holds it, as the mean of the figures it holds.
@@ -367,5 +387,26 @@ mod attach_tests {
         exact.push_row(0.02);
         attach(&mut exact, &[at(0.01, 5.0), at(0.02, 7.0)]);
         assert_eq!(exact.get(&id).unwrap().values, vec![Some(5.0), Some(7.0)]);
+    }
+
+    #[test]
+    fn the_run_says_what_its_in_memory_copy_left_out() {
+        let mut out = netceil_probe::SamplerOutput {
+            series: netceil_model::Series::new(0.01),
+            nics: Vec::new(),
+            sampler_cpu_s: None,
+            wall_s: 900.0,
+            samples: 90_001,
+            rows_per_row: 1,
+            dropped_columns: std::collections::BTreeMap::new(),
+        };
+        assert!(memory_notes(&out).is_empty());
+        out.rows_per_row = 8;
+        out.dropped_columns.insert("proc_cpu_pct".into(), 312);
+        let notes = memory_notes(&out);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("90000 rows") && notes[0].contains("merged 8 into one"));
+        assert!(notes[1].contains("312 of proc_cpu_pct"), "{}", notes[1]);
+        assert!(notes[1].contains("the store has every row"));
     }
 }

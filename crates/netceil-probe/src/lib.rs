@@ -38,7 +38,8 @@ pub use flows::{Flow, TcpFlows};
 pub use ids::{Key, Label, MetricIds, Schema};
 pub use rates::{counter_delta, rates, rates_with, CounterWidth, Row, Value};
 pub use recorder::{
-    spawn_sampler, Recorder, SamplerHandle, SamplerOutput, SamplerStopper, MAX_ROWS,
+    spawn_sampler, Recorder, SamplerHandle, SamplerOutput, SamplerStopper, MAX_PROCESS_COLUMNS,
+    MAX_ROWS,
 };
 pub use sampler::{NicIrq, Sampler, SamplerConfig, SlowSnapshot, Snapshot, ThreadSample};
 pub use source::{thread_cpu_time, FakeSource, ProcFs, Source};

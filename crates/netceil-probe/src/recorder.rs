@@ -6,13 +6,14 @@
 //! workload, sends every row as it is made, and hands back the whole series when stopped, so
 //! a caller can show a live table and still keep everything sampled so far.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netceil_model::names::LABEL_PID;
 use netceil_model::{Metric, MetricId, NicInfo, Series, Unit};
 
 use crate::ids::{MetricIds, Schema};
@@ -40,6 +41,21 @@ const MAX_SCHEMAS: usize = 16;
 /// rows are 4.5 hours at 1 s and 2.7 minutes at 10 ms.
 pub const MAX_ROWS: usize = 16_384;
 
+/// Columns of one process, thread or flow (a metric with a `pid` label) a [`Recorder`] keeps
+/// in memory at most. Such columns come and go with the processes: a long watch on a machine
+/// that starts many short-lived busy processes (a build) makes a new column for each, every
+/// one as long as the kept rows (16 B a row: 256 KB at [`MAX_ROWS`]), so without a bound the
+/// recording's memory grows for as long as it runs. Past it, the columns of those that have
+/// gone and were least busy are dropped from the in-memory copy (see
+/// [`Recorder::dropped_columns`]); every row was streamed as it was made, so the store still
+/// has them whole. Columns still being written are kept, however many.
+pub const MAX_PROCESS_COLUMNS: usize = 128;
+
+/// A per-process column written this recently (seconds before the newest row) is kept in
+/// preference to older ones: its process is probably still there (two process scans, see
+/// [`crate::sampler::PROCESS_SCAN_INTERVAL`]).
+const RECENT_S: f64 = 4.0;
+
 /// Appends one row per interval to a [`Series`].
 #[derive(Debug)]
 pub struct Recorder {
@@ -64,6 +80,19 @@ pub struct Recorder {
     per_row: usize,
     /// Sampler rows the newest kept row holds so far (up to `per_row`).
     newest_holds: usize,
+    /// Per-process columns kept at most (see [`MAX_PROCESS_COLUMNS`]), and kept now.
+    max_process_columns: usize,
+    process_columns: usize,
+    /// When the columns still being written are over the bound by themselves, the count of
+    /// per-process columns at which to look again.
+    check_at: Option<usize>,
+    /// Each column's values over time (the sum of |value| x the sampler row's length),
+    /// summed as rows are written: merged rows no longer tell it.
+    weights: Vec<f64>,
+    /// The end of the newest sampler row, seconds.
+    last_t: f64,
+    /// Per-process columns dropped from memory, by metric name.
+    dropped: BTreeMap<String, usize>,
 }
 
 impl Recorder {
@@ -82,7 +111,26 @@ impl Recorder {
             max_rows: MAX_ROWS,
             per_row: 1,
             newest_holds: 0,
+            max_process_columns: MAX_PROCESS_COLUMNS,
+            process_columns: 0,
+            check_at: None,
+            weights: Vec::new(),
+            last_t: 0.0,
+            dropped: BTreeMap::new(),
         }
+    }
+
+    /// A recording that keeps at most `max` per-process columns in memory (at least 4).
+    #[must_use]
+    pub fn with_max_process_columns(mut self, max: usize) -> Self {
+        self.max_process_columns = max.max(4);
+        self
+    }
+
+    /// The per-process columns dropped from the in-memory copy so far, by metric name (see
+    /// [`MAX_PROCESS_COLUMNS`]): empty when none was.
+    pub fn dropped_columns(&self) -> &BTreeMap<String, usize> {
+        &self.dropped
     }
 
     /// A recording that keeps at most `max_rows` rows (an even number, at least 2).
@@ -140,6 +188,83 @@ impl Recorder {
             self.write_row(row);
             self.newest_holds = 1;
         }
+        if self.process_columns > self.max_process_columns
+            && self.check_at.is_none_or(|at| self.process_columns >= at)
+        {
+            self.drop_process_columns();
+        }
+    }
+
+    /// Drops per-process columns from memory down to three quarters of the bound (so that the
+    /// search for them is paid once per many new columns): only those not written in the last
+    /// [`RECENT_S`] (their process, thread or flow has gone, or gone quiet), the ones with the
+    /// least value over time first (for a process's CPU share: the least CPU time); the
+    /// busiest quarter of what is kept stays whatever comes. Columns
+    /// still being written are never dropped: a workload with many threads keeps them all.
+    /// Their notes of missing values go with them.
+    fn drop_process_columns(&mut self) {
+        let keep = self.max_process_columns * 3 / 4;
+        let newest = self.series.t_s.last().copied().unwrap_or(0.0);
+        let t_s = &self.series.t_s;
+        let mut live = 0;
+        // (sum, column) of the stale ones: dropped in ascending order.
+        let mut stale: Vec<(f64, usize)> = Vec::new();
+        for (i, m) in self.series.metrics.iter().enumerate() {
+            if !is_per_process(&m.id) {
+                continue;
+            }
+            let last = m.values.iter().rposition(Option::is_some);
+            if last.is_some_and(|r| t_s[r] >= newest - RECENT_S) {
+                live += 1;
+                continue;
+            }
+            // For a CPU share, the CPU time.
+            stale.push((self.weights[i], i));
+        }
+        stale.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let drop: std::collections::BTreeSet<usize> = stale
+            .iter()
+            // The busiest of those gone stay, at least a quarter of what is kept.
+            .take(
+                stale
+                    .len()
+                    .saturating_sub(keep.saturating_sub(live).max(keep / 4)),
+            )
+            .map(|s| s.1)
+            .collect();
+        // Still over with the live ones alone: look again only after more have come.
+        self.check_at = (live > keep).then(|| live + stale.len() - drop.len() + keep / 3);
+        let mut gone: Vec<String> = Vec::with_capacity(drop.len());
+        let mut i = 0;
+        self.series.metrics.retain(|m| {
+            let keep = !drop.contains(&i);
+            i += 1;
+            if !keep {
+                *self.dropped.entry(m.id.name.clone()).or_default() += 1;
+                gone.push(m.id.to_string());
+            }
+            keep
+        });
+        let mut i = 0;
+        self.weights.retain(|_| {
+            i += 1;
+            !drop.contains(&(i - 1))
+        });
+        gone.sort_unstable();
+        self.series
+            .missing
+            .retain(|n| gone.binary_search(&n.metric).is_err());
+        self.process_columns -= drop.len();
+        // Column numbers moved: work them out again.
+        self.index = self
+            .series
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.clone(), i))
+            .collect();
+        self.columns.clear();
+        self.noted.clear();
     }
 
     /// Folds `row` into the newest kept row: each value the time-weighted mean of the two
@@ -166,7 +291,9 @@ impl Recorder {
             .zip(&row.values)
             .map(|((&i, (_, unit)), &v)| (i, *unit, v))
             .chain(extra);
+        let span = self.row_span(row);
         for (i, unit, value) in values {
+            self.weights[i] += value.abs() * span;
             let cell = &mut self.series.metrics[i].values[last];
             *cell = Some(match *cell {
                 Some(old) => merge(unit, old, held, value, added),
@@ -215,16 +342,27 @@ impl Recorder {
     }
 
     fn write_row(&mut self, row: &Row) {
+        let span = self.row_span(row);
         let last = self.series.push_row(row.t_s);
         let columns = self.columns_of(&row.schema);
         for (&i, &value) in columns.iter().zip(&row.values) {
             self.series.metrics[i].values[last] = Some(value);
+            self.weights[i] += value.abs() * span;
         }
         for (id, unit, value) in &row.extra {
             let i = self.column(id, *unit);
             self.series.metrics[i].values[last] = Some(*value);
+            self.weights[i] += value.abs() * span;
         }
         self.note_missing(row);
+    }
+
+    /// The length of a sampler row (its end less the previous row's), seconds; the newest row
+    /// end is kept for the next.
+    fn row_span(&mut self, row: &Row) -> f64 {
+        let span = (row.t_s - self.last_t).max(0.0);
+        self.last_t = row.t_s;
+        span
     }
 
     /// Notes the row's missing values in the series, each pair once: the rows share their
@@ -275,12 +413,16 @@ impl Recorder {
             return i;
         }
         let i = self.series.metrics.len();
+        self.weights.push(0.0);
         self.series.metrics.push(Metric {
             id: id.clone(),
             unit,
             values: vec![None; self.series.t_s.len()],
         });
         self.index.insert(id.clone(), i);
+        if is_per_process(id) {
+            self.process_columns += 1;
+        }
         i
     }
 
@@ -299,6 +441,11 @@ impl Recorder {
         self.flush();
         self.series
     }
+}
+
+/// Whether a column is one process's, thread's or flow's: it has a `pid` label.
+fn is_per_process(id: &MetricId) -> bool {
+    id.labels.contains_key(LABEL_PID)
 }
 
 /// Two values of one metric over neighbouring spans, as one: a count is the later reading
@@ -332,6 +479,9 @@ pub struct SamplerOutput {
     /// Sampler rows each row of `series` stands for: 1 unless the recording outgrew
     /// [`MAX_ROWS`] and its rows were merged.
     pub rows_per_row: usize,
+    /// Per-process columns left out of `series` to keep its memory bounded, by metric name
+    /// (see [`MAX_PROCESS_COLUMNS`]); the rows streamed while sampling had them.
+    pub dropped_columns: BTreeMap<String, usize>,
 }
 
 impl SamplerOutput {
@@ -470,9 +620,11 @@ fn run<S: Source>(
         .map(|(end, begin)| end.saturating_sub(begin).as_secs_f64());
     recorder.flush();
     let rows_per_row = recorder.rows_per_row();
+    let dropped_columns = recorder.dropped_columns().clone();
     let series = recorder.into_series();
     SamplerOutput {
         rows_per_row,
+        dropped_columns,
         wall_s: series.t_s.last().copied().unwrap_or(0.0),
         nics: sampler.nic_info(),
         sampler_cpu_s,
@@ -556,6 +708,98 @@ mod tests {
         // The count: the latest reading of each kept row.
         assert_eq!(s.metrics[1].values[0], Some(per as f64));
         assert_eq!(s.metrics[1].values.last().copied().flatten(), Some(1000.0));
+    }
+
+    /// 10 ms rows of one machine-wide rate, each also carrying the CPU share of one of many
+    /// short-lived processes (a new pid every `every` rows, as a build makes them), and of one
+    /// busy process seen only at the start.
+    fn churning_processes(n: usize, every: usize) -> Vec<Row> {
+        let proc = |pid: usize, comm: &str| {
+            MetricId::new(netceil_model::names::PROC_CPU_PCT)
+                .with(LABEL_PID, pid.to_string())
+                .with(netceil_model::names::LABEL_COMM, comm)
+        };
+        (1..=n)
+            .map(|i| {
+                let mut row = Row::from_values(
+                    i as f64 * 0.01,
+                    0.01,
+                    vec![(MetricId::new("cs_per_s"), Unit::PerSecond, 1.0)],
+                );
+                row.extra
+                    .push((proc(100_000 + i / every, "cc1"), Unit::Percent, 20.0));
+                if i <= 50 {
+                    row.extra.push((proc(7, "busy"), Unit::Percent, 90.0));
+                }
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn columns_of_short_lived_processes_stay_bounded_in_memory() {
+        // 20 000 rows (200 s at 10 ms), a new process every 10 rows: 2 001 process columns.
+        let all = churning_processes(20_000, 10);
+        let mut r =
+            Recorder::with_max_rows(Duration::from_millis(10), 256).with_max_process_columns(64);
+        let mut most = 0;
+        for row in &all {
+            r.append(row);
+            most = most.max(r.series.metrics.len());
+        }
+        let cells: usize = r.series().metrics.iter().map(|m| m.values.len()).sum();
+        // The bound, give or take the columns still being written (the last 4 s: ~40 here).
+        assert!(most <= 1 + 64 + 16, "columns grew to {most}");
+        assert!(cells <= 256 * (1 + 64 + 16), "{cells} values held");
+        // What was left out is said, by metric, and adds up with what is kept.
+        let dropped = r
+            .dropped_columns()
+            .get(netceil_model::names::PROC_CPU_PCT)
+            .copied();
+        let kept = r
+            .series()
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .count();
+        assert_eq!(dropped.unwrap_or(0) + kept, 2_001 + 1);
+        // The machine-wide column, the busy process of the start (the most CPU time of all)
+        // and the newest process are kept.
+        let s = r.series();
+        assert!(s.total("cs_per_s").is_some());
+        assert!(s
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .any(|m| m.id.label("comm") == Some("busy")));
+        assert!(s
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .any(|m| m.id.label(LABEL_PID) == Some("102000")));
+        // And a column is still found and written after others were dropped.
+        let last = s.len() - 1;
+        let newest = s
+            .by_name(netceil_model::names::PROC_CPU_PCT)
+            .find(|m| m.id.label(LABEL_PID) == Some("102000"))
+            .unwrap();
+        assert_eq!(newest.values[last], Some(20.0));
+        assert_eq!(s.total("cs_per_s").unwrap().values[last], Some(1.0));
+    }
+
+    #[test]
+    fn columns_still_written_are_kept_however_many() {
+        // A workload with 100 threads, each with a column written every row: over the bound,
+        // but none has gone.
+        let mut r =
+            Recorder::with_max_rows(Duration::from_millis(10), 256).with_max_process_columns(64);
+        for i in 1..=2_000 {
+            let values = (0..100)
+                .map(|t| {
+                    let id = MetricId::new(netceil_model::names::THREAD_CPU_PCT)
+                        .with(LABEL_PID, "7")
+                        .with(netceil_model::names::LABEL_TID, (1000 + t).to_string());
+                    (id, Unit::Percent, 1.0)
+                })
+                .collect();
+            r.append(&Row::from_values(i as f64 * 0.01, 0.01, values));
+        }
+        assert!(r.dropped_columns().is_empty(), "{:?}", r.dropped_columns());
+        assert_eq!(r.series().metrics.len(), 100);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! too is read at every sample. Thread CPU times count in 10 ms ticks, so reading them more
 //! often would only add noise.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -279,6 +279,23 @@ pub struct Sampler<S: Source> {
     children: BTreeSet<i32>,
     /// Which sockets are the workload's, remembered between readings.
     flows: FlowTracker,
+    /// The processes the last scan read, and the kernel's count of forks (`processes` in
+    /// /proc/stat) when it listed /proc: while that count stays the same no process was
+    /// created, so the next scan reads the same ones without listing /proc again (listing it
+    /// costs the kernel about as much as reading every process's stat).
+    listed: Option<(u64, Vec<u32>)>,
+    /// Each process's time on CPU (ns, `/proc/PID/schedstat`) at the last scan when it was
+    /// single-threaded then; `None` for the others (see [`Sampler::read_process`]).
+    ran: HashMap<u32, Option<u64>>,
+}
+
+/// The time on CPU in `/proc/PID/schedstat` (ns, the first of three numbers); `None` when
+/// it is 0 (none counted yet, or a kernel without scheduler statistics) or the text is not
+/// that line.
+fn schedstat_run_ns(text: &str) -> Option<u64> {
+    let mut fields = text.split_ascii_whitespace();
+    let run: u64 = fields.next()?.parse().ok()?;
+    (fields.count() == 2 && run > 0).then_some(run)
 }
 
 fn read_parse<S: Source + ?Sized, T>(
@@ -306,6 +323,8 @@ impl<S: Source> Sampler<S> {
             processes: None,
             children: BTreeSet::new(),
             flows: FlowTracker::default(),
+            listed: None,
+            ran: HashMap::new(),
         }
     }
 
@@ -358,7 +377,8 @@ impl<S: Source> Sampler<S> {
             }
             last => {
                 let seq = last.as_ref().map_or(0, |l| l.seq + 1);
-                Arc::new(self.read_slow(seq, t0, net_dev.as_ref().ok(), last.as_deref()))
+                let forks = stat.as_ref().ok().and_then(|s| s.processes);
+                Arc::new(self.read_slow(seq, t0, forks, net_dev.as_ref().ok(), last.as_deref()))
             }
         };
         self.slow = Some(Arc::clone(&slow));
@@ -379,6 +399,7 @@ impl<S: Source> Sampler<S> {
         &mut self,
         seq: u64,
         t0: Duration,
+        forks: Option<u64>,
         net_dev: Option<&NetDev>,
         last: Option<&SlowSnapshot>,
     ) -> SlowSnapshot {
@@ -413,7 +434,7 @@ impl<S: Source> Sampler<S> {
             .source
             .qdiscs()
             .map_err(|e| SourceError::io(QDISC_SOURCE, &e));
-        let processes = self.scan_processes(t0);
+        let processes = self.scan_processes(t0, forks);
         let workload: Vec<i32> = self
             .config
             .pids
@@ -447,39 +468,47 @@ impl<S: Source> Sampler<S> {
     }
 
     /// Every process's CPU time, when [`PROCESS_SCAN_INTERVAL`] has passed since the last
-    /// scan; else the last scan again. Processes that exit mid-scan are skipped.
-    fn scan_processes(&mut self, now: Duration) -> Option<Arc<ProcessScan>> {
+    /// scan; else the last scan again. Processes that exit mid-scan are skipped. `forks` is
+    /// the kernel's count of forks now: unchanged since the last listing of /proc, the
+    /// processes are those of the last scan (less any that exited), and /proc is not listed.
+    fn scan_processes(&mut self, now: Duration, forks: Option<u64>) -> Option<Arc<ProcessScan>> {
         if let Some(last) = &self.processes {
             if now.saturating_sub(last.t) < PROCESS_SCAN_INTERVAL {
                 return Some(Arc::clone(last));
             }
         }
-        let pids: Vec<u32> = self
-            .source
-            .list_dir("/proc")
-            .ok()?
-            .iter()
-            .filter_map(|n| n.parse().ok())
-            .collect();
-        self.source.processes_seen(&pids);
-        let mut processes = Vec::with_capacity(pids.len());
-        for pid in pids {
-            let path = format!("/proc/{pid}/stat");
-            if self.source.read_into(&path, &mut self.bufs.task).is_err() {
-                continue;
+        let pids = match (self.listed.take(), forks) {
+            (Some((at, pids)), Some(now)) if at == now => pids,
+            _ => {
+                let pids: Vec<u32> = self
+                    .source
+                    .list_dir("/proc")
+                    .ok()?
+                    .iter()
+                    .filter_map(|n| n.parse().ok())
+                    .collect();
+                self.source.processes_seen(&pids);
+                pids
             }
-            let Ok(st) = task_stat::parse(&self.bufs.task) else {
-                continue;
-            };
-            processes.push(ProcessSample {
-                pid,
-                comm: st.comm,
-                ticks: st.utime.saturating_add(st.stime),
-                processor: st.processor,
-                nice: st.nice,
-                ppid: st.ppid,
-                role: ProcessRole::Other,
-            });
+        };
+        let last = self.processes.clone();
+        let before: HashMap<u32, &ProcessSample> = last
+            .iter()
+            .flat_map(|l| &l.processes)
+            .map(|p| (p.pid, p))
+            .collect();
+        let mut ran = HashMap::with_capacity(pids.len());
+        let mut processes = Vec::with_capacity(pids.len());
+        for &pid in &pids {
+            if let Some(p) = self.read_process(pid, before.get(&pid).copied(), &mut ran) {
+                processes.push(p);
+            }
+        }
+        self.ran = ran;
+        if let Some(forks) = forks {
+            // Those that could not be read have exited (a pid is reused only after a fork).
+            let read: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+            self.listed = Some((forks, read));
         }
         self.classify_processes(&mut processes);
         let seq = self.processes.as_ref().map_or(0, |p| p.seq + 1);
@@ -490,6 +519,63 @@ impl<S: Source> Sampler<S> {
         });
         self.processes = Some(Arc::clone(&scan));
         Some(scan)
+    }
+
+    /// One process's CPU time for a scan, or `None` when it has gone. A process that was
+    /// single-threaded at the last scan and has not run since (its `/proc/PID/schedstat`, a
+    /// line of three numbers, shows the same time on CPU) has the same stat as then: the last
+    /// scan's figures are kept and its stat, several times costlier for the kernel to write,
+    /// is not read. Its nice value or parent could change meanwhile (set by another process)
+    /// and be seen only once it runs again. `ran` gets its time on CPU for the next scan.
+    fn read_process(
+        &mut self,
+        pid: u32,
+        before: Option<&ProcessSample>,
+        ran: &mut HashMap<u32, Option<u64>>,
+    ) -> Option<ProcessSample> {
+        // Single-threaded at the last scan, with its time on CPU then: read schedstat first.
+        let known = self.ran.get(&pid).copied();
+        // `Some(None)`: read, but no time yet (a process that has not been descheduled since
+        // it started shows 0); tried again at the next scan.
+        let run_ns = match known {
+            Some(None) => None,
+            _ => {
+                let path = format!("/proc/{pid}/schedstat");
+                self.source
+                    .read_into(&path, &mut self.bufs.task)
+                    .ok()
+                    .map(|()| schedstat_run_ns(&self.bufs.task))
+            }
+        };
+        if let (Some(Some(then)), Some(Some(now)), Some(before)) = (known, run_ns, before) {
+            if then == now {
+                ran.insert(pid, Some(now));
+                return Some(ProcessSample {
+                    role: ProcessRole::Other,
+                    ..before.clone()
+                });
+            }
+        }
+        let path = format!("/proc/{pid}/stat");
+        self.source.read_into(&path, &mut self.bufs.task).ok()?;
+        let st = task_stat::parse(&self.bufs.task).ok()?;
+        // Many threads: schedstat has the main thread's time only. One that has just become
+        // single-threaded gets schedstat read first at the next scan.
+        match (known, st.num_threads == 1, run_ns) {
+            (Some(None), true, _) | (_, true, Some(None)) => {}
+            (_, single, run) => {
+                ran.insert(pid, run.flatten().filter(|_| single));
+            }
+        }
+        Some(ProcessSample {
+            pid,
+            comm: st.comm,
+            ticks: st.utime.saturating_add(st.stime),
+            processor: st.processor,
+            nice: st.nice,
+            ppid: st.ppid,
+            role: ProcessRole::Other,
+        })
     }
 
     /// Sets each process's role: watched, a descendant of a watched process, or (for the busy

@@ -105,12 +105,13 @@ enum QdiscReader {
 #[derive(Debug, Default)]
 struct Open {
     files: HashMap<String, File>,
-    /// Each process's `/proc/PID/stat`, read at every process scan: kept open like the
-    /// others, as opening and closing them was a third of a scan's cost. A descriptor stays
+    /// Each process's `/proc/PID/stat` (and `schedstat`, `true`), read at every process
+    /// scan: kept open like the others, as opening and closing them was a third of a scan's
+    /// cost. A descriptor stays
     /// bound to its process (a pid reused later is another process, opened afresh): once
     /// the process is gone, reads fail and the file is closed; [`Source::processes_seen`]
     /// closes those of processes no scan lists any more.
-    stats: HashMap<u32, File>,
+    stats: HashMap<(u32, bool), File>,
     /// Zeroed once and kept: preparing a fresh buffer for every read cost more than
     /// copying the text out of this one.
     scratch: Vec<u8>,
@@ -124,13 +125,19 @@ const MAX_OPEN: usize = 256;
 /// descriptors more).
 const MAX_OPEN_STATS: usize = 512;
 
-/// The pid of a `/proc/PID/stat` path.
-fn stat_pid(path: &str) -> Option<u32> {
-    path.strip_prefix("/proc/")?
-        .strip_suffix("/stat")
-        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?
-        .parse()
-        .ok()
+/// The pid of a `/proc/PID/stat` or `/proc/PID/schedstat` path, and whether it is the
+/// latter.
+fn stat_pid(path: &str) -> Option<(u32, bool)> {
+    let rest = path.strip_prefix("/proc/")?;
+    let (pid, sched) = match rest.strip_suffix("/schedstat") {
+        Some(pid) => (pid, true),
+        None => (rest.strip_suffix("/stat")?, false),
+    };
+    let pid = pid
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| pid.parse().ok())??;
+    Some((pid, sched))
 }
 
 impl Default for ProcFs {
@@ -268,8 +275,8 @@ fn read_whole(file: &File, bytes: &mut Vec<u8>, one_piece: bool) -> io::Result<u
 /// the first time (kept while there is room). A read that fails on a kept descriptor (the
 /// process has gone) closes it and reports the failure.
 fn read_process_stat(
-    stats: &mut HashMap<u32, File>,
-    pid: u32,
+    stats: &mut HashMap<(u32, bool), File>,
+    pid: (u32, bool),
     open: impl FnOnce() -> io::Result<File>,
     scratch: &mut Vec<u8>,
 ) -> io::Result<usize> {
@@ -443,7 +450,8 @@ impl Source for ProcFs {
         let mut live = pids.to_vec();
         live.sort_unstable();
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.stats.retain(|pid, _| live.binary_search(pid).is_ok());
+        open.stats
+            .retain(|(pid, _), _| live.binary_search(pid).is_ok());
     }
 
     fn thread_cpu_time(&self) -> Option<Duration> {
@@ -518,6 +526,8 @@ struct FakeState {
     tcp: Option<BTreeMap<String, FakeTcp>>,
     /// Reads of TCP sockets so far: (namespace, path) of each.
     tcp_reads: Vec<(String, String)>,
+    /// Every file read and directory listed since [`FakeSource::log_reads`] turned it on.
+    reads: Option<Vec<String>>,
 }
 
 /// An in-memory [`Source`] for tests. Clones share one state, so a test keeps a handle and
@@ -583,6 +593,22 @@ impl FakeSource {
     /// Sets what [`Source::thread_cpu_time`] reports.
     pub fn set_thread_cpu(&self, cpu: Option<Duration>) {
         self.state().thread_cpu = cpu;
+    }
+
+    /// Starts (or stops) logging every file read and directory listed, for a test to check
+    /// what a sample reads; starting empties the log.
+    pub fn log_reads(&self, on: bool) {
+        self.state().reads = on.then(Vec::new);
+    }
+
+    /// The paths read (files) and listed (directories, as `DIR/`) since the log was started
+    /// or last taken, in order; the log is emptied.
+    pub fn take_reads(&self) -> Vec<String> {
+        self.state()
+            .reads
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Sets USER_HZ (default 100).
@@ -660,7 +686,11 @@ impl Source for FakeSource {
     }
 
     fn read(&self, path: &str) -> io::Result<String> {
-        match self.state().files.get(path) {
+        let mut s = self.state();
+        if let Some(log) = &mut s.reads {
+            log.push(path.to_string());
+        }
+        match s.files.get(path) {
             Some(FakeEntry::Text(t)) => Ok(t.clone()),
             Some(FakeEntry::Error(kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
             None => Err(not_found()),
@@ -676,7 +706,10 @@ impl Source for FakeSource {
     }
 
     fn list_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        let s = self.state();
+        let mut s = self.state();
+        if let Some(log) = &mut s.reads {
+            log.push(format!("{}/", path.trim_end_matches('/')));
+        }
         if let Some(FakeEntry::Error(kind, msg)) = s.files.get(path) {
             return Err(io::Error::new(*kind, msg.clone()));
         }

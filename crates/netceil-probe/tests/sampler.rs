@@ -1181,3 +1181,159 @@ fn processes_are_labelled_by_their_part_in_the_workload() {
         "an unrelated socket is not the workload's"
     );
 }
+
+/// The paths read more than once in one sample's reads.
+fn read_twice(reads: &[String]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut twice: Vec<String> = reads
+        .iter()
+        .filter(|r| !seen.insert(r.as_str()))
+        .cloned()
+        .collect();
+    twice.dedup();
+    twice
+}
+
+#[test]
+fn no_source_is_read_twice_in_one_sample() {
+    let fake = FakeSource::new();
+    let machine = Machine::new();
+    machine.install(&fake);
+    fake.set(
+        "/proc/300/stat",
+        "300 (hog) R 1 1 1 0 -1 0 0 0 0 0 10 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n",
+    );
+    fake.log_reads(true);
+    let mut s = Sampler::new(fake.clone(), config());
+    // The first sample (interfaces described, every tier read, a process scan), a sample
+    // with the slow tier and a scan due, and one at 10 ms with only the fast tier.
+    for step in [
+        Duration::ZERO,
+        Duration::from_secs(2),
+        Duration::from_millis(10),
+    ] {
+        fake.advance(step);
+        let _ = s.sample();
+        let reads = fake.take_reads();
+        assert!(reads.iter().any(|r| r == "/proc/stat"), "{reads:?}");
+        assert_eq!(read_twice(&reads), Vec::<String>::new(), "{reads:?}");
+    }
+}
+
+#[test]
+fn a_process_scan_lists_proc_only_after_a_fork() {
+    let stat = |pid: u32, ticks: u64| {
+        format!(
+            "{pid} (p{pid}) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    let mut machine = Machine::new();
+    machine.install(&fake);
+    fake.set("/proc/300/stat", stat(300, 0));
+    fake.set("/proc/301/stat", stat(301, 0));
+    fake.log_reads(true);
+    let mut s = Sampler::new(fake.clone(), config());
+    let _ = s.sample();
+    assert!(fake.take_reads().iter().any(|r| r == "/proc/"));
+    // No fork: the same processes are read again, and /proc is not listed; one exited.
+    fake.remove_dir("/proc/301");
+    fake.set("/proc/300/stat", stat(300, 100));
+    fake.advance(Duration::from_secs(2));
+    let a = s.sample();
+    let reads = fake.take_reads();
+    assert!(!reads.iter().any(|r| r == "/proc/"), "{reads:?}");
+    assert!(reads.iter().any(|r| r == "/proc/300/stat"), "{reads:?}");
+    let scan = a.slow.processes.clone().unwrap();
+    let pids: Vec<u32> = scan.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![300]);
+    // The exited one is not looked for again.
+    fake.advance(Duration::from_secs(2));
+    let _ = s.sample();
+    let reads = fake.take_reads();
+    assert!(!reads.iter().any(|r| r == "/proc/301/stat"), "{reads:?}");
+    // A fork: /proc is listed, and the new process is found.
+    machine.forks += 1;
+    machine.install_stat(&fake);
+    fake.set("/proc/302/stat", stat(302, 0));
+    fake.advance(Duration::from_secs(2));
+    let b = s.sample();
+    assert!(fake.take_reads().iter().any(|r| r == "/proc/"));
+    let pids: Vec<u32> = b
+        .slow
+        .processes
+        .as_ref()
+        .unwrap()
+        .processes
+        .iter()
+        .map(|p| p.pid)
+        .collect();
+    assert!(pids.contains(&302), "{pids:?}");
+}
+
+#[test]
+fn a_single_threaded_process_that_did_not_run_is_not_read_again() {
+    let stat = |pid: u32, ticks: u64, threads: u32| {
+        format!(
+            "{pid} (p{pid}) S 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    // 300: single-threaded, idle; 301: single-threaded, busy; 302: two threads, idle;
+    // 303: no scheduler statistics (the kernel writes zeros).
+    for (pid, threads) in [(300, 1), (301, 1), (302, 2), (303, 1)] {
+        fake.set(&format!("/proc/{pid}/stat"), stat(pid, 1_000, threads));
+    }
+    fake.set("/proc/300/schedstat", "5000 10 3\n");
+    fake.set("/proc/301/schedstat", "7000 10 3\n");
+    fake.set("/proc/302/schedstat", "9000 10 3\n");
+    fake.set("/proc/303/schedstat", "0 0 0\n");
+    fake.log_reads(true);
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    let reads = fake.take_reads();
+    for pid in 300..=303 {
+        assert!(reads.contains(&format!("/proc/{pid}/stat")), "{reads:?}");
+    }
+    // 2 s later 301 used 1.5 s of CPU (150 ticks); the others did not run.
+    fake.set("/proc/301/stat", stat(301, 1_150, 1));
+    fake.set("/proc/301/schedstat", "1500007000 10 4\n");
+    fake.advance(Duration::from_secs(2));
+    let b = s.sample();
+    let reads = fake.take_reads();
+    assert!(!reads.contains(&"/proc/300/stat".to_string()), "{reads:?}");
+    assert!(
+        reads.contains(&"/proc/300/schedstat".to_string()),
+        "{reads:?}"
+    );
+    for pid in [301, 302, 303] {
+        assert!(reads.contains(&format!("/proc/{pid}/stat")), "{reads:?}");
+    }
+    // The one with two threads: schedstat has the main thread's only, so it is not read.
+    assert!(
+        !reads.contains(&"/proc/302/schedstat".to_string()),
+        "{reads:?}"
+    );
+    // Every process is in the scan, with the figures it would have read.
+    let scan = b.slow.processes.clone().unwrap();
+    let ticks: Vec<(u32, u64)> = scan.processes.iter().map(|p| (p.pid, p.ticks)).collect();
+    assert_eq!(
+        ticks,
+        vec![(300, 1_000), (301, 1_150), (302, 1_000), (303, 1_000)]
+    );
+    let hog = MetricId::new(PROC_CPU_PCT)
+        .with(LABEL_PID, "301")
+        .with(LABEL_COMM, "p301")
+        .with(LABEL_CPU, "1")
+        .with(LABEL_NICE, "0");
+    assert_value(&rates(&a, &b), &hog, 75.0);
+    // 300 runs at last: read again.
+    fake.set("/proc/300/stat", stat(300, 1_100, 1));
+    fake.set("/proc/300/schedstat", "1000005000 10 4\n");
+    fake.advance(Duration::from_secs(2));
+    let c = s.sample();
+    assert!(fake.take_reads().contains(&"/proc/300/stat".to_string()));
+    let p300 = c.slow.processes.as_ref().unwrap().processes[0].clone();
+    assert_eq!((p300.pid, p300.ticks), (300, 1_100));
+}
