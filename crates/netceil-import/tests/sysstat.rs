@@ -543,3 +543,30 @@ proptest! {
         let _ = (sar::sniff(&text), mpstat::sniff(&text), sadf::sniff(&text));
     }
 }
+
+#[test]
+fn sar_h_human_sizes_and_percent_signs_read_as_numbers() {
+    // Recorded with `sar -h -n DEV 1 2`: sizes in bytes with binary prefixes under rxkB/s,
+    // shares with their % sign, the key column last.
+    let dev = load("sar-h-n-DEV.txt");
+    let rx = get(&dev, "iface_rx_bits_per_s", &[("iface", "lo")]);
+    assert!(
+        (rx[0].unwrap() - 22.2 * 1048576.0 * 8.0).abs() < 1.0,
+        "{rx:?}"
+    );
+    assert!(
+        (rx[1].unwrap() - 21.0 * 1048576.0 * 8.0).abs() < 1.0,
+        "{rx:?}"
+    );
+    assert_eq!(
+        get(&dev, "iface_rx_pps", &[("iface", "lo")]),
+        some(&[15538.46, 14714.56])
+    );
+    // `sar -h -u 1 2`: every share with its sign.
+    let u = load("sar-h-u.txt");
+    assert_eq!(get(&u, "cpu_nice_pct", &[]), some(&[92.6, 94.5]));
+    // A suffix that is no unit is still an error naming what was expected.
+    let bad = fixture("sar-h-n-DEV.txt").replace("22.2M", "22.2Q");
+    let e = sar::import(&bad, &opts("bad")).unwrap_err().to_string();
+    assert!(e.contains("a number under 'rxkB/s'"), "{e}");
+}

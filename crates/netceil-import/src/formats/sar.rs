@@ -131,6 +131,39 @@ pub(crate) fn parse_value(s: &str) -> Option<f64> {
     })
 }
 
+/// A value as `sar -h` (`--human`) prints it, in the unit its column is named for: a share
+/// with its `%` sign (`0.0%`), or a size with a binary-prefix suffix (`22.2M`, `0.0B`, in
+/// bytes, 1024 per step) under a column counted in kB or MB (`rxkB/s`, `kbmemfree`).
+pub(crate) fn parse_human(s: &str, column: &str) -> Option<f64> {
+    if let Some(v) = s.strip_suffix('%') {
+        return parse_value(v);
+    }
+    let last = s.chars().last()?;
+    let step = "BkMGTPE".find(
+        last.to_ascii_uppercase()
+            .to_string()
+            .replace('K', "k")
+            .as_str(),
+    )?;
+    let bytes = parse_value(&s[..s.len() - 1])? * 1024f64.powi(step as i32);
+    let lower = column.to_ascii_lowercase();
+    let per = if lower.contains("mb") {
+        1024.0 * 1024.0
+    } else if lower.contains("kb") {
+        1024.0
+    } else {
+        1.0
+    };
+    Some(bytes / per)
+}
+
+/// A cell's value: a plain or locale number, else `sar -h`'s form ([`parse_human`]).
+fn cell_value(cell: &Cell, column: &str) -> Option<f64> {
+    cell.num
+        .or_else(|| parse_value(cell.text))
+        .or_else(|| parse_human(cell.text, column))
+}
+
 /// A leading `HH:MM:SS` (with `AM`/`PM` after it in 12-hour locales): seconds of the day and
 /// the rest of the line.
 pub(crate) fn split_clock(t: &str) -> Option<(f64, &str)> {
@@ -551,10 +584,7 @@ impl SysstatCollector {
         let mut buf = [("", 0.0); CPU_SHARES.len()];
         let mut n = 0;
         for &i in sec.shares.iter().take(buf.len()) {
-            let Some(v) = fields
-                .get(i)
-                .and_then(|c| c.num.or_else(|| parse_value(c.text)))
-            else {
+            let Some(v) = fields.get(i).and_then(|c| cell_value(c, &sec.names[i])) else {
                 return true; // a value that is no number: put() names it
             };
             buf[n] = (sec.names[i].as_str(), v);
@@ -636,7 +666,7 @@ impl SysstatCollector {
         };
         for (&(i, ref target), &m) in sec.values.iter().zip(metrics.iter()) {
             let Some(cell) = fields.get(i) else { continue };
-            match cell.num.or_else(|| parse_value(cell.text)) {
+            match cell_value(cell, &sec.names[i]) {
                 Some(v) => self.b.set(m, row, v * target.scale),
                 None if sec.free_text => {}
                 None => {
@@ -810,10 +840,7 @@ pub(crate) fn import_text(
                 t,
             ));
         }
-        if fields
-            .iter()
-            .all(|f| f.num.is_none() && parse_value(f.text).is_none())
-        {
+        if fields.iter().all(|f| cell_value(f, "").is_none()) {
             r.section_header(n, tod, &fields);
             continue;
         }
