@@ -118,6 +118,43 @@ fn rrul_on_loopback_has_typed_phases_and_both_directions() {
     assert_eq!(shown["results"]["rrul"], *x);
 }
 
+/// Each direction of a paced rrul's bulk flows against what was asked: within 10 %.
+fn assert_paced_both_ways(x: &Value, flows: f64, rate: f64) {
+    for way in ["up_bits_per_s", "down_bits_per_s"] {
+        let got = x[way].as_f64().unwrap();
+        assert!(
+            (0.9..=1.1).contains(&(got / (flows * rate))),
+            "{way}: {got:.0} bit/s, {:.0} asked: {x:#}",
+            flows * rate
+        );
+    }
+}
+
+/// `--rate-per-flow` paces rrul's flows both ways: the down flows, which the far side sends
+/// (here the in-process server), follow it too.
+#[test]
+fn a_paced_rrul_paces_the_flows_the_far_side_sends() {
+    let _one = netceil_testkit::machine_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let run = netceil(
+        &db,
+        &[
+            "run",
+            "rrul",
+            "--flows",
+            "2",
+            "--duration",
+            "3",
+            "--rate-per-flow",
+            "20Mbit",
+            "--json",
+            "--no-store",
+        ],
+    );
+    assert_paced_both_ways(&run["results"]["rrul"], 2.0, 20e6);
+}
+
 fn lab_skip() -> Option<String> {
     netceil_testkit::first([
         netceil_testkit::needs_root("to create the lab's network namespaces"),
@@ -191,5 +228,21 @@ fn through_serve_in_a_lab_each_direction_is_counted_by_its_reader() {
     assert!(x["up_bits_per_s"].as_f64().unwrap() > 1e6, "{x:#}");
     assert!(x["down_bits_per_s"].as_f64().unwrap() > 1e6, "{x:#}");
     assert!(u(&run["results"]["far"]["app"]["tcp_source_bytes"]) > 0);
+
+    // Paced: netceil serve paces the flows it sends as the hello asks.
+    let run = lab_run(
+        &db,
+        &[
+            "run",
+            "rrul",
+            "--flows",
+            "2",
+            "--duration",
+            "3",
+            "--rate-per-flow",
+            "20Mbit",
+        ],
+    );
+    assert_paced_both_ways(&run["results"]["rrul"], 2.0, 20e6);
     assert_eq!(namespaces(), before, "the lab left a namespace behind");
 }

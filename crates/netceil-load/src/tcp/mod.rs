@@ -160,10 +160,11 @@ impl TcpConfig {
         check_family(self.ipv6, self.target)?;
         threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())?;
         if self.direction == TcpDirection::Down {
+            // --rate-per-flow goes to the far side in the hello; these set this side's sockets.
             let this_side = if self.congestion.is_some() {
                 Some("--congestion")
-            } else if self.rate_per_flow_bps.is_some() {
-                Some("--rate-per-flow")
+            } else if self.pacing == TcpPacingChoice::Kernel {
+                Some("kernel pacing")
             } else {
                 None
             };
@@ -334,8 +335,7 @@ fn plan_pacing(cfg: &TcpConfig) -> PacingPlan {
             chunk: cfg.msg_size,
         };
     };
-    let ten_ms = (rate / 8.0 * PACED_CHUNK_NS / 1e9) as usize;
-    let chunk = ten_ms.max(MIN_PACED_CHUNK).min(cfg.msg_size).max(1);
+    let chunk = paced_chunk(rate, cfg.msg_size);
     match cfg.pacing {
         TcpPacingChoice::Kernel => PacingPlan {
             kind: TcpPacing::Kernel,
@@ -351,6 +351,13 @@ fn plan_pacing(cfg: &TcpConfig) -> PacingPlan {
             chunk,
         },
     }
+}
+
+/// Bytes per paced write at `rate_bps`: 10 ms of data, at least [`MIN_PACED_CHUNK`], at most
+/// `largest`. The sender's application pacing and the server's paced sources use it alike.
+pub(crate) fn paced_chunk(rate_bps: f64, largest: usize) -> usize {
+    let ten_ms = (rate_bps / 8.0 * PACED_CHUNK_NS / 1e9) as usize;
+    ten_ms.max(MIN_PACED_CHUNK).min(largest).max(1)
 }
 
 /// Runs a TCP stream test and returns its totals.
