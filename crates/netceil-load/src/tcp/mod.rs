@@ -248,6 +248,8 @@ pub(crate) fn ensure_fd_limit(needed: u64, what: &str) -> Result<(), LoadError> 
 /// bytes so far and its rate since the previous reading. A direction not counted here (the
 /// far end's, before it reports) is `None`.
 pub(crate) struct Meter {
+    /// The direction whose flows it counts.
+    way: TcpDirection,
     start_ns: u64,
     last_ns: u64,
     last_tx: u64,
@@ -255,8 +257,9 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    pub(crate) fn new(start_ns: u64) -> Meter {
+    pub(crate) fn new(start_ns: u64, way: TcpDirection) -> Meter {
         Meter {
+            way,
             start_ns,
             last_ns: start_ns,
             last_tx: 0,
@@ -266,18 +269,24 @@ impl Meter {
 
     pub(crate) fn sample(&mut self, now: u64, (tx, rx): (Option<u64>, Option<u64>)) -> TcpProgress {
         let dt = (now - self.last_ns) as f64 / 1e9;
-        let p = TcpProgress {
-            elapsed_s: (now - self.start_ns) as f64 / 1e9,
-            tx_bytes: tx.unwrap_or(0),
+        let way = WayProgress {
+            tx_bytes: tx,
             rx_bytes: rx,
-            interval_tx_bits_per_s: tx
-                .map_or(0.0, |t| t.saturating_sub(self.last_tx) as f64 * 8.0 / dt),
+            interval_tx_bits_per_s: tx.map(|t| t.saturating_sub(self.last_tx) as f64 * 8.0 / dt),
             interval_rx_bits_per_s: rx.map(|r| r.saturating_sub(self.last_rx) as f64 * 8.0 / dt),
         };
         self.last_ns = now;
         self.last_tx = tx.unwrap_or(0);
         self.last_rx = rx.unwrap_or(0);
-        p
+        let (up, down) = match self.way {
+            TcpDirection::Down => (None, Some(way)),
+            _ => (Some(way), None),
+        };
+        TcpProgress {
+            elapsed_s: (now - self.start_ns) as f64 / 1e9,
+            up,
+            down,
+        }
     }
 }
 
@@ -303,17 +312,25 @@ pub(crate) fn supervise<T>(
     }
 }
 
-/// A once-a-second look at a running TCP test.
+/// A once-a-second look at a running TCP test, each direction apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpProgress {
     pub elapsed_s: f64,
-    /// Bytes written by the senders so far.
-    pub tx_bytes: u64,
-    /// Bytes read by the in-process receiver so far; `None` with a remote target.
+    /// The flows this side sends (up); `None` with -R.
+    pub up: Option<WayProgress>,
+    /// The flows the far side sends (down: -R, --bidir, rrul); `None` without.
+    pub down: Option<WayProgress>,
+}
+
+/// One direction's flows so far: what their sender wrote and their receiver read. A count this
+/// side cannot see while the run goes (the far end's, with `--to`) is `None`, not 0.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WayProgress {
+    pub tx_bytes: Option<u64>,
     pub rx_bytes: Option<u64>,
     /// Send rate over the last interval, bit/s.
-    pub interval_tx_bits_per_s: f64,
-    /// Receive rate over the last interval, bit/s (in-process receiver only).
+    pub interval_tx_bits_per_s: Option<f64>,
+    /// Receive rate over the last interval, bit/s.
     pub interval_rx_bits_per_s: Option<f64>,
 }
 
@@ -380,7 +397,7 @@ pub fn run_tcp(
     ensure_fd_limit(flows * fds_per_flow + 64, &format!("--flows {}", cfg.flows))?;
     match cfg.direction {
         TcpDirection::Up => run_forward(cfg, stop, on_progress),
-        TcpDirection::Down => reverse::run_reverse(cfg, stop, on_progress),
+        TcpDirection::Down => reverse::run_reverse(cfg, stop, on_progress, None),
         TcpDirection::Both => reverse::run_both(cfg, stop, on_progress),
     }
 }
@@ -467,7 +484,7 @@ pub(crate) fn run_forward(
 
     // Supervise: progress once a second, stop requests within 20 ms.
     let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let mut meter = Meter::new(start_ns);
+    let mut meter = Meter::new(start_ns, TcpDirection::Up);
     let read = || {
         let tx: u64 = tx_counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
         let rx = server

@@ -7,7 +7,7 @@
 //! figures apart ([`TcpDirectionResult`]) beside their sum.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
 
@@ -16,11 +16,32 @@ use crate::clock::{now_ns, ProgressTicks};
 use crate::threads;
 use crate::LoadError;
 
-/// Runs reverse streams: the far end (or the in-process server) sends, this side reads.
+/// The down direction's byte counters as they run, for `--bidir`'s progress to read on the up
+/// direction's clock: what the in-process server wrote (unknown with a far end) and what this
+/// side read.
+pub(crate) struct DownCounters {
+    read: Vec<Arc<AtomicU64>>,
+    written: Option<Arc<super::server::LiveCounters>>,
+}
+
+impl DownCounters {
+    fn now(&self) -> (Option<u64>, Option<u64>) {
+        let rx = self.read.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let tx = self
+            .written
+            .as_ref()
+            .map(|l| l.source_bytes.load(Ordering::Relaxed));
+        (tx, Some(rx))
+    }
+}
+
+/// Runs reverse streams: the far end (or the in-process server) sends, this side reads. With
+/// `share`, the counters are put there once the flows start.
 pub(crate) fn run_reverse(
     cfg: &TcpConfig,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&TcpProgress),
+    share: Option<&Mutex<Option<DownCounters>>>,
 ) -> Result<Results, LoadError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = if cfg.threads == 0 { cpus } else { cfg.threads }.clamp(1, cfg.flows);
@@ -75,14 +96,20 @@ pub(crate) fn run_reverse(
         );
     }
     let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let mut meter = Meter::new(start_ns);
-    let read = || {
-        let rx: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        let tx = server
-            .as_ref()
-            .map(|s| s.live().source_bytes.load(Ordering::Relaxed));
-        (tx, Some(rx))
+    let mut meter = Meter::new(start_ns, TcpDirection::Down);
+    let live = DownCounters {
+        read: counters,
+        written: server.as_ref().map(Server::live_shared),
     };
+    let read = || live.now();
+    if let Some(share) = share {
+        if let Ok(mut s) = share.lock() {
+            *s = Some(DownCounters {
+                read: live.read.clone(),
+                written: live.written.clone(),
+            });
+        }
+    }
     supervise(&handles, stop, &inner_stop, &mut ticks, |now| {
         on_progress(&meter.sample(now, read()))
     });
@@ -224,19 +251,29 @@ pub(crate) fn run_both(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&TcpProgress),
 ) -> Result<Results, LoadError> {
-    let down_rx = AtomicU64::new(0);
+    // The down direction's counters, read at each of the up direction's progress reports so
+    // both directions' figures cover the same interval.
+    let down_counters: Mutex<Option<DownCounters>> = Mutex::new(None);
+    let mut down_meter: Option<Meter> = None;
     let (up, down) = std::thread::scope(|s| {
         let down = threads::spawn_scoped(s, "netceil-tcp-down".into(), || {
-            run_reverse(cfg, stop, &mut |p| {
-                down_rx.store(p.rx_bytes.unwrap_or(0), Ordering::Relaxed)
-            })
+            run_reverse(cfg, stop, &mut |_| {}, Some(&down_counters))
         });
         let up = super::run_forward(cfg, stop, &mut |p| {
-            // The live line adds the down direction's reads to this side's receive figures.
-            let mut p = p.clone();
-            let down = down_rx.load(Ordering::Relaxed);
-            p.rx_bytes = Some(p.rx_bytes.unwrap_or(0) + down);
-            on_progress(&p)
+            let now = now_ns();
+            let counts = down_counters
+                .lock()
+                .ok()
+                .and_then(|c| c.as_ref().map(DownCounters::now));
+            let down = counts.and_then(|counts| {
+                let start = now.saturating_sub((p.elapsed_s * 1e9) as u64);
+                let meter = down_meter.get_or_insert_with(|| Meter::new(start, TcpDirection::Down));
+                meter.sample(now, counts).down
+            });
+            on_progress(&TcpProgress {
+                down: Some(down.unwrap_or_default()),
+                ..p.clone()
+            })
         });
         let down = match down {
             Ok(h) => h
@@ -367,7 +404,7 @@ mod tests {
             target: Some(target),
             ..paced(TcpDirection::Down)
         };
-        let e = run_reverse(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+        let e = run_reverse(&cfg, &AtomicBool::new(false), &mut |_| {}, None).unwrap_err();
         server.join().unwrap();
         let msg = e.to_string();
         assert!(

@@ -242,6 +242,11 @@ impl Server {
         &self.live
     }
 
+    /// The live counters, for a reader that outlives this borrow.
+    pub(crate) fn live_shared(&self) -> Arc<LiveCounters> {
+        self.live.clone()
+    }
+
     /// Stops the workers (within one tick) and sums what they saw.
     pub(crate) fn stop(mut self) -> Result<TcpServeReport, LoadError> {
         self.stop.store(true, Ordering::Relaxed);
