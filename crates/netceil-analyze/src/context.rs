@@ -45,7 +45,10 @@ fn cores(ctx: &Ctx, out: &mut Vec<Entry>) {
             let cpus = f64::from(ctx.cpus().unwrap_or(1));
             let e = Entry::context(r, cause::CPU_BOUND, text.clone())
                 .sized(pct(100.0 * cpus, "all CPUs"), pct(busy * cpus, "busy"));
-            out.push(with_evidence(e, ctx.ev(metric, Some(busy), text)));
+            out.push(with_evidence(
+                e,
+                ctx.ev(metric, Some((busy, Unit::Percent)), text),
+            ));
         }
         return;
     }
@@ -61,7 +64,7 @@ fn cores(ctx: &Ctx, out: &mut Vec<Entry>) {
             e,
             ctx.ev(
                 format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, c.cpu),
-                Some(c.busy),
+                Some((c.busy, Unit::Percent)),
                 text,
             ),
         ));
@@ -98,7 +101,7 @@ fn threads(ctx: &Ctx, out: &mut Vec<Entry>) {
             e,
             ctx.ev(
                 format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
-                Some(t.cpu_pct),
+                Some((t.cpu_pct, Unit::Percent)),
                 text,
             ),
         ));
@@ -127,7 +130,7 @@ fn far_cores(ctx: &Ctx, out: &mut Vec<Entry>) {
             e,
             ctx.ev_total(
                 format!("far.cpu_busy_pct{{cpu={}}}", c.cpu),
-                Some(c.busy_pct),
+                Some((c.busy_pct, Unit::Percent)),
                 text,
             ),
         ));
@@ -170,6 +173,9 @@ fn tcp_limits(ctx: &Ctx, out: &mut Vec<Entry>) {
             Quantity::new(v, Unit::Percent, format!("held by the {limit}")),
         );
         e.scales = false;
-        out.push(with_evidence(e, ctx.ev(name, Some(v), text)));
+        out.push(with_evidence(
+            e,
+            ctx.ev(name, Some((v, Unit::Percent)), text),
+        ));
     }
 }

@@ -713,17 +713,19 @@ impl<'a> Ctx<'a> {
             .filter(|l| !l.is_empty())
     }
 
-    /// A piece of evidence over the load window.
+    /// A piece of evidence over the load window: its value, with the value's own unit (a
+    /// share of a per-second count is a percentage, whatever the metric's unit).
     pub fn ev(
         &self,
         metric: impl Into<String>,
-        value: Option<f64>,
+        value: Option<(f64, Unit)>,
         text: impl Into<String>,
     ) -> Evidence {
         Evidence {
             metric: metric.into(),
             window_s: self.window(),
-            value,
+            value: value.map(|(v, _)| v),
+            unit: value.map(|(_, u)| u),
             text: text.into(),
         }
     }
@@ -732,13 +734,14 @@ impl<'a> Ctx<'a> {
     pub fn ev_total(
         &self,
         metric: impl Into<String>,
-        value: Option<f64>,
+        value: Option<(f64, Unit)>,
         text: impl Into<String>,
     ) -> Evidence {
         Evidence {
             metric: metric.into(),
             window_s: None,
-            value,
+            value: value.map(|(v, _)| v),
+            unit: value.map(|(_, u)| u),
             text: text.into(),
         }
     }

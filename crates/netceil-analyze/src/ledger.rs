@@ -256,6 +256,7 @@ pub fn apply_confirmations(entries: &mut [Entry], confirmations: &[netceil_model
                 metric: "confirm".into(),
                 window_s: None,
                 value: None,
+                unit: None,
                 text: c.summary.clone(),
             });
         }

@@ -261,6 +261,7 @@ fn analyze_single(run: &Run, opts: &Options) -> (Vec<Finding>, Ledger) {
             metric: "phase".into(),
             window_s: ctx.window(),
             value: None,
+            unit: None,
             text: ctx.rows_note.clone(),
         });
     }
@@ -294,6 +295,7 @@ fn suspect(run: &Run, findings: &mut Vec<Finding>, book: &mut Ledger) {
             metric: "meta.implausible".into(),
             window_s: None,
             value: None,
+            unit: None,
             text: fact.clone(),
         });
     }

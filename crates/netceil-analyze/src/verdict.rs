@@ -61,6 +61,7 @@ fn annotate(ctx: &Ctx, r: &Ranked, f: &mut Finding) {
             metric: "ledger.gain".into(),
             window_s: None,
             value: g.factor,
+            unit: g.factor.map(|_| Unit::Ratio),
             text: format!("relieving {}: {}", top.id, g.text),
         });
     }
@@ -69,6 +70,7 @@ fn annotate(ctx: &Ctx, r: &Ranked, f: &mut Finding) {
             metric: "ledger.share".into(),
             window_s: None,
             value: top.share,
+            unit: top.share.map(|_| Unit::Ratio),
             text: format!("{}: {s}", top.id),
         });
     }
@@ -116,6 +118,7 @@ fn annotate(ctx: &Ctx, r: &Ranked, f: &mut Finding) {
             metric: "verdict_margin".into(),
             window_s: None,
             value: Some(points),
+            unit: Some(Unit::Percent),
             text: format!(
                 "a close call: {} would gain as much from relief and is {points:.0} points of confidence behind, so a repeat of this run may name it first",
                 second.cause,
@@ -195,7 +198,7 @@ fn no_load(ctx: &Ctx) -> Option<Finding> {
     if let Some(b) = busy {
         f.evidence.push(ctx.ev_total(
             n::CPU_BUSY_PCT,
-            Some(b),
+            Some((b, Unit::Percent)),
             format!("CPU {} busy on average", fmt::value(b, Unit::Percent)),
         ));
     }
@@ -213,7 +216,7 @@ fn measured(ctx: &Ctx, f: &mut Finding) -> Vec<String> {
         ));
         f.evidence.push(ctx.ev(
             t.metric.clone(),
-            Some(t.bits_per_s),
+            Some((t.bits_per_s, Unit::BitsPerSecond)),
             format!(
                 "throughput {}",
                 fmt::value(t.bits_per_s, Unit::BitsPerSecond)
@@ -224,7 +227,7 @@ fn measured(ctx: &Ctx, f: &mut Finding) -> Vec<String> {
         parts.push(format!("the CPU was {} busy", fmt::value(b, Unit::Percent)));
         f.evidence.push(ctx.ev(
             n::CPU_BUSY_PCT,
-            Some(b),
+            Some((b, Unit::Percent)),
             format!("CPU {} busy", fmt::value(b, Unit::Percent)),
         ));
     }
@@ -244,8 +247,11 @@ fn measured(ctx: &Ctx, f: &mut Finding) -> Vec<String> {
     ] {
         if let Some(v) = ctx.total_mean(name) {
             parts.push(format!("{} {words}/s", fmt::number(v)));
-            f.evidence
-                .push(ctx.ev(name, Some(v), format!("{} {words}/s", fmt::number(v))));
+            f.evidence.push(ctx.ev(
+                name,
+                Some((v, Unit::PerSecond)),
+                format!("{} {words}/s", fmt::number(v)),
+            ));
         }
     }
     if let Some((mean, busiest)) = scheduler_utilization(ctx) {

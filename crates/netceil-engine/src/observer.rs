@@ -17,8 +17,15 @@ pub mod terminal;
 pub struct LoadFigures {
     pub tx_pps: Option<f64>,
     pub rx_pps: Option<f64>,
+    /// TCP: the flows this side sends (up), as written and as read by their receiver.
     pub tx_bits_per_s: Option<f64>,
     pub rx_bits_per_s: Option<f64>,
+    /// TCP: the flows the far side sends (down: -R, --bidir, rrul), as written there and as
+    /// read here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_tx_bits_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_rx_bits_per_s: Option<f64>,
     pub lost: Option<u64>,
     pub tps: Option<f64>,
     pub mean_latency_us: Option<f64>,
@@ -32,6 +39,12 @@ pub enum LoadKind {
     Udp,
     /// Bits out and in.
     Tcp,
+    /// Bits out and in of the flows the far side sends (-R).
+    TcpDown,
+    /// Bits out and in each way (--bidir).
+    TcpBoth,
+    /// Latency under load: the probe's round trip alone, then the flows each way.
+    Rrul,
     /// Transactions, mean latency, requests lost.
     Rr,
 }

@@ -247,9 +247,10 @@ pub fn tcp_spec(cfg: &tcp::TcpConfig, interval: Duration) -> TestSpec {
         duration_ms: millis(cfg.duration),
         payload_bytes: cfg.msg_size.min(u32::MAX as usize) as u32,
         rate_pps: None,
+        // Every flow is paced, both ways with --bidir (the far end paces its own).
         rate_bits_per_s: cfg
             .rate_per_flow_bps
-            .map(|b| (b * f64::from(cfg.flows)).ceil() as u64),
+            .map(|b| (b * f64::from(cfg.flows) * f64::from(ways)).ceil() as u64),
         run_id: 0,
         sample_ms: sample_ms(interval),
         gro: false,

@@ -273,7 +273,7 @@ impl<'s> Session<'s> {
         self.begin_part(
             format!("rrul {} flows each way", cfg.flows),
             cfg.idle + cfg.duration,
-            LoadKind::Tcp,
+            LoadKind::Rrul,
         );
         let before = kernel::Counters::read(&*self.source);
         let stop = self.stop.clone();
@@ -349,32 +349,22 @@ impl<'s> Session<'s> {
     }
 
     fn measure_tcp(&mut self, cfg: &tcp::TcpConfig) -> Result<Results, Error> {
+        let (way, kind) = match cfg.direction {
+            netceil_model::TcpDirection::Up => ("", LoadKind::Tcp),
+            netceil_model::TcpDirection::Down => (", reverse (-R)", LoadKind::TcpDown),
+            netceil_model::TcpDirection::Both => (" each way (--bidir)", LoadKind::TcpBoth),
+        };
         let title = format!(
-            "tcp {} flow{}",
+            "tcp {} flow{}{way}",
             cfg.flows,
             if cfg.flows == 1 { "" } else { "s" }
         );
-        self.begin_part(title, cfg.duration, LoadKind::Tcp);
+        self.begin_part(title, cfg.duration, kind);
         let before = kernel::Counters::read(&*self.source);
         let stop = self.stop.clone();
         let results = tcp::run_tcp(cfg, &stop, &mut |p: &tcp::TcpProgress| {
-            let mut values = vec![value(
-                n::LOAD_TX_BITS_PER_S,
-                Unit::BitsPerSecond,
-                p.interval_tx_bits_per_s,
-            )];
-            if let Some(rx) = p.interval_rx_bits_per_s {
-                values.push(value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx));
-            }
-            self.progress(
-                p.elapsed_s,
-                &LoadFigures {
-                    tx_bits_per_s: Some(p.interval_tx_bits_per_s),
-                    rx_bits_per_s: p.interval_rx_bits_per_s,
-                    ..Default::default()
-                },
-                values,
-            );
+            let (figures, values) = tcp_figures(p);
+            self.progress(p.elapsed_s, &figures, values);
         });
         self.end_part();
         let mut results = results?;
@@ -474,27 +464,91 @@ fn rrul_progress(p: &RrulProgress, idle_s: f64) -> (f64, LoadFigures, LoadValues
                 .collect(),
         ),
         RrulProgress::Loaded(t) => {
-            let mut values = vec![value(
-                n::LOAD_TX_BITS_PER_S,
-                Unit::BitsPerSecond,
-                t.interval_tx_bits_per_s,
-            )];
-            if let Some(rx) = t.interval_rx_bits_per_s {
-                values.push(value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx));
-            }
-            (
-                idle_s + t.elapsed_s,
-                LoadFigures {
-                    tx_bits_per_s: Some(t.interval_tx_bits_per_s),
-                    rx_bits_per_s: t.interval_rx_bits_per_s,
-                    ..Default::default()
-                },
-                values,
-            )
+            let (figures, values) = tcp_figures(t);
+            (idle_s + t.elapsed_s, figures, values)
         }
     }
 }
 
+/// One TCP progress report as the live table and the series take it: each direction's
+/// writes and reads apart in the table (`-` for a count only the far end has), their sums
+/// in the series (a sum with no known part is left out, not 0).
+fn tcp_figures(p: &tcp::TcpProgress) -> (LoadFigures, LoadValues) {
+    let up = p.up.clone().unwrap_or_default();
+    let down = p.down.clone().unwrap_or_default();
+    let sum = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    let mut values = Vec::new();
+    if let Some(tx) = sum(up.interval_tx_bits_per_s, down.interval_tx_bits_per_s) {
+        values.push(value(n::LOAD_TX_BITS_PER_S, Unit::BitsPerSecond, tx));
+    }
+    if let Some(rx) = sum(up.interval_rx_bits_per_s, down.interval_rx_bits_per_s) {
+        values.push(value(n::LOAD_RX_BITS_PER_S, Unit::BitsPerSecond, rx));
+    }
+    let figures = LoadFigures {
+        tx_bits_per_s: up.interval_tx_bits_per_s,
+        rx_bits_per_s: up.interval_rx_bits_per_s,
+        down_tx_bits_per_s: down.interval_tx_bits_per_s,
+        down_rx_bits_per_s: down.interval_rx_bits_per_s,
+        ..Default::default()
+    };
+    (figures, values)
+}
+
 fn value(name: &str, unit: Unit, v: f64) -> (MetricId, Unit, f64) {
     (MetricId::new(name), unit, v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observer::table::{Table, TCP_BOTH_COLUMNS};
+    use netceil_load::tcp::{TcpProgress, WayProgress};
+
+    /// The cell under `header` in `line` (right-aligned to the header's width).
+    fn cell(header_line: &str, line: &str, header: &str) -> String {
+        let at = header_line.find(header).expect("the column") + header.len();
+        let end = header_line[..at].chars().count();
+        let width = header.chars().count();
+        let c: String = line.chars().skip(end - width).take(width).collect();
+        c.trim().to_string()
+    }
+
+    /// --bidir against a far end: the up flows' reads and the down flows' writes are the far
+    /// end's, unknown while the run goes, so they read `-`; the other two are live, and every
+    /// figure sits under its direction's label. The series takes each sum of what is known.
+    #[test]
+    fn each_direction_is_labelled_and_an_unknown_count_is_a_dash() {
+        let p = TcpProgress {
+            elapsed_s: 1.0,
+            up: Some(WayProgress {
+                tx_bytes: Some(125_000_000),
+                interval_tx_bits_per_s: Some(1e9),
+                ..WayProgress::default()
+            }),
+            down: Some(WayProgress {
+                rx_bytes: Some(250_000_000),
+                interval_rx_bits_per_s: Some(2e9),
+                ..WayProgress::default()
+            }),
+        };
+        let (figures, values) = tcp_figures(&p);
+        let t = Table::new(TCP_BOTH_COLUMNS, vec![], None, false);
+        let (header, line) = (t.header(), t.row(&netceil_probe::Row::default(), &figures));
+        let shown: Vec<String> = ["up tx b/s", "up rx b/s", "down tx b/s", "down rx b/s"]
+            .iter()
+            .map(|h| cell(&header, &line, h))
+            .collect();
+        assert_eq!(shown, ["1.00 G", "-", "-", "2.00 G"], "{header}\n{line}");
+        let series: Vec<(&str, f64)> = values
+            .iter()
+            .map(|(id, _, v)| (id.name.as_str(), *v))
+            .collect();
+        assert_eq!(
+            series,
+            [(n::LOAD_TX_BITS_PER_S, 1e9), (n::LOAD_RX_BITS_PER_S, 2e9)]
+        );
+    }
 }

@@ -50,7 +50,9 @@ fn one_flow_moves_data_and_per_flow_figures_add_up() {
     assert!(r.generator.cpu_s > 0.0);
     // One report at 1 s, and one for the last half second, which ends with the run.
     assert_eq!(progress.len(), 2, "{progress:?}");
-    assert!(progress[0].rx_bytes.is_some_and(|b| b > 0));
+    let up = progress[0].up.as_ref().expect("the up flows' figures");
+    assert!(up.rx_bytes.is_some_and(|b| b > 0));
+    assert!(progress[0].down.is_none());
     assert!((progress[1].elapsed_s - 1.5).abs() < 0.1, "{progress:?}");
 }
 

@@ -1165,6 +1165,7 @@ mod tests {
                 metric: "cpu_busy_pct".into(),
                 window_s: None,
                 value: None,
+                unit: None,
                 text: "x".into(),
             }],
             alternatives: Vec::new(),

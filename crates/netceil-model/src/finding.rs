@@ -10,6 +10,11 @@ pub struct Evidence {
     /// The time window, seconds since the run's start.
     pub window_s: Option<(f64, f64)>,
     pub value: Option<f64>,
+    /// The unit of `value`, which is not always the metric's: a share of a per-second count
+    /// is a percentage. `None` only where there is no value (and in runs recorded before
+    /// evidence carried its unit).
+    #[serde(default)]
+    pub unit: Option<crate::Unit>,
     /// The fact in words, with its unit.
     pub text: String,
 }

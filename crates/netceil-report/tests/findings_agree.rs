@@ -227,12 +227,15 @@ fn add_ledger(held: &mut Held, l: &Ledger) {
     }
 }
 
-/// A piece of evidence's value. Evidence carries no unit of its own (its metric names what it
-/// is about, not always the unit of the value: a share of a per-second count is a
-/// percentage), so its value is matched in whatever unit the text gives it.
+/// A piece of evidence's value, in its unit (its metric names what it is about, not always
+/// the unit of the value: a share of a per-second count is a percentage). A run recorded
+/// before evidence carried its unit has its value matched in whatever unit the text gives it.
 fn add_evidence(held: &mut Held, ev: &netceil_model::Evidence) {
     if let Some(v) = ev.value.filter(|v| v.is_finite()) {
-        held.any.push(v);
+        match ev.unit {
+            Some(u) => held.add_unit(u, v),
+            None => held.any.push(v),
+        }
         // A metric named in microseconds is a duration, whatever prefix the text gives it.
         if ev.metric.ends_with("_us") {
             held.add(Family::Seconds, v * 1e-6);
@@ -691,4 +694,57 @@ fn loopback_runs_get_no_nic_advice() {
         }
     }
     assert!(loopback_runs >= 5, "only {loopback_runs} runs on loopback");
+}
+
+/// Every piece of evidence with a value says its unit, and where its own text quotes figures,
+/// one of them is that value in that unit: a consumer of `--json` can tell 97 % from 97 kpps.
+#[test]
+fn every_evidence_value_has_its_unit_and_its_text_agrees() {
+    use netceil_model::fmt;
+    let (mut valued, mut checked, mut bad) = (0, 0, Vec::new());
+    for (name, run) in runs() {
+        for r in std::iter::once(&run).chain(&run.parts) {
+            for f in &r.findings {
+                for e in f
+                    .evidence
+                    .iter()
+                    .filter(|e| e.value.is_some_and(f64::is_finite))
+                {
+                    valued += 1;
+                    let (Some(unit), Some(v)) = (e.unit, e.value) else {
+                        bad.push(format!("{name}: {} {}: no unit", f.cause, e.metric));
+                        continue;
+                    };
+                    let mut own = Held::default();
+                    own.add_unit(unit, v);
+                    let quoted = quoted(&e.text);
+                    if quoted.is_empty() {
+                        continue;
+                    }
+                    checked += 1;
+                    // The reader skips bare counts and factors (`229 dropped`, `2.4×`).
+                    let bare = matches!(unit, Unit::Count | Unit::Ratio)
+                        && [fmt::number(v), fmt::times(v)]
+                            .iter()
+                            .any(|w| e.text.contains(w.as_str()));
+                    if !bare && !quoted.iter().any(|q| own.holds(q.family, q.value, q.ulp)) {
+                        bad.push(format!(
+                            "{name}: {} {} = {v} {unit:?}, not in «{}»",
+                            f.cause, e.metric, e.text
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        valued > 50 && checked > 30,
+        "{valued} valued, {checked} checked"
+    );
+    assert!(
+        bad.is_empty(),
+        "{} pieces of evidence:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }

@@ -488,8 +488,8 @@ pub struct RrulArgs {
     /// Probe requests per second (64-byte UDP request/response, as a ping).
     #[arg(long, allow_hyphen_values = true, value_parser = parse_pps, default_value = "100", value_name = "R")]
     pub rr_rate: f64,
-    /// Rate of each flow this side sends, in bit/s (1Mbit, 500kbit); default unpaced. The far
-    /// side's flows are unpaced.
+    /// Rate of each flow, in bit/s (1Mbit, 500kbit), both ways: the far side paces its own
+    /// (a far `netceil serve` older than this one refuses); default unpaced.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
     pub rate_per_flow: Option<f64>,
 }
@@ -585,7 +585,8 @@ pub struct TcpArgs {
     /// Concurrent connections.
     #[arg(long, default_value_t = 1)]
     pub flows: u32,
-    /// Rate per flow in bit/s (1Mbit, 500kbit); default unpaced.
+    /// Rate per flow in bit/s (1Mbit, 500kbit); default unpaced. With -R/--bidir the far
+    /// side paces the flows it sends.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
     pub rate_per_flow: Option<f64>,
     /// Bytes per write (128K = 131072; K, M, G are binary here, as in iperf3).

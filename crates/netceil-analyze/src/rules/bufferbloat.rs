@@ -201,8 +201,7 @@ fn send_buffers(ctx: &Ctx, rows: &[usize], f: &mut Finding) {
         return;
     };
     f.evidence.push(ctx.ev(
-        n::TCP_SEND_QUEUE_BYTES,
-        Some(bytes),
+        n::TCP_SEND_QUEUE_BYTES, Some((bytes, Unit::Bytes)),
         format!(
             "the bulk flows' send buffers held {} not yet sent (median flow; send queue less in flight): {} at their delivery rate, for data sent on those connections",
             fmt::value(bytes, Unit::Bytes),
@@ -341,7 +340,7 @@ fn rtt_evidence(ctx: &Ctx, rrul: &netceil_model::RrulResults, f: &mut Finding) {
     let us = |v: f64| fmt::value(v, Unit::Microseconds);
     f.evidence.push(ctx.ev_total(
         "rrul.inflation_p50_us",
-        Some(rrul.inflation_p50_us),
+        Some((rrul.inflation_p50_us, Unit::Microseconds)),
         format!(
             "the probe's round trip: p50 {} idle, {} loaded (+{}); p99 {} idle, {} loaded (+{})",
             us(rrul.idle_rtt_us.p50),
@@ -385,7 +384,7 @@ fn qdisc_words(
     for h in queues {
         f.evidence.push(ctx.ev(
             h.backlog.id.to_string(),
-            Some(h.backlog_bytes),
+            Some((h.backlog_bytes, Unit::Bytes)),
             format!(
                 "{}: {} backlog on average over the loaded rows, draining at {} ({}): {} of delay",
                 h.words(),
@@ -402,8 +401,7 @@ fn qdisc_words(
     }
     if let Some(fl) = flows_us {
         f.evidence.push(ctx.ev(
-            n::TCP_RTT_US,
-            Some(fl),
+            n::TCP_RTT_US, Some((fl, Unit::Microseconds)),
             format!("the bulk flows' smoothed RTT rose {} over their minimum: their packets met the same queue", us(fl)),
         ));
     }
@@ -472,7 +470,7 @@ fn path_words(
     rtt_evidence(ctx, rrul, &mut f);
     f.evidence.push(ctx.ev(
         n::TCP_RTT_US,
-        Some(flows_us),
+        Some((flows_us, Unit::Microseconds)),
         format!(
             "the bulk flows' smoothed RTT over their minimum RTT, median over the flows: {}",
             us(flows_us)

@@ -416,7 +416,7 @@ pub fn check(ctx: &Ctx) -> Option<Entry> {
     if let Some(sh) = shape {
         f.evidence.push(ctx.ev(
             worst.metric.clone(),
-            Some(sh.rows_with_drops),
+            Some((sh.rows_with_drops, Unit::Ratio)),
             format!(
                 "drops in {} of the {} load intervals: {}",
                 fmt::value(sh.rows_with_drops * 100.0, Unit::Percent),
@@ -476,7 +476,7 @@ fn squeeze_words(ctx: &Ctx, squeeze: f64) -> Finding {
 fn squeeze_evidence(ctx: &Ctx, q: f64, f: &mut Finding) {
     f.evidence.push(ctx.ev(
         n::SOFTNET_TIME_SQUEEZE_PER_S,
-        Some(q),
+        Some((q, Unit::PerSecond)),
         format!(
             "NAPI polls ran out of budget {}",
             fmt::value(q, Unit::PerSecond)
@@ -531,12 +531,12 @@ fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>
             // A total over the run, and the rate it makes over the run's length.
             f.evidence.push(ctx.ev_total(
                 format!("{}_per_s", s.metric),
-                Some(s.per_s),
+                Some((s.per_s, Unit::PerSecond)),
                 format!("{}: {}", s.name, fmt::value(s.per_s, Unit::PerSecond)),
             ));
-            ctx.ev_total(s.metric.clone(), s.total, text)
+            ctx.ev_total(s.metric.clone(), s.total.map(|v| (v, Unit::Count)), text)
         } else {
-            ctx.ev(s.metric.clone(), Some(s.per_s), text)
+            ctx.ev(s.metric.clone(), Some((s.per_s, Unit::PerSecond)), text)
         };
         f.evidence.push(e);
         f.advice.push(s.knob.clone());
@@ -544,7 +544,7 @@ fn drops_words(ctx: &Ctx, st: &[Stage], share: Option<f64>, squeeze: Option<f64>
     if let Some(s) = share {
         f.evidence.push(ctx.ev_total(
             "drop_share_pct",
-            Some(s * 100.0),
+            Some((s * 100.0, Unit::Percent)),
             format!(
                 "{} of the packets dropped at {}",
                 fmt::value(s * 100.0, Unit::Percent),

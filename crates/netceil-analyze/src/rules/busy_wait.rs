@@ -180,12 +180,14 @@ fn effective_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
         metric: os_name,
         window_s: window,
         value: Some(os_at),
+        unit: Some(Unit::Percent),
         text: format!("OS CPU {os_at:.1} %"),
     });
     f.evidence.push(netceil_model::Evidence {
         metric: eff_name,
         window_s: window,
         value: Some(eff_at),
+        unit: Some(Unit::Percent),
         text: format!("effective utilization {eff_at:.1} % (time {doer} spent working)"),
     });
     f.alternatives.push(format!(
@@ -369,13 +371,13 @@ fn polling_finding(
     );
     f.evidence.push(ctx.ev(
         m.id.to_string(),
-        Some(cpu),
+        Some((cpu, Unit::Percent)),
         format!("{comm} at {} of a core", fmt::value(cpu, Unit::Percent)),
     ));
     if let Some((runnable, blocked)) = split {
         f.evidence.push(ctx.ev(
             format!("{}{{tid={tid}}}", n::SCHED_BLOCKED_PCT),
-            Some(blocked),
+            Some((blocked, Unit::Percent)),
             format!(
                 "blocked {} of the time, runnable but waiting for a CPU {} (sched_switch)",
                 fmt::value(blocked, Unit::Percent),
@@ -392,7 +394,7 @@ fn polling_finding(
                 n::THREAD_VOLUNTARY_CS_PER_S
             }
         ),
-        Some(vol),
+        Some((vol, Unit::PerSecond)),
         format!("{} voluntary context switches/s", fmt::number(vol)),
     ));
     f.alternatives.push(if progressed.is_some() {

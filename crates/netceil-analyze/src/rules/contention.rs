@@ -282,7 +282,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
             .collect();
         f.evidence.push(ctx.ev(
             format!("{}{{pid={}}}", n::PROC_CPU_PCT, p.pid),
-            Some(*v),
+            Some((*v, Unit::Percent)),
             format!(
                 "{} (pid {}) at {} of a core ({})",
                 p.comm,
@@ -294,7 +294,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
     }
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, join(&t.cpus)),
-        Some(t.busy),
+        Some((t.busy, Unit::Percent)),
         format!(
             "{} {} busy",
             cpu_words(&t.cpus),
@@ -381,12 +381,12 @@ pub fn steal(ctx: &Ctx) -> Option<Entry> {
     );
     f.evidence.push(ctx.ev(
         n::CPU_STEAL_PCT,
-        Some(steal),
+        Some((steal, Unit::Percent)),
         format!("steal {}", fmt::value(steal, Unit::Percent)),
     ));
     f.evidence.push(ctx.ev(
         n::CPU_IDLE_PCT,
-        Some(idle),
+        Some((idle, Unit::Percent)),
         format!("idle {}", fmt::value(idle, Unit::Percent)),
     ));
     f.advice.push(advice(

@@ -280,13 +280,13 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     for c in &hot.cores {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={}}}", n::CPU_BUSY_PCT, c.cpu),
-            Some(c.busy),
+            Some((c.busy, Unit::Percent)),
             format!("CPU {} busy {}", c.cpu, fmt::value(c.busy, Unit::Percent)),
         ));
         if let Some(k) = c.kernel {
             f.evidence.push(ctx.ev(
                 format!("{}{{cpu={}}}", n::CPU_SYSTEM_PCT, c.cpu),
-                Some(k),
+                Some((k, Unit::Percent)),
                 format!(
                     "CPU {} in system + softirq + irq {}",
                     c.cpu,
@@ -297,7 +297,7 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     }
     f.evidence.push(ctx.ev(
         n::CPU_BUSY_PCT,
-        Some(hot.others_mean),
+        Some((hot.others_mean, Unit::Percent)),
         format!(
             "the other CPUs averaged {} busy",
             fmt::value(hot.others_mean, Unit::Percent)
@@ -307,7 +307,7 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     if let Some(s) = hot.net_rx_share {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={}}}", n::SOFTIRQ_NET_RX_PER_S, cpus[0]),
-            Some(s * 100.0),
+            Some((s * 100.0, Unit::Percent)),
             format!(
                 "{} of NET_RX softirqs ran on {on}",
                 fmt::value(s * 100.0, Unit::Percent)
@@ -317,7 +317,7 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     if let Some(s) = hot.irq_share {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={}}}", n::NIC_IRQ_PER_S, cpus[0]),
-            Some(s * 100.0),
+            Some((s * 100.0, Unit::Percent)),
             format!(
                 "{} of NIC interrupts landed on {on}",
                 fmt::value(s * 100.0, Unit::Percent)
@@ -327,7 +327,7 @@ fn hot_words(ctx: &Ctx, hot: &Hot, confidence: f64) -> Finding {
     if let Some(q) = hot.rx_queues {
         f.evidence.push(ctx.ev(
             n::IRQ_PER_S,
-            Some(q as f64),
+            Some((q as f64, Unit::Count)),
             format!(
                 "{q} NIC receive queue interrupt{} carried traffic",
                 if q == 1 { "" } else { "s" }
@@ -503,7 +503,7 @@ fn shared_words(
     let share: f64 = group.iter().map(|t| t.cpu_pct).sum();
     let together = ctx.ev(
         "threads_cpu_pct",
-        Some(share),
+        Some((share, Unit::Percent)),
         format!(
             "together the threads got {} of CPU {cpu}",
             fmt::value(share, Unit::Percent)
@@ -533,7 +533,7 @@ fn shared_words(
         };
         f.evidence.push(ctx.ev(
             metric,
-            Some(t.cpu_pct),
+            Some((t.cpu_pct, Unit::Percent)),
             format!(
                 "{} ran on CPU {cpu} at {} of a core{preempted}",
                 t.name,
@@ -544,7 +544,7 @@ fn shared_words(
     f.evidence.push(together);
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={cpu}}}", n::CPU_BUSY_PCT),
-        Some(core.busy),
+        Some((core.busy, Unit::Percent)),
         format!("CPU {cpu} busy {}", fmt::value(core.busy, Unit::Percent)),
     ));
     let listed: Vec<String> = others
@@ -736,13 +736,13 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
     );
     f.evidence.push(ctx.ev(
         m.metric.clone(),
-        Some(m.busy),
+        Some((m.busy, Unit::Percent)),
         format!("CPU busy {}", fmt::value(m.busy, Unit::Percent)),
     ));
     if let Some(min) = m.min_core {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu=*}}", n::CPU_BUSY_PCT),
-            Some(min),
+            Some((min, Unit::Percent)),
             format!(
                 "the least busy CPU was at {}",
                 fmt::value(min, Unit::Percent)
@@ -752,7 +752,7 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
     if let Some((ns, pps, _)) = &m.per_packet_ns {
         f.evidence.push(ctx.ev(
             "cpu_per_packet_us",
-            Some(*ns * 1e-3),
+            Some((*ns * 1e-3, Unit::Microseconds)),
             format!(
                 "{} at {} of CPU per packet{}",
                 fmt::value(*pps, Unit::PacketsPerSecond),
@@ -769,7 +769,7 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
     if let (Some((ns, bits, metric)), Some(false)) = (&m.per_byte_ns, small) {
         f.evidence.push(ctx.ev(
             metric.clone(),
-            Some(*bits),
+            Some((*bits, Unit::BitsPerSecond)),
             format!(
                 "{} at {} of CPU per byte",
                 fmt::value(*bits, Unit::BitsPerSecond),
@@ -780,7 +780,7 @@ fn all_busy_words(ctx: &Ctx, m: &AllBusy, confidence: f64) -> Finding {
     if let Some(b) = m.bytes_per_pkt {
         f.evidence.push(ctx.ev(
             "bytes_per_packet",
-            Some(b),
+            Some((b, Unit::Bytes)),
             format!("{} per packet on average", fmt::value(b, Unit::Bytes)),
         ));
     }
@@ -793,7 +793,7 @@ fn all_busy_alternatives(ctx: &Ctx, m: &AllBusy, f: &mut Finding) {
     if let Some(k) = m.kernel_frac.filter(|k| *k < 0.4) {
         f.evidence.push(ctx.ev(
             "kernel_share_of_busy_pct",
-            Some(k * 100.0),
+            Some((k * 100.0, Unit::Percent)),
             format!(
                 "{} of the busy time was in the kernel",
                 fmt::value(k * 100.0, Unit::Percent)
@@ -920,13 +920,13 @@ pub fn quota(ctx: &Ctx) -> Option<Entry> {
     );
     f.evidence.push(ctx.ev_total(
         "meta.cpu_quota.cpus",
-        Some(q.cpus),
+        Some((q.cpus, Unit::Count)),
         format!("quota {} CPU ({})", fmt::number(q.cpus), q.cgroup),
     ));
     if let Some(t) = q.throttled_pct {
         f.evidence.push(ctx.ev_total(
             "meta.cpu_quota.throttled_pct",
-            Some(t),
+            Some((t, Unit::Percent)),
             format!(
                 "throttled in {} of CFS periods",
                 fmt::value(t, Unit::Percent)

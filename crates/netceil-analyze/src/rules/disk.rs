@@ -94,13 +94,13 @@ fn words(
     let mut f = finding(cause::IO_WAIT, summary, confidence);
     f.evidence.push(ctx.ev(
         n::CPU_IOWAIT_PCT,
-        Some(iowait),
+        Some((iowait, Unit::Percent)),
         format!("iowait {}", fmt::value(iowait, Unit::Percent)),
     ));
     if let Some(b) = blocked {
         f.evidence.push(ctx.ev(
             n::PROCS_BLOCKED,
-            Some(b),
+            Some((b, Unit::Count)),
             format!("{} tasks blocked on I/O (vmstat b)", fmt::number(b)),
         ));
     }

@@ -523,7 +523,7 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
     if frame > 0.0 {
         f.evidence.push(ctx.ev(
             "far.frame_bits_per_s",
-            Some(held * frame * 8.0),
+            Some((held * frame * 8.0, Unit::BitsPerSecond)),
             format!(
                 "{} × {frame} B frames × 8 = {}",
                 fmt::value(held, Unit::PacketsPerSecond),
@@ -535,7 +535,7 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
         if let Some(cv) = cv {
             f.evidence.push(ctx.ev(
                 "cv_pct",
-                Some(cv * 100.0),
+                Some((cv * 100.0, Unit::Percent)),
                 format!(
                     "{what} varied by {} (coefficient of variation)",
                     fmt::value(cv * 100.0, Unit::Percent)
@@ -548,7 +548,7 @@ fn path_limiter(ctx: &Ctx, m: &Far) -> Finding {
             "far.iface_rx_pps{{iface={}}}",
             m.far.kernel.iface.as_deref().unwrap_or("?")
         ),
-        Some(held),
+        Some((held, Unit::PacketsPerSecond)),
         format!(
             "arrivals at the far interface: {} (cv {}) while the offered rate varied (cv {})",
             fmt::value(held, Unit::PacketsPerSecond),
@@ -590,7 +590,7 @@ fn ingress_limiter(ctx: &Ctx, m: &Far) -> Finding {
     );
     f.evidence.push(ctx.ev(
         format!("far.{}", n::IP_IN_RECEIVES_PER_S),
-        Some(g.rate),
+        Some((g.rate, Unit::PacketsPerSecond)),
         format!(
             "the far IP layer received {}",
             fmt::value(g.rate, Unit::PacketsPerSecond)
@@ -692,7 +692,7 @@ fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
     let (soft, busy, far) = (m.soft, m.busy, m.far);
     f.evidence.push(ctx.ev(
         format!("far.cpu_softirq_pct{{cpu={}}}", soft.cpu),
-        Some(soft.softirq_pct),
+        Some((soft.softirq_pct, Unit::Percent)),
         format!(
             "far end CPU {}: softirq {}",
             soft.cpu,
@@ -701,7 +701,7 @@ fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
     ));
     f.evidence.push(ctx.ev(
         format!("far.cpu_busy_pct{{cpu={}}}", busy.cpu),
-        Some(busy.busy_pct),
+        Some((busy.busy_pct, Unit::Percent)),
         format!(
             "far end CPU {}: busy {}",
             busy.cpu,
@@ -711,8 +711,7 @@ fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
     if m.is_udp {
         let l = &m.loss;
         f.evidence.push(ctx.ev(
-            "far.udp_lost",
-            Some(l.total_lost as f64),
+            "far.udp_lost", Some((l.total_lost as f64, Unit::Count)),
             format!(
                 "{} of {} datagrams lost there ({} at the socket, {} in the backlog, {} at the interface, {} missed by its NIC; at least {} never reached it)",
                 fmt::number(l.total_lost as f64),
@@ -727,7 +726,7 @@ fn far_evidence(ctx: &Ctx, m: &Far, f: &mut Finding) {
     }
     f.evidence.push(ctx.ev(
         "cpu_busy_pct (sender, busiest core)",
-        Some(m.here_busiest()),
+        Some((m.here_busiest(), Unit::Percent)),
         m.sender(),
     ));
     f.alternatives.push(

@@ -119,13 +119,13 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     );
     f.evidence.push(ctx.ev_total(
         "results.tx_pps",
-        Some(r.tx_pps),
+        Some((r.tx_pps, Unit::PacketsPerSecond)),
         format!("sent {}", fmt::value(r.tx_pps, Unit::PacketsPerSecond)),
     ));
     if let Some(a) = ratio {
         f.evidence.push(ctx.ev_total(
             "results.generator.achieved_ratio",
-            Some(a),
+            Some((a, Unit::Ratio)),
             format!(
                 "achieved {} of the requested rate",
                 fmt::value(a * 100.0, Unit::Percent)
@@ -136,7 +136,7 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     if g.cpu_pct > 0.0 {
         f.evidence.push(ctx.ev_total(
             "results.generator.cpu_pct",
-            Some(g.cpu_pct),
+            Some((g.cpu_pct, Unit::Percent)),
             format!(
                 "the sender used {} of a core",
                 fmt::value(g.cpu_pct, Unit::Percent)
@@ -146,7 +146,7 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     if g.late_sends > 0 {
         f.evidence.push(ctx.ev_total(
             "results.generator.late_sends",
-            Some(g.late_sends as f64),
+            Some((g.late_sends as f64, Unit::Count)),
             format!(
                 "{} sends left more than one interval late",
                 fmt::number(g.late_sends as f64)
@@ -178,7 +178,7 @@ fn limited_finding(ctx: &Ctx) -> Option<Finding> {
     if g.send_errors > 0 {
         f.evidence.push(ctx.ev_total(
             "results.generator.send_errors",
-            Some(g.send_errors as f64),
+            Some((g.send_errors as f64, Unit::Count)),
             format!(
                 "{} sends failed (ENOBUFS and the like)",
                 fmt::number(g.send_errors as f64)
@@ -227,7 +227,7 @@ fn own_busy_wait_finding(ctx: &Ctx) -> Option<Finding> {
     );
     f.evidence.push(ctx.ev_total(
         "results.generator.spin_cpu_s",
-        Some(g.spin_cpu_s),
+        Some((g.spin_cpu_s, Unit::Seconds)),
         format!(
             "{} CPU-s spinning against {} CPU-s sending",
             fmt::number(g.spin_cpu_s),
@@ -236,7 +236,7 @@ fn own_busy_wait_finding(ctx: &Ctx) -> Option<Finding> {
     ));
     f.evidence.push(ctx.ev_total(
         "results.generator.cpu_pct",
-        Some(g.cpu_pct),
+        Some((g.cpu_pct, Unit::Percent)),
         format!(
             "the sender used {} of a core",
             fmt::value(g.cpu_pct, Unit::Percent)

@@ -323,14 +323,14 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
     if let (Some(i), Some(m)) = (intr, intr_m) {
         f.evidence.push(ctx.ev(
             m.id.to_string(),
-            Some(i),
+            Some((i, Unit::PerSecond)),
             format!("{} interrupts/s {}", fmt::number(i), ctx.window_words()),
         ));
     }
     if let (Some(c), Some(m)) = (cs, cs_m) {
         f.evidence.push(ctx.ev(
             m.id.to_string(),
-            Some(c),
+            Some((c, Unit::PerSecond)),
             format!(
                 "{} context switches/s {}",
                 fmt::number(c),
@@ -340,7 +340,7 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
         if let Some(v) = cs_cv {
             f.evidence.push(ctx.ev(
                 format!("cv({})", n::CS_PER_S),
-                Some(v),
+                Some((v, Unit::Ratio)),
                 format!(
                     "context-switch rate varied by {} (coefficient of variation)",
                     fmt::value(v * 100.0, Unit::Percent)
@@ -351,21 +351,20 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
     if let Some(i) = idle_pct {
         f.evidence.push(ctx.ev(
             n::CPU_IDLE_PCT,
-            Some(i),
+            Some((i, Unit::Percent)),
             format!("CPU {} idle", fmt::value(i, Unit::Percent)),
         ));
     }
     if device.is_none() && intr.is_some() {
         f.evidence.push(ctx.ev(
-            n::INTR_PER_S,
-            None,
+            n::INTR_PER_S, None,
             "interrupt source not measured: the total counts device interrupts, timer ticks and IPIs alike",
         ));
     }
     if let (Some(b), Some(t), false) = (bytes_per_intr, &thr, loopback) {
         f.evidence.push(ctx.ev(
             "bytes_per_interrupt",
-            Some(b),
+            Some((b, Unit::Bytes)),
             format!(
                 "{} per interrupt at {} ({}): {} frames per interrupt with {frame_how}",
                 fmt::value(b, Unit::Bytes),
@@ -382,7 +381,7 @@ fn irq_evidence(ctx: &Ctx, m: &Irq, f: &mut Finding) {
     if let Some(b) = bytes_per_cs {
         f.evidence.push(ctx.ev(
             "bytes_per_cs",
-            Some(b),
+            Some((b, Unit::Bytes)),
             format!(
                 "{} of traffic per context switch",
                 fmt::value(b, Unit::Bytes)
@@ -530,22 +529,25 @@ fn system_finding(ctx: &Ctx) -> Option<Finding> {
         ),
         confidence,
     );
-    f.evidence
-        .push(ctx.ev(name, Some(rate), format!("{}/s {what}", fmt::number(rate))));
+    f.evidence.push(ctx.ev(
+        name,
+        Some((rate, Unit::PerSecond)),
+        format!("{}/s {what}", fmt::number(rate)),
+    ));
     f.evidence.push(ctx.ev(
         format!("{name}_per_cpu"),
-        Some(rate / cpus),
+        Some((rate / cpus, Unit::PerSecond)),
         format!("{}/s per CPU, over {cpus} CPUs", fmt::number(rate / cpus)),
     ));
     f.evidence.push(ctx.ev(
         n::DEVICE_INTR_PER_S,
-        Some(device),
+        Some((device, Unit::PerSecond)),
         format!("{}/s device interrupts", fmt::number(device)),
     ));
     for (k, v) in &kinds {
         f.evidence.push(ctx.ev(
             format!("{}{{kind={k}}}", n::IPI_PER_S),
-            Some(*v),
+            Some((*v, Unit::PerSecond)),
             format!("{}/s {k} IPIs", fmt::number(*v)),
         ));
     }

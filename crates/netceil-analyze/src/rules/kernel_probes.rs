@@ -141,7 +141,7 @@ fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
     );
     f.evidence.push(ctx.ev(
         format!("{}{{cpu={cpu}}}", n::SOFTIRQ_EXACT_PCT),
-        Some(share),
+        Some((share, Unit::Percent)),
         format!(
             "CPU {cpu}: NET_RX + NET_TX softirq {}",
             fmt::value(share, Unit::Percent)
@@ -150,14 +150,14 @@ fn softirq_finding(ctx: &Ctx) -> Option<(Finding, u32, f64)> {
     for (c, v) in by_cpu.iter().filter(|(c, _)| **c != cpu) {
         f.evidence.push(ctx.ev(
             format!("{}{{cpu={c}}}", n::SOFTIRQ_EXACT_PCT),
-            Some(*v),
+            Some((*v, Unit::Percent)),
             format!("CPU {c}: network softirq {}", fmt::value(*v, Unit::Percent)),
         ));
     }
     if let Some((ns, _)) = per_packet {
         f.evidence.push(ctx.ev(
-            "softirq_ns_per_packet",
-            Some(ns),
+            "softirq_us_per_packet",
+            Some((ns * 1e-3, Unit::Microseconds)),
             format!(
                 "{} of softirq per packet",
                 fmt::value(ns * 1e-9, Unit::Seconds)
@@ -312,7 +312,7 @@ fn napi_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     );
     f.evidence.push(ctx.ev(
         format!("{}{{iface={dev}}}", n::NAPI_BUDGET_EXHAUSTED_PER_S),
-        Some(share * polls),
+        Some((share * polls, Unit::PerSecond)),
         format!(
             "{} of polls full ({}/s)",
             fmt::value(share * 100.0, Unit::Percent),
@@ -322,14 +322,14 @@ fn napi_finding(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     if let Some(s) = squeeze {
         f.evidence.push(ctx.ev(
             n::SOFTNET_TIME_SQUEEZE_PER_S,
-            Some(s),
+            Some((s, Unit::PerSecond)),
             format!("{} time squeezes", fmt::value(s, Unit::PerSecond)),
         ));
     }
     if let Some((ns, what)) = ns_per_packet(ctx, &by_cpu) {
         f.evidence.push(ctx.ev(
-            "softirq_ns_per_packet",
-            Some(ns),
+            "softirq_us_per_packet",
+            Some((ns * 1e-3, Unit::Microseconds)),
             format!(
                 "{} of softirq per packet ({what})",
                 fmt::value(ns * 1e-9, Unit::Seconds)

@@ -198,6 +198,7 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
                 metric: format!("knee.{words}.bits_per_s{{size={payload}}}"),
                 window_s: None,
                 value: Some(k.bits_per_s),
+                unit: Some(netceil_model::Unit::BitsPerSecond),
                 text: format!(
                     "{size}: {words} delivered ≥ 99 % up to {} = {}",
                     rate_words(k.offered_pps),

@@ -104,15 +104,14 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
 fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
     f.evidence.push(ctx.ev_total(
         "results.transactions_per_s",
-        Some(c.tps),
+        Some((c.tps, Unit::PerSecond)),
         format!(
             "{} transactions/s measured over the run",
             fmt::number(c.tps)
         ),
     ));
     f.evidence.push(ctx.ev_total(
-        "results.latency_us.mean",
-        Some(c.mean_rtt_us),
+        "results.latency_us.mean", Some((c.mean_rtt_us, Unit::Microseconds)),
         format!(
             "mean round trip {} (median {}) over {} round trips; the identity takes the mean (Little's law)",
             fmt::value(c.mean_rtt_us, Unit::Microseconds),
@@ -122,7 +121,7 @@ fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
     ));
     f.evidence.push(ctx.ev_total(
         "results.closed_loop_in_flight",
-        Some(f64::from(c.in_flight)),
+        Some((f64::from(c.in_flight), Unit::Count)),
         format!(
             "{} kept in flight: closed loop, one per flow, no --rate",
             if c.in_flight == 1 {
@@ -134,7 +133,7 @@ fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
     ));
     f.evidence.push(ctx.ev_total(
         "latency_identity_ratio",
-        Some(c.ratio()),
+        Some((c.ratio(), Unit::Ratio)),
         format!(
             "measured {} / predicted {} ({} / {}) = {}",
             fmt::number(c.tps),
@@ -150,7 +149,7 @@ fn evidence(ctx: &Ctx, c: &ClosedLoop, f: &mut Finding) {
     if outside_us > 0.0 {
         f.evidence.push(ctx.ev_total(
             "client_turnaround_us",
-            Some(outside_us),
+            Some((outside_us, Unit::Microseconds)),
             format!(
                 "{} per transaction per flow outside the round trip ({} / {} − {})",
                 fmt::value(outside_us, Unit::Microseconds),

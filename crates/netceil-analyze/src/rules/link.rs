@@ -328,23 +328,23 @@ fn evaluate(ctx: &Ctx, pps_ceiling: Option<(f64, String)>) -> Option<(Finding, S
     for c in &cs {
         f.evidence.push(ctx.ev_total(
             format!("ceiling.{}", c.name.trim_start_matches("the ")),
-            Some(c.bits),
+            Some((c.bits, Unit::BitsPerSecond)),
             c.arithmetic.clone(),
         ));
     }
     f.evidence.push(ctx.ev(
         t.metric.clone(),
-        Some(t.bits_per_s),
+        Some((t.bits_per_s, Unit::BitsPerSecond)),
         format!("measured {}", fmt::value(t.bits_per_s, Unit::BitsPerSecond)),
     ));
     f.evidence.push(ctx.ev_total(
         "bytes_per_packet",
-        Some(l.bytes),
+        Some((l.bytes, Unit::Bytes)),
         format!("{:.0} B of {} per packet", l.bytes, l.name),
     ));
     f.evidence.push(ctx.ev(
         "pps_at_that_size",
-        Some(pps_here),
+        Some((pps_here, Unit::PacketsPerSecond)),
         format!(
             "{} at that size: the rate measured over {:.0} B × 8",
             fmt::value(pps_here, Unit::PacketsPerSecond),

@@ -419,7 +419,7 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
             .unwrap_or_default();
         f.evidence.push(ctx.ev_total(
             format!("locks[{}].wait_total_s", l.name),
-            Some(l.wait_s),
+            Some((l.wait_s, Unit::Seconds)),
             format!(
                 "{}: waited {}{hold}, {} {} ({})",
                 l.name,
@@ -437,7 +437,7 @@ fn words(ctx: &Ctx, z: &Sized) -> Finding {
     if let Some((w, how)) = win {
         f.evidence.push(ctx.ev_total(
             "window_s",
-            Some(w),
+            Some((w, Unit::Seconds)),
             format!("profile window {} ({how})", fmt::value(w, Unit::Seconds)),
         ));
     }

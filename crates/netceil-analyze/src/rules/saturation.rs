@@ -165,12 +165,12 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     if from_totals {
         f.evidence.push(ctx.ev_total(
             "results.tx_pps",
-            Some(offered),
+            Some((offered, Unit::PacketsPerSecond)),
             format!("offered {}", fmt::value(offered, Unit::PacketsPerSecond)),
         ));
         f.evidence.push(ctx.ev_total(
             "results.rx_app_pps",
-            Some(delivered),
+            Some((delivered, Unit::PacketsPerSecond)),
             format!(
                 "delivered {}",
                 fmt::value(delivered, Unit::PacketsPerSecond)
@@ -179,12 +179,12 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
     } else {
         f.evidence.push(ctx.ev(
             n::LOAD_TX_PPS,
-            Some(offered),
+            Some((offered, Unit::PacketsPerSecond)),
             format!("offered {}", fmt::value(offered, Unit::PacketsPerSecond)),
         ));
         f.evidence.push(ctx.ev(
             n::LOAD_RX_PPS,
-            Some(delivered),
+            Some((delivered, Unit::PacketsPerSecond)),
             format!(
                 "delivered {}",
                 fmt::value(delivered, Unit::PacketsPerSecond)
@@ -205,7 +205,7 @@ fn measure(ctx: &Ctx) -> Option<(Finding, f64, f64)> {
                 if *last >= 1.2 * first && cv(&del_after).is_some_and(|c| c <= 0.1) {
                     f.evidence.push(ctx.ev(
                         n::LOAD_RX_PPS,
-                        Some(level),
+                        Some((level, Unit::PacketsPerSecond)),
                         format!(
                             "delivered stayed near {} while offered rose from {} to {}",
                             fmt::value(level, Unit::PacketsPerSecond),
@@ -229,7 +229,7 @@ fn counted_evidence(ctx: &Ctx, f: &mut Finding, iface: &str, k: f64) {
     let counted = k.min(1.0) * 100.0;
     f.evidence.push(ctx.ev_total(
         "kernel_share_pct",
-        Some(counted),
+        Some((counted, Unit::Percent)),
         format!(
             "{iface} counted {} of the packets offered",
             fmt::value(counted, Unit::Percent)
@@ -238,7 +238,7 @@ fn counted_evidence(ctx: &Ctx, f: &mut Finding, iface: &str, k: f64) {
     let unseen = (1.0 - k).max(0.0);
     f.evidence.push(ctx.ev_total(
         "unseen_pct",
-        Some(unseen * 100.0),
+        Some((unseen * 100.0, Unit::Percent)),
         format!(
             "{} of the packets offered never reached {iface}",
             fmt::value(unseen * 100.0, Unit::Percent)

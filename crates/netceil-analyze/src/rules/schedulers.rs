@@ -114,7 +114,7 @@ fn hot_words(ctx: &Ctx, names: &[String], others: f64, n_rest: usize, confidence
     );
     f.evidence.push(ctx.ev(
         format!("{}{{scheduler=*}}", n::ERLANG_SCHEDULER_UTIL_PCT),
-        Some(others),
+        Some((others, Unit::Percent)),
         format!(
             "the other schedulers averaged {} utilized",
             fmt::value(others, Unit::Percent)

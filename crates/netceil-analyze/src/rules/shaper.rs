@@ -256,15 +256,14 @@ fn words(
     );
     f.evidence.push(ctx.ev(
         "bits_cv_pct",
-        Some(best.bits_cv * 100.0),
+        Some((best.bits_cv * 100.0, Unit::Percent)),
         format!(
             "its rate varied by {} (coefficient of variation)",
             fmt::value(best.bits_cv * 100.0, Unit::Percent)
         ),
     ));
     f.evidence.push(ctx.ev(
-        best.bits.id.to_string(),
-        Some(best.offered_bits.unwrap_or(best.bits_mean)),
+        best.bits.id.to_string(), Some((best.offered_bits.unwrap_or(best.bits_mean), Unit::BitsPerSecond)),
         match best.offered_bits {
             Some(o) => format!(
                 "{what} was offered {} and passed {} on average (offered less the dropped share of packets), coefficient of variation {}",
@@ -295,7 +294,7 @@ fn words(
                 .collect::<Vec<_>>()
                 .join(",")
         ),
-        Some(best.throttle_per_s),
+        Some((best.throttle_per_s, Unit::PerSecond)),
         format!(
             "{}/s {throttle_words}, in {} of the load intervals",
             fmt::number(best.throttle_per_s),
@@ -305,13 +304,13 @@ fn words(
     if let Some(c) = best.configured_bits {
         f.evidence.push(ctx.ev(
             n::QDISC_RATE_BITS_PER_S,
-            Some(c),
+            Some((c, Unit::BitsPerSecond)),
             format!("configured rate {}", fmt::value(c, Unit::BitsPerSecond)),
         ));
     }
     f.evidence.push(ctx.ev(
         "share",
-        Some(share),
+        Some((share, Unit::Ratio)),
         format!(
             "it carried {} of the run's {}",
             fmt::value(share * 100.0, Unit::Percent),
@@ -321,14 +320,14 @@ fn words(
     if let Some(d) = best.drops_per_s.filter(|d| *d > 0.0 && !best.policer) {
         f.evidence.push(ctx.ev(
             n::QDISC_DROPS_PER_S,
-            Some(d),
+            Some((d, Unit::PerSecond)),
             format!("{}/s dropped when its queue was full", fmt::number(d)),
         ));
     }
     if let Some(b) = best.backlog_bytes.filter(|b| *b > 0.0) {
         f.evidence.push(ctx.ev(
             n::QDISC_BACKLOG_BYTES,
-            Some(b),
+            Some((b, Unit::Bytes)),
             format!("{} waiting in it on average", fmt::value(b, Unit::Bytes)),
         ));
     }

@@ -173,7 +173,7 @@ fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
     );
     f.evidence.push(ctx.ev_total(
         SQUEEZED,
-        Some(sq.total),
+        Some((sq.total, Unit::Count)),
         format!(
             "{} time squeezes since boot: {}",
             fmt::number(sq.total),
@@ -182,7 +182,7 @@ fn squeeze_finding(ctx: &Ctx) -> Option<Finding> {
     ));
     f.evidence.push(ctx.ev_total(
         PROCESSED,
-        Some(processed.total),
+        Some((processed.total, Unit::Count)),
         format!(
             "{} packets processed since boot: {}",
             fmt::number(processed.total),
@@ -237,7 +237,7 @@ fn drops_finding(ctx: &Ctx) -> Option<Finding> {
     );
     f.evidence.push(ctx.ev_total(
         DROPPED,
-        Some(d.total),
+        Some((d.total, Unit::Count)),
         format!("backlog drops since boot: {}", spread_words(&d)),
     ));
     f.advice.push(advice(
@@ -295,7 +295,7 @@ fn skew_finding(ctx: &Ctx) -> Option<(Finding, String)> {
     );
     f.evidence.push(ctx.ev_total(
         name,
-        Some(t.total),
+        Some((t.total, Unit::Count)),
         format!(
             "{} {what} since boot: {}",
             fmt::number(t.total),
@@ -346,7 +346,7 @@ pub fn listen(ctx: &Ctx) -> Option<Entry> {
             "{}{{proto=TcpExt,counter=ListenOverflows}}",
             netceil_model::names::SNMP_COUNTER_TOTAL
         ),
-        Some(overflows),
+        Some((overflows, Unit::Count)),
         format!(
             "{} accept-queue overflows since boot",
             fmt::number(overflows)

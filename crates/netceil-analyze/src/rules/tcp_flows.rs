@@ -297,7 +297,7 @@ fn flows_words(l: &Limits) -> String {
 fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
     f.evidence.push(ctx.ev(
         TCP_BUSY_PCT,
-        Some(l.busy),
+        Some((l.busy, Unit::Percent)),
         format!(
             "{} had data to send {} of the time",
             flows_words(l),
@@ -316,7 +316,7 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
         if let Some(v) = v {
             f.evidence.push(ctx.ev(
                 name,
-                Some(v),
+                Some((v, Unit::Percent)),
                 format!(
                     "{what} {} of busy time, by the kernel's count (tcp_info)",
                     fmt::value(v, Unit::Percent)
@@ -327,14 +327,13 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
     if let Some(r) = l.retrans_per_s {
         f.evidence.push(ctx.ev(
             TCP_RETRANS_PER_S,
-            Some(r),
+            Some((r, Unit::PerSecond)),
             format!("{} retransmitted", fmt::value(r, Unit::PerSecond)),
         ));
     }
     if l.full.judged > 0 {
         f.evidence.push(ctx.ev(
-            "tcp_full_windows",
-            Some(l.full.judged as f64),
+            "tcp_full_windows", Some((l.full.judged as f64, Unit::Count)),
             format!(
                 "of {} busy flow-intervals, the peer's window was full in {}, the send buffer in {}, the congestion window in {} (acked rate × RTT in flight, against each)",
                 l.full.judged,
@@ -350,7 +349,7 @@ fn common_evidence(ctx: &Ctx, l: &Limits, f: &mut Finding) {
         ] {
             f.evidence.push(ctx.ev(
                 "tcp_full_windows_pct",
-                Some(pct),
+                Some((pct, Unit::Percent)),
                 format!(
                     "{what} full in {} of the busy flow-intervals",
                     fmt::value(pct, Unit::Percent)

@@ -228,7 +228,7 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
         ));
         f.evidence.push(ctx.ev_total(
             "tcp:loss_bound",
-            Some(b.cap),
+            Some((b.cap, Unit::BitsPerSecond)),
             format!(
                 "MSS / RTT × {MATHIS_C} / √p with p = {} loss events per segment: {}",
                 fmt::number(b.p),
@@ -239,18 +239,18 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
     if source == "series" {
         f.evidence.push(ctx.ev(
             n::TCP_RETRANS_SEGS_PER_S,
-            Some(rate),
+            Some((rate, Unit::PerSecond)),
             format!("{} retransmitted", fmt::value(rate, Unit::PerSecond)),
         ));
         f.evidence.push(ctx.ev(
             n::TCP_OUT_SEGS_PER_S,
-            out,
+            out.map(|v| (v, Unit::PerSecond)),
             format!("{} sent", fmt::value(out.unwrap_or(0.0), Unit::PerSecond)),
         ));
     } else if source == "since boot" {
         f.evidence.push(ctx.ev_total(
             format!("{}{{proto=Tcp,counter=RetransSegs}}", n::SNMP_COUNTER_TOTAL),
-            m.count,
+            m.count.map(|v| (v, Unit::Count)),
             format!(
                 "{} segments retransmitted since boot, {} of those sent",
                 fmt::number(m.count.unwrap_or(0.0)),
@@ -260,7 +260,7 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
     } else {
         f.evidence.push(ctx.ev_total(
             "results.flows[].retransmits",
-            Some(rate),
+            Some((rate, Unit::PerSecond)),
             format!(
                 "{} retransmitted (the flows' own counts)",
                 fmt::value(rate, Unit::PerSecond)
@@ -270,7 +270,7 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
     if let Some(d) = dsack_in {
         f.evidence.push(ctx.ev(
             n::TCP_DSACK_RECV_PER_S,
-            Some(d),
+            Some((d, Unit::PerSecond)),
             format!(
                 "{} duplicate SACKs received",
                 fmt::value(d, Unit::PerSecond)
@@ -280,14 +280,14 @@ fn finding_of(ctx: &Ctx) -> Option<Finding> {
     if let Some(d) = dsack_out {
         f.evidence.push(ctx.ev(
             n::TCP_DSACK_SENT_PER_S,
-            Some(d),
+            Some((d, Unit::PerSecond)),
             format!("{} duplicate SACKs sent", fmt::value(d, Unit::PerSecond)),
         ));
     }
     if let Some(t) = timeouts {
         f.evidence.push(ctx.ev(
             n::TCP_TIMEOUTS_PER_S,
-            Some(t),
+            Some((t, Unit::PerSecond)),
             format!("{} retransmission timeouts", fmt::value(t, Unit::PerSecond)),
         ));
     }

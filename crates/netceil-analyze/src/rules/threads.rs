@@ -347,7 +347,7 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
     );
     f.evidence.push(ctx.ev(
         format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
-        Some(t.cpu_pct),
+        Some((t.cpu_pct, Unit::Percent)),
         format!(
             "{} at {} of a core",
             t.comm,
@@ -356,7 +356,7 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
     ));
     f.evidence.push(ctx.ev(
         format!("{}{{tid={}}}", n::THREAD_VOLUNTARY_CS_PER_S, t.tid),
-        Some(blocked),
+        Some((blocked, Unit::PerSecond)),
         format!(
             "{} voluntary context switches/s: it never waited",
             fmt::number(blocked)
@@ -365,7 +365,7 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
     if let Some(l) = p.loss {
         f.evidence.push(ctx.ev_total(
             "results.lost_packets",
-            Some(l),
+            Some((l, Unit::Ratio)),
             format!(
                 "{} of the packets sent were lost",
                 fmt::value(l * 100.0, Unit::Percent)
@@ -585,7 +585,7 @@ pub fn imported_tool(ctx: &Ctx) -> Option<Entry> {
     };
     f.evidence.push(ctx.ev_total(
         metric,
-        Some(cpu),
+        Some((cpu, Unit::Percent)),
         format!(
             "the {side} {tool} at {} of a core per data thread",
             fmt::value(cpu, Unit::Percent)
@@ -594,7 +594,7 @@ pub fn imported_tool(ctx: &Ctx) -> Option<Entry> {
     if let Some(l) = loss {
         f.evidence.push(ctx.ev_total(
             "results.lost_packets",
-            Some(l),
+            Some((l, Unit::Ratio)),
             format!(
                 "{} of the packets sent were lost",
                 fmt::value(l * 100.0, Unit::Percent)
@@ -680,7 +680,7 @@ fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding 
     );
     f.evidence.push(ctx.ev(
         format!("{}{{tid={}}}", n::THREAD_CPU_PCT, t.tid),
-        Some(t.cpu_pct),
+        Some((t.cpu_pct, Unit::Percent)),
         format!(
             "{} at {} of a core",
             t.comm,
@@ -690,7 +690,7 @@ fn saturated_worker(ctx: &Ctx, t: &ThreadLoad, pid: &str, how: &str) -> Finding 
     if let Some(c) = t.syscalls_per_s {
         f.evidence.push(ctx.ev(
             format!("{}{{tid={}}}", n::THREAD_SYSCALLS_PER_S, t.tid),
-            Some(c),
+            Some((c, Unit::PerSecond)),
             format!("{}/s read/write-family calls", fmt::number(c)),
         ));
     }

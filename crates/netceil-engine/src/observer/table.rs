@@ -15,9 +15,31 @@ use super::LoadFigures;
 /// The workload columns each kind of run shows.
 pub const UDP_COLUMNS: &[&str] = &["tx pps", "rx pps", "rx bit/s", "lost"];
 pub const TCP_COLUMNS: &[&str] = &["tx bit/s", "rx bit/s"];
+/// -R: the far side writes, this side reads; labelled by direction.
+pub const TCP_DOWN_COLUMNS: &[&str] = &["down tx b/s", "down rx b/s"];
+/// --bidir: each direction's writes and reads apart.
+pub const TCP_BOTH_COLUMNS: &[&str] = &["up tx b/s", "up rx b/s", "down tx b/s", "down rx b/s"];
+/// rrul: the probe's round trip (idle phase), then each direction's reads (loaded phase).
+pub const RRUL_COLUMNS: &[&str] = &[
+    "lat µs",
+    "up tx b/s",
+    "up rx b/s",
+    "down tx b/s",
+    "down rx b/s",
+];
 pub const RR_COLUMNS: &[&str] = &["tps", "lat µs", "lost"];
 const LOAD_HEADERS: &[&str] = &[
-    "tx pps", "rx pps", "tx bit/s", "rx bit/s", "lost", "tps", "lat µs",
+    "tx pps",
+    "rx pps",
+    "tx bit/s",
+    "rx bit/s",
+    "up tx b/s",
+    "up rx b/s",
+    "down tx b/s",
+    "down rx b/s",
+    "lost",
+    "tps",
+    "lat µs",
 ];
 
 /// The live table's state: its columns are fixed at the first row, so every row lines up.
@@ -154,6 +176,34 @@ const COLUMNS: &[Column] = &[
         priority: 1,
         wide_only: false,
         cell: |_, l, _| l.rx_bits_per_s.map(fmt::number),
+    },
+    Column {
+        header: "up tx b/s",
+        width: 9,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.tx_bits_per_s.map(fmt::number),
+    },
+    Column {
+        header: "up rx b/s",
+        width: 9,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.rx_bits_per_s.map(fmt::number),
+    },
+    Column {
+        header: "down tx b/s",
+        width: 11,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.down_tx_bits_per_s.map(fmt::number),
+    },
+    Column {
+        header: "down rx b/s",
+        width: 11,
+        priority: 1,
+        wide_only: false,
+        cell: |_, l, _| l.down_rx_bits_per_s.map(fmt::number),
     },
     Column {
         header: "tps",

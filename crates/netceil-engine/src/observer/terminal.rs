@@ -9,7 +9,10 @@ use netceil_probe::Row;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use super::table::{LiveTable, RR_COLUMNS, TCP_COLUMNS, UDP_COLUMNS};
+use super::table::{
+    LiveTable, RRUL_COLUMNS, RR_COLUMNS, TCP_BOTH_COLUMNS, TCP_COLUMNS, TCP_DOWN_COLUMNS,
+    UDP_COLUMNS,
+};
 use super::{LoadFigures, LoadKind, Observer, PartStart};
 
 /// Opens stdout for one write of plain lines (no bar): the binary's never panics and notes a
@@ -65,6 +68,9 @@ impl Observer for TerminalParts {
         let columns = match part.kind {
             LoadKind::Udp => UDP_COLUMNS,
             LoadKind::Tcp => TCP_COLUMNS,
+            LoadKind::TcpDown => TCP_DOWN_COLUMNS,
+            LoadKind::TcpBoth => TCP_BOTH_COLUMNS,
+            LoadKind::Rrul => RRUL_COLUMNS,
             LoadKind::Rr => RR_COLUMNS,
         };
         let mut live = Live::new(&part.title, part.length, self.json, self.quiet, self.stdout);

@@ -160,10 +160,11 @@ impl TcpConfig {
         check_family(self.ipv6, self.target)?;
         threads::check_placement(self.rx_cpu, self.tx_cpu, self.target.is_some())?;
         if self.direction == TcpDirection::Down {
+            // --rate-per-flow goes to the far side in the hello; these set this side's sockets.
             let this_side = if self.congestion.is_some() {
                 Some("--congestion")
-            } else if self.rate_per_flow_bps.is_some() {
-                Some("--rate-per-flow")
+            } else if self.pacing == TcpPacingChoice::Kernel {
+                Some("kernel pacing")
             } else {
                 None
             };
@@ -247,6 +248,8 @@ pub(crate) fn ensure_fd_limit(needed: u64, what: &str) -> Result<(), LoadError> 
 /// bytes so far and its rate since the previous reading. A direction not counted here (the
 /// far end's, before it reports) is `None`.
 pub(crate) struct Meter {
+    /// The direction whose flows it counts.
+    way: TcpDirection,
     start_ns: u64,
     last_ns: u64,
     last_tx: u64,
@@ -254,8 +257,9 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    pub(crate) fn new(start_ns: u64) -> Meter {
+    pub(crate) fn new(start_ns: u64, way: TcpDirection) -> Meter {
         Meter {
+            way,
             start_ns,
             last_ns: start_ns,
             last_tx: 0,
@@ -265,18 +269,24 @@ impl Meter {
 
     pub(crate) fn sample(&mut self, now: u64, (tx, rx): (Option<u64>, Option<u64>)) -> TcpProgress {
         let dt = (now - self.last_ns) as f64 / 1e9;
-        let p = TcpProgress {
-            elapsed_s: (now - self.start_ns) as f64 / 1e9,
-            tx_bytes: tx.unwrap_or(0),
+        let way = WayProgress {
+            tx_bytes: tx,
             rx_bytes: rx,
-            interval_tx_bits_per_s: tx
-                .map_or(0.0, |t| t.saturating_sub(self.last_tx) as f64 * 8.0 / dt),
+            interval_tx_bits_per_s: tx.map(|t| t.saturating_sub(self.last_tx) as f64 * 8.0 / dt),
             interval_rx_bits_per_s: rx.map(|r| r.saturating_sub(self.last_rx) as f64 * 8.0 / dt),
         };
         self.last_ns = now;
         self.last_tx = tx.unwrap_or(0);
         self.last_rx = rx.unwrap_or(0);
-        p
+        let (up, down) = match self.way {
+            TcpDirection::Down => (None, Some(way)),
+            _ => (Some(way), None),
+        };
+        TcpProgress {
+            elapsed_s: (now - self.start_ns) as f64 / 1e9,
+            up,
+            down,
+        }
     }
 }
 
@@ -302,17 +312,25 @@ pub(crate) fn supervise<T>(
     }
 }
 
-/// A once-a-second look at a running TCP test.
+/// A once-a-second look at a running TCP test, each direction apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpProgress {
     pub elapsed_s: f64,
-    /// Bytes written by the senders so far.
-    pub tx_bytes: u64,
-    /// Bytes read by the in-process receiver so far; `None` with a remote target.
+    /// The flows this side sends (up); `None` with -R.
+    pub up: Option<WayProgress>,
+    /// The flows the far side sends (down: -R, --bidir, rrul); `None` without.
+    pub down: Option<WayProgress>,
+}
+
+/// One direction's flows so far: what their sender wrote and their receiver read. A count this
+/// side cannot see while the run goes (the far end's, with `--to`) is `None`, not 0.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WayProgress {
+    pub tx_bytes: Option<u64>,
     pub rx_bytes: Option<u64>,
     /// Send rate over the last interval, bit/s.
-    pub interval_tx_bits_per_s: f64,
-    /// Receive rate over the last interval, bit/s (in-process receiver only).
+    pub interval_tx_bits_per_s: Option<f64>,
+    /// Receive rate over the last interval, bit/s.
     pub interval_rx_bits_per_s: Option<f64>,
 }
 
@@ -334,8 +352,7 @@ fn plan_pacing(cfg: &TcpConfig) -> PacingPlan {
             chunk: cfg.msg_size,
         };
     };
-    let ten_ms = (rate / 8.0 * PACED_CHUNK_NS / 1e9) as usize;
-    let chunk = ten_ms.max(MIN_PACED_CHUNK).min(cfg.msg_size).max(1);
+    let chunk = paced_chunk(rate, cfg.msg_size);
     match cfg.pacing {
         TcpPacingChoice::Kernel => PacingPlan {
             kind: TcpPacing::Kernel,
@@ -351,6 +368,13 @@ fn plan_pacing(cfg: &TcpConfig) -> PacingPlan {
             chunk,
         },
     }
+}
+
+/// Bytes per paced write at `rate_bps`: 10 ms of data, at least [`MIN_PACED_CHUNK`], at most
+/// `largest`. The sender's application pacing and the server's paced sources use it alike.
+pub(crate) fn paced_chunk(rate_bps: f64, largest: usize) -> usize {
+    let ten_ms = (rate_bps / 8.0 * PACED_CHUNK_NS / 1e9) as usize;
+    ten_ms.max(MIN_PACED_CHUNK).min(largest).max(1)
 }
 
 /// Runs a TCP stream test and returns its totals.
@@ -373,7 +397,7 @@ pub fn run_tcp(
     ensure_fd_limit(flows * fds_per_flow + 64, &format!("--flows {}", cfg.flows))?;
     match cfg.direction {
         TcpDirection::Up => run_forward(cfg, stop, on_progress),
-        TcpDirection::Down => reverse::run_reverse(cfg, stop, on_progress),
+        TcpDirection::Down => reverse::run_reverse(cfg, stop, on_progress, None),
         TcpDirection::Both => reverse::run_both(cfg, stop, on_progress),
     }
 }
@@ -460,7 +484,7 @@ pub(crate) fn run_forward(
 
     // Supervise: progress once a second, stop requests within 20 ms.
     let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let mut meter = Meter::new(start_ns);
+    let mut meter = Meter::new(start_ns, TcpDirection::Up);
     let read = || {
         let tx: u64 = tx_counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
         let rx = server

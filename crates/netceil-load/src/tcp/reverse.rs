@@ -7,7 +7,7 @@
 //! figures apart ([`TcpDirectionResult`]) beside their sum.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
 
@@ -16,11 +16,32 @@ use crate::clock::{now_ns, ProgressTicks};
 use crate::threads;
 use crate::LoadError;
 
-/// Runs reverse streams: the far end (or the in-process server) sends, this side reads.
+/// The down direction's byte counters as they run, for `--bidir`'s progress to read on the up
+/// direction's clock: what the in-process server wrote (unknown with a far end) and what this
+/// side read.
+pub(crate) struct DownCounters {
+    read: Vec<Arc<AtomicU64>>,
+    written: Option<Arc<super::server::LiveCounters>>,
+}
+
+impl DownCounters {
+    fn now(&self) -> (Option<u64>, Option<u64>) {
+        let rx = self.read.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let tx = self
+            .written
+            .as_ref()
+            .map(|l| l.source_bytes.load(Ordering::Relaxed));
+        (tx, Some(rx))
+    }
+}
+
+/// Runs reverse streams: the far end (or the in-process server) sends, this side reads. With
+/// `share`, the counters are put there once the flows start.
 pub(crate) fn run_reverse(
     cfg: &TcpConfig,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&TcpProgress),
+    share: Option<&Mutex<Option<DownCounters>>>,
 ) -> Result<Results, LoadError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = if cfg.threads == 0 { cpus } else { cfg.threads }.clamp(1, cfg.flows);
@@ -38,7 +59,14 @@ pub(crate) fn run_reverse(
         (None, Some(t)) => t,
         (None, None) => unreachable!("a server is started without a target"),
     };
-    let streams = hello::connect_all(target, cfg.flows, hello::Mode::Source, |_| Ok(()))?;
+    // With a rate, the far end (or the in-process server) paces what it sends.
+    let ask = match cfg.rate_per_flow_bps {
+        Some(r) => hello::Ask::PacedSource {
+            bits_per_s: (r.round() as u64).max(1),
+        },
+        None => hello::Ask::Plain(hello::Mode::Source),
+    };
+    let streams = hello::connect_asking(target, cfg.flows, ask, |_| Ok(()))?;
     let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
     for (id, s) in streams.into_iter().enumerate() {
         shares[id % threads as usize].push((id as u32, s));
@@ -68,14 +96,20 @@ pub(crate) fn run_reverse(
         );
     }
     let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let mut meter = Meter::new(start_ns);
-    let read = || {
-        let rx: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        let tx = server
-            .as_ref()
-            .map(|s| s.live().source_bytes.load(Ordering::Relaxed));
-        (tx, Some(rx))
+    let mut meter = Meter::new(start_ns, TcpDirection::Down);
+    let live = DownCounters {
+        read: counters,
+        written: server.as_ref().map(Server::live_shared),
     };
+    let read = || live.now();
+    if let Some(share) = share {
+        if let Ok(mut s) = share.lock() {
+            *s = Some(DownCounters {
+                read: live.read.clone(),
+                written: live.written.clone(),
+            });
+        }
+    }
     supervise(&handles, stop, &inner_stop, &mut ticks, |now| {
         on_progress(&meter.sample(now, read()))
     });
@@ -136,11 +170,21 @@ fn summarize_reverse(
             "an in-process server on loopback"
         }
     )];
-    if cfg.rate_per_flow_bps.is_some() {
-        notes.push(
-            "--rate-per-flow paces the flows this side sends; the far end's flows are unpaced"
-                .into(),
-        );
+    let rx_bits_per_s = rx_bytes as f64 * 8.0 / rx_window_s;
+    if let Some(rate) = cfg.rate_per_flow_bps {
+        let total = rate * f64::from(cfg.flows);
+        notes.push(format!(
+            "requested {rate:.0} bit/s per flow × {} flows = {total:.0} bit/s, paced by the \
+             sending side ({}) on an absolute schedule per flow; this side read \
+             {rx_bits_per_s:.0} bit/s ({:.2} % of it)",
+            cfg.flows,
+            if cfg.target.is_some() {
+                "the far end"
+            } else {
+                "the in-process server"
+            },
+            rx_bits_per_s / total * 100.0
+        ));
     }
     if let Some(first) = unended.first() {
         notes.push(format!(
@@ -164,7 +208,6 @@ fn summarize_reverse(
     if stopped_early {
         notes.push("stopped early on request; figures cover the time that ran".into());
     }
-    let rx_bits_per_s = rx_bytes as f64 * 8.0 / rx_window_s;
     let tx_bytes = sent.unwrap_or(0);
     Results {
         duration_s: send_window_s,
@@ -208,19 +251,29 @@ pub(crate) fn run_both(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&TcpProgress),
 ) -> Result<Results, LoadError> {
-    let down_rx = AtomicU64::new(0);
+    // The down direction's counters, read at each of the up direction's progress reports so
+    // both directions' figures cover the same interval.
+    let down_counters: Mutex<Option<DownCounters>> = Mutex::new(None);
+    let mut down_meter: Option<Meter> = None;
     let (up, down) = std::thread::scope(|s| {
         let down = threads::spawn_scoped(s, "netceil-tcp-down".into(), || {
-            run_reverse(cfg, stop, &mut |p| {
-                down_rx.store(p.rx_bytes.unwrap_or(0), Ordering::Relaxed)
-            })
+            run_reverse(cfg, stop, &mut |_| {}, Some(&down_counters))
         });
         let up = super::run_forward(cfg, stop, &mut |p| {
-            // The live line adds the down direction's reads to this side's receive figures.
-            let mut p = p.clone();
-            let down = down_rx.load(Ordering::Relaxed);
-            p.rx_bytes = Some(p.rx_bytes.unwrap_or(0) + down);
-            on_progress(&p)
+            let now = now_ns();
+            let counts = down_counters
+                .lock()
+                .ok()
+                .and_then(|c| c.as_ref().map(DownCounters::now));
+            let down = counts.and_then(|counts| {
+                let start = now.saturating_sub((p.elapsed_s * 1e9) as u64);
+                let meter = down_meter.get_or_insert_with(|| Meter::new(start, TcpDirection::Down));
+                meter.sample(now, counts).down
+            });
+            on_progress(&TcpProgress {
+                down: Some(down.unwrap_or_default()),
+                ..p.clone()
+            })
         });
         let down = match down {
             Ok(h) => h
@@ -272,5 +325,91 @@ pub(crate) fn combine(up: Results, down: Results, flows: u32) -> Results {
         directions,
         notes,
         ..up
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    /// Each flow's rate, and the run: short, light (a few tens of Mbit/s), bounded in time.
+    const RATE: f64 = 20e6;
+
+    fn paced(direction: TcpDirection) -> TcpConfig {
+        TcpConfig {
+            flows: 2,
+            rate_per_flow_bps: Some(RATE),
+            duration: Duration::from_millis(1500),
+            direction,
+            ..TcpConfig::default()
+        }
+    }
+
+    fn down(r: &Results) -> &TcpDirectionResult {
+        r.directions
+            .iter()
+            .find(|d| d.direction == TcpDirection::Down)
+            .expect("a down direction")
+    }
+
+    /// The far sender follows --rate-per-flow: -R and --bidir's down flows read within 10 % of
+    /// what was asked (unpaced, loopback gives gigabits).
+    #[test]
+    fn the_far_side_paces_what_it_sends_with_reverse_and_both_ways() {
+        let _one = netceil_testkit::machine_lock();
+        let stop = AtomicBool::new(false);
+        for way in [TcpDirection::Down, TcpDirection::Both] {
+            let cfg = paced(way);
+            let r = super::super::run_tcp(&cfg, &stop, &mut |_| {}).unwrap();
+            let asked = RATE * f64::from(cfg.flows);
+            let got = down(&r).bits_per_s;
+            assert!(
+                (0.9..=1.1).contains(&(got / asked)),
+                "{way:?}: the down flows read {got:.0} bit/s, {asked:.0} asked; notes: {:#?}",
+                r.notes
+            );
+            for f in r
+                .flows
+                .iter()
+                .filter(|f| f.flow >= cfg.flows || way == TcpDirection::Down)
+            {
+                assert!(
+                    (0.85..=1.15).contains(&(f.bits_per_s / RATE)),
+                    "{way:?}: flow {} read {:.0} bit/s",
+                    f.flow,
+                    f.bits_per_s
+                );
+            }
+        }
+    }
+
+    /// A far end that knows only version 1 hellos closes a paced one: the run is refused,
+    /// saying why, rather than measured unpaced.
+    #[test]
+    fn an_older_far_end_refuses_paced_reverse_flows_clearly() {
+        let old = TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = old.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            // As an older netceil: it reads 8 bytes, sees a version it does not know, closes.
+            let (mut s, _) = old.accept().unwrap();
+            let mut hello = [0u8; hello::HELLO_LEN];
+            s.read_exact(&mut hello).unwrap();
+            assert_eq!(hello::decode(&hello), None);
+        });
+        let cfg = TcpConfig {
+            flows: 1,
+            target: Some(target),
+            ..paced(TcpDirection::Down)
+        };
+        let e = run_reverse(&cfg, &AtomicBool::new(false), &mut |_| {}, None).unwrap_err();
+        server.join().unwrap();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("protocol version 2") && msg.contains("upgrade"),
+            "{msg}"
+        );
     }
 }

@@ -32,6 +32,8 @@
 //! unbatched (it has slowed down), so a byte waits at most about 10 ms; the end of the stream
 //! wakes the reader at once. The run's notes say when streams were batched.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -45,7 +47,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::evloop::EventLoop;
-use super::hello::{self, Mode, HELLO_LEN, REPORT_LEN};
+use super::hello::{self, Ask, Mode, HELLO_LEN, PACED_HELLO_LEN, REPORT_LEN};
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::threads;
 use crate::LoadError;
@@ -214,6 +216,7 @@ impl Server {
                 free: Vec::new(),
                 report: TcpServeReport::default(),
                 next_drain_ns: None,
+                paced: BinaryHeap::new(),
             };
             let handle = threads::spawn(format!("netceil-tcp-rx{index}"), move || {
                 threads::place(cpu)?;
@@ -237,6 +240,11 @@ impl Server {
 
     pub(crate) fn live(&self) -> &LiveCounters {
         &self.live
+    }
+
+    /// The live counters, for a reader that outlives this borrow.
+    pub(crate) fn live_shared(&self) -> Arc<LiveCounters> {
+        self.live.clone()
     }
 
     /// Stops the workers (within one tick) and sums what they saw.
@@ -331,7 +339,7 @@ pub fn serve_tcp(
 
 enum State {
     Hello {
-        buf: [u8; HELLO_LEN],
+        buf: [u8; PACED_HELLO_LEN],
         got: usize,
     },
     Sink {
@@ -343,8 +351,49 @@ enum State {
         sent: usize,
         eof: bool,
     },
-    /// The server sends until the client half-closes (reverse).
-    Source,
+    /// The server sends until the client half-closes (reverse); on a schedule if the client
+    /// asked for a rate.
+    Source(Option<Pace>),
+}
+
+/// A paced source's schedule (a version 2 hello): chunk `k` is due at `start + k × interval`.
+/// What is due and not yet written is owed and goes as soon as the socket takes it, so a late
+/// wake-up or a full socket delays bytes but never drops them from the schedule.
+#[derive(Debug, Clone, PartialEq)]
+struct Pace {
+    start_ns: u64,
+    chunk: u64,
+    interval_ns: f64,
+    sent: u64,
+    /// The last write found the socket full with bytes still owed: wait for EPOLLOUT.
+    blocked: bool,
+    /// The time this connection is queued on its worker's schedule for, if it is.
+    queued_at: Option<u64>,
+}
+
+impl Pace {
+    fn new(bits_per_s: u64, now: u64) -> Pace {
+        let chunk = super::paced_chunk(bits_per_s as f64, SOURCE_WRITE) as u64;
+        Pace {
+            start_ns: now,
+            chunk,
+            interval_ns: chunk as f64 * 8.0 / bits_per_s as f64 * 1e9,
+            sent: 0,
+            blocked: false,
+            queued_at: None,
+        }
+    }
+
+    /// Bytes due by `now` and not yet written.
+    fn owed(&self, now: u64) -> u64 {
+        let chunks = (now.saturating_sub(self.start_ns) as f64 / self.interval_ns) as u64 + 1;
+        (chunks * self.chunk).saturating_sub(self.sent)
+    }
+
+    /// When the next chunk not yet written falls due.
+    fn next_due_ns(&self) -> u64 {
+        self.start_ns + ((self.sent / self.chunk) as f64 * self.interval_ns) as u64
+    }
 }
 
 /// How a sink is woken: per segment, or once a mark of bytes is queued (see the module docs).
@@ -445,6 +494,8 @@ struct Worker {
     report: TcpServeReport,
     /// When batched streams are next checked for bytes left waiting; `None` while none is.
     next_drain_ns: Option<u64>,
+    /// Paced sources by the time their next chunk falls due (see [`Pace`]).
+    paced: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
 impl Worker {
@@ -463,7 +514,12 @@ impl Worker {
         let mut ready = Vec::with_capacity(256);
         while !self.stop.load(Ordering::Relaxed) {
             ready.clear();
-            ready.extend(ev.wait(self.next_drain_ns, now_ns())?);
+            let next_chunk = self.paced.peek().map(|Reverse((due, _))| *due);
+            let wake = match (self.next_drain_ns, next_chunk) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            ready.extend(ev.wait(wake, now_ns())?);
             for &(token, flags) in &ready {
                 match token {
                     WAKE_TOKEN => {
@@ -495,13 +551,17 @@ impl Worker {
                                 .get_or_insert_with(|| now_ns() + DRAIN_NS);
                         }
                         match next {
-                            Next::Keep => self.sync_interest(&ev, slot)?,
+                            Next::Keep => {
+                                self.sync_interest(&ev, slot)?;
+                                self.queue_paced(slot);
+                            }
                             Next::Close => self.close(&ev, slot),
                         }
                     }
                 }
             }
             self.drain_batched(&ev, &mut buf);
+            self.pace_due(&ev, &mut buf)?;
         }
         self.report.cpu_s = (thread_cpu_ns() - cpu_start) as f64 / 1e9;
         Ok(self.report)
@@ -566,7 +626,7 @@ impl Worker {
         self.conns[slot] = Some(Conn {
             stream,
             state: State::Hello {
-                buf: [0; HELLO_LEN],
+                buf: [0; PACED_HELLO_LEN],
                 got: 0,
             },
             interest: EpollFlags::EPOLLIN,
@@ -618,6 +678,61 @@ impl Worker {
         self.next_drain_ns = self.any_batched().then_some(now + DRAIN_NS);
     }
 
+    /// Queues a paced source for its next chunk, unless it is queued already or waits for
+    /// room in its socket (EPOLLOUT brings it back, and it is queued then).
+    fn queue_paced(&mut self, slot: usize) {
+        let Some(Conn {
+            state: State::Source(Some(p)),
+            ..
+        }) = self.conns.get_mut(slot).and_then(Option::as_mut)
+        else {
+            return;
+        };
+        if p.queued_at.is_none() && !p.blocked {
+            let due = p.next_due_ns();
+            p.queued_at = Some(due);
+            self.paced.push(Reverse((due, slot)));
+        }
+    }
+
+    /// Gives each paced source whose next chunk fell due its turn, and queues it again.
+    fn pace_due(&mut self, ev: &EventLoop, buf: &mut [u8]) -> Result<(), LoadError> {
+        let now = now_ns();
+        while let Some(&Reverse((due, slot))) = self.paced.peek() {
+            if due > now {
+                break;
+            }
+            self.paced.pop();
+            let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            // An entry left by a connection since closed, or by one written since.
+            let State::Source(Some(p)) = &mut conn.state else {
+                continue;
+            };
+            if p.queued_at != Some(due) {
+                continue;
+            }
+            p.queued_at = None;
+            let flags = EpollFlags::empty();
+            match source_turn(
+                &mut conn.stream,
+                flags,
+                buf,
+                &mut self.report,
+                &self.live,
+                Some(p),
+            ) {
+                Next::Keep => {
+                    self.sync_interest(ev, slot)?;
+                    self.queue_paced(slot);
+                }
+                Next::Close => self.close(ev, slot),
+            }
+        }
+        Ok(())
+    }
+
     fn any_batched(&self) -> bool {
         self.conns.iter().flatten().any(Conn::batched)
     }
@@ -634,7 +749,8 @@ impl Worker {
 fn interest_change(state: &State, current: EpollFlags) -> Option<EpollFlags> {
     let wanted = match state {
         State::Echo { pending, sent, .. } if *sent < pending.len() => EpollFlags::EPOLLOUT,
-        State::Source => EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT,
+        State::Source(None) => EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT,
+        State::Source(Some(p)) if p.blocked => EpollFlags::EPOLLIN | EpollFlags::EPOLLOUT,
         _ => EpollFlags::EPOLLIN,
     };
     (wanted != current).then_some(wanted)
@@ -648,21 +764,30 @@ fn handle(
     live: &LiveCounters,
 ) -> Next {
     if let State::Hello { buf: hello, got } = &mut conn.state {
-        match conn.stream.read(&mut hello[*got..]) {
-            Ok(0) => return Next::Close,
-            Ok(n) => *got += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
-            Err(_) => return Next::Close,
-        }
-        if *got < HELLO_LEN {
-            return Next::Keep;
-        }
-        let Some((mode, _flow)) = hello::decode(hello) else {
+        // The first 8 bytes say the version, and so the length: a stream's data follows its
+        // hello at once, so no byte past the hello may be read here.
+        let len = loop {
+            let len = match <&[u8; HELLO_LEN]>::try_from(&hello[..HELLO_LEN]) {
+                Ok(head) if *got >= HELLO_LEN => hello::hello_len(head),
+                _ => HELLO_LEN,
+            };
+            if *got == len {
+                break len;
+            }
+            match conn.stream.read(&mut hello[*got..len]) {
+                Ok(0) => return Next::Close,
+                Ok(n) => *got += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+                Err(_) => return Next::Close,
+            }
+        };
+        let Some((ask, _flow)) = hello::decode_any(&hello[..len]) else {
             report.rejected_connections += 1;
             return Next::Close;
         };
-        // 8 bytes into an empty send buffer: always fits.
-        if conn.stream.write_all(&hello[..]).is_err() {
+        let mode = ask.mode();
+        // 16 bytes at most into an empty send buffer: always fits.
+        if conn.stream.write_all(&hello[..len]).is_err() {
             return Next::Close;
         }
         conn.state = match mode {
@@ -683,7 +808,10 @@ fn handle(
             }
             Mode::Source => {
                 report.source_connections += 1;
-                State::Source
+                State::Source(match ask {
+                    Ask::PacedSource { bits_per_s } => Some(Pace::new(bits_per_s, now_ns())),
+                    Ask::Plain(_) => None,
+                })
             }
         };
         // Data may already be queued behind the hello; level-triggered epoll brings us back.
@@ -691,7 +819,9 @@ fn handle(
     }
     match &mut conn.state {
         State::Hello { .. } => Next::Keep,
-        State::Source => source_turn(&mut conn.stream, flags, buf, report, live),
+        State::Source(pace) => {
+            source_turn(&mut conn.stream, flags, buf, report, live, pace.as_mut())
+        }
         State::Sink { bytes, batch } => {
             let before = *bytes;
             let (next, outran) = sink_reads(&mut conn.stream, bytes, buf, report, live);
@@ -779,14 +909,16 @@ fn sink_reads(
 }
 
 /// One turn of a source connection: at the client's half-close (or a reset), half-closes and
-/// ends; otherwise writes until the socket is full or the turn is over. `buf` is the worker's
-/// read buffer: its contents are not meaningful payload, only bytes to send.
+/// ends; otherwise writes until the socket is full or the turn is over, and a paced source no
+/// more than it owes by its schedule. `buf` is the worker's read buffer: its contents are not
+/// meaningful payload, only bytes to send.
 fn source_turn(
     stream: &mut TcpStream,
     flags: EpollFlags,
     buf: &mut [u8],
     report: &mut TcpServeReport,
     live: &LiveCounters,
+    mut pace: Option<&mut Pace>,
 ) -> Next {
     if flags.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
         // The client sends nothing after its hello: a readable socket is its half-close.
@@ -800,15 +932,32 @@ fn source_turn(
             Err(_) => return Next::Close,
         }
     }
-    let chunk = buf.len().min(SOURCE_WRITE);
+    let mut owed = pace.as_ref().map(|p| p.owed(now_ns()));
+    if let Some(p) = pace.as_deref_mut() {
+        p.blocked = false;
+    }
     for _ in 0..READS_PER_TURN {
+        let chunk = match owed {
+            Some(0) => return Next::Keep,
+            Some(o) => buf.len().min(o as usize),
+            None => buf.len().min(SOURCE_WRITE),
+        };
         match stream.write(&buf[..chunk]) {
             Ok(0) => return Next::Close,
             Ok(n) => {
                 report.source_bytes += n as u64;
                 live.source_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                if let (Some(p), Some(o)) = (pace.as_deref_mut(), owed.as_mut()) {
+                    p.sent += n as u64;
+                    *o -= n as u64;
+                }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if let Some(p) = pace {
+                    p.blocked = true;
+                }
+                return Next::Keep;
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => return Next::Close,
         }

@@ -176,6 +176,7 @@ fn finding() -> Finding {
             metric: "udp_rcvbuf_errors_per_s".into(),
             window_s: Some((1.0, 4.0)),
             value: Some(5000.0),
+            unit: Some(netceil_model::Unit::PerSecond),
             text: "5000 datagrams/s dropped at the socket".into(),
         }],
         alternatives: vec!["backlog drops: 5000 over the run, ruled out as the main loss".into()],

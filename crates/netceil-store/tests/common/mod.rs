@@ -118,6 +118,7 @@ pub fn finding(cause: &str, confidence: f64) -> Finding {
             metric: "cpu_busy_pct{cpu=0}".into(),
             window_s: Some((1.0, 9.5)),
             value: Some(99.7),
+            unit: Some(netceil_model::Unit::Percent),
             text: "cpu 0 at 99.7 % busy".into(),
         }],
         alternatives: vec!["socket buffer: no RcvbufErrors".into()],
