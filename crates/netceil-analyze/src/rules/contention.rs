@@ -318,7 +318,7 @@ fn words(ctx: &Ctx, t: &Theft, confidence: f64) -> Finding {
         // Only when autogroup is on is a niced program a stranger at all (`resources.rs`).
         f.evidence.push(ctx.ev(
             "kernel.sched_autogroup_enabled",
-            Some(1.0),
+            Some((1.0, Unit::Count)),
             format!(
                 "{} niced, yet took the CPU: kernel.sched_autogroup_enabled=1 shares the CPU between sessions first, so nice ranks a program only within its own session",
                 niced.join(", ")
