@@ -398,3 +398,62 @@ fn a_spinning_client_polls_instead_of_sleeping_and_says_what_it_cost() {
     assert!((190..=201).contains(&l.count), "{l:?}");
     assert_eq!(spun.lost_packets, 0);
 }
+
+/// The calling thread's voluntary context switches so far (each sleep that ended is one).
+fn my_voluntary_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// The caller's thread supervises a run by sleeping until the next progress report (or the
+/// client's end), not by polling: on a 2-core machine each extra wake-up can land on the core
+/// the echo or the client needs. A 5 ms poll made ~300 wake-ups in this 1.5 s run. A stop set
+/// from elsewhere still ends the run promptly, since the client reads the flag itself.
+#[test]
+fn the_supervising_thread_sleeps_between_reports_and_a_stop_still_ends_the_run() {
+    let cfg = RrConfig {
+        proto: RrProto::Udp,
+        rate_tps: Some(1000.0),
+        duration: Duration::from_millis(1500),
+        ..RrConfig::default()
+    };
+    let mut reports = 0;
+    let before = my_voluntary_switches();
+    let r = run_rr(&cfg, &AtomicBool::new(false), &mut |_| reports += 1).unwrap();
+    let woke = my_voluntary_switches() - before;
+    assert!(reports >= 1, "{reports} progress reports");
+    assert!(r.rx_app_packets > 1000, "{r:?}");
+    assert!(
+        woke < 30,
+        "the supervising thread woke {woke} times in 1.5 s"
+    );
+
+    let stop = AtomicBool::new(false);
+    let long = RrConfig {
+        duration: Duration::from_secs(30),
+        ..cfg
+    };
+    let t0 = Instant::now();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::Relaxed);
+        });
+        run_rr(&long, &stop, &mut |_| {}).unwrap()
+    });
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "a stop took {took:?} to end the run"
+    );
+    assert!(r.rx_app_packets > 100, "{r:?}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("stopped early")),
+        "{:?}",
+        r.notes
+    );
+}

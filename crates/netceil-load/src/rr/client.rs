@@ -59,7 +59,7 @@ pub(crate) struct Live {
     pub latency_max_ns: AtomicU64,
 }
 
-pub(crate) struct Plan {
+pub(crate) struct Plan<'a> {
     pub socks: Vec<Sock>,
     pub size: usize,
     pub rate_tps: Option<f64>,
@@ -68,7 +68,8 @@ pub(crate) struct Plan {
     pub run_id: u16,
     pub start_ns: u64,
     pub deadline_ns: u64,
-    pub stop: Arc<AtomicBool>,
+    /// The caller's stop flag, read on every turn of the loop.
+    pub stop: &'a AtomicBool,
     pub live: Arc<Live>,
     /// Poll without sleeping (see `RrConfig::spin`).
     pub spin: bool,
@@ -151,7 +152,7 @@ fn histogram() -> Result<Histogram<u64>, LoadError> {
         .map_err(|e| LoadError::Other(format!("latency histogram: {e}")))
 }
 
-pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
+pub(crate) fn run(plan: Plan<'_>) -> Result<Outcome, LoadError> {
     let cpu_start = thread_cpu_ns();
     let mut ev = EventLoop::new(plan.socks.len() + 1)?;
     let flows_n = plan.socks.len();
@@ -271,7 +272,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         }
     }
 
-    c.drain(&mut ev, &mut flows, &mut events, &plan.stop, udp)?;
+    c.drain(&mut ev, &mut flows, &mut events, plan.stop, udp)?;
     c.out.in_flight = flows
         .iter()
         .map(|f| f.outstanding.iter().filter(|p| !p.answered).count() as u64)
@@ -745,7 +746,7 @@ mod tests {
             run_id: 1,
             start_ns,
             deadline_ns: start_ns + 1_500_000_000,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: &AtomicBool::new(false),
             live: Arc::new(Live::default()),
             spin: false,
         })
