@@ -272,7 +272,7 @@ volatile const __u32 softirq_time_every = 8;
 struct sirq_cpu {
 	__u64 start_ns; // 0: the running handler is not timed (or began before the probe)
 	__u64 vec;
-	__u64 entries; // handler runs begun on this CPU, for the 1-in-N choice
+	__u64 skip; // runs still to let go untimed before the next timed one
 	__u64 ns[NR_SOFTIRQS];    // time of the timed runs
 	__u64 count[NR_SOFTIRQS]; // every run
 	__u64 timed[NR_SOFTIRQS]; // the runs whose time is in ns
@@ -292,11 +292,13 @@ int softirq_entry(__u64 *ctx)
 	struct sirq_cpu *c = bpf_map_lookup_elem(&softirq_time, &zero);
 	if (!c)
 		return 0;
-	__u64 n = c->entries++;
-	if (softirq_time_every > 1 && n % softirq_time_every) {
+	// A countdown rather than a modulo: no division on every run.
+	if (c->skip) {
+		c->skip -= 1;
 		c->start_ns = 0;
 		return 0;
 	}
+	c->skip = softirq_time_every > 1 ? softirq_time_every - 1 : 0;
 	c->start_ns = bpf_ktime_get_ns();
 	c->vec = ctx[0];
 	return 0;

@@ -362,7 +362,7 @@ impl Probes {
     }
 
     fn softirq(&self) -> Option<Vec<SoftirqCpu>> {
-        // struct sirq_cpu: start_ns, vec, entries, ns[10], count[10], timed[10].
+        // struct sirq_cpu: start_ns, vec, skip, ns[10], count[10], timed[10].
         let arr =
             PerCpuArray::<&MapData, [u64; 33]>::try_from(self.bpf.map("softirq_time")?).ok()?;
         let per_cpu = arr.get(&0, 0).ok()?;
