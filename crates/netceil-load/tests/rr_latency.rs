@@ -457,3 +457,53 @@ fn the_supervising_thread_sleeps_between_reports_and_a_stop_still_ends_the_run()
         r.notes
     );
 }
+
+/// A spinning client that shares its CPU with a busy thread still reads its answers within its
+/// own time slice, as sockperf's client does. It used to give the core away after every idle
+/// poll, so each answer waited for the busy thread's whole slice: on a machine loaded with
+/// builds, --spin's median service time was 10 × sockperf's. The echo has a CPU of its own.
+#[test]
+fn a_spinning_client_keeps_its_core_when_the_echo_has_another() {
+    let cpus = netceil_load::threads::allowed_cpus().unwrap();
+    if netceil_testkit::skip_on((cpus.len() < 2).then(|| "needs two CPUs".to_string())) {
+        return;
+    }
+    let _one = netceil_testkit::machine_lock();
+    let (client_cpu, echo_cpu) = (cpus[0], cpus[1]);
+    let done = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        // A busy thread on the client's CPU, bounded by the run and by 10 s.
+        s.spawn(|| {
+            let mut set = nix::sched::CpuSet::new();
+            set.set(client_cpu).unwrap();
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).unwrap();
+            let t0 = Instant::now();
+            while !done.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(10) {
+                std::hint::spin_loop();
+            }
+        });
+        let r = run(&RrConfig {
+            proto: RrProto::Udp,
+            rate_tps: Some(2000.0),
+            duration: Duration::from_secs(1),
+            spin: true,
+            tx_cpu: Some(client_cpu),
+            rx_cpu: Some(echo_cpu),
+            ..RrConfig::default()
+        });
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    let s = r.service_us.as_ref().unwrap();
+    assert!(s.count > 500, "{s:?}");
+    assert!(
+        s.p50 < 500.0,
+        "service p50 {} µs beside a busy thread: {s:?}",
+        s.p50
+    );
+    assert!(
+        r.notes.iter().all(|n| !n.contains("gave the core away")),
+        "{:?}",
+        r.notes
+    );
+}

@@ -257,6 +257,7 @@ pub fn run_rr(
         stop,
         live: live.clone(),
         spin: cfg.spin,
+        yield_between_polls: cfg.spin && echo_shares_the_client_cpu(cfg)?,
     };
     let (outcome, last) = std::thread::scope(|scope| {
         let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -304,6 +305,18 @@ pub fn run_rr(
         echo_note,
         stop.load(Ordering::Relaxed),
     ))
+}
+
+/// Whether the in-process echo must run on the client's CPU: both placed on one CPU, or this
+/// process allowed a single CPU. Anywhere else the echo has a core of its own to be woken on.
+fn echo_shares_the_client_cpu(cfg: &RrConfig) -> Result<bool, LoadError> {
+    if cfg.target.is_some() {
+        return Ok(false);
+    }
+    Ok(
+        matches!((cfg.tx_cpu, cfg.rx_cpu), (Some(t), Some(r)) if t == r)
+            || threads::allowed_cpus()?.len() < 2,
+    )
 }
 
 /// The supervising side of a run, on the caller's thread: a progress report once a second,
@@ -425,9 +438,10 @@ fn summarize(
     });
     if cfg.spin {
         notes.push(format!(
-            "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side, as sockperf's client reads them",
+            "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side, as sockperf's client reads them{}",
             o.cpu_ns as f64 / 1e9 / duration_s * 100.0,
-            if o.cpu_ns > 0 { spin_cpu_ns as f64 * 100.0 / o.cpu_ns as f64 } else { 0.0 }
+            if o.cpu_ns > 0 { spin_cpu_ns as f64 * 100.0 / o.cpu_ns as f64 } else { 0.0 },
+            if o.yielded { "; it gave the core away after each idle poll, since the echo shares its CPU" } else { "" }
         ));
     }
     notes.push(format!(
