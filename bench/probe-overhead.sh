@@ -12,6 +12,8 @@
 # usage: bench/probe-overhead.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 4 s per run)
 #   SETS="none softirq,napi" WORKLOADS=udp bench/probe-overhead.sh 5 4   runs only those
 #   (none is always run: it is what the ratios divide by).
+#   PRIO=rt runs the workloads under SCHED_FIFO 1 (chrt): on a machine shared with builds this
+#   stands in for an idle one, for the probed and the unprobed runs alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -59,9 +61,16 @@ probes_off() {
   kill -INT "$watcher"; wait "$watcher" 2>/dev/null || true; watcher=""
 }
 
-udp() { "$nc" run udp --size 64 --duration "$secs" --json -q --no-store | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"]["rx_app_pps"])'; }
+pre=()
+case ${PRIO:-} in
+  rt) pre=(chrt -f 1) ;;
+  "") ;;
+  *) echo "bench/probe-overhead.sh: PRIO is rt or unset, not '$PRIO'" >&2; exit 2 ;;
+esac
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); workloads ${PRIO:+under SCHED_FIFO 1 }as the scheduler places them"
+udp() { "${pre[@]}" "$nc" run udp --size 64 --duration "$secs" --json -q --no-store | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"]["rx_app_pps"])'; }
 tcp() {
-  iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
+  "${pre[@]}" iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
 }
 pipe() {
   local n=60000 t0 t1
@@ -93,6 +102,7 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r of $rounds done" >&2
 done
 
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== in-kernel cost per event (kernel.bpf_stats_enabled=1 for one pass with all probes)"
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 probes_on all

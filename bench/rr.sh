@@ -4,10 +4,13 @@
 # every one (sockperf --reply-every 1, --full-rtt: the whole round trip, as netceil reports).
 # netceil gives two figures: latency from each request's intended send time (its headline,
 # which counts the client's own lateness) and service time from the actual send (what sockperf
-# measures). netceil runs twice per round: sleeping between events (its default) and with
-# --spin (busy-polling, as sockperf's client does by default: compare like with like). Prints
-# per round and the medians and ranges of the ratios netceil / sockperf at p50 and p99 (≤ 1 is
-# netceil as fast or faster).
+# measures). netceil runs three times per round: sleeping between events (its default), with
+# --spin (busy-polling, as sockperf's client does by default: compare like with like), and with
+# --spin and its sampler reduced to one baseline (--sample-interval 1h: how much of netceil's
+# tail is its own once-a-second sampler on a 2-core machine). Prints per round the figures and
+# the like-for-like ratios, then the medians and ranges of the ratios netceil / sockperf at p50
+# and p99 (≤ 1 is netceil as fast or faster), whether every round is ≤ 1, and the load average
+# before and after (other work on the machine moves the tail more than anything measured here).
 #
 # usage: bench/rr.sh [ROUNDS] [SECONDS] [RATE] [udp|tcp]   (defaults: 5 rounds, 5 s, 5000/s, udp)
 set -euo pipefail
@@ -57,16 +60,27 @@ print(l["p50"], l["p99"], s["p50"], s["p99"])
 PY
 }
 
+echo "how each figure is taken: sockperf ul --full-rtt: the whole round trip of each observed
+request, from its client's send to its read of the answer (sockperf leaves its first and last
+moments out of the observations); netceil service: from each request's actual send to the read of
+its answer; netceil latency: from the request's intended send time (counts the client's own
+lateness). Both: 64 B payloads at $rate/s, one request per answer, $secs s, loopback ($proto)."
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 rows=()
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) = 1 ]; then
     n=$(netceil_round); ns=$(netceil_round --spin); s=$(sockperf_round)
+    nq=$(netceil_round --spin --sample-interval 1h)
   else
+    nq=$(netceil_round --spin --sample-interval 1h)
     s=$(sockperf_round); ns=$(netceil_round --spin); n=$(netceil_round)
   fi
-  echo "round $r  netceil latency p50 p99, service p50 p99: $n | --spin: $ns | sockperf p50 p99: $s (µs)"
-  rows+=("$n $ns $s")
+  echo "round $r  netceil latency p50 p99, service p50 p99: $n | --spin: $ns | --spin, sampler at 1h: $nq | sockperf p50 p99: $s (µs)"
+  read -r _ _ s50 s99 <<<"$ns"; read -r k50 k99 <<<"$s"
+  python3 -c "print(f'round $r  --spin service / sockperf: p50 {$s50/$k50:.3f}  p99 {$s99/$k99:.3f}')"
+  rows+=("$n $ns $s $nq")
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%s\n' "${rows[@]}" | python3 -c '
 import statistics as st, sys
 rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
@@ -82,4 +96,8 @@ show("--spin latency p50", 4, 8)
 show("--spin latency p99", 5, 9)
 show("--spin service p50", 6, 8)
 show("--spin service p99", 7, 9)
+show("--spin, sampler 1h, service p50", 12, 8)
+show("--spin, sampler 1h, service p99", 13, 9)
+every = lambda i, j: all(x[i] <= x[j] for x in rows)
+print(f"--spin service <= sockperf in every round: p50 {every(6, 8)}, p99 {every(7, 9)}")
 '

@@ -29,7 +29,7 @@ pub mod merge;
 mod probes;
 
 #[cfg(target_os = "linux")]
-pub use probes::{parse_probes, Config, Probe, ProbeError, Probes};
+pub use probes::{parse_probes, Config, Probe, ProbeError, Probes, SOFTIRQ_TIME_EVERY};
 
 /// The ELF section of `bpf/probes.bpf.o` that holds the SHA-256 (64 hex digits and a NUL) of
 /// the `probes.bpf.c` it was compiled from; build.sh passes it to clang. The loader ignores it.

@@ -44,11 +44,36 @@ pub const OVERFLOW_SLOTS: [(&str, &str); 7] = [
     ("target", "processes not followed: more than 1024 processes"),
 ];
 
-/// Softirq time and runs on one CPU, per vector (cumulative).
+/// Softirq runs on one CPU, per vector (cumulative), and the time of the runs that were timed
+/// (one in `softirq_time_every`; all of them when that is 1).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SoftirqCpu {
+    /// Time of the timed runs, ns.
     pub ns: [u64; 10],
+    /// Every run, exact.
     pub runs: [u64; 10],
+    /// The runs whose time is in `ns`.
+    pub timed: [u64; 10],
+}
+
+impl SoftirqCpu {
+    /// The estimated handler time of vector `v` between `self` (earlier) and `later`, ns: the
+    /// interval's runs times the mean time of its timed runs, or of all runs timed so far when
+    /// none of the interval's was (a vector that runs rarely). Exact when every run is timed.
+    pub fn time_ns_until(&self, later: &SoftirqCpu, v: usize) -> f64 {
+        let runs = delta(self.runs[v], later.runs[v]);
+        let timed = delta(self.timed[v], later.timed[v]);
+        if runs == 0.0 {
+            return 0.0;
+        }
+        if timed > 0.0 {
+            return delta(self.ns[v], later.ns[v]) / timed * runs;
+        }
+        match later.timed[v] {
+            0 => 0.0,
+            t => later.ns[v] as f64 / t as f64 * runs,
+        }
+    }
 }
 
 /// NAPI polls of one device (cumulative, all CPUs). `dev` is empty for the per-CPU backlog.
@@ -263,7 +288,7 @@ pub fn merge_series(run: &mut Run, snaps: &[Snapshot], comm: &HashMap<u32, Strin
             for (cpu, (p, q)) in x.iter().zip(y).enumerate() {
                 let mut on_cpu = 0.0;
                 for &v in &used {
-                    let pct = delta(p.ns[v], q.ns[v]) / (dt * 1e9) * 100.0;
+                    let pct = p.time_ns_until(q, v) / (dt * 1e9) * 100.0;
                     on_cpu += pct;
                     let id = MetricId::new(n::SOFTIRQ_EXACT_PCT)
                         .with(n::LABEL_CPU, cpu.to_string())
@@ -556,19 +581,37 @@ mod tests {
             .and_then(|m| m.values[row])
     }
 
+    fn sirq(net_rx_ns: u64, runs: u64, timed: u64) -> SoftirqCpu {
+        let mut c = SoftirqCpu::default();
+        c.ns[3] = net_rx_ns;
+        c.runs[3] = runs;
+        c.timed[3] = timed;
+        c
+    }
+
+    /// One run in 8 timed: 125 timed runs of 250 µs each stand for the 1000 runs' 250 ms.
+    /// Every run timed: the time is the measured one. None of an interval's runs timed: the
+    /// mean of all runs timed so far stands for them. No runs: no time, whatever was timed.
+    #[test]
+    fn softirq_time_is_scaled_from_the_timed_runs() {
+        assert_eq!(sirq(0, 0, 0).time_ns_until(&sirq(5000, 10, 10), 3), 5000.0);
+        assert_eq!(sirq(0, 0, 0).time_ns_until(&sirq(5000, 10, 2), 3), 25_000.0);
+        assert_eq!(
+            sirq(4000, 100, 4).time_ns_until(&sirq(4000, 103, 4), 3),
+            3000.0
+        );
+        assert_eq!(sirq(100, 10, 1).time_ns_until(&sirq(100, 10, 1), 3), 0.0);
+        assert_eq!(sirq(0, 0, 0).time_ns_until(&sirq(0, 7, 0), 3), 0.0);
+    }
+
     #[test]
     fn softirq_time_becomes_percent_of_each_cpu() {
         let mut run = run_with_rows(2);
-        let cpu = |net_rx_ns: u64, runs: u64| {
-            let mut c = SoftirqCpu::default();
-            c.ns[3] = net_rx_ns;
-            c.runs[3] = runs;
-            c
-        };
+        let cpu = |ns, runs| sirq(ns, runs, runs / 8);
         let snaps = vec![
             snap(1.0, |s| s.softirq = Some(vec![cpu(0, 0), cpu(0, 0)])),
             snap(2.0, |s| {
-                s.softirq = Some(vec![cpu(250_000_000, 1000), cpu(0, 0)])
+                s.softirq = Some(vec![cpu(31_250_000, 1000), cpu(0, 0)])
             }),
         ];
         merge_series(&mut run, &snaps, &HashMap::new());

@@ -65,6 +65,7 @@ impl ProbeSession {
         let mut p = Probes::attach(Config {
             probes: probes.to_vec(),
             lock_stack_every,
+            softirq_time_every: netceil_bpf::SOFTIRQ_TIME_EVERY,
         })?;
         // The lock table covers the time from here to the last read.
         let attached_at = Instant::now();
@@ -196,6 +197,17 @@ impl ProbeSession {
         }
         let names: Vec<&str> = c.attached.iter().map(|p| p.name()).collect();
         run.meta.labels.insert("probes".into(), names.join(","));
+        if c.attached.contains(&Probe::Softirq) {
+            let every = netceil_bpf::SOFTIRQ_TIME_EVERY;
+            run.meta
+                .labels
+                .insert("softirq_time_sampled_every".into(), every.to_string());
+            run.notes.push(format!(
+                "softirq time from eBPF is sampled: one handler run in {every} per CPU is timed, \
+                 and each vector's time is its exact run count times the timed runs' mean; the \
+                 runs per second are exact"
+            ));
+        }
         for (p, why) in &c.refused {
             run.notes.push(format!("probe {p} did not run: {why}"));
         }

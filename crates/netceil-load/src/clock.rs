@@ -58,6 +58,11 @@ impl ProgressTicks {
         }
     }
 
+    /// When the next report is due (past, once the ticks have ended).
+    pub fn next_ns(&self) -> u64 {
+        self.next_ns
+    }
+
     /// Whether a report is due at `now`; the next tick is a second later when it is.
     pub fn due(&mut self, now: u64) -> bool {
         let due = now >= self.next_ns && now < self.until_ns;

@@ -398,3 +398,112 @@ fn a_spinning_client_polls_instead_of_sleeping_and_says_what_it_cost() {
     assert!((190..=201).contains(&l.count), "{l:?}");
     assert_eq!(spun.lost_packets, 0);
 }
+
+/// The calling thread's voluntary context switches so far (each sleep that ended is one).
+fn my_voluntary_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// The caller's thread supervises a run by sleeping until the next progress report (or the
+/// client's end), not by polling: on a 2-core machine each extra wake-up can land on the core
+/// the echo or the client needs. A 5 ms poll made ~300 wake-ups in this 1.5 s run. A stop set
+/// from elsewhere still ends the run promptly, since the client reads the flag itself.
+#[test]
+fn the_supervising_thread_sleeps_between_reports_and_a_stop_still_ends_the_run() {
+    let cfg = RrConfig {
+        proto: RrProto::Udp,
+        rate_tps: Some(1000.0),
+        duration: Duration::from_millis(1500),
+        ..RrConfig::default()
+    };
+    let mut reports = 0;
+    let before = my_voluntary_switches();
+    let r = run_rr(&cfg, &AtomicBool::new(false), &mut |_| reports += 1).unwrap();
+    let woke = my_voluntary_switches() - before;
+    assert!(reports >= 1, "{reports} progress reports");
+    assert!(r.rx_app_packets > 1000, "{r:?}");
+    assert!(
+        woke < 30,
+        "the supervising thread woke {woke} times in 1.5 s"
+    );
+
+    let stop = AtomicBool::new(false);
+    let long = RrConfig {
+        duration: Duration::from_secs(30),
+        ..cfg
+    };
+    let t0 = Instant::now();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::Relaxed);
+        });
+        run_rr(&long, &stop, &mut |_| {}).unwrap()
+    });
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "a stop took {took:?} to end the run"
+    );
+    assert!(r.rx_app_packets > 100, "{r:?}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("stopped early")),
+        "{:?}",
+        r.notes
+    );
+}
+
+/// A spinning client that shares its CPU with a busy thread still reads its answers within its
+/// own time slice, as sockperf's client does. It used to give the core away after every idle
+/// poll, so each answer waited for the busy thread's whole slice: on a machine loaded with
+/// builds, --spin's median service time was 10 × sockperf's. The echo has a CPU of its own.
+#[test]
+fn a_spinning_client_keeps_its_core_when_the_echo_has_another() {
+    let cpus = netceil_load::threads::allowed_cpus().unwrap();
+    if netceil_testkit::skip_on((cpus.len() < 2).then(|| "needs two CPUs".to_string())) {
+        return;
+    }
+    let _one = netceil_testkit::machine_lock();
+    let (client_cpu, echo_cpu) = (cpus[0], cpus[1]);
+    let done = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        // A busy thread on the client's CPU, bounded by the run and by 10 s.
+        s.spawn(|| {
+            let mut set = nix::sched::CpuSet::new();
+            set.set(client_cpu).unwrap();
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).unwrap();
+            let t0 = Instant::now();
+            while !done.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(10) {
+                std::hint::spin_loop();
+            }
+        });
+        let r = run(&RrConfig {
+            proto: RrProto::Udp,
+            rate_tps: Some(2000.0),
+            duration: Duration::from_secs(1),
+            spin: true,
+            tx_cpu: Some(client_cpu),
+            rx_cpu: Some(echo_cpu),
+            ..RrConfig::default()
+        });
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    let s = r.service_us.as_ref().unwrap();
+    assert!(s.count > 500, "{s:?}");
+    assert!(
+        s.p50 < 500.0,
+        "service p50 {} µs beside a busy thread: {s:?}",
+        s.p50
+    );
+    assert!(
+        r.notes.iter().all(|n| !n.contains("gave the core away")),
+        "{:?}",
+        r.notes
+    );
+}

@@ -59,7 +59,7 @@ pub(crate) struct Live {
     pub latency_max_ns: AtomicU64,
 }
 
-pub(crate) struct Plan {
+pub(crate) struct Plan<'a> {
     pub socks: Vec<Sock>,
     pub size: usize,
     pub rate_tps: Option<f64>,
@@ -68,10 +68,15 @@ pub(crate) struct Plan {
     pub run_id: u16,
     pub start_ns: u64,
     pub deadline_ns: u64,
-    pub stop: Arc<AtomicBool>,
+    /// The caller's stop flag, read on every turn of the loop.
+    pub stop: &'a AtomicBool,
     pub live: Arc<Live>,
     /// Poll without sleeping (see `RrConfig::spin`).
     pub spin: bool,
+    /// Spinning: give the core away after each poll that found nothing. Only when the echo
+    /// that must answer is placed on the client's own CPU: anywhere else a yield hands the
+    /// core to whatever else is runnable there, for a whole time slice, and the answer waits.
+    pub yield_between_polls: bool,
 }
 
 #[derive(Debug)]
@@ -103,6 +108,8 @@ pub(crate) struct Outcome {
     pub cpu_ns: u64,
     /// Spinning: the time spent in polls that found nothing to do, ns (the spin's cost).
     pub idle_poll_ns: u64,
+    /// Spinning: the core was given away after each idle poll ([`Plan::yield_between_polls`]).
+    pub yielded: bool,
     /// First flow error, if any (the flow stopped).
     pub error: Option<String>,
     pub dead_flows: u64,
@@ -151,7 +158,7 @@ fn histogram() -> Result<Histogram<u64>, LoadError> {
         .map_err(|e| LoadError::Other(format!("latency histogram: {e}")))
 }
 
-pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
+pub(crate) fn run(plan: Plan<'_>) -> Result<Outcome, LoadError> {
     let cpu_start = thread_cpu_ns();
     let mut ev = EventLoop::new(plan.socks.len() + 1)?;
     let flows_n = plan.socks.len();
@@ -240,10 +247,11 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         let wake_at = if plan.spin { 0 } else { wake_at };
         events.extend(ev.wait(Some(wake_at), polled_at)?);
         if plan.spin && events.is_empty() {
-            // Yield the core between polls: the echo that must answer may share it (an
-            // in-process echo, on a machine with fewer free cores than threads), and a spinner
-            // that held it would delay the very answer it waits for.
-            std::thread::yield_now();
+            if plan.yield_between_polls {
+                // The echo shares this core: a spinner that held it would delay the very
+                // answer it waits for.
+                std::thread::yield_now();
+            }
             c.out.idle_poll_ns += now_ns().saturating_sub(polled_at);
         }
         for &(token, flags) in &events {
@@ -271,13 +279,14 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         }
     }
 
-    c.drain(&mut ev, &mut flows, &mut events, &plan.stop, udp)?;
+    c.drain(&mut ev, &mut flows, &mut events, plan.stop, udp)?;
     c.out.in_flight = flows
         .iter()
         .map(|f| f.outstanding.iter().filter(|p| !p.answered).count() as u64)
         .sum();
     c.out.dead_flows = flows.iter().filter(|f| f.dead).count() as u64;
     c.out.loss_timeout_ns = c.loss_timeout_ns;
+    c.out.yielded = plan.spin && plan.yield_between_polls;
     c.out.cpu_ns = thread_cpu_ns() - cpu_start;
     Ok(c.out)
 }
@@ -355,6 +364,7 @@ impl Client {
                 loss_timeout_ns: MIN_LOSS_TIMEOUT_NS,
                 cpu_ns: 0,
                 idle_poll_ns: 0,
+                yielded: false,
                 error: None,
                 dead_flows: 0,
             },
@@ -745,9 +755,10 @@ mod tests {
             run_id: 1,
             start_ns,
             deadline_ns: start_ns + 1_500_000_000,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: &AtomicBool::new(false),
             live: Arc::new(Live::default()),
             spin: false,
+            yield_between_polls: false,
         })
         .unwrap();
         assert_eq!(o.completed, 150);

@@ -14,7 +14,7 @@ mod udp_echo;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -174,9 +174,10 @@ enum Echo {
 /// Runs a request/response test and returns its totals, with `latency_us` and
 /// `transactions_per_s` filled.
 ///
-/// `on_progress` is called about once a second on the calling thread. Setting `stop` ends the
-/// run early (seen within a few ms by the supervisor and ~50 ms by the client; answers still
-/// owed are awaited at most 100 ms) and still returns what was measured.
+/// `on_progress` is called about once a second on the calling thread, which sleeps in between.
+/// Setting `stop` ends the run early (the client reads it on every turn of its loop: within
+/// one request interval, or 5 ms for UDP; answers still owed are awaited at most 100 ms) and
+/// still returns what was measured.
 pub fn run_rr(
     cfg: &RrConfig,
     stop: &AtomicBool,
@@ -242,7 +243,6 @@ pub fn run_rr(
         }
     };
 
-    let inner_stop = Arc::new(AtomicBool::new(false));
     let live = Arc::new(client::Live::default());
     let start_ns = now_ns() + 2_000_000;
     let deadline_ns = start_ns + cfg.duration.as_nanos() as u64;
@@ -254,52 +254,27 @@ pub fn run_rr(
         run_id: cfg.run_id.unwrap_or_else(run_id),
         start_ns,
         deadline_ns,
-        stop: inner_stop.clone(),
+        stop,
         live: live.clone(),
         spin: cfg.spin,
+        yield_between_polls: cfg.spin && echo_shares_the_client_cpu(cfg)?,
     };
-    let cpu = cfg.tx_cpu;
-    let handle = threads::spawn("netceil-rr".into(), move || {
-        threads::place(cpu)?;
-        client::run(plan)
-    })
-    .map_err(|e| LoadError::Other(format!("cannot start the request/response thread: {e}")))?;
-
-    let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
-    let (mut last_ns, mut last_done, mut last_sum) = (start_ns, 0u64, 0u64);
-    let mut sample = |now: u64| {
-        let done = live.completed.load(Ordering::Relaxed);
-        let sum = live.latency_sum_ns.load(Ordering::Relaxed);
-        let max = live.latency_max_ns.swap(0, Ordering::Relaxed);
-        let n = done - last_done;
-        let p = RrProgress {
-            elapsed_s: (now - start_ns) as f64 / 1e9,
-            transactions: done,
-            interval_tps: n as f64 / ((now - last_ns) as f64 / 1e9),
-            interval_mean_latency_us: (n > 0).then(|| (sum - last_sum) as f64 / n as f64 / 1e3),
-            interval_max_latency_us: (n > 0).then(|| max as f64 / 1e3),
-            lost: live.lost.load(Ordering::Relaxed),
-        };
-        (last_ns, last_done, last_sum) = (now, done, sum);
-        p
-    };
-    while !handle.is_finished() {
-        if stop.load(Ordering::Relaxed) {
-            inner_stop.store(true, Ordering::Relaxed);
-        }
-        let now = now_ns();
-        if ticks.due(now) {
-            on_progress(&sample(now));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // The last interval, taken now and reported once the echo has stopped, since a report
-    // may wait for the caller's sampler.
-    let now = now_ns();
-    let last = ticks.last_due(now).then(|| sample(now));
-    let outcome = handle
-        .join()
-        .map_err(|_| LoadError::Other("the request/response thread panicked".into()))?;
+    let (outcome, last) = std::thread::scope(|scope| {
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let cpu = cfg.tx_cpu;
+        let handle = threads::spawn_scoped(scope, "netceil-rr".into(), move || {
+            // Dropped when the client returns: that wakes the supervisor below.
+            let _done = done_tx;
+            threads::place(cpu)?;
+            client::run(plan)
+        })
+        .map_err(|e| LoadError::Other(format!("cannot start the request/response thread: {e}")))?;
+        let last = supervise(start_ns, deadline_ns, &live, &done_rx, on_progress);
+        let outcome = handle
+            .join()
+            .map_err(|_| LoadError::Other("the request/response thread panicked".into()))?;
+        Ok::<_, LoadError>((outcome, last))
+    })?;
     let echo_note = match echo {
         Some(Echo::Tcp(s)) => {
             let r = s.stop()?;
@@ -330,6 +305,69 @@ pub fn run_rr(
         echo_note,
         stop.load(Ordering::Relaxed),
     ))
+}
+
+/// Whether the in-process echo must run on the client's CPU: both placed on one CPU, or this
+/// process allowed a single CPU. Anywhere else the echo has a core of its own to be woken on.
+fn echo_shares_the_client_cpu(cfg: &RrConfig) -> Result<bool, LoadError> {
+    if cfg.target.is_some() {
+        return Ok(false);
+    }
+    Ok(
+        matches!((cfg.tx_cpu, cfg.rx_cpu), (Some(t), Some(r)) if t == r)
+            || threads::allowed_cpus()?.len() < 2,
+    )
+}
+
+/// The supervising side of a run, on the caller's thread: a progress report once a second,
+/// until the client thread ends (its end drops the channel's sender). It sleeps between
+/// reports instead of polling: on a machine with as few cores as a request/response run has
+/// threads, every extra wake-up is a chance to delay the echo or the client. Returns the last
+/// interval's report, taken at the end and given once the echo has stopped (a report may wait
+/// for the caller's sampler).
+fn supervise(
+    start_ns: u64,
+    deadline_ns: u64,
+    live: &client::Live,
+    done: &mpsc::Receiver<()>,
+    on_progress: &mut dyn FnMut(&RrProgress),
+) -> Option<RrProgress> {
+    let mut ticks = ProgressTicks::new(start_ns, deadline_ns + 500_000_000);
+    let (mut last_ns, mut last_done, mut last_sum) = (start_ns, 0u64, 0u64);
+    let mut sample = |now: u64| {
+        let done = live.completed.load(Ordering::Relaxed);
+        let sum = live.latency_sum_ns.load(Ordering::Relaxed);
+        let max = live.latency_max_ns.swap(0, Ordering::Relaxed);
+        let n = done - last_done;
+        let p = RrProgress {
+            elapsed_s: (now - start_ns) as f64 / 1e9,
+            transactions: done,
+            interval_tps: n as f64 / ((now - last_ns) as f64 / 1e9),
+            interval_mean_latency_us: (n > 0).then(|| (sum - last_sum) as f64 / n as f64 / 1e3),
+            interval_max_latency_us: (n > 0).then(|| max as f64 / 1e3),
+            lost: live.lost.load(Ordering::Relaxed),
+        };
+        (last_ns, last_done, last_sum) = (now, done, sum);
+        p
+    };
+    loop {
+        let now = now_ns();
+        if ticks.due(now) {
+            on_progress(&sample(now));
+        }
+        // Past the last tick (the client draining its answers): a look every 100 ms.
+        let wait = match ticks.next_ns().saturating_sub(now_ns()) {
+            0 => 100_000_000,
+            w => w,
+        };
+        match done.recv_timeout(Duration::from_nanos(wait)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The client has returned (nothing is ever sent: only the drop counts).
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let now = now_ns();
+    ticks.last_due(now).then(|| sample(now))
 }
 
 /// A run id for UDP headers, so answers meant for an earlier run are not counted.
@@ -400,9 +438,10 @@ fn summarize(
     });
     if cfg.spin {
         notes.push(format!(
-            "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side, as sockperf's client reads them",
+            "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side, as sockperf's client reads them{}",
             o.cpu_ns as f64 / 1e9 / duration_s * 100.0,
-            if o.cpu_ns > 0 { spin_cpu_ns as f64 * 100.0 / o.cpu_ns as f64 } else { 0.0 }
+            if o.cpu_ns > 0 { spin_cpu_ns as f64 * 100.0 / o.cpu_ns as f64 } else { 0.0 },
+            if o.yielded { "; it gave the core away after each idle poll, since the echo shares its CPU" } else { "" }
         ));
     }
     notes.push(format!(
