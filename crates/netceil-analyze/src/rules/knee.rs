@@ -113,8 +113,8 @@ fn bits_words(bits: f64) -> String {
     )
 }
 
-/// The knee across a run's parts, when they form a sweep.
-pub fn across_parts(run: &Run) -> Option<Finding> {
+/// The parts' points, grouped by workload kind and payload size.
+fn points_by_size(run: &Run) -> BTreeMap<(String, usize), Vec<Point>> {
     let mut groups: BTreeMap<(String, usize), Vec<Point>> = BTreeMap::new();
     for part in &run.parts {
         let Some(r) = part.results.as_ref() else {
@@ -145,6 +145,12 @@ pub fn across_parts(run: &Run) -> Option<Finding> {
                 .map(|k| k as f64 * payload as f64 * 8.0 / r.duration_s),
         });
     }
+    groups
+}
+
+/// The knee across a run's parts, when they form a sweep.
+pub fn across_parts(run: &Run) -> Option<Finding> {
+    let mut groups = points_by_size(run);
     groups.retain(|_, pts| pts.len() >= 2);
     if groups.is_empty() {
         return None;
