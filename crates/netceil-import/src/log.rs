@@ -20,12 +20,15 @@ pub enum LogError {
     /// It could not be read as text (named by file and line).
     #[error(transparent)]
     Input(#[from] InputError),
-    /// It holds no text but blank lines.
-    #[error("empty")]
-    Empty,
+    /// It holds no text but blank lines (`file`: its name, `stdin` for `-`).
+    #[error("{file} is empty: expected a log to analyze (vmstat, sar, mpstat, iperf3 --json, a lock profile…; `netceil analyze --help` lists them)")]
+    Empty { file: String },
     /// No reader knows it: each one's reason.
-    #[error("format not recognised")]
-    Unrecognised(Vec<NotThisFormat>),
+    #[error("{file}: format not recognised; give --format NAME{}", why(.reasons))]
+    Unrecognised {
+        file: String,
+        reasons: Vec<NotThisFormat>,
+    },
     /// Its reader refused it (named by file, line and what was expected).
     #[error(transparent)]
     Import(#[from] ImportError),
@@ -100,14 +103,29 @@ pub fn import_log(
     whole(&text, format, opts)
 }
 
+/// Each reader's reason for refusing a log, a line each.
+fn why(reasons: &[NotThisFormat]) -> String {
+    reasons
+        .iter()
+        .map(|r| format!("\n  not {}: {}", r.format, r.reason))
+        .collect()
+}
+
 /// A whole text: empty, detected (or given) and imported.
 fn whole(text: &str, format: Option<Format>, opts: &ImportOptions) -> Result<Imported, LogError> {
+    let file = match opts.file.as_str() {
+        "" | "-" => "stdin",
+        f => f,
+    };
     if text.trim().is_empty() {
-        return Err(LogError::Empty);
+        return Err(LogError::Empty { file: file.into() });
     }
     let format = match format {
         Some(f) => f,
-        None => detect(text).map_err(LogError::Unrecognised)?,
+        None => detect(text).map_err(|reasons| LogError::Unrecognised {
+            file: opts.file.clone(),
+            reasons,
+        })?,
     };
     Ok(import(format, text, opts)?)
 }

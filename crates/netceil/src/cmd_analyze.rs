@@ -4,7 +4,7 @@
 //! a stored run (an id, a unique prefix, or `last`) to analyze again.
 
 use anyhow::{anyhow, Context};
-use netceil_import::{import_log, Format, ImportOptions, LogError};
+use netceil_import::{import_log, Format, ImportOptions};
 use netceil_model::{bus_data_rate, Annotations, Run};
 use std::io::Write;
 use std::path::Path;
@@ -62,27 +62,7 @@ fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
             .map_err(|e| Failure::usage(anyhow!("cannot read {arg}: {e}")))?;
         import_log(file, format, &opts)
     };
-    let imported = imported.map_err(|e| match e {
-        LogError::Empty => {
-            let what = if arg == "-" { "stdin" } else { arg };
-            Failure::usage(anyhow!(
-                "{what} is empty: expected a log to analyze (vmstat, sar, mpstat, iperf3 --json, a \
-                 lock profile…; `netceil analyze --help` lists them)"
-            ))
-        }
-        LogError::Unrecognised(reasons) => {
-            let why = reasons
-                .iter()
-                .map(|r| format!("  not {}: {}", r.format, r.reason))
-                .collect::<Vec<_>>()
-                .join("\n");
-            Failure::usage(anyhow!(
-                "{arg}: format not recognised; give --format NAME\n{why}"
-            ))
-        }
-        LogError::Input(e) => Failure::usage(e),
-        LogError::Import(e) => Failure::usage(e),
-    })?;
+    let imported = imported.map_err(Failure::usage)?;
     // The importer keeps its warnings in the run's notes too; here they are shown once.
     for w in &imported.warnings {
         eprintln!("netceil: {w}");
