@@ -933,7 +933,7 @@ fn remote_receiver_figures(
             results.kernel.udp_in_errors = k.udp_in_errors;
             results.rx_kernel_packets = k.iface_rx_packets;
             notes.push(format!(
-                "the receiving machine's kernel counters come from its FinReport, from the run's first datagram to its Fin: interface {} received {} packets (all its traffic, not only this run's); softnet backlog drops {}, Udp RcvbufErrors {}, InErrors {} (its network namespace)",
+                "the receiving machine's kernel counters come from its FinReport, from the run's start to its Fin (a netceil serve reads them before it grants the run, a netceil recv at the run's first datagram): interface {} received {} packets (all its traffic, not only this run's); softnet backlog drops {}, Udp RcvbufErrors {}, InErrors {} (its network namespace)",
                 k.iface.as_deref().unwrap_or("?"),
                 opt_count(k.iface_rx_packets),
                 opt_count(k.backlog_drops),
@@ -1194,9 +1194,14 @@ impl UdpReceiver {
         let live = Arc::new(RxLive::default());
         let ctl = Arc::new(RxControl::default());
         let (l, c) = (live.clone(), ctl.clone());
+        // Read on this thread, so it is taken before the caller grants the test.
+        let kernel_before = admit
+            .zip(kernel_probe.as_ref())
+            .map(|(a, probe)| probe(SocketAddr::new(a.peer, 0)));
         let handle = threads::spawn("netceil-udp-serve".into(), move || {
             let slot = tuning.map_or(slot_len_for(None), |t| t.0);
-            let r = Receiver::for_serve(&socket, &l, slot, kernel_probe).admitting(admit);
+            let r = Receiver::for_serve(&socket, &l, slot, kernel_probe)
+                .admitting(admit, kernel_before);
             let r = if use_gro { r.with_gro() } else { r };
             match tuning {
                 Some((_, strategy)) => r.with_strategy(strategy).run(&c),

@@ -240,7 +240,8 @@ impl<'a> Receiver<'a> {
     /// echoed requests are not held back for a batch to fill.
     ///
     /// With `kernel_probe`, each run's FinReports carry the machine's kernel counter deltas
-    /// from the run's first datagram to its Fin.
+    /// from the run's first datagram (or, for an admitted run, from before it was granted)
+    /// to its Fin.
     pub fn for_serve(
         socket: &'a UdpSocket,
         live: &'a RxLive,
@@ -278,8 +279,28 @@ impl<'a> Receiver<'a> {
     }
 
     /// Only `admit`'s host and run are counted and answered; the rest are strays.
-    pub fn admitting(mut self, admit: Option<Admit>) -> Self {
+    ///
+    /// The admitted run's baselines are set here, before its first datagram: the socket is
+    /// new, so its drops start at 0, and `kernel_before` (read before the grant was sent)
+    /// is the kernel's count before any of the run's datagrams arrived. Reading them at the
+    /// first datagram instead would leave out whatever queued while this thread waited for a
+    /// core.
+    pub fn admitting(mut self, admit: Option<Admit>, kernel_before: Option<FarKernel>) -> Self {
         self.admit = admit;
+        if let (
+            Some(a),
+            FlowTable::Serve {
+                run_drop_baseline,
+                run_kernel_baseline,
+                ..
+            },
+        ) = (admit, &mut self.table)
+        {
+            run_drop_baseline.insert((a.peer, a.run_id), 0);
+            if let Some(k) = kernel_before {
+                run_kernel_baseline.insert((a.peer, a.run_id), k);
+            }
+        }
         self
     }
 
