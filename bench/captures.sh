@@ -18,7 +18,7 @@
 #
 # usage: bench/captures.sh [--set SET|all] [--nc PATH]   (SET: a folder of bench/captures/)
 #
-# The heldout and *h sets (batch7h, batch8h, batch9h) are kept from whoever tunes the analyzer: do not tune against
+# The heldout and *h sets (batch7h, batch8h, batch9h, batch10h, batch11h) are kept from whoever tunes the analyzer: do not tune against
 # them. batch7 and batch7h are one batch, written together before an analyzer change.
 set -uo pipefail
 cd "$(dirname "$0")/.."
