@@ -144,3 +144,100 @@ Q_COLS = (["runq-sz", "plist-sz", "ldavg-1", "ldavg-5", "ldavg-15", "blocked"], 
 W_COLS = (["proc/s", "cswch/s"], [9, 10])
 TCP_COLS = (["active/s", "passive/s", "iseg/s", "oseg/s"], [9, 10, 10, 10])
 ETCP_COLS = (["atmptf/s", "estres/s", "retrans/s", "isegerr/s", "orsts/s"], [9, 10, 10, 10, 10])
+
+def fbsd_vmstat(path, disks, n, row_fn, cmd=None):
+    """FreeBSD `vmstat 1` without -P: one cpu block."""
+    out = [] if cmd is None else [cmd]
+    out.append(" procs    memory    page                      disks     faults       cpu")
+    out.append(" r  b  w  avm  fre  flt  re  pi  po   fr   sr " + " ".join(f"{d:>4}" for d in disks) + "   in   sy   cs us sy id")
+    for i in range(n):
+        r = row_fn(i)
+        us, sy = int(round(r['us'])), int(round(r['sy']))
+        idl = max(0, 100 - us - sy)
+        cells = [f"{r['r']:>2}", f"{r['b']:>2}", f"{0:>2}", f"{r['avm']:>4}", f"{r['fre']:>4}",
+                 f"{int(r['flt']):>4}", f"{0:>3}", f"{0:>3}", f"{0:>3}", f"{int(r['fr']):>4}", f"{0:>4}"]
+        cells += [f"{int(x):>4}" for x in r['disks']]
+        cells += [f"{short(r['in']):>4}", f"{short(r['sy_calls']):>4}", f"{short(r['cs']):>4}",
+                  f"{us:>2}", f"{sy:>2}", f"{idl:>2}"]
+        out.append(" " + " ".join(cells))
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def short(v):
+    """FreeBSD vmstat's humanized counts: 9100, 12K, 1.9K."""
+    v = int(v)
+    if v < 10000:
+        return str(v)
+    return f"{v // 1000}K"
+
+
+def erlang_table(path, n, start_ts, row_fn, extra_cols=()):
+    cols = ["loop", "time", "reductions", "context_switches", "gc_count", "gc_bytes", "inputs",
+            "outputs", "run_queue", "cpu_util", "scheduler_util", "mem_total", "mem_procs",
+            "mem_sys", "mem_atom", "mem_bin", "mem_ets", "ports", "processes"] + list(extra_cols)
+    out = ["\t".join(cols)]
+    y, mo, d, h, m, s = start_ts
+    for i in range(n):
+        r = row_fn(i)
+        tt = t_of(h, m, s, 5 * i)
+        vals = [str(i), f"{y:04d}-{mo:02d}-{d:02d}T{tt}"] + [
+            str(int(r['red'])), str(int(r['cs'])), str(int(r['gc'])), str(int(r['gcb'])),
+            str(int(r['in'])), str(int(r['out'])), str(int(r['rq'])),
+            f"{r['cpu']:.6f}", f"{r['sched']:.6f}",
+            str(int(r['mem'])), str(int(r['mem'] * .18)), str(int(r['mem'] * .82)), "215345",
+            str(int(r['mem'] * .7)), "279440", str(int(r['ports'])), str(int(r['procs']))]
+        vals += [str(int(r.get(c, 0))) for c in extra_cols]
+        out.append("\t".join(vals))
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def perf_lock(path, cmd, rows):
+    """`perf lock contention` (6.x) default columns; rows: (count, total_us, max_us, min_us, type, caller)."""
+    def us(v):
+        if v >= 1e6:
+            return f"{v / 1e6:.2f} s"
+        if v >= 1e3:
+            return f"{v / 1e3:.2f} ms"
+        return f"{v:.2f} us"
+    out = [cmd, "", " contended   total wait     max wait     min wait     avg wait         type   caller", ""]
+    for c, tot, mx, mn, ty, caller in rows:
+        out.append(f"{c:>10} {us(tot):>12} {us(mx):>12} {us(mn):>12} {us(tot / c):>12} {ty:>12}   {caller}")
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def lock_stat(path, rows):
+    """/proc/lock_stat 0.4; rows: (name, con_b, contentions, wmin, wmax, wtotal_us, acq_b, acq, hmin, hmax, htotal_us)."""
+    out = ["lock_stat version 0.4", "-" * 222,
+           "                              class name    con-bounces    contentions   waittime-min   waittime-max waittime-total   waittime-avg    acq-bounces   acquisitions   holdtime-min   holdtime-max holdtime-total   holdtime-avg",
+           "-" * 222, ""]
+    for name, cb, c, wmin, wmax, wt, ab, acq, hmin, hmax, ht in rows:
+        out.append(f"{name + ':':>40} {cb:>14} {c:>14} {wmin:>14.2f} {wmax:>14.2f} {wt:>14.2f} {wt / max(c, 1):>14.2f} {ab:>14} {acq:>14} {hmin:>14.2f} {hmax:>14.2f} {ht:>14.2f} {ht / max(acq, 1):>14.2f}")
+        out.append("")
+        out.append("." * 222)
+        out.append("")
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def lockprof(path, rows):
+    """FreeBSD debug.lock.prof.stats; rows: (max, wait_max, total, wait_total, count, cnt_lock, name) in µs."""
+    out = ["debug.lock.prof.stats: ",
+           "     max  wait_max       total  wait_total       count    avg wait_avg cnt_hold cnt_lock name"]
+    for mx, wmx, tot, wt, cnt, cl, name in rows:
+        out.append(f"{mx:>8} {wmx:>9} {tot:>11} {wt:>11} {cnt:>11} {tot // max(cnt, 1):>6} {wt // max(cnt, 1):>8} {0:>2} {cl:>6} {name}")
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def sched_util(path, prompt, samples, normal, dirty_cpu):
+    """`scheduler:utilization(1)` printed once per sample; normal: per-sample list of fractions."""
+    out = []
+    for k, fr in enumerate(samples):
+        out.append(f"{prompt}{k + 1}> scheduler:utilization(1).")
+        tot = sum(fr) / (len(fr) + dirty_cpu)
+        lines = [f"[{{total,{tot:.4f},\"{tot * 100:.1f}%\"}}",
+                 f" {{weighted,{sum(fr) / len(fr) * 2:.4f},\"{sum(fr) / len(fr) * 200:.1f}%\"}}"]
+        for i, f in enumerate(fr):
+            lines.append(f" {{normal,{i + 1},{f:.4f},\"{f * 100:.1f}%\"}}")
+        for i in range(dirty_cpu):
+            lines.append(f" {{cpu,{len(fr) + i + 1},0.0,\"0.0%\"}}")
+        out.append(",\n".join(lines) + "]")
+    open(path, "w").write("\n".join(out) + "\n")
