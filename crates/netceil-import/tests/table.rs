@@ -35,13 +35,28 @@ fn erlang_bench_util_sar_imports_with_time_and_ratios() {
         "rows every 5 s by their timestamps"
     );
     assert_eq!(i.run.series.t_s, [5.0, 10.0, 15.0]);
+    // The VM's cpu_util is the OS's CPU figure: it becomes the machine's CPU busy share, in %,
+    // so the CPU rules size it (the schedulers' own utilization stays a ratio of its own).
     let cpu = i
         .run
         .series
-        .total("cpu_util_ratio")
-        .expect("cpu_util_ratio");
-    assert_eq!(cpu.unit, Unit::Ratio);
-    assert_eq!(cpu.values, [Some(0.190736), Some(0.318427), Some(0.294529)]);
+        .total("cpu_busy_pct")
+        .expect("cpu_util read as cpu_busy_pct");
+    assert_eq!(cpu.unit, Unit::Percent);
+    let got: Vec<f64> = cpu.values.iter().flatten().copied().collect();
+    for (g, want) in got.iter().zip([19.0736, 31.8427, 29.4529]) {
+        assert!((g - want).abs() < 1e-9, "{got:?}");
+    }
+    assert_eq!(got.len(), 3);
+    assert!(i.run.series.total("cpu_util_ratio").is_none());
+    assert!(
+        i.run
+            .notes
+            .iter()
+            .any(|n| n.contains("'cpu_util' taken as the machine's CPU busy share")),
+        "{:?}",
+        i.run.notes
+    );
     assert_eq!(values(&i, "scheduler_util_ratio")[0], Some(0.058807));
     // Not cumulative in this log (it goes down): kept as given, not renamed to cs_per_s.
     assert_eq!(

@@ -465,6 +465,26 @@ mod tests {
         assert!(on(&run, effective_utilization).is_none());
     }
 
+    /// An Erlang VM's own table, as imported: the OS's CPU as the machine's busy share, the
+    /// schedulers' work as a ratio of its own.
+    fn vm_table(cpu_pct: f64, sched: f64) -> netceil_model::Run {
+        imported_run(12, |s, r| {
+            put(s, r, n::CPU_BUSY_PCT, &[], cpu_pct + noise(r, 1.5));
+            put(s, r, "scheduler_util_ratio", &[], sched + noise(r, 0.015));
+        })
+    }
+
+    #[test]
+    fn a_vm_whose_cpu_is_full_of_work_is_cpu_bound_and_one_that_spins_is_not() {
+        // Work time close to the CPU time: the CPU is what the VM lacks.
+        let full = crate::analyze(&vm_table(97.0, 0.93));
+        assert_eq!(full[0].cause, cause::CPU_BOUND, "{full:#?}");
+        // The CPU as full, the schedulers at 38 % of it: the rest is spinning, which yields to
+        // work, so the CPU is not the ceiling; busy-wait names it and the CPU is its symptom.
+        let spin = crate::analyze(&vm_table(93.0, 0.38));
+        assert_eq!(spin[0].cause, cause::BUSY_WAIT, "{spin:#?}");
+    }
+
     fn with_thread(cpu: f64, vol: f64, throughput_jitter: f64) -> netceil_model::Run {
         with_named_thread("poller", cpu, vol, throughput_jitter)
     }

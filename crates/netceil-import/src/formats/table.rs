@@ -606,12 +606,38 @@ fn dedupe(names: Vec<String>) -> Vec<String> {
     out
 }
 
+/// Column names that hold the machine's CPU busy share (a fraction or %), whatever else the
+/// table holds.
+const OS_CPU_COLUMNS: [&str; 5] = ["cpu_util", "cpu_usage", "cpu_busy", "os_cpu", "os_cpu_util"];
+
 /// The metric name, unit, scale and an optional note for a numeric column.
 fn metric_for(raw: &str, name: &str, vals: &[Option<f64>]) -> (String, Unit, f64, Option<String>) {
     if let Some(unit) = names::unit_of(name) {
         return (name.to_string(), unit, 1.0, None);
     }
     let present = || vals.iter().flatten();
+    // A column that is the machine's CPU use (the OS's figure, as an Erlang VM's table gives
+    // `cpu_sup:util()` beside its schedulers' own utilization) is the series' CPU busy share,
+    // so every rule that sizes the CPU reads it.
+    if OS_CPU_COLUMNS.contains(&name) && present().all(|v| (0.0..=100.0).contains(v)) {
+        let fractions = present().all(|v| *v <= 1.0);
+        let note = format!(
+            "column '{raw}' taken as the machine's CPU busy share ('{}'{})",
+            names::CPU_BUSY_PCT,
+            if fractions {
+                ", fractions 0–1 × 100"
+            } else {
+                ""
+            }
+        );
+        let scale = if fractions { 100.0 } else { 1.0 };
+        return (
+            names::CPU_BUSY_PCT.to_string(),
+            Unit::Percent,
+            scale,
+            Some(note),
+        );
+    }
     if name.contains("util")
         && !name.ends_with("_pct")
         && present().all(|v| (0.0..=1.0).contains(v))
