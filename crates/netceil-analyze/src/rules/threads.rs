@@ -163,6 +163,24 @@ struct Pick<'a> {
     loss: Option<f64>,
 }
 
+/// The packets lost, as a count (what `results.lost_packets` holds), with their share of
+/// those sent in words.
+fn loss_evidence(ctx: &Ctx) -> Option<netceil_model::Evidence> {
+    let r = ctx.run.results.as_ref()?;
+    let sent = r.tx_packets.saturating_sub(r.in_flight_packets);
+    let share = (sent > 0).then(|| r.lost_packets as f64 / sent as f64)?;
+    Some(ctx.ev_total(
+        "results.lost_packets",
+        Some((r.lost_packets as f64, Unit::Count)),
+        format!(
+            "{} of the {} packets sent were lost ({})",
+            fmt::number(r.lost_packets as f64),
+            fmt::number(sent as f64),
+            fmt::value(share * 100.0, Unit::Percent)
+        ),
+    ))
+}
+
 /// The mechanism: the receiver on a full core when packets were lost (or it was at least as
 /// busy as the sender), else the sender on a full core when little was lost.
 fn pick<'a>(ctx: &Ctx, threads: &'a [(Role, ThreadLoad)]) -> Option<Pick<'a>> {
@@ -362,15 +380,8 @@ fn unpaced_words(ctx: &Ctx, p: &Pick) -> Finding {
             fmt::number(blocked)
         ),
     ));
-    if let Some(l) = p.loss {
-        f.evidence.push(ctx.ev_total(
-            "results.lost_packets",
-            Some((l, Unit::Ratio)),
-            format!(
-                "{} of the packets sent were lost",
-                fmt::value(l * 100.0, Unit::Percent)
-            ),
-        ));
+    if p.loss.is_some() {
+        f.evidence.extend(loss_evidence(ctx));
     }
     unpaced_advice(p.which, kind, loopback, &mut f);
     f.alternatives.push(format!(
@@ -591,15 +602,8 @@ pub fn imported_tool(ctx: &Ctx) -> Option<Entry> {
             fmt::value(cpu, Unit::Percent)
         ),
     ));
-    if let Some(l) = loss {
-        f.evidence.push(ctx.ev_total(
-            "results.lost_packets",
-            Some((l, Unit::Ratio)),
-            format!(
-                "{} of the packets sent were lost",
-                fmt::value(l * 100.0, Unit::Percent)
-            ),
-        ));
+    if loss.is_some() {
+        f.evidence.extend(loss_evidence(ctx));
     }
     f.advice.push(advice(
         format!("more {side} threads: {tool} -P 2 or more (iperf3 3.16 and later run a thread per stream), or several {tool} processes on other cores"),
