@@ -15,6 +15,7 @@ pub(crate) mod feed;
 pub mod mpstat;
 pub mod sadf;
 pub mod sar;
+pub mod sysstat_json;
 pub mod table;
 pub mod vmstat_freebsd;
 pub mod vmstat_linux;
@@ -41,6 +42,8 @@ pub enum Format {
     Sadf,
     Mpstat,
     Sar,
+    /// `mpstat -o JSON` and `sadf -j`.
+    SysstatJson,
     /// Generic TSV/CSV: accepts any header row over numeric rows, so it is tried last.
     Table,
     // locks, erlang, iperf3, /proc snapshots
@@ -66,6 +69,7 @@ impl Format {
     /// Every format, in detection order.
     pub const ALL: &'static [Format] = &[
         // locks, erlang, iperf3, /proc snapshots: each needs its own header or syntax
+        Format::SysstatJson,
         Format::Iperf3,
         Format::LockStat,
         Format::FreebsdLockProf,
@@ -92,6 +96,7 @@ impl Format {
             Format::Sadf => sadf::NAME,
             Format::Mpstat => mpstat::NAME,
             Format::Sar => sar::NAME,
+            Format::SysstatJson => sysstat_json::NAME,
             Format::Table => table::NAME,
             // locks, erlang, iperf3, /proc snapshots
             Format::Iperf3 => iperf3::NAME,
@@ -117,6 +122,7 @@ impl Format {
             Format::Sadf => sadf::sniff(text),
             Format::Mpstat => mpstat::sniff(text),
             Format::Sar => sar::sniff(text),
+            Format::SysstatJson => sysstat_json::sniff(text),
             Format::Table => table::sniff(text),
             // locks, erlang, iperf3, /proc snapshots
             Format::Iperf3 => iperf3::sniff(text),
@@ -138,6 +144,7 @@ impl Format {
             Format::Sadf => sadf::import(text, opts),
             Format::Mpstat => mpstat::import(text, opts),
             Format::Sar => sar::import(text, opts),
+            Format::SysstatJson => sysstat_json::import(text, opts),
             Format::Table => table::import(text, opts),
             // locks, erlang, iperf3, /proc snapshots
             Format::Iperf3 => iperf3::import(text, opts),

@@ -103,7 +103,8 @@ pub fn apply(text: &str, mutations: &[Mutation]) -> String {
 }
 
 /// Every reader of this helper's formats.
-pub const FORMATS: [Format; 8] = [
+pub const FORMATS: [Format; 9] = [
+    Format::SysstatJson,
     Format::Iperf3,
     Format::LockStat,
     Format::FreebsdLockProf,
