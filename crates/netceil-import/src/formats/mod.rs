@@ -13,6 +13,7 @@ pub(crate) mod feed;
 
 // vmstat, sysstat, tables
 pub mod mpstat;
+pub mod pidstat;
 pub mod sadf;
 pub mod sar;
 pub mod sysstat_json;
@@ -39,6 +40,8 @@ pub enum Format {
     // vmstat, sysstat, tables
     VmstatLinux,
     VmstatFreebsd,
+    /// `pidstat` text reports: per-process (and with `-t` per-thread) rows.
+    Pidstat,
     Sadf,
     Mpstat,
     Sar,
@@ -81,6 +84,7 @@ impl Format {
         // vmstat, sysstat, tables
         Format::VmstatLinux,
         Format::VmstatFreebsd,
+        Format::Pidstat, // before mpstat and sar: it has their layout
         Format::Sadf,
         Format::Mpstat,
         Format::Sar,
@@ -93,6 +97,7 @@ impl Format {
             // vmstat, sysstat, tables
             Format::VmstatLinux => vmstat_linux::NAME,
             Format::VmstatFreebsd => vmstat_freebsd::NAME,
+            Format::Pidstat => pidstat::NAME,
             Format::Sadf => sadf::NAME,
             Format::Mpstat => mpstat::NAME,
             Format::Sar => sar::NAME,
@@ -119,6 +124,7 @@ impl Format {
             // vmstat, sysstat, tables
             Format::VmstatLinux => vmstat_linux::sniff(text),
             Format::VmstatFreebsd => vmstat_freebsd::sniff(text),
+            Format::Pidstat => pidstat::sniff(text),
             Format::Sadf => sadf::sniff(text),
             Format::Mpstat => mpstat::sniff(text),
             Format::Sar => sar::sniff(text),
@@ -141,6 +147,7 @@ impl Format {
             // vmstat, sysstat, tables
             Format::VmstatLinux => vmstat_linux::import(text, opts),
             Format::VmstatFreebsd => vmstat_freebsd::import(text, opts),
+            Format::Pidstat => pidstat::import(text, opts),
             Format::Sadf => sadf::import(text, opts),
             Format::Mpstat => mpstat::import(text, opts),
             Format::Sar => sar::import(text, opts),
