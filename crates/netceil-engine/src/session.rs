@@ -448,23 +448,35 @@ impl<'s> Session<'s> {
 }
 
 /// One rrul progress report as the live table and the series take it: the probe's round trip
-/// in the idle phase, the flows' rates (and their time from the run's start) when loaded.
+/// in both phases (`-` for an interval it made no report in), and when loaded the flows' rates
+/// (with their time from the run's start). The idle phase's flow columns stay `-`: no flow
+/// ran, so none was measured.
 fn rrul_progress(p: &RrulProgress, idle_s: f64) -> (f64, LoadFigures, LoadValues) {
+    let probe_latency = |r: Option<&rr::RrProgress>| {
+        let m = r.and_then(|r| r.interval_mean_latency_us);
+        (
+            m,
+            m.map(|m| value(n::LOAD_MEAN_LATENCY_US, Unit::Microseconds, m)),
+        )
+    };
     match p {
-        RrulProgress::Idle(r) => (
-            r.elapsed_s,
-            LoadFigures {
-                tps: Some(r.interval_tps),
-                mean_latency_us: r.interval_mean_latency_us,
-                ..Default::default()
-            },
-            r.interval_mean_latency_us
-                .map(|m| value(n::LOAD_MEAN_LATENCY_US, Unit::Microseconds, m))
-                .into_iter()
-                .collect(),
-        ),
-        RrulProgress::Loaded(t) => {
-            let (figures, values) = tcp_figures(t);
+        RrulProgress::Idle(r) => {
+            let (mean, value) = probe_latency(Some(r));
+            (
+                r.elapsed_s,
+                LoadFigures {
+                    tps: Some(r.interval_tps),
+                    mean_latency_us: mean,
+                    ..Default::default()
+                },
+                value.into_iter().collect(),
+            )
+        }
+        RrulProgress::Loaded(t, probe) => {
+            let (mut figures, mut values) = tcp_figures(t);
+            let (mean, value) = probe_latency(probe.as_ref());
+            figures.mean_latency_us = mean;
+            values.extend(value);
             (idle_s + t.elapsed_s, figures, values)
         }
     }
@@ -504,7 +516,7 @@ fn value(name: &str, unit: Unit, v: f64) -> (MetricId, Unit, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::table::{Table, TCP_BOTH_COLUMNS};
+    use crate::observer::table::{Table, RRUL_COLUMNS, TCP_BOTH_COLUMNS};
     use netceil_load::tcp::{TcpProgress, WayProgress};
 
     /// The cell under `header` in `line` (right-aligned to the header's width).
@@ -550,5 +562,63 @@ mod tests {
             series,
             [(n::LOAD_TX_BITS_PER_S, 1e9), (n::LOAD_RX_BITS_PER_S, 2e9)]
         );
+    }
+
+    fn probe_report(mean_us: Option<f64>) -> rr::RrProgress {
+        rr::RrProgress {
+            elapsed_s: 1.0,
+            transactions: 100,
+            interval_tps: 100.0,
+            interval_mean_latency_us: mean_us,
+            interval_max_latency_us: mean_us,
+            lost: 0,
+        }
+    }
+
+    /// rrul's rows: the probe's round trip in the idle row and in the loaded rows (where it
+    /// read `-` although the probe ran throughout); the flows' columns `-` in the idle row,
+    /// where no flow ran, and live once loaded.
+    #[test]
+    fn rrul_rows_show_the_probe_in_both_phases() {
+        let t = Table::new(RRUL_COLUMNS, vec![], None, false);
+        let header = t.header();
+        let shown = |p: &RrulProgress| {
+            let (_, figures, values) = rrul_progress(p, 2.0);
+            let line = t.row(&netceil_probe::Row::default(), &figures);
+            let cells: Vec<String> = ["lat µs", "up tx b/s", "down rx b/s"]
+                .iter()
+                .map(|h| cell(&header, &line, h))
+                .collect();
+            let series: Vec<String> = values.iter().map(|(id, _, _)| id.name.clone()).collect();
+            (cells, series)
+        };
+        let (idle, idle_series) = shown(&RrulProgress::Idle(probe_report(Some(155.0))));
+        assert_eq!(idle, ["155.0", "-", "-"]);
+        assert_eq!(idle_series, [n::LOAD_MEAN_LATENCY_US]);
+        let flows = TcpProgress {
+            elapsed_s: 1.0,
+            up: Some(WayProgress {
+                interval_tx_bits_per_s: Some(1e9),
+                interval_rx_bits_per_s: Some(1e9),
+                ..WayProgress::default()
+            }),
+            down: Some(WayProgress {
+                interval_tx_bits_per_s: Some(2e9),
+                interval_rx_bits_per_s: Some(2e9),
+                ..WayProgress::default()
+            }),
+        };
+        let (loaded, series) = shown(&RrulProgress::Loaded(
+            flows.clone(),
+            Some(probe_report(Some(2890.0))),
+        ));
+        assert_eq!(loaded, ["2890.0", "1.00 G", "2.00 G"]);
+        assert!(
+            series.iter().any(|s| s == n::LOAD_MEAN_LATENCY_US),
+            "{series:?}"
+        );
+        // No probe report since the flows' last one: its column is unknown, not 0.
+        let (none, _) = shown(&RrulProgress::Loaded(flows, None));
+        assert_eq!(none, ["-", "1.00 G", "2.00 G"]);
     }
 }

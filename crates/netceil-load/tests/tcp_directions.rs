@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netceil_load::tcp::rrul::{run_rrul, RrulConfig};
+use netceil_load::tcp::rrul::{run_rrul, RrulConfig, RrulProgress};
 use netceil_load::tcp::{run_tcp, serve_tcp, TcpConfig};
 use netceil_model::TcpDirection;
 
@@ -122,7 +122,24 @@ fn rrul_measures_idle_and_loaded_round_trips_and_both_directions() {
         probe_target: None,
         run_id: Some(7),
     };
-    let r = run_rrul(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    // The loaded phase's reports carry the probe's round trip, as the idle phase's do.
+    let (mut idle_latency, mut loaded_latency) = (0, 0);
+    let r = run_rrul(&cfg, &AtomicBool::new(false), &mut |p| match p {
+        RrulProgress::Idle(r) => idle_latency += usize::from(r.interval_mean_latency_us.is_some()),
+        RrulProgress::Loaded(_, probe) => {
+            loaded_latency += usize::from(
+                probe
+                    .as_ref()
+                    .is_some_and(|r| r.interval_mean_latency_us.is_some_and(|m| m > 0.0)),
+            );
+        }
+    })
+    .unwrap();
+    assert!(idle_latency >= 1, "no idle report with a latency");
+    assert!(
+        loaded_latency >= 1,
+        "no loaded report with the probe's latency"
+    );
     let s = r.rrul.as_ref().expect("rrul figures");
     // About 100/s in each phase (a loaded 2-core box may lose a few).
     assert!(s.idle_rtt_us.count >= 40, "{:?}", s.idle_rtt_us);

@@ -108,7 +108,7 @@ pub fn sniff(text: &str) -> Result<(), String> {
 
 /// Closes a JSON text cut short after its last complete value: the position to cut at and the
 /// brackets to append, or `None` when nothing complete was found.
-fn repair(json: &str) -> Option<String> {
+pub(crate) fn repair(json: &str) -> Option<String> {
     let mut stack: Vec<u8> = Vec::new();
     let mut in_string = false;
     let mut escaped = false;

@@ -13,8 +13,10 @@ pub(crate) mod feed;
 
 // vmstat, sysstat, tables
 pub mod mpstat;
+pub mod pidstat;
 pub mod sadf;
 pub mod sar;
+pub mod sysstat_json;
 pub mod table;
 pub mod vmstat_freebsd;
 pub mod vmstat_linux;
@@ -38,9 +40,13 @@ pub enum Format {
     // vmstat, sysstat, tables
     VmstatLinux,
     VmstatFreebsd,
+    /// `pidstat` text reports: per-process (and with `-t` per-thread) rows.
+    Pidstat,
     Sadf,
     Mpstat,
     Sar,
+    /// `mpstat -o JSON` and `sadf -j`.
+    SysstatJson,
     /// Generic TSV/CSV: accepts any header row over numeric rows, so it is tried last.
     Table,
     // locks, erlang, iperf3, /proc snapshots
@@ -66,6 +72,7 @@ impl Format {
     /// Every format, in detection order.
     pub const ALL: &'static [Format] = &[
         // locks, erlang, iperf3, /proc snapshots: each needs its own header or syntax
+        Format::SysstatJson,
         Format::Iperf3,
         Format::LockStat,
         Format::FreebsdLockProf,
@@ -77,6 +84,7 @@ impl Format {
         // vmstat, sysstat, tables
         Format::VmstatLinux,
         Format::VmstatFreebsd,
+        Format::Pidstat, // before mpstat and sar: it has their layout
         Format::Sadf,
         Format::Mpstat,
         Format::Sar,
@@ -89,9 +97,11 @@ impl Format {
             // vmstat, sysstat, tables
             Format::VmstatLinux => vmstat_linux::NAME,
             Format::VmstatFreebsd => vmstat_freebsd::NAME,
+            Format::Pidstat => pidstat::NAME,
             Format::Sadf => sadf::NAME,
             Format::Mpstat => mpstat::NAME,
             Format::Sar => sar::NAME,
+            Format::SysstatJson => sysstat_json::NAME,
             Format::Table => table::NAME,
             // locks, erlang, iperf3, /proc snapshots
             Format::Iperf3 => iperf3::NAME,
@@ -114,9 +124,11 @@ impl Format {
             // vmstat, sysstat, tables
             Format::VmstatLinux => vmstat_linux::sniff(text),
             Format::VmstatFreebsd => vmstat_freebsd::sniff(text),
+            Format::Pidstat => pidstat::sniff(text),
             Format::Sadf => sadf::sniff(text),
             Format::Mpstat => mpstat::sniff(text),
             Format::Sar => sar::sniff(text),
+            Format::SysstatJson => sysstat_json::sniff(text),
             Format::Table => table::sniff(text),
             // locks, erlang, iperf3, /proc snapshots
             Format::Iperf3 => iperf3::sniff(text),
@@ -135,9 +147,11 @@ impl Format {
             // vmstat, sysstat, tables
             Format::VmstatLinux => vmstat_linux::import(text, opts),
             Format::VmstatFreebsd => vmstat_freebsd::import(text, opts),
+            Format::Pidstat => pidstat::import(text, opts),
             Format::Sadf => sadf::import(text, opts),
             Format::Mpstat => mpstat::import(text, opts),
             Format::Sar => sar::import(text, opts),
+            Format::SysstatJson => sysstat_json::import(text, opts),
             Format::Table => table::import(text, opts),
             // locks, erlang, iperf3, /proc snapshots
             Format::Iperf3 => iperf3::import(text, opts),

@@ -103,7 +103,9 @@ pub fn apply(text: &str, mutations: &[Mutation]) -> String {
 }
 
 /// Every reader of this helper's formats.
-pub const FORMATS: [Format; 8] = [
+pub const FORMATS: [Format; 10] = [
+    Format::SysstatJson,
+    Format::Pidstat,
     Format::Iperf3,
     Format::LockStat,
     Format::FreebsdLockProf,

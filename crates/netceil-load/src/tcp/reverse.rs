@@ -6,7 +6,7 @@
 //! run go at once, each on its own connections, and the results keep each direction's
 //! figures apart ([`TcpDirectionResult`]) beside their sum.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
@@ -255,11 +255,33 @@ pub(crate) fn run_both(
     // both directions' figures cover the same interval.
     let down_counters: Mutex<Option<DownCounters>> = Mutex::new(None);
     let mut down_meter: Option<Meter> = None;
+    // Both directions stop on the caller's stop, and on the other direction's failure: a
+    // direction that cannot connect ends the run at once instead of after the duration.
+    let both = AtomicBool::new(false);
+    let finished = AtomicBool::new(false);
+    // Which direction failed first (1 up, 2 down): the other's error may be its consequence.
+    let first = AtomicU8::new(0);
+    let failed = |who: u8| {
+        let _ = first.compare_exchange(0, who, Ordering::Relaxed, Ordering::Relaxed);
+        both.store(true, Ordering::Relaxed);
+    };
     let (up, down) = std::thread::scope(|s| {
-        let down = threads::spawn_scoped(s, "netceil-tcp-down".into(), || {
-            run_reverse(cfg, stop, &mut |_| {}, Some(&down_counters))
+        let watch = threads::spawn_scoped(s, "netceil-tcp-bidir".into(), || {
+            while !finished.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) {
+                    both.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         });
-        let up = super::run_forward(cfg, stop, &mut |p| {
+        let down = threads::spawn_scoped(s, "netceil-tcp-down".into(), || {
+            let r = run_reverse(cfg, &both, &mut |_| {}, Some(&down_counters));
+            if r.is_err() {
+                failed(2);
+            }
+            r
+        });
+        let up = super::run_forward(cfg, &both, &mut |p| {
             let now = now_ns();
             let counts = down_counters
                 .lock()
@@ -275,6 +297,9 @@ pub(crate) fn run_both(
                 ..p.clone()
             })
         });
+        if up.is_err() {
+            failed(1);
+        }
         let down = match down {
             Ok(h) => h
                 .join()
@@ -283,9 +308,31 @@ pub(crate) fn run_both(
                 "cannot start the down direction: {e}"
             ))),
         };
+        finished.store(true, Ordering::Relaxed);
+        if let Ok(w) = watch {
+            let _ = w.join();
+        }
         (up, down)
     });
-    Ok(combine(up?, down?, cfg.flows))
+    match (up, down) {
+        (Ok(up), Ok(down)) => Ok(combine(up, down, cfg.flows)),
+        (_, Err(e)) if first.load(Ordering::Relaxed) == 2 => {
+            Err(bidir_failed("down (the far side sends)", "up", e))
+        }
+        (Err(e), _) => Err(bidir_failed("up (this side sends)", "down", e)),
+        (Ok(_), Err(e)) => Err(bidir_failed("down (the far side sends)", "up", e)),
+    }
+}
+
+/// A `--bidir` run whose `failed` direction could not go on: which one, why, and that the
+/// `other` was stopped. Errors of the user's input keep their kind (exit code 2).
+fn bidir_failed(failed: &str, other: &str, e: LoadError) -> LoadError {
+    if e.is_usage() {
+        return e;
+    }
+    LoadError::Other(format!(
+        "--bidir: the {failed} direction failed, so the {other} direction was stopped: {e}"
+    ))
 }
 
 /// The two directions' results as one: totals summed, each direction's figures apart, the
@@ -411,5 +458,55 @@ mod tests {
             msg.contains("protocol version 2") && msg.contains("upgrade"),
             "{msg}"
         );
+    }
+
+    /// A far end that takes the up flows but closes the down flows' connections: --bidir
+    /// fails at once, saying the down direction failed and why, and the up direction stops
+    /// with it rather than running out its 10 s.
+    #[test]
+    fn bidir_fails_fast_when_the_down_direction_cannot_connect() {
+        use std::io::Write;
+        let far = TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = far.local_addr().unwrap();
+        // Two connections: the up flow (Stream: acked, then drained) and the down flow
+        // (Source: closed unanswered).
+        let server = std::thread::spawn(move || {
+            let mut drains = Vec::new();
+            for _ in 0..2 {
+                let (mut s, _) = far.accept().unwrap();
+                let mut hello = [0u8; hello::HELLO_LEN];
+                s.read_exact(&mut hello).unwrap();
+                if let Some((hello::Mode::Stream, _)) = hello::decode(&hello) {
+                    s.write_all(&hello).unwrap();
+                    drains.push(std::thread::spawn(move || {
+                        let mut buf = vec![0u8; 1 << 16];
+                        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+                        while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+                    }));
+                }
+            }
+            for d in drains {
+                d.join().unwrap();
+            }
+        });
+        let cfg = TcpConfig {
+            flows: 1,
+            target: Some(target),
+            duration: Duration::from_secs(10),
+            rate_per_flow_bps: None,
+            ..paced(TcpDirection::Both)
+        };
+        let started = std::time::Instant::now();
+        let e = super::super::run_tcp(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+        let took = started.elapsed();
+        server.join().unwrap();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("the down (the far side sends) direction failed")
+                && msg.contains("the up direction was stopped")
+                && msg.contains("closed the connection"),
+            "{msg}"
+        );
+        assert!(took < Duration::from_secs(5), "it failed after {took:?}");
     }
 }

@@ -9,6 +9,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use netceil_model::{LatencySummary, Results, RrulResults, TcpDirection};
@@ -96,8 +97,9 @@ pub enum RrulProgress {
     /// The probe alone.
     Idle(RrProgress),
     /// The flows (both directions) beside the probe; `elapsed_s` counts from the loaded
-    /// phase's start.
-    Loaded(TcpProgress),
+    /// phase's start. With them, the probe's latest report not given before (`None` when it
+    /// has made none since the flows' last report).
+    Loaded(TcpProgress, Option<RrProgress>),
 }
 
 /// Runs the idle phase, then the loaded phase, and returns the flows' results with the
@@ -111,13 +113,21 @@ pub fn run_rrul(
     let idle = rr::run_rr(&cfg.probe(cfg.idle), stop, &mut |p| {
         on_progress(&RrulProgress::Idle(p.clone()))
     })?;
+    // The probe reports on its own thread; the flows' reports carry its latest one.
+    let latest: Mutex<Option<RrProgress>> = Mutex::new(None);
     let (bulk, loaded) = std::thread::scope(|s| {
         let probe = cfg.probe(cfg.duration);
+        let latest = &latest;
         let handle = threads::spawn_scoped(s, "netceil-rrul-probe".into(), move || {
-            rr::run_rr(&probe, stop, &mut |_| {})
+            rr::run_rr(&probe, stop, &mut |p| {
+                if let Ok(mut l) = latest.lock() {
+                    *l = Some(p.clone());
+                }
+            })
         });
         let bulk = super::run_tcp(&cfg.tcp(), stop, &mut |p| {
-            on_progress(&RrulProgress::Loaded(p.clone()))
+            let probe = latest.lock().ok().and_then(|mut l| l.take());
+            on_progress(&RrulProgress::Loaded(p.clone(), probe))
         });
         let loaded = match handle {
             Ok(h) => h
