@@ -101,6 +101,16 @@ impl Criterion {
         }
     }
 
+    /// The figure a trial is judged on: its loss ratio, p99 round trip (s) or retransmit
+    /// ratio; `None` when the trial did not measure it.
+    pub fn value(self, r: &TrialResult) -> Option<f64> {
+        match self {
+            Criterion::Loss => Some(r.loss_ratio),
+            Criterion::P99 => r.p99_s,
+            Criterion::Retransmits => r.retransmit_ratio,
+        }
+    }
+
     /// What a trial that fails the bound `goal` did, in words.
     fn missed(self, goal: f64) -> String {
         match self {
@@ -120,8 +130,8 @@ impl Criterion {
     fn flag(self) -> &'static str {
         match self {
             Criterion::Loss => "--loss",
-            Criterion::P99 => "--p99-max",
-            Criterion::Retransmits => "--retransmits-max",
+            Criterion::P99 => "--p99",
+            Criterion::Retransmits => "--retrans",
         }
     }
 }
@@ -171,6 +181,9 @@ pub struct SearchConfig {
     /// The trial-seconds a load needs before the final phase decides it, in full-length
     /// trials (≥ 1).
     pub duration_sum_trials: f64,
+    /// The rates' unit in messages: `pps` (the `_pps` fields hold whatever rate the
+    /// measurer's knob is: packets/s, goodput bits/s, transactions/s).
+    pub rate_unit: &'static str,
 }
 
 impl Default for SearchConfig {
@@ -188,6 +201,7 @@ impl Default for SearchConfig {
             max_trials: 60,
             exceed_ratio: EXCEED_RATIO,
             duration_sum_trials: DURATION_SUM_TRIALS,
+            rate_unit: "pps",
         }
     }
 }
@@ -221,8 +235,8 @@ impl SearchConfig {
         }
         if !(self.min_pps > 0.0 && self.min_pps < self.max_pps && self.max_pps.is_finite()) {
             return Err(format!(
-                "the rate range {}..{} pps is empty: the lowest rate must be above 0 and below the highest",
-                self.min_pps, self.max_pps
+                "the rate range {}..{} {} is empty: the lowest rate must be above 0 and below the highest",
+                self.min_pps, self.max_pps, self.rate_unit
             ));
         }
         if !(self.precision > 0.0 && self.precision <= 0.5) {
@@ -316,6 +330,11 @@ pub struct ToleranceResult {
     /// What stopped it: the longest trial that failed at `upper_pps` (of any phase), else the
     /// lowest failing trial above `rate_pps`.
     pub first_failing_trial: Option<usize>,
+    /// The passing full-length trial `rate_pps` comes from: the answer's verification.
+    pub verifying_trial: Option<usize>,
+    /// The worst of the criterion's figure (see [`Criterion::value`]) among the full-length
+    /// trials at the answer.
+    pub worst_seen: Option<f64>,
     /// Why the answer is not exact to the precision asked, when it is not.
     pub incomplete: Option<String>,
 }
@@ -724,15 +743,15 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
             (Some(l), None) => {
                 if let Some(r) = s.generator_limited(l, k) {
                     n.note = Some(format!(
-                        "the generator offered only {:.0} of the {:.0} pps asked, and nothing was lost: the system was not pushed, so the rate is a lower bound",
-                        r.result.achieved_pps, l
+                        "the generator offered only {:.0} of the {:.0} {} asked, and nothing was lost: the system was not pushed, so the rate is a lower bound",
+                        r.result.achieved_pps, l, cfg.rate_unit
                     ));
                     return Ok(());
                 }
                 if l >= cfg.max_pps {
                     n.note = Some(format!(
-                        "the highest rate tried ({:.0} pps) passed: the answer is at least that",
-                        cfg.max_pps
+                        "the highest rate tried ({:.0} {}) passed: the answer is at least that",
+                        cfg.max_pps, cfg.rate_unit
                     ));
                     return Ok(());
                 }
@@ -753,8 +772,9 @@ fn narrow(s: &mut Search, n: &mut Narrowing, t: usize, k: usize) -> Result<(), S
             (None, Some(h)) => {
                 if h <= cfg.min_pps {
                     n.note = Some(format!(
-                        "even the lowest rate ({:.0} pps) {}",
+                        "even the lowest rate ({:.0} {}) {}",
                         cfg.min_pps,
+                        cfg.rate_unit,
                         cfg.criterion.missed(g.tolerance)
                     ));
                     return Ok(());
@@ -866,12 +886,17 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
     });
     let c = s.cfg.criterion;
     let verified = at_lo.iter().any(|r| passes(c, r, tol));
-    // What got through at the answer, as the generator offered it in its passing trials.
-    let rate = at_lo
+    // What got through at the answer, as the generator offered it in its passing trials; the
+    // trial it comes from verifies it.
+    let verifying = at_lo
         .iter()
         .filter(|r| passes(c, r, tol))
-        .map(|r| r.result.achieved_pps)
-        .reduce(f64::min);
+        .min_by(|a, b| a.result.achieved_pps.total_cmp(&b.result.achieved_pps));
+    let rate = verifying.map(|r| r.result.achieved_pps);
+    let worst_seen = at_lo
+        .iter()
+        .map(|r| c.value(&r.result).unwrap_or(f64::INFINITY))
+        .reduce(f64::max);
     // What stopped it: the longest failing trial at the upper bound, else the lowest failing
     // trial above the answer.
     let failing = |r: &&TrialRecord| !passes(c, r, tol);
@@ -903,7 +928,10 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
     if incomplete.is_none() && !complete {
         incomplete = Some(match (b.lo, b.hi) {
             (Some(l), Some(h)) => {
-                format!("stopped early with the answer between {l:.0} and {h:.0} pps")
+                format!(
+                    "stopped early with the answer between {l:.0} and {h:.0} {}",
+                    s.cfg.rate_unit
+                )
             }
             _ => "stopped early before a bound was found at the final duration".into(),
         });
@@ -918,6 +946,8 @@ fn result_for(s: &Search, t: usize, n: &Narrowing, complete: bool) -> ToleranceR
         flaps,
         generator_limited,
         first_failing_trial: first_failing,
+        verifying_trial: verifying.map(|r| r.index),
+        worst_seen,
         incomplete,
     }
 }
@@ -1357,6 +1387,13 @@ mod tests {
                 r.tolerance * 1e6
             );
             assert!(r.verified && r.incomplete.is_none(), "{r:?}");
+            // The verifying trial is a full-length pass at the answer, and the worst p99 seen
+            // there is within the bound.
+            let t = &o.trials[r.verifying_trial.expect("a verifying trial")];
+            assert!(t.final_duration, "{t:?}");
+            assert!(Criterion::P99.passes(&t.result, r.tolerance), "{t:?}");
+            assert_eq!(t.result.achieved_pps, rate);
+            assert!(r.worst_seen.is_some_and(|p| p <= r.tolerance), "{r:?}");
         }
     }
 

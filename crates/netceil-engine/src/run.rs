@@ -140,6 +140,7 @@ mod tests {
             part("s.4", vec![finding("no_ceiling", 0.3)]),
         ];
         let knee = |stopper: Option<&str>| Knee {
+            goal: None,
             size_bytes: 64,
             point: "app".into(),
             loss_tolerance: 0.0,

@@ -5,7 +5,7 @@
 use netceil_engine::plan::{self, Reach};
 use netceil_engine::{new_run, Campaign, Replay, SessionConfig, Trial};
 use netceil_model::params::{
-    SearchParams, SearchTrialParams, SweepParams, SweepTcpParams, UdpParams,
+    SearchKind, SearchParams, SearchTrialParams, SweepParams, SweepTcpParams, UdpParams, UdpSearch,
 };
 use netceil_model::{Knee, PacingMode, Rate, Run, RunSource};
 use netceil_probe::FakeSource;
@@ -50,20 +50,21 @@ fn not_stopped() -> String {
 
 fn search_params() -> SearchParams {
     SearchParams {
-        workload: "udp".into(),
-        sizes: vec![256],
-        loss: vec![0.0, 0.05],
+        kind: SearchKind::Udp(UdpSearch {
+            sizes: vec![256],
+            loss: vec![0.0, 0.05],
+            min_pps: 1000.0,
+            max_pps: Some(6000.0),
+            point: "app".into(),
+            pacing: PacingMode::Sleep,
+            rcvbuf: None,
+            rcvbuf_force: false,
+        }),
         trial_s: 0.3,
         initial_trial_s: 0.1,
         precision: 0.25,
-        min_pps: 1000.0,
-        max_pps: Some(6000.0),
         max_trials: 5,
         target: None,
-        point: "app".into(),
-        pacing: PacingMode::Sleep,
-        rcvbuf: None,
-        rcvbuf_force: false,
         resumed_from: None,
         ipv6: false,
     }
@@ -74,6 +75,7 @@ fn bare(knees: &[Knee]) -> Vec<Knee> {
     knees
         .iter()
         .map(|k| Knee {
+            goal: None,
             stopped_by: None,
             ..k.clone()
         })
@@ -159,10 +161,10 @@ fn a_stopped_search_measures_nothing_and_says_why() {
 
 #[test]
 fn bad_search_and_sweep_settings_are_refused_before_any_traffic() {
-    let p = SearchParams {
-        sizes: vec![40],
-        ..search_params()
-    };
+    let mut p = search_params();
+    if let SearchKind::Udp(u) = &mut p.kind {
+        u.sizes = vec![40];
+    }
     let e = plan::search::check(&p, Reach::default()).unwrap_err();
     assert!(
         e.is_usage() && e.to_string().contains("--frame-sizes 40"),

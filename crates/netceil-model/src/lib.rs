@@ -28,8 +28,9 @@ pub use results::{
     LatencySummary, PacingMode, Results, RrulResults, TcpDirection, TcpDirectionResult, TcpPacing,
 };
 pub use run::{
-    Annotations, ConfirmOutcome, Confirmation, CpuQuota, HostInfo, Implausible, Knee, LockStat,
-    NicInfo, Run, RunMeta, RunSource, Workload, WorkloadKind,
+    Annotations, ConfirmOutcome, Confirmation, CpuQuota, HostInfo, Implausible, Knee, KneeGoal,
+    LockStat, NicInfo, Run, RunMeta, RunSource, SearchBound, SearchRateUnit, Workload,
+    WorkloadKind,
 };
 pub use series::{Metric, MetricId, MissingValue, Series};
 pub use units::{

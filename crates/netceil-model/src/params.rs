@@ -745,22 +745,76 @@ mod tests {
     }
 
     #[test]
+    fn a_udp_search_stored_in_the_old_flat_shape_loads_and_is_stored_as_it_was() {
+        // As netceil stored a UDP search before TCP and RR searches existed.
+        let old = r#"{"kind": "search", "workload": "udp", "sizes": [64, 1518],
+            "loss": [0.0, 0.005], "trial_s": 10.0, "initial_trial_s": 1.0, "precision": 0.01,
+            "min_pps": 1000.0, "max_pps": 2000000.0, "max_trials": 40, "target": "10.0.0.2:7500",
+            "point": "app", "pacing": "spin", "rcvbuf": 4194304, "rcvbuf_force": true,
+            "resumed_from": null, "ipv6": false}"#;
+        let w: Workload = serde_json::from_str(old).unwrap();
+        let Params::Search(p) = &w.params else {
+            panic!("not typed: {:?}", w.params)
+        };
+        let SearchKind::Udp(u) = &p.kind else {
+            panic!("not a UDP search: {:?}", p.kind)
+        };
+        assert_eq!(u.sizes, vec![64, 1518]);
+        assert_eq!(u.loss, vec![0.0, 0.005]);
+        assert_eq!((u.min_pps, u.max_pps), (1000.0, Some(2e6)));
+        assert_eq!(u.pacing, PacingMode::Spin);
+        assert_eq!((u.rcvbuf, u.rcvbuf_force), (Some(4194304), true));
+        assert_eq!((p.trial_s, p.max_trials), (10.0, 40));
+        assert_eq!(p.target.as_deref(), Some("10.0.0.2:7500"));
+        // Written back, it is the same JSON: a UDP search's stored shape did not change.
+        assert_eq!(
+            serde_json::to_value(&w).unwrap(),
+            serde_json::from_str::<serde_json::Value>(old).unwrap()
+        );
+        // The oldest shape, before pacing, rcvbuf and ipv6 were kept, still loads.
+        let oldest = r#"{"kind": "search", "workload": "udp", "sizes": [64], "loss": [0.0],
+            "trial_s": 1.0, "initial_trial_s": 0.25, "precision": 0.05, "min_pps": 1000.0,
+            "max_pps": null, "max_trials": 20, "target": null, "point": "app"}"#;
+        let w: Workload = serde_json::from_str(oldest).unwrap();
+        let p: SearchParams = w.params_as().unwrap();
+        assert!(matches!(&p.kind, SearchKind::Udp(u) if u.pacing == PacingMode::Sleep));
+    }
+
+    #[test]
+    fn a_search_of_an_unknown_workload_is_kept_as_stored() {
+        let later = r#"{"kind": "search", "workload": "quic", "trial_s": 1.0,
+            "initial_trial_s": 0.25, "precision": 0.05, "max_trials": 20, "target": null}"#;
+        let w: Workload = serde_json::from_str(later).unwrap();
+        assert!(matches!(w.params, Params::Other(_)), "{:?}", w.params);
+        let e = w.params_as::<SearchParams>().unwrap_err().to_string();
+        assert!(e.contains("quic"), "{e}");
+        // A TCP search missing its budgets says which field.
+        let tcp = r#"{"kind": "search", "workload": "tcp", "flows": 1, "msg_size": 131072,
+            "min_bps": 1e6, "max_bps": null, "trial_s": 1.0, "initial_trial_s": 0.25,
+            "precision": 0.05, "max_trials": 20, "target": null}"#;
+        let w: Workload = serde_json::from_str(tcp).unwrap();
+        let e = w.params_as::<SearchParams>().unwrap_err().to_string();
+        assert!(e.contains("retrans"), "{e}");
+    }
+
+    #[test]
     fn every_commands_parameters_come_back_typed() {
         let search = SearchParams {
-            workload: "udp".into(),
-            sizes: vec![64, 1518],
-            loss: vec![0.0, 0.005],
+            kind: SearchKind::Udp(UdpSearch {
+                sizes: vec![64, 1518],
+                loss: vec![0.0, 0.005],
+                min_pps: 1000.0,
+                max_pps: None,
+                point: "app".into(),
+                pacing: PacingMode::Sleep,
+                rcvbuf: None,
+                rcvbuf_force: false,
+            }),
             trial_s: 10.0,
             initial_trial_s: 1.0,
             precision: 0.01,
-            min_pps: 1000.0,
-            max_pps: None,
             max_trials: 60,
             target: None,
-            point: "app".into(),
-            pacing: PacingMode::Sleep,
-            rcvbuf: None,
-            rcvbuf_force: false,
             resumed_from: None,
             ipv6: false,
         };
@@ -782,7 +836,34 @@ mod tests {
         };
         let cases = [
             (WorkloadKind::Udp, Params::Udp(udp())),
-            (WorkloadKind::Search, Params::Search(search)),
+            (WorkloadKind::Search, Params::Search(search.clone())),
+            (
+                WorkloadKind::Search,
+                Params::Search(SearchParams {
+                    kind: SearchKind::Tcp(TcpSearch {
+                        flows: 2,
+                        msg_size: 131072,
+                        retrans: vec![0.0, 0.001],
+                        min_bps: 1e6,
+                        max_bps: Some(1e9),
+                    }),
+                    ..search.clone()
+                }),
+            ),
+            (
+                WorkloadKind::Search,
+                Params::Search(SearchParams {
+                    kind: SearchKind::Rr(RrSearch {
+                        proto: RrProtocol::Udp,
+                        size: 64,
+                        flows: 1,
+                        p99_s: vec![200e-6],
+                        min_tps: 100.0,
+                        max_tps: None,
+                    }),
+                    ..search
+                }),
+            ),
             (
                 WorkloadKind::Udp,
                 Params::SearchTrial(SearchTrialParams {
@@ -917,23 +998,52 @@ mod tests {
     }
 }
 
-/// A loss search (`netceil search udp`), as its run stores it and `--resume` reads it back.
+/// A search (`netceil search udp|tcp|rr`), as its run stores it and `--resume` reads it back:
+/// the workload searched, with its own knob and bounds, beside the settings every search has.
+///
+/// Stored flat: the workload's fields sit beside the shared ones, under `"workload"`, so a
+/// UDP search stored before TCP and RR searches existed (`"workload": "udp"` with `sizes`,
+/// `loss`, `min_pps`… at the top) reads back as one, and a UDP search is stored as it was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchParams {
-    /// The workload searched: `udp`.
-    pub workload: String,
-    /// Ethernet frame sizes, bytes.
-    pub sizes: Vec<usize>,
-    /// Loss tolerances, fractions (0 = no loss).
-    pub loss: Vec<f64>,
+    /// The workload searched and its settings.
+    #[serde(flatten)]
+    pub kind: SearchKind,
     pub trial_s: f64,
     pub initial_trial_s: f64,
     /// The width at which the search stops narrowing, a fraction of the rate.
     pub precision: f64,
-    pub min_pps: f64,
-    pub max_pps: Option<f64>,
     pub max_trials: usize,
     pub target: Option<String>,
+    #[serde(default)]
+    pub resumed_from: Option<String>,
+    /// Over IPv6 (`--ipv6`); runs stored before it was kept ran over IPv4.
+    #[serde(default)]
+    pub ipv6: bool,
+}
+
+/// The workload a search drives, with the knob it turns and the bounds it searches for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "workload", rename_all = "snake_case")]
+pub enum SearchKind {
+    /// UDP trains: the packet rate, per frame size, within each loss tolerance.
+    Udp(UdpSearch),
+    /// Paced TCP flows: the goodput within each retransmit budget.
+    Tcp(TcpSearch),
+    /// Paced request/response: the transaction rate whose p99 round trip stays under each
+    /// bound.
+    Rr(RrSearch),
+}
+
+/// `search udp`: per Ethernet frame size, the packet rate within each loss tolerance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UdpSearch {
+    /// Ethernet frame sizes, bytes.
+    pub sizes: Vec<usize>,
+    /// Loss tolerances, fractions (0 = no loss).
+    pub loss: Vec<f64>,
+    pub min_pps: f64,
+    pub max_pps: Option<f64>,
     /// Where loss is counted: `app`.
     pub point: String,
     /// How the trials' sender waits between sends; runs stored before it was kept slept.
@@ -943,11 +1053,48 @@ pub struct SearchParams {
     pub rcvbuf: Option<usize>,
     #[serde(default)]
     pub rcvbuf_force: bool,
-    #[serde(default)]
-    pub resumed_from: Option<String>,
-    /// Over IPv6 (`--ipv6`); runs stored before it was kept ran over IPv4.
-    #[serde(default)]
-    pub ipv6: bool,
+}
+
+/// `search tcp`: the total goodput (bits/s, over `flows` paced flows) whose retransmitted
+/// segments over segments sent stay within each budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TcpSearch {
+    pub flows: u32,
+    /// Bytes per write (the largest write of a paced flow).
+    pub msg_size: usize,
+    /// Retransmit budgets: retransmitted over sent segments, fractions (0 = none).
+    pub retrans: Vec<f64>,
+    /// The lowest goodput worth trying, all flows together, bits/s.
+    pub min_bps: f64,
+    /// The highest goodput to try, bits/s; `None`: what the flows carry unpaced.
+    pub max_bps: Option<f64>,
+}
+
+/// `search rr`: the request rate (transactions/s) whose p99 round trip stays under each bound,
+/// with the rate achieved within 1 % of the rate asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RrSearch {
+    pub proto: RrProtocol,
+    /// Request and response size, bytes.
+    pub size: usize,
+    pub flows: u32,
+    /// p99 round-trip bounds, seconds.
+    pub p99_s: Vec<f64>,
+    /// The lowest request rate worth trying, transactions/s.
+    pub min_tps: f64,
+    /// The highest rate to try, transactions/s; `None`: what a closed loop reaches.
+    pub max_tps: Option<f64>,
+}
+
+impl SearchKind {
+    /// The command's word for it: `udp`, `tcp`, `rr`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SearchKind::Udp(_) => "udp",
+            SearchKind::Tcp(_) => "tcp",
+            SearchKind::Rr(_) => "rr",
+        }
+    }
 }
 
 fn sleep() -> PacingMode {

@@ -93,6 +93,10 @@ pub struct FlowResult {
     pub bits_per_s: f64,
     /// Total retransmitted segments from TCP_INFO (tcpi_total_retrans).
     pub retransmits: Option<u64>,
+    /// Data segments sent, retransmissions included, from TCP_INFO (tcpi_data_segs_out,
+    /// Linux ≥ 4.6): what a retransmit ratio is over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_out: Option<u64>,
     /// Smoothed RTT from TCP_INFO, µs.
     pub rtt_us: Option<f64>,
 }

@@ -291,6 +291,61 @@ pub struct Knee {
     pub stopped_by: Option<String>,
     /// Why the answer is not exact to the precision asked, when it is not.
     pub note: Option<String>,
+    /// A TCP or request/response search's answer in its own terms; absent for a UDP loss
+    /// search, whose answer is the fields above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<KneeGoal>,
+}
+
+/// What a TCP or request/response search bounded, and the rate it found within that bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KneeGoal {
+    /// The bound the rate was searched under.
+    pub bound: SearchBound,
+    /// The highest rate that passed a full-length trial within the bound, in `unit`; `null`
+    /// when none passed.
+    pub rate: Option<f64>,
+    /// The rate's unit: bit/s of TCP goodput, or transactions per second.
+    pub unit: SearchRateUnit,
+    /// The lowest rate found to break the bound, in `unit`.
+    pub upper: Option<f64>,
+    /// The worst figure the bound is on (retransmit ratio, or p99 round trip in s) among the
+    /// full-length trials at `rate`.
+    pub seen: Option<f64>,
+    /// The part (trial) whose full-length pass verifies `rate`.
+    pub verified_by: Option<String>,
+}
+
+/// What a search's bound is on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "criterion", rename_all = "snake_case")]
+pub enum SearchBound {
+    /// Segments retransmitted over segments sent, at most `max_ratio` (0–1).
+    Retransmits { max_ratio: f64 },
+    /// The 99th-percentile round trip, at most `max_s` seconds.
+    P99 { max_s: f64 },
+}
+
+/// The unit of a TCP or request/response search's rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchRateUnit {
+    /// TCP goodput: payload bits per second received, all flows together.
+    GoodputBitsPerSecond,
+    /// Request/response transactions per second.
+    TransactionsPerSecond,
+}
+
+impl SearchRateUnit {
+    /// A rate in this unit, in words: `1.20 Gbit/s`, `12.0 k transactions/s`.
+    pub fn show(self, v: f64) -> String {
+        match self {
+            SearchRateUnit::GoodputBitsPerSecond => {
+                crate::fmt::value(v, crate::Unit::BitsPerSecond)
+            }
+            SearchRateUnit::TransactionsPerSecond => crate::fmt::with_symbol(v, "transactions/s"),
+        }
+    }
 }
 
 impl Run {

@@ -1,7 +1,8 @@
-//! The tables the planners' runs end with: a search's knees (`netceil search udp`), the UDP
+//! The tables the planners' runs end with: a search's knees (`netceil search udp|tcp|rr`), the UDP
 //! size × interval sweep's (`sweep udp`) and the TCP flows sweep's steps (`sweep tcp`).
 
-use netceil_model::{fmt, Run, Unit};
+use netceil_model::params::{Params, SearchKind};
+use netceil_model::{fmt, KneeGoal, Run, SearchBound, Unit};
 
 /// A knee's throughput in Gbit/s (10^9) and Gibit/s (2^30), three decimals; `-` for none.
 fn gbit_gibit(bits_per_s: Option<f64>) -> (String, String) {
@@ -17,6 +18,9 @@ fn gbit_gibit(bits_per_s: Option<f64>) -> (String, String) {
 /// The knee table: per frame size and tolerance, the rate, its throughput in both units,
 /// the loss seen there, and what stopped it.
 pub fn search(run: &Run) -> String {
+    if let Some(kind) = goal_search(run) {
+        return goal_table(run, kind);
+    }
     let mut s = String::new();
     s.push_str(
         "frame B  loss ≤     rate          Gbit/s   Gibit/s  loss seen    trials  verified\n",
@@ -51,6 +55,97 @@ pub fn search(run: &Run) -> String {
     }
     s.push_str("Gbit/s = 10^9 bit/s, Gibit/s = 2^30 bit/s, of Ethernet frames (RFC 2544 frame size × 8 × rate); ≥: the generator could not offer more, a lower bound\n");
     s
+}
+
+/// The kind of a TCP or request/response search; `None` for a UDP one (or no search).
+fn goal_search(run: &Run) -> Option<GoalKind> {
+    if run.knees.iter().any(|k| k.goal.is_some()) {
+        return run.knees.iter().find_map(|k| match k.goal.as_ref()?.bound {
+            SearchBound::Retransmits { .. } => Some(GoalKind::Tcp),
+            SearchBound::P99 { .. } => Some(GoalKind::Rr),
+        });
+    }
+    match &run.workload.as_ref()?.params {
+        Params::Search(p) => match p.kind {
+            SearchKind::Udp(_) => None,
+            SearchKind::Tcp(_) => Some(GoalKind::Tcp),
+            SearchKind::Rr(_) => Some(GoalKind::Rr),
+        },
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GoalKind {
+    Tcp,
+    Rr,
+}
+
+/// A bound, and the figure it is on, in words: `0.1 %`, `200 µs`.
+fn bound_words(kind: GoalKind, v: f64) -> String {
+    match kind {
+        // Rounded past the float's noise: 0.1, not 0.10000000000000002.
+        GoalKind::Tcp => format!("{} %", (v * 100.0 * 1e6).round() / 1e6),
+        GoalKind::Rr => fmt::value(v * 1e6, Unit::Microseconds),
+    }
+}
+
+/// A TCP or request/response search's table: per bound, the rate found in its unit, the
+/// trial that verified it, the trials it took, and the worst figure seen there.
+fn goal_table(run: &Run, kind: GoalKind) -> String {
+    let (bound, seen) = match kind {
+        GoalKind::Tcp => ("retrans ≤", "retrans seen"),
+        GoalKind::Rr => ("p99 ≤", "p99 seen"),
+    };
+    let by = |g: &KneeGoal| g.verified_by.clone().unwrap_or_else(|| "none".into());
+    let w = run
+        .knees
+        .iter()
+        .filter_map(|k| k.goal.as_ref())
+        .map(|g| by(g).chars().count())
+        .fold("verified by".len(), usize::max);
+    let mut s = format!(
+        "{bound:<10}  {:<24}  {:>6}  {:<w$}  {seen}\n",
+        "rate found", "trials", "verified by"
+    );
+    for k in &run.knees {
+        let Some(g) = &k.goal else { continue };
+        let (b, rate, seen) = goal_row(kind, g);
+        s.push_str(&format!(
+            "{b:<10}  {:<24}  {:>6}  {:<w$}  {seen}\n",
+            format!("{rate}{}", if k.generator_limited { " ≥" } else { "" }),
+            k.trials,
+            by(g),
+        ));
+        if let Some(n) = &k.note {
+            s.push_str(&format!("            note: {n}\n"));
+        }
+        if let Some(b) = &k.stopped_by {
+            s.push_str(&format!("            above it: {b}\n"));
+        }
+    }
+    s.push_str(match kind {
+        GoalKind::Tcp => "rate: goodput netceil's receiver read, all flows together, decimal (1 Gbit/s = 10^9 bit/s), within 1 % of the paced load asked; retrans: retransmitted over sent segments (TCP_INFO); verified by: the full-length trial (part) that passed at the rate\n",
+        GoalKind::Rr => "rate: transactions answered per second, within 1 % of the rate asked; p99: round trip from each request's intended send time; verified by: the full-length trial (part) that passed at the rate\n",
+    });
+    s
+}
+
+/// One bound's row: the bound, the rate found (in its unit), the worst figure seen there.
+fn goal_row(kind: GoalKind, g: &KneeGoal) -> (String, String, String) {
+    let b = match g.bound {
+        SearchBound::Retransmits { max_ratio } => bound_words(kind, max_ratio),
+        SearchBound::P99 { max_s } => bound_words(kind, max_s),
+    };
+    let rate = g.rate.map_or_else(|| "none".into(), |v| g.unit.show(v));
+    let seen = g.seen.map_or_else(
+        || fmt::MISSING.into(),
+        |v| match kind {
+            GoalKind::Tcp => format!("{:.4} %", v * 100.0),
+            GoalKind::Rr => fmt::value(v * 1e6, Unit::Microseconds),
+        },
+    );
+    (b, rate, seen)
 }
 
 /// §5's tables: per size and point, the first interval with 100 %, the cycle time, the data
@@ -255,5 +350,88 @@ mod fitted_tests {
         );
         let tiny = table(Some(10));
         assert_eq!(tiny.lines().next(), Some("id"), "{tiny}");
+    }
+}
+
+#[cfg(test)]
+mod goal_tests {
+    use super::*;
+    use netceil_model::{Knee, RunSource, SearchRateUnit};
+
+    fn knee(bound: SearchBound, unit: SearchRateUnit, rate: Option<f64>, seen: f64) -> Knee {
+        Knee {
+            size_bytes: 64,
+            point: "app".into(),
+            loss_tolerance: 0.0,
+            min_interval_us: None,
+            rate_pps: None,
+            bits_per_s: None,
+            loss_ratio: None,
+            trials: 9,
+            generator_limited: false,
+            verified: rate.is_some(),
+            upper_pps: None,
+            stopped_by: Some("s.5 at 13.0 k transactions/s: no finding".into()),
+            note: None,
+            goal: Some(KneeGoal {
+                bound,
+                rate,
+                unit,
+                upper: None,
+                seen: Some(seen),
+                verified_by: rate.map(|_| "s.8".into()),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_p99_search_says_per_bound_the_rate_its_unit_the_verifying_trial_and_the_trials() {
+        let mut run = Run::new("s", RunSource::Live);
+        run.knees = vec![
+            knee(
+                SearchBound::P99 { max_s: 200e-6 },
+                SearchRateUnit::TransactionsPerSecond,
+                Some(12_000.0),
+                150e-6,
+            ),
+            knee(
+                SearchBound::P99 { max_s: 20e-6 },
+                SearchRateUnit::TransactionsPerSecond,
+                None,
+                0.0,
+            ),
+        ];
+        let t = search(&run);
+        let rows: Vec<&str> = t.lines().collect();
+        assert!(rows[0].starts_with("p99 ≤"), "{t}");
+        assert!(
+            rows[1].contains("200 µs") || rows[1].contains("200 us"),
+            "{t}"
+        );
+        assert!(rows[1].contains("transactions/s"), "{t}");
+        assert!(rows[1].contains("s.8") && rows[1].contains(" 9 "), "{t}");
+        assert!(t.contains("above it: s.5"), "{t}");
+        // No rate passed: said so, with no verifying trial.
+        let none = rows
+            .iter()
+            .find(|r| r.contains("none"))
+            .expect("a row with none");
+        assert!(none.matches("none").count() == 2, "{t}");
+    }
+
+    #[test]
+    fn a_retransmit_search_shows_goodput_and_the_budget() {
+        let mut run = Run::new("s", RunSource::Live);
+        run.knees = vec![knee(
+            SearchBound::Retransmits { max_ratio: 0.001 },
+            SearchRateUnit::GoodputBitsPerSecond,
+            Some(1.2e9),
+            0.0004,
+        )];
+        let t = search(&run);
+        assert!(t.starts_with("retrans ≤"), "{t}");
+        assert!(t.contains("0.1 %") && t.contains("Gbit/s"), "{t}");
+        assert!(t.contains("0.0400 %"), "{t}");
+        assert!(!t.contains("frame B"), "{t}");
     }
 }

@@ -253,8 +253,15 @@ fn params_words(p: &Params, run: &Run) -> String {
             Some(c) => format!("watched while `{}` ran", c.join(" ")),
             None => "someone else's load, watched".into(),
         },
-        Params::Search(_) => format!(
-            "a search for the highest rate within a loss tolerance ({})",
+        Params::Search(p) => format!(
+            "a search for the highest {} ({})",
+            match p.kind {
+                netceil_model::params::SearchKind::Udp(_) => "rate within a loss tolerance",
+                netceil_model::params::SearchKind::Tcp(_) =>
+                    "TCP goodput within a retransmit budget",
+                netceil_model::params::SearchKind::Rr(_) =>
+                    "request rate whose p99 round trip stays under a bound",
+            },
             plural(run.parts.len(), "trial")
         ),
         Params::SearchTrial(t) => format!(

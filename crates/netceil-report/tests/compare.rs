@@ -319,6 +319,7 @@ fn load_phase_is_the_longest_stretch_with_ramps_trimmed() {
 fn two_searches_compare_knee_against_knee() {
     use netceil_model::Knee;
     let knee = |size: usize, tol: f64, rate: Option<f64>| Knee {
+        goal: None,
         size_bytes: size,
         point: "app".into(),
         loss_tolerance: tol,

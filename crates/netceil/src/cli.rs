@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::parse::{
-    long_duration, parse_count, parse_host_port, parse_label, parse_link, parse_pps, parse_rate,
-    parse_size, parse_throughput, run_duration, sample_interval, step_timeout,
+    long_duration, parse_count, parse_host_port, parse_label, parse_link, parse_p99,
+    parse_percent_budget, parse_pps, parse_rate, parse_size, parse_throughput, run_duration,
+    sample_interval, step_timeout,
 };
 
 /// Find the ceiling of this machine's network I/O and name what sets it.
@@ -58,8 +59,9 @@ pub enum Command {
     },
     /// Print the man page (roff), or with --out DIR write one page per command there.
     Man(ManArgs),
-    /// The highest rate within a loss tolerance, per frame size (RFC 2544 throughput, found as
-    /// FD.io CSIT's MLRsearch finds it), and what stopped it there.
+    /// The highest rate within a bound, found as FD.io CSIT's MLRsearch finds it, and what
+    /// stopped it there: UDP within a loss tolerance per frame size (RFC 2544 throughput), TCP
+    /// goodput within a retransmit budget, request rate under a p99 bound.
     Search(SearchArgs),
     /// Size × interval trains (each cell one cycle of --count packets): per size, the first
     /// interval at which every packet arrived, at the kernel and at the application.
@@ -301,6 +303,82 @@ pub enum SearchWorkload {
     /// UDP trains: per frame size, the highest packet rate whose loss at netceil's receiver
     /// stays within each --loss tolerance (NDR at 0, PDRs above).
     Udp(SearchUdpArgs),
+    /// Paced TCP flows: the highest goodput whose retransmitted segments over segments sent
+    /// stay within each --retrans budget, with the goodput within 1 % of the load asked.
+    Tcp(SearchTcpArgs),
+    /// Paced request/response: the highest transaction rate whose p99 round trip stays under
+    /// each --p99 bound, with the rate answered within 1 % of the rate asked (a server that
+    /// falls behind fails, however short its round trips).
+    Rr(SearchRrArgs),
+}
+
+/// The trials of a TCP or request/response search: their lengths, the precision, the
+/// budget, and where to go on from.
+#[derive(Debug, Args, Clone)]
+pub struct SearchTrialArgs {
+    /// Length of the trials that decide (the final phase and the verification).
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "10s")]
+    pub trial: Duration,
+    /// Length of the first, short trials; they double phase by phase up to --trial.
+    #[arg(long, allow_hyphen_values = true, value_parser = run_duration, default_value = "1s")]
+    pub initial_trial: Duration,
+    /// Relative width the final interval must reach: (upper − lower) / upper.
+    #[arg(long, default_value = "1%")]
+    pub precision: String,
+    /// Most trials, verifications included.
+    #[arg(long, default_value_t = 40)]
+    pub max_trials: usize,
+    /// Go on with an interrupted search (a run id, a unique prefix, or `last`): its settings,
+    /// and its stored trials replayed without traffic; only the rest is measured.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SearchTcpArgs {
+    /// Retransmit budgets, as percentages of the segments sent: 0 for none, e.g. 0,0.1%.
+    #[arg(long, value_delimiter = ',', value_parser = parse_percent_budget, value_name = "PCT", required_unless_present = "resume")]
+    pub retrans: Vec<f64>,
+    /// Concurrent connections, paced alike; the rate is their goodput together.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Bytes per write, the largest write of a paced flow (128K = 131072).
+    #[arg(long, value_parser = parse_size, default_value = "128K")]
+    pub msg_size: usize,
+    /// Lowest goodput worth trying, all flows together (10Mbit, 1Gbit).
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE", default_value = "10Mbit")]
+    pub min_rate: f64,
+    /// Highest goodput to try. Default: what the flows carry unpaced, measured by a short
+    /// trial.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_throughput, value_name = "RATE")]
+    pub max_rate: Option<f64>,
+    #[command(flatten)]
+    pub trials: SearchTrialArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SearchRrArgs {
+    /// p99 round-trip bounds, e.g. 200us or 100us,1ms (1 µs to 10 s).
+    #[arg(long, value_delimiter = ',', value_parser = parse_p99, value_name = "TIME", required_unless_present = "resume")]
+    pub p99: Vec<f64>,
+    /// The transport the requests and responses travel over.
+    #[arg(long, value_enum, default_value_t = ProtoArg::Tcp)]
+    pub proto: ProtoArg,
+    /// Request and response size in bytes.
+    #[arg(long, value_parser = parse_size, default_value = "64")]
+    pub size: usize,
+    /// Concurrent connections (or UDP sockets); the rate is theirs together.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Lowest request rate worth trying, transactions/s.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pps, value_name = "RATE", default_value = "100")]
+    pub min_rate: f64,
+    /// Highest request rate to try, transactions/s. Default: what a closed loop (one
+    /// request outstanding per flow) reaches, measured by a short trial.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_pps, value_name = "RATE")]
+    pub max_rate: Option<f64>,
+    #[command(flatten)]
+    pub trials: SearchTrialArgs,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -266,17 +266,21 @@ fn workload(args: &[String]) -> Result<lab::Workload, Failure> {
             }
         }
         C::Search(s) => {
-            let Se::Udp(u) = &s.workload;
-            if u.resume.is_some() {
+            let (resume, rcvbuf) = match &s.workload {
+                Se::Udp(u) => (&u.resume, u.rcvbuf.map(|b| (b, u.rcvbuf_force))),
+                Se::Tcp(t) => (&t.trials.resume, None),
+                Se::Rr(r) => (&r.trials.resume, None),
+            };
+            if resume.is_some() {
                 return Err(Failure::usage(anyhow!(
                     "--resume in a lab's workload: resume the stored run outside the lab"
                 )));
             }
             Parsed {
                 experiment: Experiment::Search {
-                    settings: engine::search_params(u, None, s.common.ipv6)?,
+                    settings: engine::goal_search_params(&s.workload, None, s.common.ipv6)?,
                 },
-                rcvbuf: u.rcvbuf.map(|b| (b, u.rcvbuf_force)),
+                rcvbuf,
                 common: s.common,
                 frame_bytes: None,
             }

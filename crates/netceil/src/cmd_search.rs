@@ -1,6 +1,8 @@
-//! `netceil search udp`: per frame size, the highest packet rate whose loss stays within each
-//! tolerance (NDR at 0 %, PDRs above). The search itself is the engine's
-//! ([`netceil_engine::plan::search`]); here are its flags, its resume and its table.
+//! `netceil search udp|tcp|rr`: the highest rate within each bound (UDP: per frame size, the
+//! packet rate within each loss tolerance, NDR at 0 %, PDRs above; TCP: the goodput within
+//! each retransmit budget; request/response: the transaction rate whose p99 stays under each
+//! bound). The search itself is the engine's ([`netceil_engine::plan::search`]); here are its
+//! flags, its resume and its table.
 
 use netceil_engine::plan::{search as plan, Reach};
 use netceil_engine::{new_live_run, Replay};
@@ -12,25 +14,50 @@ use crate::engine::{self, Progress};
 use crate::Outcome;
 
 pub fn run(args: SearchArgs) -> Outcome {
-    let SearchWorkload::Udp(a) = &args.workload;
     let common = &args.common;
     let target = common.to.map(|t| t.to_string());
-    if a.sizes.is_some() && !common.quiet {
-        eprintln!("netceil: note: {SIZES_RENAMED}");
-    }
+    let resume = match &args.workload {
+        SearchWorkload::Udp(a) => {
+            if a.sizes.is_some() && !common.quiet {
+                eprintln!("netceil: note: {SIZES_RENAMED}");
+            }
+            &a.resume
+        }
+        SearchWorkload::Tcp(a) => &a.trials.resume,
+        SearchWorkload::Rr(a) => &a.trials.resume,
+    };
     let store = engine::open_store(common.no_store);
     // --resume: the stored run's settings and its trials, replayed before any new traffic.
-    let (settings, replay) = match &a.resume {
+    let (settings, replay) = match resume {
         Some(spec) => {
             let old = netceil_engine::resumable(store.as_ref(), spec, target.clone(), common.ipv6)?;
-            (plan::from_run(&old)?, Replay::of(old))
+            let settings = plan::from_run(&old)?;
+            let asked = workload_name(&args.workload);
+            if settings.kind.name() != asked {
+                return Err(crate::exit::Failure::usage(anyhow::anyhow!(
+                    "--resume {}: it is a `search {}`, not a `search {asked}`; go on with `{}`",
+                    old.run_id,
+                    settings.kind.name(),
+                    plan::resume_command(&old.run_id, &settings)
+                )));
+            }
+            (settings, Replay::of(old))
         }
         None => (
-            engine::search_params(a, target, common.ipv6)?,
+            engine::goal_search_params(&args.workload, target, common.ipv6)?,
             Replay::default(),
         ),
     };
     search(settings, replay, common, &args.metrics, store.as_ref())
+}
+
+/// The subcommand's word: `udp`, `tcp`, `rr`.
+fn workload_name(w: &SearchWorkload) -> &'static str {
+    match w {
+        SearchWorkload::Udp(_) => "udp",
+        SearchWorkload::Tcp(_) => "tcp",
+        SearchWorkload::Rr(_) => "rr",
+    }
 }
 
 /// What `search --sizes` now says: the flag kept its meaning under a name that says it.

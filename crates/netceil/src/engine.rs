@@ -5,8 +5,8 @@
 use anyhow::{anyhow, Context};
 use netceil_engine::{Campaign, Observer, Replay, SessionConfig, Trial};
 use netceil_model::params::{
-    LoadParams, RrParams, RrProtocol, RrulParams, SearchParams, SweepParams, SweepTcpParams,
-    TcpPacingRequest, TcpParams, UdpParams,
+    LoadParams, RrParams, RrProtocol, RrSearch, RrulParams, SearchKind, SearchParams, SweepParams,
+    SweepTcpParams, TcpPacingRequest, TcpParams, TcpSearch, UdpParams, UdpSearch,
 };
 use netceil_model::{frame_to_udp_payload, udp_payload_to_frame, Run, TcpDirection};
 use netceil_probe::Row;
@@ -416,6 +416,17 @@ fn parse_tolerance(text: &str) -> Result<f64, Failure> {
     }
 }
 
+/// `--precision 1%` as a fraction.
+fn parse_precision(text: &str) -> Result<f64, Failure> {
+    let p = text.trim();
+    Ok(p.strip_suffix('%')
+        .and_then(|x| x.trim().parse::<f64>().ok())
+        .ok_or_else(|| {
+            Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
+        })?
+        / 100.0)
+}
+
 /// What a search runs with, from the command line.
 pub fn search_params(
     a: &crate::cli::SearchUdpArgs,
@@ -429,29 +440,77 @@ pub fn search_params(
         .collect::<Result<Vec<f64>, Failure>>()?;
     tolerances.sort_by(f64::total_cmp);
     tolerances.dedup();
-    let p = a.precision.trim();
-    let precision = p
-        .strip_suffix('%')
-        .and_then(|x| x.trim().parse::<f64>().ok())
-        .ok_or_else(|| {
-            Failure::usage(anyhow!("--precision {p}: expected a percentage, e.g. 1%"))
-        })?
-        / 100.0;
+    let precision = parse_precision(&a.precision)?;
     Ok(SearchParams {
-        workload: "udp".into(),
-        sizes: a.sizes.clone().unwrap_or_else(|| a.frame_sizes.clone()),
-        loss: tolerances,
+        kind: SearchKind::Udp(UdpSearch {
+            sizes: a.sizes.clone().unwrap_or_else(|| a.frame_sizes.clone()),
+            loss: tolerances,
+            min_pps: a.min_rate,
+            max_pps: a.max_rate,
+            point: "app".into(),
+            pacing: a.pacing.into(),
+            rcvbuf: a.rcvbuf,
+            rcvbuf_force: a.rcvbuf_force,
+        }),
         trial_s: a.trial.as_secs_f64(),
         initial_trial_s: a.initial_trial.as_secs_f64(),
         precision,
-        min_pps: a.min_rate,
-        max_pps: a.max_rate,
         max_trials: a.max_trials,
         target,
-        point: "app".into(),
-        pacing: a.pacing.into(),
-        rcvbuf: a.rcvbuf,
-        rcvbuf_force: a.rcvbuf_force,
+        resumed_from: None,
+        ipv6,
+    })
+}
+
+/// Bounds in ascending order, each once.
+fn ascending(v: &[f64]) -> Vec<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// What a TCP or request/response search runs with, from the command line.
+pub fn goal_search_params(
+    w: &crate::cli::SearchWorkload,
+    target: Option<String>,
+    ipv6: bool,
+) -> Result<SearchParams, Failure> {
+    use crate::cli::SearchWorkload as W;
+    let (kind, t) = match w {
+        W::Udp(a) => return search_params(a, target, ipv6),
+        W::Tcp(a) => (
+            SearchKind::Tcp(TcpSearch {
+                flows: a.flows,
+                msg_size: a.msg_size,
+                retrans: ascending(&a.retrans),
+                min_bps: a.min_rate,
+                max_bps: a.max_rate,
+            }),
+            &a.trials,
+        ),
+        W::Rr(a) => (
+            SearchKind::Rr(RrSearch {
+                proto: match a.proto {
+                    crate::cli::ProtoArg::Tcp => RrProtocol::Tcp,
+                    crate::cli::ProtoArg::Udp => RrProtocol::Udp,
+                },
+                size: a.size,
+                flows: a.flows,
+                p99_s: ascending(&a.p99),
+                min_tps: a.min_rate,
+                max_tps: a.max_rate,
+            }),
+            &a.trials,
+        ),
+    };
+    Ok(SearchParams {
+        kind,
+        trial_s: t.trial.as_secs_f64(),
+        initial_trial_s: t.initial_trial.as_secs_f64(),
+        precision: parse_precision(&t.precision)?,
+        max_trials: t.max_trials,
+        target,
         resumed_from: None,
         ipv6,
     })

@@ -134,6 +134,40 @@ pub fn parse_link(text: &str) -> Result<f64, String> {
     })
 }
 
+/// A p99 round-trip bound: `200us`, `1ms`, `1.5ms`, from 1 µs to 10 s; returned in seconds.
+pub fn parse_p99(text: &str) -> Result<f64, String> {
+    const P99: Span = Span {
+        min: Duration::from_micros(1),
+        max: Duration::from_secs(10),
+    };
+    parse_duration_in(text, P99).map(|d| d.as_secs_f64())
+}
+
+/// A share of segments as a percentage: `0.1%`, `1 %`, or `0` for none; a fraction 0–1,
+/// below 100 %.
+pub fn parse_percent_budget(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),
+        None if t.parse::<f64>().ok() == Some(0.0) => Some(0.0),
+        None => {
+            return Err(format!(
+                "'{text}': write a budget as a percentage (0.1%), or 0 for none"
+            ))
+        }
+    };
+    match v {
+        Some(v) if v.is_finite() && (0.0..1.0).contains(&v) => Ok(v),
+        Some(v) if v.is_finite() && v >= 1.0 => Err(format!(
+            "'{text}': a budget of {} % is not below 100 %",
+            v * 100.0
+        )),
+        _ => Err(format!(
+            "'{text}' is not a percentage from 0 up to 100 %; expected e.g. 0.1%"
+        )),
+    }
+}
+
 /// `key=value`.
 pub fn parse_label(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -147,6 +181,26 @@ pub fn parse_label(text: &str) -> Result<(String, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn p99_bounds_and_retransmit_budgets_parse_or_say_what_was_expected() {
+        assert_eq!(parse_p99("200us").unwrap(), 200e-6);
+        assert_eq!(parse_p99("1.5ms").unwrap(), 1.5e-3);
+        for bad in ["abc", "-1ms", "0us", "1m", ""] {
+            assert!(parse_p99(bad).is_err(), "{bad}");
+        }
+        assert!(parse_p99("abc").unwrap_err().contains("not a duration"));
+        assert_eq!(parse_percent_budget("0.1%").unwrap(), 0.001);
+        assert_eq!(parse_percent_budget(" 2 % ").unwrap(), 0.02);
+        assert_eq!(parse_percent_budget("0").unwrap(), 0.0);
+        let e = parse_percent_budget("200%").unwrap_err();
+        assert!(e.contains("not below 100 %"), "{e}");
+        let e = parse_percent_budget("0.1").unwrap_err();
+        assert!(e.contains("as a percentage"), "{e}");
+        for bad in ["abc%", "%", "-1%", "nan%", "inf%"] {
+            assert!(parse_percent_budget(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn host_ports() {

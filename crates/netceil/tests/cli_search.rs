@@ -446,3 +446,220 @@ fn a_param_sweep_runs_every_combination_and_refuses_a_bad_flag_first() {
         assert!(pps > 4_000.0 && pps < 10_500.0, "{pps}");
     }
 }
+
+#[test]
+fn tcp_and_rr_searches_refuse_bad_bounds_naming_the_flag() {
+    for (args, says) in [
+        (vec!["rr", "--p99", "abc"], "'abc' is not a duration"),
+        (vec!["rr", "--p99", "0us"], "--p99"),
+        (vec!["rr"], "--p99"),
+        (
+            vec!["rr", "--p99", "1ms", "--max-rate", "1Gbit"],
+            "give packets/s",
+        ),
+        (vec!["tcp", "--retrans", "200%"], "not below 100 %"),
+        (vec!["tcp", "--retrans", "0.1"], "as a percentage"),
+        (vec!["tcp", "--retrans", "abc%"], "not a percentage"),
+        (vec!["tcp"], "--retrans"),
+        (
+            vec!["tcp", "--retrans", "0", "--max-rate", "10k"],
+            "not a bit rate",
+        ),
+        (
+            vec![
+                "tcp",
+                "--retrans",
+                "0",
+                "--min-rate",
+                "1Gbit",
+                "--max-rate",
+                "10Mbit",
+            ],
+            "empty",
+        ),
+        (vec!["tcp", "--retrans", "0", "--flows", "0"], "--flows"),
+    ] {
+        let out = netceil()
+            .arg("search")
+            .args(&args)
+            .args(["--no-store", "-q"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// The part of `run` named `id`.
+fn part<'a>(run: &'a Value, id: &str) -> &'a Value {
+    run["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .find(|p| p["run_id"] == id)
+        .unwrap_or_else(|| panic!("no part {id}"))
+}
+
+/// Runs a short search on loopback and returns its run and its only knee's goal.
+fn searched(args: &[&str]) -> (Value, Value) {
+    let out = netceil()
+        .arg("search")
+        .args(args)
+        .args([
+            "--trial",
+            "400ms",
+            "--initial-trial",
+            "200ms",
+            "--precision",
+            "25%",
+            "--max-trials",
+            "8",
+            "--json",
+            "-q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["workload"]["kind"], "search");
+    let knees = run["knees"].as_array().expect("knees[]");
+    assert_eq!(knees.len(), 1, "one per bound: {knees:#?}");
+    let goal = knees[0]["goal"].clone();
+    assert!((1..=8).contains(&knees[0]["trials"].as_u64().unwrap()));
+    (run, goal)
+}
+
+#[test]
+fn a_short_rr_search_on_loopback_answers_a_rate_its_verifying_trial_passed() {
+    let _one = netceil_testkit::machine_lock();
+    let (run, goal) = searched(&[
+        "rr",
+        "--proto",
+        "udp",
+        "--p99",
+        "20ms",
+        "--min-rate",
+        "200",
+        "--max-rate",
+        "3k",
+    ]);
+    assert_eq!(run["workload"]["workload"], "rr", "{:#}", run["workload"]);
+    assert_eq!(goal["bound"]["criterion"], "p99", "{goal:#}");
+    assert_eq!(goal["unit"], "transactions_per_second");
+    let rate = goal["rate"].as_f64().expect("a rate passed");
+    let id = goal["verified_by"].as_str().expect("a verifying trial");
+    let p = part(&run, id);
+    // The verifying trial: a full-length trial whose answered rate is the answer, within
+    // 1 % of the rate it asked, and whose p99 is under the bound.
+    assert_eq!(p["workload"]["kind"], "rr", "{:#}", p["workload"]);
+    assert_eq!(p["workload"]["duration_s"], 0.4);
+    let asked = p["workload"]["rate_tps"].as_f64().unwrap();
+    let tps = p["results"]["transactions_per_s"].as_f64().unwrap();
+    assert_eq!(tps, rate);
+    assert!(tps >= 0.99 * asked, "answered {tps} of {asked} asked");
+    let p99_us = p["results"]["latency_us"]["p99"].as_f64().unwrap();
+    assert!(p99_us <= 20_000.0, "{p99_us}");
+    assert!(goal["seen"].as_f64().unwrap() <= 0.02, "{goal:#}");
+}
+
+#[test]
+fn a_short_tcp_search_on_loopback_answers_a_goodput_its_verifying_trial_passed() {
+    let _one = netceil_testkit::machine_lock();
+    let (run, goal) = searched(&[
+        "tcp",
+        "--retrans",
+        "1%",
+        "--flows",
+        "2",
+        "--min-rate",
+        "20Mbit",
+        "--max-rate",
+        "400Mbit",
+    ]);
+    assert_eq!(run["workload"]["workload"], "tcp", "{:#}", run["workload"]);
+    assert_eq!(goal["bound"]["criterion"], "retransmits", "{goal:#}");
+    assert_eq!(goal["unit"], "goodput_bits_per_second");
+    let rate = goal["rate"].as_f64().expect("a rate passed");
+    let id = goal["verified_by"].as_str().expect("a verifying trial");
+    let p = part(&run, id);
+    assert_eq!(p["workload"]["kind"], "tcp", "{:#}", p["workload"]);
+    assert_eq!(p["workload"]["flows"], 2);
+    let asked = p["workload"]["rate_per_flow_bps"].as_f64().unwrap() * 2.0;
+    let goodput = p["results"]["rx_app_bits_per_s"].as_f64().unwrap();
+    assert_eq!(goodput, rate);
+    assert!(
+        goodput >= 0.99 * asked,
+        "carried {goodput} of {asked} asked"
+    );
+    let flows = p["results"]["flows"].as_array().unwrap();
+    let sum = |k: &str| flows.iter().map(|f| f[k].as_u64().unwrap()).sum::<u64>();
+    let (retrans, sent) = (sum("retransmits"), sum("segments_out"));
+    assert!(sent > 0 && retrans * 100 <= sent, "{retrans} of {sent}");
+}
+
+#[test]
+fn an_interrupted_rr_search_resumes_as_one_and_not_as_another_search() {
+    let _one = netceil_testkit::machine_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let search = [
+        "search",
+        "rr",
+        "--proto",
+        "udp",
+        "--p99",
+        "20ms",
+        "--trial",
+        "1s",
+        "--initial-trial",
+        "250ms",
+        "--precision",
+        "10%",
+        "--min-rate",
+        "200",
+        "--max-rate",
+        "2k",
+        "--max-trials",
+        "10",
+        "-q",
+    ];
+    let stored = kill_after_parts(&db, &search, 2);
+    let kept = stored["parts"].as_array().unwrap().len();
+    netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["search", "tcp", "--resume", "last", "-q"])
+        .assert()
+        .code(2)
+        .stderr(contains("it is a `search rr`"));
+    let out = netceil()
+        .env("NETCEIL_DB", &db)
+        .args(["search", "rr", "--resume", "last", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["workload"]["resumed_from"], stored["run_id"]);
+    let parts = run["parts"].as_array().unwrap();
+    for (i, old) in stored["parts"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(
+            parts[i]["results"]["transactions_per_s"],
+            old["results"]["transactions_per_s"],
+            "stored trial {} of {kept} was replayed as it was",
+            i + 1
+        );
+    }
+    assert_eq!(run["meta"]["complete"], true);
+    // One answer for the one bound (on a loaded machine it may be that no rate passed).
+    assert_eq!(run["knees"].as_array().map(Vec::len), Some(1));
+    assert_eq!(run["knees"][0]["goal"]["bound"]["criterion"], "p99");
+}

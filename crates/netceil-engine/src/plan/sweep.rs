@@ -382,6 +382,7 @@ fn knee_of(
     end: f64,
 ) -> Knee {
     Knee {
+        goal: None,
         size_bytes: size,
         point: point.name().into(),
         loss_tolerance: 0.0,

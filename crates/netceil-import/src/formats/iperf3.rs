@@ -885,6 +885,7 @@ fn flows(end: Option<&Value>, test: &Test, reverse_dir: bool) -> Vec<FlowResult>
             retransmits: sender
                 .filter(|x| u(x, "bytes").is_some_and(|b| b > 0))
                 .and_then(|x| u(x, "retransmits")),
+            segments_out: None,
             rtt_us: sender.and_then(|x| f(x, "mean_rtt")).filter(|r| *r > 0.0),
         });
     }

@@ -752,6 +752,7 @@ fn flow_totals(flow_outcomes: &[sender::FlowOutcome], rx_window_s: f64) -> FlowT
             bytes,
             bits_per_s: bytes as f64 * 8.0 / rx_window_s,
             retransmits: f.info.map(|i| u64::from(i.total_retrans)),
+            segments_out: f.info.and_then(|i| i.data_segs_out).map(u64::from),
             rtt_us: f.info.map(|i| f64::from(i.rtt_us)),
         });
     }

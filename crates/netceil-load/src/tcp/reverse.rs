@@ -228,6 +228,7 @@ fn summarize_reverse(
                 bytes: f.rx_bytes,
                 bits_per_s: f.rx_bytes as f64 * 8.0 / rx_window_s,
                 retransmits: None,
+                segments_out: None,
                 rtt_us: None,
             })
             .collect(),

@@ -157,6 +157,7 @@ fn full_results() -> Results {
             bytes: 500_480_000,
             bits_per_s: 1.0e9,
             retransmits: Some(9),
+            segments_out: None,
             rtt_us: Some(141.0),
         }],
         directions: vec![],
@@ -435,6 +436,7 @@ pub fn sweep_run() -> Run {
         run.parts.push(p);
     }
     run.knees.push(Knee {
+        goal: None,
         size_bytes: 8192,
         point: "app".into(),
         loss_tolerance: 0.0,

@@ -101,6 +101,7 @@ pub fn results(scale: f64) -> Results {
             bytes: 123,
             bits_per_s: 98.4,
             retransmits: Some(2),
+            segments_out: None,
             rtt_us: None,
         }],
         tcp_pacing: Some(TcpPacing::Kernel),
@@ -214,6 +215,7 @@ pub fn rich_run(run_id: &str) -> Run {
     run.findings = vec![finding("socket_buffer", 0.4), finding("hot_cpu", 0.9)];
     run.notes = vec!["imported 12 of 13 lines".into(), "line 7: skipped".into()];
     run.knees.push(netceil_model::Knee {
+        goal: None,
         size_bytes: 1070,
         point: "app".into(),
         loss_tolerance: 0.005,
