@@ -343,7 +343,9 @@ impl SearchRateUnit {
             SearchRateUnit::GoodputBitsPerSecond => {
                 crate::fmt::value(v, crate::Unit::BitsPerSecond)
             }
-            SearchRateUnit::TransactionsPerSecond => crate::fmt::with_symbol(v, "transactions/s"),
+            SearchRateUnit::TransactionsPerSecond => {
+                format!("{} transactions/s", crate::fmt::number(v))
+            }
         }
     }
 }
