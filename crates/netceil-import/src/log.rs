@@ -4,7 +4,7 @@
 
 use std::io::{Cursor, Read};
 
-use crate::formats::{vmstat_freebsd, vmstat_linux, Format};
+use crate::formats::{mpstat, sar, vmstat_freebsd, vmstat_linux, Format};
 use crate::{
     detect, import, read_log, ImportError, ImportOptions, Imported, InputError, LogLines,
     NotThisFormat,
@@ -95,6 +95,14 @@ pub fn import_log(
         Some(Format::VmstatFreebsd) => {
             let mut lines = LogLines::new(rest, file);
             return Ok(vmstat_freebsd::import_lines(&mut lines, opts)?);
+        }
+        Some(Format::Sar) => {
+            let mut lines = LogLines::new(rest, file);
+            return Ok(sar::import_lines(&mut lines, opts)?);
+        }
+        Some(Format::Mpstat) => {
+            let mut lines = LogLines::new(rest, file);
+            return Ok(mpstat::import_lines(&mut lines, opts)?);
         }
         _ => {}
     }

@@ -6,7 +6,7 @@ mod mutate;
 
 use netceil_import::formats::vmstat_freebsd;
 use netceil_import::formats::vmstat_linux::{self, VmstatLinuxOptions};
-use netceil_import::{import, Format, ImportOptions, LogLines};
+use netceil_import::{import, Format, ImportOptions, LogLines, MAX_ROWS};
 use proptest::prelude::*;
 use std::io::Read;
 
@@ -130,8 +130,26 @@ impl Read for Generated {
 fn stream(rows: usize) -> (usize, usize) {
     let mut lines = LogLines::new(Generated::new(rows), "big.log");
     let i = vmstat_linux::import_lines(&mut lines, &opts("big.log"), &Default::default()).unwrap();
-    // The first row of the log is skipped as since-boot averages.
-    assert_eq!(i.run.series.len(), rows - 1);
+    // The first row of the log is skipped as since-boot averages. A log of more rows than a
+    // series keeps is kept as fewer, longer rows, and says so.
+    let kept = i.run.series.len();
+    if rows - 1 <= MAX_ROWS {
+        assert_eq!(kept, rows - 1);
+    } else {
+        assert!(kept <= MAX_ROWS, "{kept} rows kept");
+        let per = (rows - 1).div_ceil(MAX_ROWS).next_power_of_two();
+        assert_eq!(kept, (rows - 1).div_ceil(per));
+        assert_eq!(i.run.series.interval_s, per as f64);
+        let note = format!(
+            "the log's {} rows are kept as {kept} rows of {per} s each",
+            rows - 1
+        );
+        assert!(
+            i.run.notes.iter().any(|n| n.starts_with(&note)),
+            "{:?}",
+            i.run.notes
+        );
+    }
     let held = lines.bytes_held();
     let mut g = Generated::new(rows);
     let read = std::io::copy(&mut g, &mut std::io::sink()).unwrap() as usize;
@@ -153,7 +171,8 @@ fn a_long_log_is_read_with_a_bounded_part_of_it_held() {
 
 #[test]
 fn a_log_larger_than_the_old_256_mib_limit_imports() {
-    // 2.3 M rows, ~290 MB: about 10 s in a debug build on a loaded 2-core machine.
+    // 2.3 M rows, ~290 MB: about 10 s in a debug build on a loaded 2-core machine. Its rows
+    // are kept as at most MAX_ROWS: the memory of the Run does not grow with the log either.
     let (read, held) = stream(2_300_000);
     assert!(read > 256 << 20, "{read} bytes");
     assert!(held < 2 << 20, "held {held} of {read} bytes");
