@@ -339,7 +339,7 @@ impl SeriesBuilder {
             m.values.truncate(half);
             w.truncate(half);
         }
-        if rows % 2 == 0 {
+        if rows.is_multiple_of(2) {
             c.in_last += c.per_row;
         }
         c.per_row *= 2;
