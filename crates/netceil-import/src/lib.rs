@@ -19,6 +19,7 @@ mod log;
 mod read;
 
 pub use error::{ImportError, NotThisFormat};
+pub use formats::builder::MAX_ROWS;
 pub use formats::{detect, import, terminal_text, Format};
 pub use log::{import_log, LogError, HEAD_BYTES};
 pub use netceil_model::input::InputError;

@@ -1,10 +1,10 @@
 //! A log as `netceil analyze` takes it: detected from its head, then read line by line when
-//! its format's reader streams (Linux and FreeBSD vmstat), so that a capture of any length is imported with a bounded
+//! its format's reader streams (Linux and FreeBSD vmstat, sar, mpstat), so that a capture of any length is imported with a bounded
 //! part of its text held; otherwise read whole, within [`crate::MAX_LOG_BYTES`].
 
 use std::io::{Cursor, Read};
 
-use crate::formats::{vmstat_freebsd, vmstat_linux, Format};
+use crate::formats::{mpstat, sar, vmstat_freebsd, vmstat_linux, Format};
 use crate::{
     detect, import, read_log, ImportError, ImportOptions, Imported, InputError, LogLines,
     NotThisFormat,
@@ -29,14 +29,22 @@ pub enum LogError {
         file: String,
         reasons: Vec<NotThisFormat>,
     },
+    /// It is longer than [`crate::MAX_LOG_BYTES`] and its format is one read whole.
+    #[error("{file}: more than {} MiB, the most netceil reads of a log it reads whole ({}); only vmstat (Linux and FreeBSD), sar and mpstat logs are read line by line, with no limit. Cut it into parts (`split -l`) and import each", limit >> 20, format.map_or("its format not recognised from its first 8 MiB".to_string(), |f| format!("a {f} log")))]
+    TooLarge {
+        file: String,
+        format: Option<&'static str>,
+        limit: usize,
+    },
     /// Its reader refused it (named by file, line and what was expected).
     #[error(transparent)]
     Import(#[from] ImportError),
 }
 
 /// Imports the log in `reader` (`opts.file` names it in errors), in `format`, or in the
-/// format detected from its first [`HEAD_BYTES`]. A vmstat log (Linux or FreeBSD) longer than that
-/// is read line by line, with no limit on its length; any other log is read whole, within
+/// format detected from its first [`HEAD_BYTES`]. A vmstat (Linux or FreeBSD), sar or mpstat
+/// log longer than that is read line by line, with no limit on its length (and kept in at
+/// most [`crate::MAX_ROWS`] rows); any other log is read whole, within
 /// [`crate::MAX_LOG_BYTES`] (the error says so).
 pub fn import_log(
     mut reader: impl Read,
@@ -96,10 +104,25 @@ pub fn import_log(
             let mut lines = LogLines::new(rest, file);
             return Ok(vmstat_freebsd::import_lines(&mut lines, opts)?);
         }
+        Some(Format::Sar) => {
+            let mut lines = LogLines::new(rest, file);
+            return Ok(sar::import_lines(&mut lines, opts)?);
+        }
+        Some(Format::Mpstat) => {
+            let mut lines = LogLines::new(rest, file);
+            return Ok(mpstat::import_lines(&mut lines, opts)?);
+        }
         _ => {}
     }
     // Read whole, and detected from the whole text as a short log is.
-    let text = read_log(rest, file)?;
+    let text = read_log(rest, file).map_err(|e| match e {
+        InputError::TooLarge { name, limit } => LogError::TooLarge {
+            file: name,
+            format: chosen.map(Format::name),
+            limit,
+        },
+        e => e.into(),
+    })?;
     whole(&text, format, opts)
 }
 

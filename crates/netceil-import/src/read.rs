@@ -7,9 +7,9 @@
 //! one line (iperf3 output passed through `jq -c`) can be longer: pretty-print it first
 //! (`jq . FILE`), as iperf3 itself writes it. A log read whole is at most [`MAX_LOG_BYTES`]
 //! in all: a day of one-second samples of most tools is well under it; a longer capture can
-//! be cut into parts (`split -l`). A vmstat log (Linux or FreeBSD) is read line by line ([`LogLines`],
-//! through [`crate::import_log`]) and has no such limit: its length costs rows in the Run,
-//! not text held.
+//! be cut into parts (`split -l`). A vmstat (Linux or FreeBSD), sar or mpstat log is read line
+//! by line ([`LogLines`], through [`crate::import_log`]) and has no such limit: its length
+//! costs neither text held nor rows (a series keeps at most [`crate::MAX_ROWS`]).
 
 use std::io::Read;
 
@@ -17,7 +17,7 @@ use netceil_model::input::{read_text, InputError, TextLimits};
 
 /// The longest line of a log, bytes (its newline not counted).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
-/// The most bytes of one log read whole (every format but vmstat, which streams).
+/// The most bytes of one log read whole (every format but vmstat, sar and mpstat, which stream).
 pub const MAX_LOG_BYTES: usize = 256 << 20;
 
 /// The limits every imported log is read within.

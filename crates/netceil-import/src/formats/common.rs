@@ -1,15 +1,14 @@
 //! What every reader shares: the Run an import starts from (with a stable id taken from the
 //! content) and how an import ends (warnings named by file and kept in the Run's notes),
 //! errors that name the file, line and field, reading lines, fields, numbers, dates and
-//! header lines, metric-name cleaning, and a fast columnar series builder.
+//! header lines and metric-name cleaning. The series builder is [`super::builder`].
 //!
 //! The Erlang term reader shared by the Erlang formats is [`super::erlang_term`].
 
-use std::collections::HashMap;
-
-use netceil_model::{Metric, MetricId, Run, RunSource, Series, Unit};
+use netceil_model::{Run, RunSource};
 use netceil_probe::parse::token_spans;
 
+use super::builder::SeriesBuilder;
 use crate::{ImportError, ImportOptions, Imported};
 
 /// 64-bit FNV-1a taken over 8-byte little-endian words (then the tail bytes one by one),
@@ -553,8 +552,9 @@ pub(crate) fn truncated_last_row_or_error(
     Err(error(opts, n, Some(column), expected, &found))
 }
 
-/// The end of a table import: the series goes into the Run with its row times (`None`: one
-/// row per `interval_s`, the first at `interval_s`), a log without data rows is warned about,
+/// The end of a table import: the series goes into the Run with its row times (`None`: the
+/// builder's row times are the log rows' numbers, 1, 2…, and row `n` ends at `n · interval_s`),
+/// a log kept as coarser rows says so in the notes, a log without data rows is warned about,
 /// and the warnings are kept in the notes too so they are stored with the Run.
 pub(crate) fn finish_table(
     mut run: Run,
@@ -568,116 +568,13 @@ pub(crate) fn finish_table(
     if rows == 0 {
         warnings.push(format!("{}: no data lines after the header", file(opts)));
     }
+    run.notes.extend(b.coarse_note(interval_s));
     let mut series = b.finish(interval_s);
-    series.t_s = row_times.unwrap_or_else(|| (1..=rows).map(|i| i as f64 * interval_s).collect());
+    // Without clock times, each row's time is its (last) log row's number of intervals.
+    series.t_s = row_times.unwrap_or_else(|| series.t_s.iter().map(|n| n * interval_s).collect());
     run.series = series;
     run.notes.extend(warnings.iter().cloned());
     Imported { run, warnings }
-}
-
-/// Builds a [`Series`] column by column without the per-value lookups of [`Series::set`]:
-/// a reader resolves each column to a metric index once and then writes values by index.
-/// Rows may be added out of time order (sar's sections each restart at the beginning);
-/// [`SeriesBuilder::finish`] sorts them.
-#[derive(Debug, Default)]
-pub(crate) struct SeriesBuilder {
-    t_s: Vec<f64>,
-    metrics: Vec<Metric>,
-    index: HashMap<MetricId, usize>,
-    /// Rows expected, so columns are allocated once instead of grown by doubling.
-    rows_hint: usize,
-}
-
-impl SeriesBuilder {
-    pub(crate) fn new() -> Self {
-        SeriesBuilder::default()
-    }
-
-    /// Says how many rows to expect (an upper bound is fine: untouched capacity costs no
-    /// memory pages).
-    pub(crate) fn reserve_rows(&mut self, rows: usize) {
-        self.rows_hint = rows;
-        self.t_s.reserve(rows);
-    }
-
-    /// The index of a metric, created on first use.
-    pub(crate) fn metric(&mut self, id: MetricId, unit: Unit) -> usize {
-        if let Some(&i) = self.index.get(&id) {
-            return i;
-        }
-        self.metrics.push(Metric {
-            id: id.clone(),
-            unit,
-            values: Vec::with_capacity(self.rows_hint),
-        });
-        self.index.insert(id, self.metrics.len() - 1);
-        self.metrics.len() - 1
-    }
-
-    /// Adds a row ending at `t_s` and returns its index.
-    pub(crate) fn push_row(&mut self, t_s: f64) -> usize {
-        self.t_s.push(t_s);
-        self.t_s.len() - 1
-    }
-
-    pub(crate) fn rows(&self) -> usize {
-        self.t_s.len()
-    }
-
-    pub(crate) fn row_time(&self, row: usize) -> Option<f64> {
-        self.t_s.get(row).copied()
-    }
-
-    /// Sets one value; rows this metric skipped stay missing. Ignores a row that does not exist.
-    pub(crate) fn set(&mut self, metric: usize, row: usize, value: f64) {
-        if row >= self.t_s.len() {
-            return;
-        }
-        if let Some(m) = self.metrics.get_mut(metric) {
-            if m.values.len() <= row {
-                m.values.resize(row + 1, None);
-            }
-            m.values[row] = Some(value);
-        }
-    }
-
-    /// The values of one metric so far (shorter than the rows where the tail is missing).
-    pub(crate) fn values(&self, metric: usize) -> &[Option<f64>] {
-        self.metrics
-            .get(metric)
-            .map_or(&[], |m| m.values.as_slice())
-    }
-
-    /// The finished series: rows in time order, every metric as long as `t_s`, metrics that
-    /// never got a value dropped.
-    pub(crate) fn finish(self, interval_s: f64) -> Series {
-        let rows = self.t_s.len();
-        let mut order: Vec<usize> = (0..rows).collect();
-        let sorted = self.t_s.windows(2).all(|w| w[0] <= w[1]);
-        if !sorted {
-            order.sort_by(|&a, &b| self.t_s[a].total_cmp(&self.t_s[b]));
-        }
-        let t_s = order.iter().map(|&i| self.t_s[i]).collect();
-        let metrics = self
-            .metrics
-            .into_iter()
-            .filter(|m| m.values.iter().any(Option::is_some))
-            .map(|mut m| {
-                m.values.resize(rows, None);
-                if !sorted {
-                    m.values = order.iter().map(|&i| m.values[i]).collect();
-                }
-                m.values.shrink_to_fit();
-                m
-            })
-            .collect();
-        Series {
-            interval_s,
-            t_s,
-            metrics,
-            missing: Vec::new(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -894,22 +791,5 @@ mod tests {
         assert_eq!(parse_iso_datetime("2026-13-21 23:15:02"), None);
         assert_eq!(parse_clock("23:59:60"), Some(86_400.0));
         assert_eq!(parse_clock("25:00:00"), None);
-    }
-
-    #[test]
-    fn builder_sorts_rows_and_pads() {
-        let mut b = SeriesBuilder::new();
-        let a = b.metric(MetricId::new("a"), Unit::Count);
-        let r2 = b.push_row(2.0);
-        let r1 = b.push_row(1.0);
-        b.set(a, r2, 20.0);
-        b.set(a, r1, 10.0);
-        b.push_row(3.0);
-        let never = b.metric(MetricId::new("never"), Unit::Count);
-        b.set(never, 99, 1.0);
-        let s = b.finish(1.0);
-        assert_eq!(s.t_s, vec![1.0, 2.0, 3.0]);
-        assert_eq!(s.metrics.len(), 1);
-        assert_eq!(s.metrics[0].values, vec![Some(10.0), Some(20.0), None]);
     }
 }

@@ -100,12 +100,15 @@ impl<'a, R: Read> Feed<'a, R> {
                 let Some((n, raw)) = lines.next_line().map_err(input_error)? else {
                     return Ok(None);
                 };
-                let raw = if n == 1 {
-                    raw.strip_prefix('\u{feff}').unwrap_or(&raw)
-                } else {
-                    &raw
+                let raw = match raw.strip_prefix('\u{feff}') {
+                    Some(rest) if n == 1 => rest.to_string(),
+                    _ => raw,
                 };
-                let clean = terminal_text(raw).into_owned();
+                // Most lines need no cleaning: the line read is kept, not copied.
+                let clean = match terminal_text(&raw) {
+                    Cow::Borrowed(same) if same.len() == raw.len() => raw,
+                    cleaned => cleaned.into_owned(),
+                };
                 if n > 1 {
                     hash.update(b"\n");
                 }

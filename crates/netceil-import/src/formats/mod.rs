@@ -7,6 +7,9 @@
 use crate::{ImportError, ImportOptions, Imported, NotThisFormat};
 
 // shared by the readers
+pub(crate) mod builder;
+#[cfg(test)]
+mod coarse_tests;
 pub(crate) mod common;
 pub(crate) mod erlang_term;
 pub(crate) mod feed;

@@ -9,8 +9,9 @@
 //! `%steal` first; and mpstat's interrupt sections are keyed by `CPU` (`CPU intr/s`), sar's
 //! by `INTR`.
 
-use super::sar::{first_section_header, import_text, not_this};
-use crate::{ImportError, ImportOptions, Imported};
+use super::feed::Feed;
+use super::sar::{first_section_header, import_feed, import_text, not_this};
+use crate::{ImportError, ImportOptions, Imported, LogLines};
 
 /// The format's name.
 pub const NAME: &str = "mpstat";
@@ -41,4 +42,13 @@ pub fn sniff(text: &str) -> Result<(), String> {
 /// Imports an mpstat report.
 pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
     import_text(text, opts, NAME, "mpstat")
+}
+
+/// Imports an mpstat report read line by line: the same Run as [`import`] on the whole text
+/// (see [`super::sar::import_lines`]).
+pub fn import_lines(
+    lines: &mut LogLines<impl std::io::Read>,
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    import_feed(&mut Feed::stream(lines), opts, NAME, "mpstat")
 }

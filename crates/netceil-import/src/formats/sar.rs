@@ -25,15 +25,17 @@ use std::collections::HashMap;
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::builder::SeriesBuilder;
 use super::common::{
-    error, file, given_interval, last_nonblank_line, median_step, new_run, numbered_lines,
-    parse_clock, parse_number, sanitize_metric_name, scan_cells, shorten, Cell, SeriesBuilder,
+    error, file, given_interval, median_step, new_run, numbered_lines, parse_clock, parse_number,
+    sanitize_metric_name, scan_cells, shorten, Cell,
 };
+use super::feed::Feed;
 use super::plausible::{
     check_header_cpus, check_shares, clock, is_offline, time_backwards, Check, Checks, Declared,
     KeyBlocks, MAX_ROLLOVER_GAP_S, SYSSTAT_SHARES,
 };
-use crate::{ImportError, ImportOptions, Imported};
+use crate::{ImportError, ImportOptions, Imported, LogLines};
 
 /// The format's name.
 pub const NAME: &str = "sar";
@@ -425,8 +427,6 @@ pub(crate) struct SysstatCollector {
     prefix: &'static str,
     sections: Vec<Section>,
     by_header: HashMap<String, usize>,
-    rows: HashMap<i64, usize>,
-    last_row: Option<(i64, usize)>,
     owners: HashMap<MetricId, usize>,
     pub(crate) notes: Vec<String>,
     /// What the rows say that cannot be true (see `formats/plausible.rs`).
@@ -447,8 +447,6 @@ impl SysstatCollector {
             prefix,
             sections: Vec::new(),
             by_header: HashMap::new(),
-            rows: HashMap::new(),
-            last_row: None,
             owners: HashMap::new(),
             notes: Vec::new(),
             checks: Checks::new(),
@@ -620,24 +618,10 @@ impl SysstatCollector {
         std::mem::take(&mut self.blocks).check(declared, &mut self.checks);
     }
 
-    /// The row ending `t_s` seconds after the start, created on first sight.
+    /// The row ending `t_s` seconds after the start, created on first sight (once a long
+    /// report is coarsened, the kept row that covers it: see `formats/builder.rs`).
     pub(crate) fn row(&mut self, t_s: f64) -> usize {
-        let key = (t_s * 1000.0).round() as i64;
-        if let Some((k, r)) = self.last_row {
-            if k == key {
-                return r;
-            }
-        }
-        let r = match self.rows.get(&key) {
-            Some(&r) => r,
-            None => {
-                let r = self.b.push_row(t_s);
-                self.rows.insert(key, r);
-                r
-            }
-        };
-        self.last_row = Some((key, r));
-        r
+        self.b.row_at(t_s)
     }
 
     /// Writes one data line's fields (after the time) into a row. If a value is not a number,
@@ -684,15 +668,22 @@ impl SysstatCollector {
     /// The finished series with the interval from the row times (else `fallback`), the notes
     /// and the checks' findings.
     pub(crate) fn finish(self, fallback: f64) -> (netceil_model::Series, Vec<String>, Checks) {
-        let mut times: Vec<f64> = (0..self.b.rows())
-            .filter_map(|r| self.b.row_time(r))
-            .collect();
-        times.sort_by(f64::total_cmp);
-        // One row: its end is one interval after the header's time.
-        let interval = median_step(&times)
-            .or(times.first().copied().filter(|t| *t > 0.0))
-            .unwrap_or(fallback);
-        (self.b.finish(interval), self.notes, self.checks)
+        let interval = match self.b.coarse_step() {
+            Some(step) => step,
+            None => {
+                let mut times: Vec<f64> = (0..self.b.rows())
+                    .filter_map(|r| self.b.row_time(r))
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                // One row: its end is one interval after the header's time.
+                median_step(&times)
+                    .or(times.first().copied().filter(|t| *t > 0.0))
+                    .unwrap_or(fallback)
+            }
+        };
+        let mut notes = self.notes;
+        notes.extend(self.b.coarse_note(interval));
+        (self.b.finish(interval), notes, self.checks)
     }
 }
 
@@ -800,59 +791,56 @@ pub(crate) fn import_text(
     format: &str,
     prefix: &'static str,
 ) -> Result<Imported, ImportError> {
-    let mut run = new_run(format, text, opts);
-    let mut r = SarReader::new(opts, prefix, last_nonblank_line(text));
-    let mut fields: Vec<Cell> = Vec::with_capacity(32);
-    for (n, line) in numbered_lines(text) {
-        let t = line.trim();
-        if t.is_empty() {
+    import_feed(&mut Feed::text(text), opts, format, prefix)
+}
+
+/// Imports a sar report read line by line (after [`crate::formats::terminal_text`]'s
+/// cleaning, line by line), holding two lines of it at a time: the same Run as [`import`] on
+/// the whole text.
+pub fn import_lines(
+    lines: &mut LogLines<impl std::io::Read>,
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    import_feed(&mut Feed::stream(lines), opts, NAME, "sar")
+}
+
+/// The lines of a report, each read once it is known whether another non-blank line follows
+/// (a bad last line is a write cut short, a warning; anywhere else it is an error).
+pub(crate) fn import_feed<R: std::io::Read>(
+    feed: &mut Feed<'_, R>,
+    opts: &ImportOptions,
+    format: &str,
+    prefix: &'static str,
+) -> Result<Imported, ImportError> {
+    let mut run = new_run(format, "", opts);
+    let mut r = SarReader::new(opts, prefix);
+    let mut held = None;
+    while let Some((n, line)) = feed.next_line()? {
+        if n == 1 {
+            r.first_line = line.to_string();
+        }
+        if line.trim().is_empty() {
             continue;
         }
-        if t.starts_with("Average:") || t.starts_with("Summary:") {
-            r.skipped_summary += 1;
-            continue;
+        if let Some((before, text)) = held.replace((n, line)) {
+            r.line(before, &text, &mut run.meta.host)?;
         }
-        let Some((tod, rest)) = split_clock(t) else {
-            r.line_without_time(n, t, &mut run.meta.host);
-            continue;
-        };
-        if rest.contains("RESTART") {
-            r.c.notes.push(format!(
-                "line {n}: the machine restarted here (sar: {})",
-                shorten(rest, 40)
-            ));
-            continue;
-        }
-        scan_cells(rest, &mut fields);
-        if fields.is_empty() {
-            if n == r.last_line {
-                r.warnings.push(format!(
-                    "{}: line {n}: ignored a truncated last line (a time and nothing else)",
-                    file(opts)
-                ));
-                continue;
-            }
-            return Err(error(
-                opts,
-                n,
-                Some(2),
-                "column names or values after the time",
-                t,
-            ));
-        }
-        if fields.iter().all(|f| cell_value(f, "").is_none()) {
-            r.section_header(n, tod, &fields);
-            continue;
-        }
-        r.data_line(n, t, tod, &fields)?;
     }
-    r.finish(run, text)
+    if let Some((last, text)) = held {
+        r.last_line = last;
+        r.line(last, &text, &mut run.meta.host)?;
+    }
+    run.run_id = feed.run_id()?;
+    r.finish(run)
 }
 
 /// What reading a sar/mpstat report has gathered so far.
 struct SarReader<'o> {
     opts: &'o ImportOptions,
+    /// The last non-blank line, once it is the one being read (0 before).
     last_line: usize,
+    /// The report's first line, for the error of a report without a section header.
+    first_line: String,
     c: SysstatCollector,
     warnings: Vec<String>,
     /// The section the last header opened.
@@ -873,10 +861,11 @@ struct SarReader<'o> {
 }
 
 impl<'o> SarReader<'o> {
-    fn new(opts: &'o ImportOptions, prefix: &'static str, last_line: usize) -> Self {
+    fn new(opts: &'o ImportOptions, prefix: &'static str) -> Self {
         SarReader {
             opts,
-            last_line,
+            last_line: 0,
+            first_line: String::new(),
             c: SysstatCollector::new(prefix),
             warnings: Vec::new(),
             section: None,
@@ -890,6 +879,55 @@ impl<'o> SarReader<'o> {
             declared: None,
             first_host: None,
         }
+    }
+
+    /// One non-blank line (numbered `n`) of the report.
+    fn line(
+        &mut self,
+        n: usize,
+        line: &str,
+        host: &mut netceil_model::HostInfo,
+    ) -> Result<(), ImportError> {
+        let opts = self.opts;
+        let t = line.trim();
+        if t.starts_with("Average:") || t.starts_with("Summary:") {
+            self.skipped_summary += 1;
+            return Ok(());
+        }
+        let Some((tod, rest)) = split_clock(t) else {
+            self.line_without_time(n, t, host);
+            return Ok(());
+        };
+        if rest.contains("RESTART") {
+            self.c.notes.push(format!(
+                "line {n}: the machine restarted here (sar: {})",
+                shorten(rest, 40)
+            ));
+            return Ok(());
+        }
+        let mut fields: Vec<Cell> = Vec::with_capacity(32);
+        scan_cells(rest, &mut fields);
+        if fields.is_empty() {
+            if n == self.last_line {
+                self.warnings.push(format!(
+                    "{}: line {n}: ignored a truncated last line (a time and nothing else)",
+                    file(opts)
+                ));
+                return Ok(());
+            }
+            return Err(error(
+                opts,
+                n,
+                Some(2),
+                "column names or values after the time",
+                t,
+            ));
+        }
+        if fields.iter().all(|f| cell_value(f, "").is_none()) {
+            self.section_header(n, tod, &fields);
+            return Ok(());
+        }
+        self.data_line(n, t, tod, &fields)
     }
 
     /// A line that does not start with a time: a banner, else (inside a report) a truncated
@@ -1017,9 +1055,10 @@ impl<'o> SarReader<'o> {
     }
 
     /// The run, once every line is read.
-    fn finish(self, mut run: netceil_model::Run, text: &str) -> Result<Imported, ImportError> {
+    fn finish(self, mut run: netceil_model::Run) -> Result<Imported, ImportError> {
         let SarReader {
             opts,
+            first_line,
             mut c,
             mut warnings,
             t0,
@@ -1036,7 +1075,7 @@ impl<'o> SarReader<'o> {
                 1,
                 None,
                 "a section header such as '12:00:01 AM  CPU  %user …'",
-                text.lines().next().unwrap_or(""),
+                &first_line,
             ));
         }
         if skipped_other > 3 {

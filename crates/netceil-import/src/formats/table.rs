@@ -22,9 +22,10 @@
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::builder::SeriesBuilder;
 use super::common::{
     error, file, given_interval, median_step, new_run, numbered_lines, parse_iso_datetime,
-    parse_number, sanitize_metric_name, shorten, SeriesBuilder,
+    parse_number, sanitize_metric_name, shorten,
 };
 use crate::{ImportError, ImportOptions, Imported};
 
@@ -234,7 +235,8 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         ));
     }
 
-    let mut b = SeriesBuilder::new();
+    // The rows are added before their values, and the text is bounded: every row is kept.
+    let mut b = SeriesBuilder::unbounded();
     for &t in &t_s {
         b.push_row(t);
     }

@@ -23,10 +23,11 @@
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::builder::SeriesBuilder;
 use super::common::{
     command_args, error, field_count_problem, file, finish_table, given_interval,
-    is_vmstat_column_header, median_step, new_run, parse_number, sanitize_metric_name, scan_cells,
-    sniff_header_pair, truncated_last_row_or_error, Cell, RowProblem, SeriesBuilder,
+    is_vmstat_column_header, new_run, parse_number, sanitize_metric_name, scan_cells,
+    sniff_header_pair, truncated_last_row_or_error, Cell, RowProblem,
 };
 use super::feed::Feed;
 use super::plausible::{
@@ -107,7 +108,6 @@ pub fn import_lines(
 /// What a FreeBSD vmstat import has gathered so far.
 struct State {
     b: SeriesBuilder,
-    stamps: Vec<f64>,
     checks: Checks,
     humanized: bool,
     warnings: Vec<String>,
@@ -133,7 +133,6 @@ fn import_feed<R: std::io::Read>(
 
     let mut st = State {
         b: SeriesBuilder::new(),
-        stamps: Vec::new(),
         checks: Checks::new(),
         humanized: false,
         warnings: Vec::new(),
@@ -196,7 +195,9 @@ fn import_feed<R: std::io::Read>(
             ));
             continue;
         }
-        let row = st.b.push_row(0.0);
+        // The row's time is its number until the interval is known (see `finish_table`).
+        let ordinal = (st.b.log_rows() + 1) as f64;
+        let row = st.b.push_row_stamped(ordinal, prefix_time);
         let offline = check_cpu_groups(&mut st.checks, n, lay, &values);
         for (i, (&(m, _), v)) in lay.cols.iter().zip(values.iter()).enumerate() {
             if !offline.contains(&i) {
@@ -204,7 +205,6 @@ fn import_feed<R: std::io::Read>(
             }
         }
         if let Some(s) = prefix_time {
-            st.stamps.push(s);
             let kept = range_in(&line, kept);
             order.row(n, line, kept, s, false);
         }
@@ -239,15 +239,12 @@ fn finish_import(
     opts: &ImportOptions,
 ) -> Imported {
     let file = file(opts);
-    let stamped = !st.stamps.is_empty() && st.stamps.len() == st.b.rows();
-    let interval = if stamped {
-        median_step(&st.stamps)
-    } else {
-        None
-    }
-    .or(delay)
-    .or(given_interval(opts))
-    .unwrap_or(1.0);
+    let stamps = st.b.stamps();
+    let stamped = stamps.is_some();
+    let interval = if stamped { st.b.stamp_step() } else { None }
+        .or(delay)
+        .or(given_interval(opts))
+        .unwrap_or(1.0);
     let row_times = if stamped {
         for w in &backwards {
             time_backwards(
@@ -259,11 +256,12 @@ fn finish_import(
                 false,
             );
         }
-        let start = st.stamps[0] - interval;
+        let (stamps, first) = stamps.expect("stamped");
+        let start = first - interval;
         if prefix.is_some_and(|p| p.what().1) {
             run.meta.started_unix_s = start;
         }
-        Some(st.stamps.iter().map(|s| s - start).collect())
+        Some(stamps.iter().map(|s| s - start).collect())
     } else {
         None
     };

@@ -24,11 +24,12 @@ use netceil_model::{names, MetricId, Unit};
 
 use std::borrow::Cow;
 
+use super::builder::{SeriesBuilder, MAX_ROWS};
 use super::common::{
     command_args, error, field_count_problem, file, finish_table, given_interval,
-    is_vmstat_column_header, median_step, new_run, parse_clock, parse_iso_date, parse_number,
+    is_vmstat_column_header, new_run, parse_clock, parse_iso_date, parse_number,
     sanitize_metric_name, scan_cells, sniff_header_pair, truncated_last_row_or_error, Cell,
-    RowProblem, SeriesBuilder,
+    RowProblem,
 };
 use super::feed::Feed;
 use super::plausible::{check_shares, time_backwards, Checks, VMSTAT_SHARES};
@@ -157,7 +158,22 @@ pub fn import_with(
     opts: &ImportOptions,
     vopts: &VmstatLinuxOptions,
 ) -> Result<Imported, ImportError> {
-    import_feed(&mut Feed::text(text), opts, vopts)
+    import_feed(&mut Feed::text(text), opts, vopts, MAX_ROWS)
+}
+
+/// [`import_with`] keeping at most `max_rows` rows (see `formats/builder.rs`), for tests.
+#[cfg(test)]
+pub(crate) fn import_keeping(
+    text: &str,
+    opts: &ImportOptions,
+    max_rows: usize,
+) -> Result<Imported, ImportError> {
+    import_feed(
+        &mut Feed::text(text),
+        opts,
+        &VmstatLinuxOptions::default(),
+        max_rows,
+    )
 }
 
 /// Imports a Linux vmstat log read line by line from `reader` (after
@@ -177,7 +193,7 @@ pub fn import_lines(
     opts: &ImportOptions,
     vopts: &VmstatLinuxOptions,
 ) -> Result<Imported, ImportError> {
-    import_feed(&mut Feed::stream(lines), opts, vopts)
+    import_feed(&mut Feed::stream(lines), opts, vopts, MAX_ROWS)
 }
 
 /// A row whose time went back from the one before, said once the log is known to have a time
@@ -252,7 +268,6 @@ struct State {
     group_has_ts: bool,
     since_boot_pending: bool,
     headers_seen: usize,
-    stamps: Vec<f64>,
     /// Every stamp so far came with a zone (UTC) or a dated zoned prefix.
     all_zoned: bool,
     backwards: Vec<Backwards>,
@@ -311,6 +326,7 @@ fn import_feed<R: std::io::Read>(
     feed: &mut Feed<'_, R>,
     opts: &ImportOptions,
     vopts: &VmstatLinuxOptions,
+    max_rows: usize,
 ) -> Result<Imported, ImportError> {
     let mut run = new_run(NAME, "", opts);
     run.meta.host.os = Some("Linux".into());
@@ -321,12 +337,11 @@ fn import_feed<R: std::io::Read>(
     let (unit_bytes, unit_known, skip_first) = memory_unit_and_first_line(vopts, facts.as_ref());
 
     let mut st = State {
-        b: SeriesBuilder::new(),
+        b: SeriesBuilder::with_max_rows(max_rows),
         layout: None,
         group_has_ts: false,
         since_boot_pending: false,
         headers_seen: 0,
-        stamps: Vec::new(),
         all_zoned: true,
         backwards: Vec::new(),
         checks: Checks::new(),
@@ -395,8 +410,6 @@ fn import_feed<R: std::io::Read>(
             ));
             continue;
         }
-        let t_s = (st.b.rows() + 1) as f64; // placeholder, replaced below once the interval is known
-        let row = st.b.push_row(t_s);
         let stamped = match (stamp, prefix_time) {
             (Some(s), _) => {
                 st.all_zoned &= lay.zoned;
@@ -408,12 +421,14 @@ fn import_feed<R: std::io::Read>(
             }
             _ => None,
         };
+        // The row's time is its number until the interval is known (see `finish_table`).
+        let ordinal = (st.b.log_rows() + 1) as f64;
+        let row = st.b.push_row_stamped(ordinal, stamped.map(|(s, _)| s));
         check_row_shares(&mut st.checks, n, lay, &values);
         for (&(m, scale), v) in lay.cols.iter().zip(values.iter()) {
             st.b.set(m, row, v * scale);
         }
         if let Some((s, local)) = stamped {
-            st.stamps.push(s);
             let kept = range_in(&line, kept);
             order.row(n, line, kept, s, local);
         }
@@ -442,9 +457,10 @@ fn finish_import(
     opts: &ImportOptions,
 ) -> Result<Imported, ImportError> {
     let file = file(opts);
-    let stamped = !st.stamps.is_empty() && st.stamps.len() == st.b.rows();
+    let stamps = st.b.stamps();
+    let stamped = stamps.is_some();
     let interval = interval_of(
-        stamped.then_some(&st.stamps[..]),
+        stamped.then(|| st.b.stamp_step()),
         facts,
         opts,
         &mut st.warnings,
@@ -465,13 +481,14 @@ fn finish_import(
                 false,
             );
         }
-        let start = st.stamps[0] - interval;
+        let (stamps, first) = stamps.expect("stamped");
+        let start = first - interval;
         if st.all_zoned {
             run.meta.started_unix_s = start;
         } else {
             run.notes.push("the row timestamps name no time zone (or a zone other than UTC); the run's start time is left unset".into());
         }
-        Some(st.stamps.iter().map(|s| s - start).collect())
+        Some(stamps.iter().map(|s| s - start).collect())
     } else {
         None
     };
@@ -510,17 +527,18 @@ fn no_header<R: std::io::Read>(feed: &Feed<'_, R>, opts: &ImportOptions) -> Impo
     )
 }
 
-/// The interval: measured from the row timestamps (`stamps`, when every row has one), else
+/// The interval: measured from the row timestamps (`stamps`, when every row has one: their
+/// median step, if there are two), else
 /// the command line, else the person, else 1 s. A command line and an option that disagree
 /// are said.
 fn interval_of(
-    stamps: Option<&[f64]>,
+    stamps: Option<Option<f64>>,
     facts: Option<&CommandFacts>,
     opts: &ImportOptions,
     warnings: &mut Vec<String>,
 ) -> f64 {
     let interval = stamps
-        .and_then(median_step)
+        .flatten()
         .or(facts.and_then(|f| f.delay_s))
         .or(given_interval(opts))
         .unwrap_or(1.0);
