@@ -23,6 +23,7 @@
 //! never silent). Nothing is pinned: the programs and maps live as long as the [`Probes`]
 //! value, and the kernel frees them when the process exits, however it exits.
 
+pub mod duty;
 pub mod ksyms;
 pub mod merge;
 #[cfg(target_os = "linux")]

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use netceil_model::{names as n, LockStat, MetricId, Run, Unit};
+use netceil_model::{names as n, LockStat, MetricId, Run, Series, Unit};
 
 use crate::ksyms::Ksyms;
 
@@ -124,6 +124,9 @@ pub struct Snapshot {
     pub lock_totals: Option<(u64, u64)>,
     /// Failed inserts per bounded map (see [`OVERFLOW_SLOTS`]).
     pub overflow: [u64; 8],
+    /// Monotonic ns the per-packet probes (softirq, napi) had been attached in all, the
+    /// time their counters cover: with a duty cycle ([`crate::duty`]) a part of `mono_ns`.
+    pub sampled_ns: u64,
 }
 
 /// The lock type from the contention flags (`LCB_F_*` in include/trace/events/lock.h).
@@ -259,6 +262,74 @@ fn delta(a: u64, b: u64) -> f64 {
     b.saturating_sub(a) as f64
 }
 
+/// Softirq time and runs per CPU and vector, over `on` seconds of probing.
+fn softirq_rows(
+    s: &mut Series,
+    row: usize,
+    on: f64,
+    used: &BTreeSet<usize>,
+    x: &[SoftirqCpu],
+    y: &[SoftirqCpu],
+) {
+    let mut all = 0.0;
+    for (cpu, (p, q)) in x.iter().zip(y).enumerate() {
+        let mut on_cpu = 0.0;
+        for &v in used {
+            let pct = p.time_ns_until(q, v) / (on * 1e9) * 100.0;
+            on_cpu += pct;
+            let id = MetricId::new(n::SOFTIRQ_EXACT_PCT)
+                .with(n::LABEL_CPU, cpu.to_string())
+                .with(n::LABEL_VEC, SOFTIRQ_NAMES[v]);
+            s.set_at(row, &id, Unit::Percent, pct);
+            let id = MetricId::new(n::SOFTIRQ_RUNS_PER_S)
+                .with(n::LABEL_CPU, cpu.to_string())
+                .with(n::LABEL_VEC, SOFTIRQ_NAMES[v]);
+            s.set_at(row, &id, Unit::PerSecond, delta(p.runs[v], q.runs[v]) / on);
+        }
+        let id = MetricId::new(n::SOFTIRQ_EXACT_PCT).with(n::LABEL_CPU, cpu.to_string());
+        s.set_at(row, &id, Unit::Percent, on_cpu);
+        all += on_cpu;
+    }
+    s.set_at(
+        row,
+        &MetricId::new(n::SOFTIRQ_EXACT_PCT),
+        Unit::Percent,
+        all / x.len().max(1) as f64,
+    );
+}
+
+/// NAPI polls, packets and full-budget polls per device, over `on` seconds of probing.
+fn napi_rows(s: &mut Series, row: usize, on: f64, x: &[NapiDev], y: &[NapiDev]) {
+    for q in y {
+        let p = x.iter().find(|p| p.dev == q.dev);
+        let zero = NapiDev::default();
+        let p = p.unwrap_or(&zero);
+        let dev = if q.dev.is_empty() { "backlog" } else { &q.dev };
+        let id = |name: &str| MetricId::new(name).with(n::LABEL_IFACE, dev);
+        s.set_at(
+            row,
+            &id(n::NAPI_POLLS_PER_S),
+            Unit::PerSecond,
+            delta(p.polls, q.polls) / on,
+        );
+        s.set_at(
+            row,
+            &id(n::NAPI_PPS),
+            Unit::PacketsPerSecond,
+            delta(p.packets, q.packets) / on,
+        );
+        s.set_at(
+            row,
+            &id(n::NAPI_BUDGET_EXHAUSTED_PER_S),
+            Unit::PerSecond,
+            delta(p.exhausted, q.exhausted) / on,
+        );
+        if q.budget > 0 {
+            s.set_at(row, &id(n::NAPI_BUDGET), Unit::Count, q.budget as f64);
+        }
+    }
+}
+
 /// Adds the probes' series to the Run: softirq time per CPU and vector, NAPI polls per
 /// device, lock wait over time, and scheduler time per followed thread.
 /// `comm` names a thread by its id (`None` when it has gone).
@@ -283,61 +354,15 @@ pub fn merge_series(run: &mut Run, snaps: &[Snapshot], comm: &HashMap<u32, Strin
     };
     for (row, dt, a, b) in intervals(run, snaps) {
         let s = &mut run.series;
-        if let (Some(x), Some(y)) = (&a.softirq, &b.softirq) {
-            let mut all = 0.0;
-            for (cpu, (p, q)) in x.iter().zip(y).enumerate() {
-                let mut on_cpu = 0.0;
-                for &v in &used {
-                    let pct = p.time_ns_until(q, v) / (dt * 1e9) * 100.0;
-                    on_cpu += pct;
-                    let id = MetricId::new(n::SOFTIRQ_EXACT_PCT)
-                        .with(n::LABEL_CPU, cpu.to_string())
-                        .with(n::LABEL_VEC, SOFTIRQ_NAMES[v]);
-                    s.set_at(row, &id, Unit::Percent, pct);
-                    let id = MetricId::new(n::SOFTIRQ_RUNS_PER_S)
-                        .with(n::LABEL_CPU, cpu.to_string())
-                        .with(n::LABEL_VEC, SOFTIRQ_NAMES[v]);
-                    s.set_at(row, &id, Unit::PerSecond, delta(p.runs[v], q.runs[v]) / dt);
-                }
-                let id = MetricId::new(n::SOFTIRQ_EXACT_PCT).with(n::LABEL_CPU, cpu.to_string());
-                s.set_at(row, &id, Unit::Percent, on_cpu);
-                all += on_cpu;
+        // The per-packet probes count only while attached: their rates are over that time,
+        // and an interval without a window has none.
+        let on = delta(a.sampled_ns, b.sampled_ns) / 1e9;
+        if on > 0.0 {
+            if let (Some(x), Some(y)) = (&a.softirq, &b.softirq) {
+                softirq_rows(s, row, on, &used, x, y);
             }
-            s.set_at(
-                row,
-                &MetricId::new(n::SOFTIRQ_EXACT_PCT),
-                Unit::Percent,
-                all / x.len().max(1) as f64,
-            );
-        }
-        if let (Some(x), Some(y)) = (&a.napi, &b.napi) {
-            for q in y {
-                let p = x.iter().find(|p| p.dev == q.dev);
-                let zero = NapiDev::default();
-                let p = p.unwrap_or(&zero);
-                let dev = if q.dev.is_empty() { "backlog" } else { &q.dev };
-                let id = |name: &str| MetricId::new(name).with(n::LABEL_IFACE, dev);
-                s.set_at(
-                    row,
-                    &id(n::NAPI_POLLS_PER_S),
-                    Unit::PerSecond,
-                    delta(p.polls, q.polls) / dt,
-                );
-                s.set_at(
-                    row,
-                    &id(n::NAPI_PPS),
-                    Unit::PacketsPerSecond,
-                    delta(p.packets, q.packets) / dt,
-                );
-                s.set_at(
-                    row,
-                    &id(n::NAPI_BUDGET_EXHAUSTED_PER_S),
-                    Unit::PerSecond,
-                    delta(p.exhausted, q.exhausted) / dt,
-                );
-                if q.budget > 0 {
-                    s.set_at(row, &id(n::NAPI_BUDGET), Unit::Count, q.budget as f64);
-                }
+            if let (Some(x), Some(y)) = (&a.napi, &b.napi) {
+                napi_rows(s, row, on, x, y);
             }
         }
         if let (Some((c0, w0)), Some((c1, w1))) = (a.lock_totals, b.lock_totals) {
@@ -564,9 +589,11 @@ mod tests {
     }
 
     fn snap(t: f64, f: impl FnOnce(&mut Snapshot)) -> Snapshot {
+        // Probes attached all the time unless the test says otherwise.
         let mut s = Snapshot {
             unix_s: 1000.0 + t,
             mono_ns: (t * 1e9) as u64,
+            sampled_ns: (t * 1e9) as u64,
             ..Default::default()
         };
         f(&mut s);
@@ -631,6 +658,55 @@ mod tests {
             .metrics
             .iter()
             .any(|m| m.id.label(n::LABEL_VEC) == Some("rcu")));
+    }
+
+    /// Duty-cycled: 125 ms attached in each 1 s interval. The 250 runs and 25 ms of NET_RX
+    /// counted in a window are per 125 ms of probing: 2000 runs/s and 20 % of the CPU, not
+    /// 250/s and 2.5 %. An interval without a window has no softirq or NAPI value at all, and
+    /// the continuous lock figures still get theirs.
+    #[test]
+    fn duty_cycled_counts_are_rates_per_sampled_second() {
+        let mut run = run_with_rows(3);
+        let napi = |polls, packets| NapiDev {
+            polls,
+            packets,
+            budget: 64,
+            ..Default::default()
+        };
+        let snaps = vec![
+            snap(1.0, |s| {
+                s.sampled_ns = 0;
+                s.softirq = Some(vec![sirq(0, 0, 0)]);
+                s.napi = Some(vec![napi(0, 0)]);
+                s.lock_totals = Some((0, 0));
+            }),
+            snap(2.0, |s| {
+                s.sampled_ns = 125_000_000;
+                s.softirq = Some(vec![sirq(25_000_000, 250, 250)]);
+                s.napi = Some(vec![napi(250, 1000)]);
+                s.lock_totals = Some((10, 0));
+            }),
+            snap(3.0, |s| {
+                s.sampled_ns = 125_000_000;
+                s.softirq = Some(vec![sirq(25_000_000, 250, 250)]);
+                s.napi = Some(vec![napi(250, 1000)]);
+                s.lock_totals = Some((30, 0));
+            }),
+        ];
+        merge_series(&mut run, &snaps, &HashMap::new());
+        let rx = |m: &str| {
+            MetricId::new(m)
+                .with(n::LABEL_CPU, "0")
+                .with(n::LABEL_VEC, "net_rx")
+        };
+        assert_eq!(value(&run, &rx(n::SOFTIRQ_RUNS_PER_S), 1), Some(2000.0));
+        assert_eq!(value(&run, &rx(n::SOFTIRQ_EXACT_PCT), 1), Some(20.0));
+        let pps = MetricId::new(n::NAPI_PPS).with(n::LABEL_IFACE, "backlog");
+        assert_eq!(value(&run, &pps, 1), Some(8000.0));
+        assert_eq!(value(&run, &rx(n::SOFTIRQ_EXACT_PCT), 2), None);
+        assert_eq!(value(&run, &pps, 2), None);
+        let contentions = MetricId::new(n::LOCK_CONTENTIONS_PER_S);
+        assert_eq!(value(&run, &contentions, 2), Some(20.0));
     }
 
     #[test]

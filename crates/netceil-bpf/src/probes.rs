@@ -3,7 +3,10 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
+use aya::maps::{
+    HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues, StackTraceMap,
+};
+use aya::programs::tp_btf::BtfTracePointLinkId;
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
@@ -23,6 +26,12 @@ pub enum Probe {
 
 impl Probe {
     pub const ALL: [Probe; 4] = [Probe::Locks, Probe::Softirq, Probe::Napi, Probe::Offcpu];
+
+    /// A probe whose programs run for every packet on loopback (a softirq run and a NAPI poll
+    /// each): attached for windows only (see [`crate::duty`]) when the session asks for it.
+    pub fn per_packet(self) -> bool {
+        matches!(self, Probe::Softirq | Probe::Napi)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -149,6 +158,12 @@ pub struct Probes {
     attached: Vec<Probe>,
     refused: Vec<(Probe, String)>,
     config: Config,
+    /// The links of the per-packet probes' programs while they are attached, in attach order.
+    per_packet_links: Vec<(&'static str, BtfTracePointLinkId)>,
+    /// Whether the per-packet probes are attached now, and since when (monotonic ns).
+    per_packet_since: Option<u64>,
+    /// Monotonic ns the per-packet probes were attached over the windows that ended.
+    per_packet_ns: u64,
 }
 
 impl fmt::Debug for Probes {
@@ -166,6 +181,9 @@ const NAPI_SLOTS: usize = 4;
 const NAPI_VAL_WORDS: usize = 6;
 /// u64 words of a `struct napi_cpu`: the slots' keys, then their values.
 const NAPI_CPU_WORDS: usize = NAPI_SLOTS * (1 + NAPI_VAL_WORDS);
+
+/// u64 words of a `struct sirq_cpu`: start_ns, vec, skip, ns[10], count[10], timed[10].
+const SIRQ_CPU_WORDS: usize = 33;
 
 /// NAPI counts summed by device name.
 #[derive(Default)]
@@ -247,12 +265,18 @@ impl Probes {
             attached: Vec::new(),
             refused: Vec::new(),
             config: config.clone(),
+            per_packet_links: Vec::new(),
+            per_packet_since: None,
+            per_packet_ns: 0,
         };
         for probe in &config.probes {
             match me.attach_one(*probe, &btf) {
                 Ok(()) => me.attached.push(*probe),
                 Err(why) => me.refused.push((*probe, why)),
             }
+        }
+        if me.attached.iter().any(|p| p.per_packet()) {
+            me.per_packet_since = Some(mono_ns());
         }
         if me.attached.is_empty() {
             let why: Vec<String> = me
@@ -280,10 +304,121 @@ impl Probes {
                 .map_err(|e: aya::programs::ProgramError| chain(&e))?;
             p.load(tp, btf)
                 .map_err(|e| format!("tracepoint {tp}: {}", chain(&e)))?;
-            p.attach()
+            let link = p
+                .attach()
                 .map_err(|e| format!("tracepoint {tp}: {}", chain(&e)))?;
+            if probe.per_packet() {
+                self.per_packet_links.push((prog, link));
+            }
         }
         Ok(())
+    }
+
+    fn tracepoint_mut(&mut self, prog: &str) -> Result<&mut BtfTracePoint, String> {
+        self.bpf
+            .program_mut(prog)
+            .ok_or_else(|| format!("program {prog} is missing from the object"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| chain(&e))
+    }
+
+    /// Whether the per-packet probes (softirq, napi) are attached now.
+    pub fn per_packet_on(&self) -> bool {
+        self.per_packet_since.is_some()
+    }
+
+    /// Detaches the per-packet probes' programs (the last attached first: a softirq's exit
+    /// before its entry), and adds the time they were attached to [`Snapshot::sampled_ns`].
+    /// Their maps stay, and so do the other probes. A no-op when they are detached already.
+    pub fn pause_per_packet(&mut self) -> Result<(), String> {
+        let Some(since) = self.per_packet_since.take() else {
+            return Ok(());
+        };
+        self.per_packet_ns += mono_ns().saturating_sub(since);
+        let mut failed = Vec::new();
+        while let Some((prog, link)) = self.per_packet_links.pop() {
+            if let Err(e) = self.tracepoint_mut(prog).and_then(|p| {
+                p.detach(link)
+                    .map_err(|e| format!("detaching {prog}: {}", chain(&e)))
+            }) {
+                failed.push(e);
+            }
+        }
+        // Nothing runs now: forget a handler whose entry was seen after its exit's program
+        // went, so that the next window does not time it from this one.
+        if self.has(Probe::Softirq) {
+            if let Err(e) = self.clear_softirq_starts() {
+                failed.push(e);
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
+        }
+    }
+
+    /// Attaches the per-packet probes' programs again (a softirq's entry before its exit).
+    /// A no-op when they are attached already.
+    pub fn resume_per_packet(&mut self) -> Result<(), String> {
+        if self.per_packet_since.is_some() {
+            return Ok(());
+        }
+        let probes: Vec<Probe> = self
+            .attached
+            .iter()
+            .copied()
+            .filter(|p| p.per_packet())
+            .collect();
+        for probe in probes {
+            for (prog, tp) in probe.programs() {
+                let attached = self.tracepoint_mut(prog).and_then(|p| {
+                    p.attach()
+                        .map_err(|e| format!("tracepoint {tp}: {}", chain(&e)))
+                });
+                match attached {
+                    Ok(link) => self.per_packet_links.push((prog, link)),
+                    Err(e) => {
+                        // All or none: what did attach goes again (the window is not counted).
+                        while let Some((prog, link)) = self.per_packet_links.pop() {
+                            let _ = self.tracepoint_mut(prog).map(|p| p.detach(link));
+                        }
+                        if self.has(Probe::Softirq) {
+                            let _ = self.clear_softirq_starts();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        self.per_packet_since = Some(mono_ns());
+        Ok(())
+    }
+
+    /// Zeroes each CPU's running-handler start in the softirq map. Only while the softirq
+    /// programs are detached: nothing else writes the map then.
+    fn clear_softirq_starts(&mut self) -> Result<(), String> {
+        let map = self
+            .bpf
+            .map_mut("softirq_time")
+            .ok_or("map softirq_time is missing")?;
+        let mut arr = PerCpuArray::<&mut MapData, [u64; SIRQ_CPU_WORDS]>::try_from(map)
+            .map_err(|e| chain(&e))?;
+        let mut per_cpu: Vec<[u64; SIRQ_CPU_WORDS]> =
+            arr.get(&0, 0).map_err(|e| chain(&e))?.to_vec();
+        for v in &mut per_cpu {
+            v[0] = 0;
+        }
+        let values = PerCpuValues::try_from(per_cpu).map_err(|e| e.to_string())?;
+        arr.set(0, values, 0).map_err(|e| chain(&e))
+    }
+
+    /// Monotonic ns the per-packet probes have been attached, up to now.
+    fn sampled_ns(&self, now: u64) -> u64 {
+        self.per_packet_ns
+            + self
+                .per_packet_since
+                .map_or(0, |since| now.saturating_sub(since))
     }
 
     pub fn attached(&self) -> &[Probe] {
@@ -342,6 +477,7 @@ impl Probes {
                 .flatten(),
             lock_totals: self.has(Probe::Locks).then(|| self.lock_totals()).flatten(),
             overflow: self.overflow(),
+            sampled_ns: self.sampled_ns(mono),
         }
     }
 
@@ -364,7 +500,8 @@ impl Probes {
     fn softirq(&self) -> Option<Vec<SoftirqCpu>> {
         // struct sirq_cpu: start_ns, vec, skip, ns[10], count[10], timed[10].
         let arr =
-            PerCpuArray::<&MapData, [u64; 33]>::try_from(self.bpf.map("softirq_time")?).ok()?;
+            PerCpuArray::<&MapData, [u64; SIRQ_CPU_WORDS]>::try_from(self.bpf.map("softirq_time")?)
+                .ok()?;
         let per_cpu = arr.get(&0, 0).ok()?;
         Some(
             per_cpu

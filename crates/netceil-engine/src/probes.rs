@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use netceil_bpf::duty::{Plan, DEFAULT_DUTY};
 use netceil_bpf::merge::{self, LockRow, Snapshot};
 use netceil_bpf::{ksyms::Ksyms, Config, Probe, Probes};
 use netceil_model::Run;
@@ -19,10 +20,114 @@ struct Collected {
     locks: (Vec<LockRow>, HashMap<i64, Vec<u64>>),
     comm: HashMap<u32, String>,
     attached: Vec<Probe>,
-    refused: Vec<(Probe, String)>,
+    /// Probes refused, and anything that went wrong while reading: notes on the run.
+    problems: Vec<String>,
     stack_every: u32,
     /// Wall time from attaching to the last read, seconds.
     attached_s: f64,
+    /// When the per-packet probes were attached, and the interval the plan was made for.
+    plan: Plan,
+    interval: Duration,
+}
+
+/// The reading thread's side: reads the probes at each interval's end and attaches the
+/// per-packet probes for their window of the interval (detached in between).
+struct Reader {
+    probes: Arc<Mutex<Probes>>,
+    stop: Arc<AtomicBool>,
+    interval: Duration,
+    plan: Plan,
+    source: Arc<dyn Source + Send + Sync>,
+}
+
+impl Reader {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Probes> {
+        self.probes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sleeps until `at`, waking every 50 ms to look at the stop flag; false when stopped.
+    fn sleep_until(&self, at: Instant) -> bool {
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= at {
+                return true;
+            }
+            std::thread::sleep((at - now).min(Duration::from_millis(50)));
+        }
+    }
+
+    /// Attaches (`on`) or detaches the per-packet probes; a failure is kept as a note, once.
+    fn per_packet(&self, on: bool, problems: &mut Vec<String>) {
+        let mut p = self.lock();
+        let r = if on {
+            p.resume_per_packet()
+        } else {
+            p.pause_per_packet()
+        };
+        if let Err(e) = r {
+            let text = format!("the softirq/napi probes could not be switched on or off: {e}");
+            if !problems.contains(&text) {
+                problems.push(text);
+            }
+        }
+    }
+
+    /// Reads until stopped: a snapshot at the start and at every interval's end, and one more
+    /// when stopped. Leaves the per-packet probes detached.
+    fn read(&self) -> (Vec<Snapshot>, HashMap<u32, String>, Vec<String>) {
+        let mut problems = Vec::new();
+        let windows = match self.plan {
+            Plan::Always => None,
+            Plan::Windows {
+                every,
+                offset,
+                window,
+            } => Some((every, offset, window)),
+        };
+        if windows.is_some() {
+            self.per_packet(false, &mut problems);
+        }
+        let mut snaps = vec![self.lock().snapshot()];
+        let mut comm = HashMap::new();
+        let start = Instant::now();
+        for k in 0u32.. {
+            let begins = start + self.interval * k;
+            if let Some((_, offset, window)) = windows.filter(|(every, ..)| k % every == 0) {
+                if self.sleep_until(begins + offset) {
+                    self.per_packet(true, &mut problems);
+                    let ran = self.sleep_until(begins + offset + window);
+                    self.per_packet(false, &mut problems);
+                    if !ran {
+                        break;
+                    }
+                } else {
+                    break;
+                }
+            }
+            if !self.sleep_until(begins + self.interval) {
+                break;
+            }
+            let s = self.lock().snapshot();
+            for t in s.threads.iter().flatten() {
+                if let std::collections::hash_map::Entry::Vacant(e) = comm.entry(t.tid) {
+                    if let Some(c) = comm_of(self.source.as_ref(), t.tgid, t.tid) {
+                        e.insert(c);
+                    }
+                }
+            }
+            snaps.push(s);
+        }
+        if windows.is_some() {
+            self.per_packet(false, &mut problems);
+        }
+        snaps.push(self.lock().snapshot());
+        (snaps, comm, problems)
+    }
 }
 
 /// Probes attached and being read.
@@ -62,10 +167,12 @@ impl ProbeSession {
         interval: Duration,
         source: Arc<dyn Source + Send + Sync>,
     ) -> Result<ProbeSession, netceil_bpf::ProbeError> {
+        // Attached for windows only, the softirq probe times every handler run in them: its
+        // time is exact there, not estimated from one run in several.
         let mut p = Probes::attach(Config {
             probes: probes.to_vec(),
             lock_stack_every,
-            softirq_time_every: netceil_bpf::SOFTIRQ_TIME_EVERY,
+            softirq_time_every: 1,
         })?;
         // The lock table covers the time from here to the last read.
         let attached_at = Instant::now();
@@ -85,47 +192,42 @@ impl ProbeSession {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let plan = DEFAULT_DUTY.plan(interval);
+        if p.attached().iter().any(|x| x.per_packet()) && plan != Plan::Always {
+            status.push_str(&format!(" (softirq and napi {})", plan.describe(interval)));
+        }
         for (probe, why) in &refused {
             status.push_str(&format!("; {probe} refused: {why}"));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
         let probes = Arc::new(Mutex::new(p));
-        let p = probes.clone();
+        let reader = Reader {
+            probes: probes.clone(),
+            stop: stop.clone(),
+            interval,
+            plan,
+            source,
+        };
         let thread = std::thread::Builder::new()
             .name("netceil-probes".into())
             .spawn(move || {
-                let lock = || p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let mut snaps = vec![lock().snapshot()];
-                let mut comm = HashMap::new();
-                let mut next = Instant::now() + interval;
-                while !flag.load(Ordering::SeqCst) {
-                    let now = Instant::now();
-                    if now < next {
-                        std::thread::sleep((next - now).min(Duration::from_millis(50)));
-                        continue;
-                    }
-                    next += interval;
-                    let s = lock().snapshot();
-                    for t in s.threads.iter().flatten() {
-                        if let std::collections::hash_map::Entry::Vacant(e) = comm.entry(t.tid) {
-                            if let Some(c) = comm_of(source.as_ref(), t.tgid, t.tid) {
-                                e.insert(c);
-                            }
-                        }
-                    }
-                    snaps.push(s);
-                }
-                let p = lock();
-                snaps.push(p.snapshot());
+                let (snaps, comm, mut problems) = reader.read();
+                let p = reader.lock();
+                problems.extend(
+                    refused
+                        .iter()
+                        .map(|(probe, why)| format!("probe {probe} did not run: {why}")),
+                );
                 Collected {
                     snaps,
                     locks: p.locks(),
                     comm,
                     attached: p.attached().to_vec(),
-                    refused,
+                    problems,
                     stack_every: p.config().lock_stack_every,
                     attached_s: attached_at.elapsed().as_secs_f64(),
+                    plan,
+                    interval,
                 }
             })
             .map_err(|e| {
@@ -197,20 +299,33 @@ impl ProbeSession {
         }
         let names: Vec<&str> = c.attached.iter().map(|p| p.name()).collect();
         run.meta.labels.insert("probes".into(), names.join(","));
-        if c.attached.contains(&Probe::Softirq) {
-            let every = netceil_bpf::SOFTIRQ_TIME_EVERY;
+        let per_packet: Vec<&str> = c
+            .attached
+            .iter()
+            .filter(|p| p.per_packet())
+            .map(|p| p.name())
+            .collect();
+        if !per_packet.is_empty() {
+            let share = c.plan.share(c.interval);
             run.meta
                 .labels
-                .insert("softirq_time_sampled_every".into(), every.to_string());
-            run.notes.push(format!(
-                "softirq time from eBPF is sampled: one handler run in {every} per CPU is timed, \
-                 and each vector's time is its exact run count times the timed runs' mean; the \
-                 runs per second are exact"
-            ));
+                .insert("probe_duty".into(), format!("{share:.4}"));
+            run.notes.push(match c.plan {
+                Plan::Always => format!(
+                    "the {} probes were attached for the whole run; softirq time is every handler run timed from entry to exit",
+                    per_packet.join(" and ")
+                ),
+                Plan::Windows { .. } => format!(
+                    "the {} probes run for every packet, so they were {} and detached in between: \
+                     their figures are rates and shares over the time they were attached (per \
+                     sampled second), with every softirq handler run in it timed from entry to \
+                     exit; rows without a window have none",
+                    per_packet.join(" and "),
+                    c.plan.describe(c.interval)
+                ),
+            });
         }
-        for (p, why) in &c.refused {
-            run.notes.push(format!("probe {p} did not run: {why}"));
-        }
+        run.notes.extend(c.problems);
     }
 }
 
