@@ -149,13 +149,19 @@ print(f"rounds: $rounds x $secs s after a ${warm} s warm-up; medians; CPU from /
 med={}
 if "$part" != "iperf":
     print(f"{'observer':36s} {'steady CPU':>12s} {'warm-up CPU':>12s}  target")
+    per={}
     for name,vals,target in rows:
         steady,start=pairs(vals)
         med[name]=st.median(steady)
-        print(f"{name:36s} {st.median(steady):10.4f} % {st.median(start):9.1f} ms  {target}")
+        per[name]=steady
+        print(f"{name:36s} {st.median(steady):10.4f} % {st.median(start):9.1f} ms  {target}"
+              f"   (range {min(steady):.4f}..{max(steady):.4f})")
     p=med["peers: vmstat+mpstat+sar at 1 s"]
+    peers=per["peers: vmstat+mpstat+sar at 1 s"]
     for name in ("netceil watch, 1 s, --no-store","netceil watch, 1 s, storing"):
-        print(f"ratio {name} / peers: {med[name]/max(p,1e-9):.2f}   (target < 1)")
+        # Each round's ratio too: netceil and the peers of the same round, side by side.
+        r=[a/max(b,1e-9) for a,b in zip(per[name],peers)]
+        print(f"ratio {name} / peers: {med[name]/max(p,1e-9):.2f}   (target < 1; per round {min(r):.2f}..{max(r):.2f})")
 if "$part" != "cpu":
     rn=sorted(m("${paired_nc[*]}")); rp=sorted(m("${paired_peers[*]}"))
     q=lambda v:(v[len(v)//4], v[(3*len(v))//4])

@@ -135,6 +135,30 @@ pub const SLOW_TIER_METRICS: &[&str] = &[
     TCP_BYTES_RECEIVED_PER_S,
 ];
 
+/// The metrics from /proc/interrupts, which is read only when the machine's interrupts moved
+/// (see [`crate::sampler`]).
+pub const IRQ_METRICS: &[&str] = &[
+    IRQ_PER_S,
+    NIC_IRQ_PER_S,
+    DEVICE_INTR_PER_S,
+    TIMER_INTR_PER_S,
+    IPI_PER_S,
+];
+
+/// The metrics from /proc/net/snmp and /proc/net/netstat, which are read only when packets
+/// moved (see [`crate::sampler`]).
+pub fn proto_metrics() -> impl Iterator<Item = &'static str> {
+    PROTO_METRICS.iter().map(|(name, _, _)| *name)
+}
+
+/// The reason a [`crate::Recorder`] notes, once, for /proc/interrupts' metrics in rows without
+/// them.
+pub const IRQ_QUIET_REASON: &str = "/proc/interrupts is read again only when /proc/stat counted 1000 interrupts per CPU per second over the last interval, or every 5 s: rows between have no breakdown (intr_per_s, the total, is in every row), and the next reading's rates cover the whole time since the last";
+
+/// The reason a [`crate::Recorder`] notes, once, for /proc/net/snmp and /proc/net/netstat
+/// metrics in rows without them.
+pub const PROTO_QUIET_REASON: &str = "/proc/net/snmp and /proc/net/netstat are read again only when some interface counted a packet since their last reading, or every 5 s: rows between have no value, and the next reading's rates cover the whole time since the last";
+
 /// The reason a [`crate::Recorder`] notes, once, for slow-tier metrics in rows without them.
 pub const SLOW_TIER_REASON: &str = "slow-tier source, read at most every slow_interval (100 ms by default): values only in the rows where it was read";
 
@@ -367,11 +391,21 @@ fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot)
     let (ps, cs) = (&*prev.slow, &*cur.slow);
     let slow_elapsed = cs.t.as_secs_f64() - ps.t.as_secs_f64();
     if cs.seq != ps.seq && slow_elapsed > 0.0 {
+        // The costly files: only when read again, over the time since their last reading.
+        let span = |p: crate::sampler::Reading, c: crate::sampler::Reading| {
+            (c.seq != p.seq).then_some(c.t.as_secs_f64() - p.t.as_secs_f64())
+        };
+        if let Some(irq_elapsed) = span(ps.irq_read, cs.irq_read).filter(|e| *e > 0.0) {
+            b.elapsed = irq_elapsed;
+            irq_rates(b, ps, cs);
+            irq_source_rates(b, ps, cs);
+        }
+        if let Some(proto_elapsed) = span(ps.proto_read, cs.proto_read).filter(|e| *e > 0.0) {
+            b.elapsed = proto_elapsed;
+            protocol_rates(b, ps, cs);
+        }
         b.elapsed = slow_elapsed;
-        irq_rates(b, ps, cs);
-        irq_source_rates(b, ps, cs);
         rx_missed_rates(b, ps, cs, cur);
-        protocol_rates(b, ps, cs);
         pressure_rates(b, ps, cs);
         thread_rates(b, ps, cs, cur.ticks_per_s);
         qdisc_rates(b, ps, cs);

@@ -17,7 +17,10 @@ use netceil_model::names::LABEL_PID;
 use netceil_model::{Metric, MetricId, NicInfo, Series, Unit};
 
 use crate::ids::{MetricIds, Schema};
-use crate::rates::{rates_with, Row, SLOW_TIER_METRICS, SLOW_TIER_REASON};
+use crate::rates::{
+    proto_metrics, rates_with, Row, IRQ_METRICS, IRQ_QUIET_REASON, PROTO_QUIET_REASON,
+    SLOW_TIER_METRICS, SLOW_TIER_REASON,
+};
 use crate::sampler::{Sampler, SamplerConfig, Snapshot};
 use crate::Source;
 
@@ -56,6 +59,45 @@ pub const MAX_PROCESS_COLUMNS: usize = 128;
 /// [`crate::sampler::PROCESS_SCAN_INTERVAL`]).
 const RECENT_S: f64 = 4.0;
 
+/// Readings left out of a row: the whole slow tier, or only its costly files (see
+/// [`crate::sampler`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Skips {
+    slow: bool,
+    irq: bool,
+    proto: bool,
+}
+
+impl Skips {
+    /// What the row between `prev` and `cur` did not read again.
+    fn between(prev: &Snapshot, cur: &Snapshot) -> Skips {
+        let (p, c) = (&prev.slow, &cur.slow);
+        let slow = p.seq == c.seq;
+        Skips {
+            slow,
+            irq: !slow && p.irq_read.seq == c.irq_read.seq,
+            proto: !slow && p.proto_read.seq == c.proto_read.seq,
+        }
+    }
+
+    /// Those of `self` not already in `noted`.
+    fn not_in(self, noted: Skips) -> Skips {
+        Skips {
+            slow: self.slow && !noted.slow,
+            irq: self.irq && !noted.irq,
+            proto: self.proto && !noted.proto,
+        }
+    }
+
+    fn or(self, other: Skips) -> Skips {
+        Skips {
+            slow: self.slow || other.slow,
+            irq: self.irq || other.irq,
+            proto: self.proto || other.proto,
+        }
+    }
+}
+
 /// Appends one row per interval to a [`Series`].
 #[derive(Debug)]
 pub struct Recorder {
@@ -69,11 +111,13 @@ pub struct Recorder {
     columns: Vec<(Arc<Schema>, Arc<[usize]>)>,
     // Series::set searches linearly; with hundreds of per-CPU metrics that adds up at 10 ms.
     index: HashMap<MetricId, usize>,
-    slow_tier_noted: bool,
+    /// Which kinds of skipped readings have been noted in the series.
+    skips_noted: Skips,
     /// The missing-value pairs already noted in the series, by address.
     noted: HashMap<usize, crate::rates::Missing>,
-    /// Rows not yet written into the series, and whether the slow-tier note comes with them.
-    pending: Vec<(Row, bool)>,
+    /// Rows not yet written into the series, and the notes of skipped readings that come
+    /// with them.
+    pending: Vec<(Row, Skips)>,
     /// At most this many rows are kept (see [`MAX_ROWS`]).
     max_rows: usize,
     /// Sampler rows each kept row stands for: 1 until the first merge, then doubling.
@@ -105,7 +149,7 @@ impl Recorder {
             ids: MetricIds::new(),
             columns: Vec::new(),
             index: HashMap::new(),
-            slow_tier_noted: false,
+            skips_noted: Skips::default(),
             noted: HashMap::new(),
             pending: Vec::new(),
             max_rows: MAX_ROWS,
@@ -153,13 +197,13 @@ impl Recorder {
         let row = self.prev.as_ref().map(|prev| {
             let mut row = rates_with(&mut self.ids, prev, &snap);
             row.t_s = snap.t.saturating_sub(first).as_secs_f64();
-            (row, prev.slow.seq == snap.slow.seq)
+            (row, Skips::between(prev, &snap))
         });
         self.prev = Some(snap);
-        let (row, slow_tier_skipped) = row?;
-        let note_slow_tier = slow_tier_skipped && !self.slow_tier_noted;
-        self.slow_tier_noted |= note_slow_tier;
-        self.pending.push((row.clone(), note_slow_tier));
+        let (row, skipped) = row?;
+        let note = skipped.not_in(self.skips_noted);
+        self.skips_noted = self.skips_noted.or(note);
+        self.pending.push((row.clone(), note));
         if self.pending.len() >= PENDING_ROWS {
             self.flush();
         }
@@ -168,11 +212,21 @@ impl Recorder {
 
     /// Writes the pending rows into the series.
     fn flush(&mut self) {
-        for (row, note_slow_tier) in std::mem::take(&mut self.pending) {
+        for (row, note) in std::mem::take(&mut self.pending) {
             self.append(&row);
-            if note_slow_tier {
+            if note.slow {
                 for name in SLOW_TIER_METRICS {
                     self.series.note_missing(name, SLOW_TIER_REASON);
+                }
+            }
+            if note.irq {
+                for name in IRQ_METRICS {
+                    self.series.note_missing(name, IRQ_QUIET_REASON);
+                }
+            }
+            if note.proto {
+                for name in proto_metrics() {
+                    self.series.note_missing(name, PROTO_QUIET_REASON);
                 }
             }
         }
@@ -313,25 +367,26 @@ impl Recorder {
         let t = &self.series.t_s;
         let span = |r: usize| t[r] - if r == 0 { 0.0 } else { t[r - 1] };
         let spans: Vec<f64> = (0..n).map(span).collect();
+        // In place, into the first half of each column, which keeps its capacity: the copy
+        // refills the same memory after a merge instead of growing new columns (which left
+        // the old ones to the allocator, and resident memory rising at every refill).
         for m in &mut self.series.metrics {
             let unit = m.unit;
-            let merged: Vec<Option<f64>> = (0..kept)
-                .map(|k| {
-                    let a = m.values[2 * k];
-                    let b = m.values.get(2 * k + 1).copied().flatten();
-                    match (a, b) {
-                        (Some(x), Some(y)) => {
-                            Some(merge(unit, x, spans[2 * k], y, spans[2 * k + 1]))
-                        }
-                        (x, y) => y.or(x),
-                    }
-                })
-                .collect();
-            m.values = merged;
+            for k in 0..kept {
+                let a = m.values[2 * k];
+                let b = m.values.get(2 * k + 1).copied().flatten();
+                m.values[k] = match (a, b) {
+                    (Some(x), Some(y)) => Some(merge(unit, x, spans[2 * k], y, spans[2 * k + 1])),
+                    (x, y) => y.or(x),
+                };
+            }
+            m.values.truncate(kept);
         }
-        self.series.t_s = (0..kept)
-            .map(|k| self.series.t_s[(2 * k + 1).min(n - 1)])
-            .collect();
+        let t_s = &mut self.series.t_s;
+        for k in 0..kept {
+            t_s[k] = t_s[(2 * k + 1).min(n - 1)];
+        }
+        t_s.truncate(kept);
         self.series.interval_s *= 2.0;
         self.newest_holds = if n.is_multiple_of(2) {
             2 * self.per_row
@@ -708,6 +763,32 @@ mod tests {
         // The count: the latest reading of each kept row.
         assert_eq!(s.metrics[1].values[0], Some(per as f64));
         assert_eq!(s.metrics[1].values.last().copied().flatten(), Some(1000.0));
+    }
+
+    /// Merging writes into the columns it has: after the first fill, a long recording refills
+    /// the same memory instead of growing new columns at each refill (which left resident
+    /// memory rising through a long watch).
+    #[test]
+    fn merging_keeps_the_memory_it_filled() {
+        let all = rows(64 * 15);
+        let mut r = Recorder::with_max_rows(Duration::from_millis(10), 64);
+        let mut full: Option<Vec<usize>> = None;
+        for row in &all {
+            r.append(row);
+            let caps: Vec<usize> = std::iter::once(r.series.t_s.capacity())
+                .chain(r.series.metrics.iter().map(|m| m.values.capacity()))
+                .collect();
+            match &full {
+                None if r.series.len() == 64 => full = Some(caps),
+                None => {}
+                Some(at_full) => assert_eq!(&caps, at_full, "rows {}", r.series.len()),
+            }
+        }
+        // Three merges, and every value still where it belongs.
+        assert_eq!(r.rows_per_row(), 16);
+        let s = r.series();
+        assert_eq!(s.metrics[1].values.last().copied().flatten(), Some(960.0));
+        assert_eq!(s.metrics[1].values[0], Some(16.0));
     }
 
     /// 10 ms rows of one machine-wide rate, each also carrying the CPU share of one of many

@@ -13,6 +13,17 @@
 //! [`SamplerConfig::slow_interval`] (100 ms by default), so at intervals of 100 ms and more it
 //! too is read at every sample. Thread CPU times count in 10 ms ticks, so reading them more
 //! often would only add noise.
+//!
+//! Three files of the slow tier cost the kernel most to write (the text of every counter
+//! summed over every CPU): /proc/interrupts, /proc/net/snmp and /proc/net/netstat. They are
+//! read again with the slow tier only when what they count moved, as the fast tier shows:
+//! /proc/interrupts when /proc/stat counted at least [`IRQ_BUSY_PER_CPU`] interrupts per CPU
+//! per second over the last interval, the two protocol files when any interface (all of
+//! them, not only the recorded ones) counted a packet. Otherwise they are read every
+//! [`SamplerConfig::quiet_reread`] ([`QUIET_REREAD`] by default), and their rates, when read, cover the whole time since their last
+//! reading: a quiet machine's counts are not lost, only gathered into fewer rows, and the
+//! rows between have no value for them (with the reason), never a 0. The machine's interrupt
+//! total (`intr_per_s`, from /proc/stat) is in every row.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -40,6 +51,14 @@ pub const QDISC_SOURCE: &str = "rtnetlink qdisc dump (RTM_GETQDISC)";
 /// The shortest sampling interval the sampler is designed for.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
+/// The longest a costly slow-tier file (see the module docs) goes unread when nothing moved.
+pub const QUIET_REREAD: Duration = Duration::from_secs(5);
+
+/// Interrupts per second per CPU (all of them, from /proc/stat) from which /proc/interrupts
+/// is read at every slow reading: above a busy CPU's own timer (at most 1000 Hz), so that
+/// what is left is devices' and inter-processor interrupts worth breaking down.
+pub const IRQ_BUSY_PER_CPU: f64 = 1000.0;
+
 /// How often interface facts (state, speed, driver, IRQs) are re-read when nothing changed.
 pub const IFACE_REFRESH: Duration = Duration::from_secs(5);
 
@@ -58,6 +77,9 @@ pub struct SamplerConfig {
     pub slow_interval: Duration,
     /// Rows the recording keeps in memory at most (see [`crate::MAX_ROWS`]).
     pub max_rows: usize,
+    /// The longest the costly slow-tier files go unread when nothing they count moved (see
+    /// the module docs): [`QUIET_REREAD`] by default; zero reads them at every slow reading.
+    pub quiet_reread: Duration,
 }
 
 /// The default [`SamplerConfig::slow_interval`].
@@ -138,6 +160,7 @@ impl Default for SamplerConfig {
             pids: Vec::new(),
             slow_interval: DEFAULT_SLOW_INTERVAL,
             max_rows: crate::MAX_ROWS,
+            quiet_reread: QUIET_REREAD,
         }
     }
 }
@@ -227,6 +250,11 @@ pub struct SlowSnapshot {
     pub interrupts: Result<Interrupts, SourceError>,
     /// NIC queue IRQs found in `interrupts`, for the selected interfaces.
     pub nic_irqs: Vec<NicIrq>,
+    /// Which reading of /proc/interrupts `interrupts` and `nic_irqs` are: the same in two
+    /// slow snapshots when it was not read again (nothing moved, see the module docs).
+    pub irq_read: Reading,
+    /// Which reading of /proc/net/snmp and /proc/net/netstat `snmp` and `netstat` are.
+    pub proto_read: Reading,
     /// `statistics/rx_missed_errors` of each selected interface.
     pub rx_missed: BTreeMap<String, Result<u64, SourceError>>,
     /// The counters netceil uses from /proc/net/snmp.
@@ -248,6 +276,47 @@ pub struct SlowSnapshot {
     /// The workload's established TCP connections with the kernel's `tcp_info` of each
     /// (sock_diag); `None` when no process is watched.
     pub tcp_flows: Option<Result<TcpFlows, SourceError>>,
+}
+
+/// One reading of a source that is not read at every slow reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// Counts the readings of that source by one sampler.
+    pub seq: u64,
+    /// When it was read, on the source's clock.
+    pub t: Duration,
+}
+
+/// When a costly source was last read, and the count that tells whether it is due then (the
+/// packets of every interface, for the protocol files).
+#[derive(Debug, Clone, Copy)]
+struct LastRead {
+    reading: Reading,
+    count: Option<u64>,
+}
+
+/// Whether a costly source is read again at `now`: never read, its last reading is about
+/// `reread` old (within `slack`), or what it counts `moved`.
+fn costly_due(
+    last: Option<LastRead>,
+    now: Duration,
+    (slack, reread): (Duration, Duration),
+    moved: bool,
+) -> bool {
+    let Some(last) = last else { return true };
+    moved || now.saturating_sub(last.reading.t) + slack >= reread
+}
+
+/// Packets received, sent and dropped on every interface: a protocol counter moves only
+/// with these (or, for the few that count refusals before a packet is made, within
+/// [`QUIET_REREAD`]).
+fn packets_moved(nd: &NetDev) -> u64 {
+    nd.ifaces.iter().fold(0u64, |sum, r| {
+        sum.wrapping_add(r.rx_packets)
+            .wrapping_add(r.tx_packets)
+            .wrapping_add(r.rx_dropped)
+            .wrapping_add(r.tx_dropped)
+    })
 }
 
 #[derive(Debug, Default)]
@@ -287,6 +356,31 @@ pub struct Sampler<S: Source> {
     /// Each process's time on CPU (ns, `/proc/PID/schedstat`) at the last scan when it was
     /// single-threaded then; `None` for the others (see [`Sampler::read_process`]).
     ran: HashMap<u32, Option<u64>>,
+    /// The last reading of /proc/interrupts.
+    irq_last: Option<LastRead>,
+    /// When the last sample was taken, with /proc/stat's interrupt count then.
+    last_intr: Option<(Duration, Option<u64>)>,
+    /// The last reading of the protocol files, with every interface's packets then.
+    proto_last: Option<LastRead>,
+}
+
+/// What the fast tier saw move, to tell whether a costly source is due (see
+/// [`costly_due`]).
+#[derive(Debug, Clone, Copy)]
+struct Moved {
+    /// /proc/stat counted at least [`IRQ_BUSY_PER_CPU`] interrupts per CPU per second over
+    /// the last interval (or could not tell).
+    irq_busy: bool,
+    /// Packets of every interface (/proc/net/dev), see [`packets_moved`].
+    packets: Option<u64>,
+}
+
+/// The reading after `last`, taken between `start` and `end` (and dated in the middle).
+fn next_reading(last: Option<LastRead>, start: Duration, end: Duration) -> Reading {
+    Reading {
+        seq: last.map_or(0, |l| l.reading.seq + 1),
+        t: start + end.saturating_sub(start) / 2,
+    }
 }
 
 /// The time on CPU in `/proc/PID/schedstat` (ns, the first of three numbers); `None` when
@@ -325,6 +419,9 @@ impl<S: Source> Sampler<S> {
             flows: FlowTracker::default(),
             listed: None,
             ran: HashMap::new(),
+            irq_last: None,
+            last_intr: None,
+            proto_last: None,
         }
     }
 
@@ -364,6 +461,22 @@ impl<S: Source> Sampler<S> {
         if let Ok(nd) = &net_dev_all {
             self.refresh_ifaces(nd, t0);
         }
+        let intr = stat.as_ref().ok().and_then(|s| s.intr_total);
+        let cpus = stat.as_ref().map_or(1, |s| s.cpus.len().max(1));
+        // Interrupts per second over the last interval; unknown counts as busy.
+        let irq_busy = match (self.last_intr.replace((t0, intr)), intr) {
+            (Some((then, Some(before))), Some(now)) => {
+                let secs = t0.saturating_sub(then).as_secs_f64();
+                now.checked_sub(before).is_none_or(|d| {
+                    secs <= 0.0 || d as f64 / secs >= IRQ_BUSY_PER_CPU * cpus as f64
+                })
+            }
+            _ => true,
+        };
+        let moved = Moved {
+            irq_busy,
+            packets: net_dev_all.as_ref().ok().map(packets_moved),
+        };
         let (net_dev, ifaces_absent) = self.select_ifaces(net_dev_all);
 
         let slow = match self.slow.take() {
@@ -378,7 +491,14 @@ impl<S: Source> Sampler<S> {
             last => {
                 let seq = last.as_ref().map_or(0, |l| l.seq + 1);
                 let forks = stat.as_ref().ok().and_then(|s| s.processes);
-                Arc::new(self.read_slow(seq, t0, forks, net_dev.as_ref().ok(), last.as_deref()))
+                Arc::new(self.read_slow(
+                    seq,
+                    t0,
+                    forks,
+                    net_dev.as_ref().ok(),
+                    last.as_deref(),
+                    moved,
+                ))
             }
         };
         self.slow = Some(Arc::clone(&slow));
@@ -395,6 +515,7 @@ impl<S: Source> Sampler<S> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read_slow(
         &mut self,
         seq: u64,
@@ -402,21 +523,60 @@ impl<S: Source> Sampler<S> {
         forks: Option<u64>,
         net_dev: Option<&NetDev>,
         last: Option<&SlowSnapshot>,
+        moved: Moved,
     ) -> SlowSnapshot {
+        let slack = (self.config.interval / 2, self.config.quiet_reread);
+        let packets_moved = match (self.proto_last.and_then(|l| l.count), moved.packets) {
+            (Some(then), Some(now)) => then != now,
+            _ => true,
+        };
+        let (interrupts, nic_irqs, irq_read) = match last {
+            Some(l) if !costly_due(self.irq_last, t0, slack, moved.irq_busy) => {
+                (l.interrupts.clone(), l.nic_irqs.clone(), l.irq_read)
+            }
+            _ => {
+                let start = self.source.now();
+                let interrupts = read_parse(
+                    &self.source,
+                    interrupts::SOURCE,
+                    &mut self.bufs.interrupts,
+                    interrupts::parse,
+                );
+                let nic_irqs = match &interrupts {
+                    Ok(irqs) => self.nic_irqs(irqs),
+                    Err(_) => Vec::new(),
+                };
+                let reading = next_reading(self.irq_last, start, self.source.now());
+                self.irq_last = Some(LastRead {
+                    reading,
+                    count: None,
+                });
+                (interrupts, nic_irqs, reading)
+            }
+        };
+        let (snmp, netstat, proto_read) = match last {
+            Some(l) if !costly_due(self.proto_last, t0, slack, packets_moved) => {
+                (l.snmp.clone(), l.netstat.clone(), l.proto_read)
+            }
+            _ => {
+                let (src, b) = (&self.source, &mut self.bufs);
+                let start = src.now();
+                let snmp = read_parse(src, snmp::SOURCE, &mut b.snmp, |t| {
+                    snmp::parse_known(snmp::SOURCE, t)
+                });
+                let netstat = read_parse(src, netstat::SOURCE, &mut b.netstat, |t| {
+                    snmp::parse_known(netstat::SOURCE, t)
+                });
+                let reading = next_reading(self.proto_last, start, self.source.now());
+                self.proto_last = Some(LastRead {
+                    reading,
+                    count: moved.packets,
+                });
+                (snmp, netstat, reading)
+            }
+        };
         let src = &self.source;
         let b = &mut self.bufs;
-        let interrupts = read_parse(
-            src,
-            interrupts::SOURCE,
-            &mut b.interrupts,
-            interrupts::parse,
-        );
-        let snmp = read_parse(src, snmp::SOURCE, &mut b.snmp, |t| {
-            snmp::parse_known(snmp::SOURCE, t)
-        });
-        let netstat = read_parse(src, netstat::SOURCE, &mut b.netstat, |t| {
-            snmp::parse_known(netstat::SOURCE, t)
-        });
         let psi_cpu = read_parse(src, "/proc/pressure/cpu", &mut b.psi, pressure::parse);
         let psi_io = read_parse(src, "/proc/pressure/io", &mut b.psi, pressure::parse);
         let psi_memory = read_parse(src, "/proc/pressure/memory", &mut b.psi, pressure::parse);
@@ -425,10 +585,6 @@ impl<S: Source> Sampler<S> {
             let v = iface::read_counter(src, &row.iface, "rx_missed_errors", &mut b.sys);
             rx_missed.insert(row.iface.clone(), v);
         }
-        let nic_irqs = match &interrupts {
-            Ok(irqs) => self.nic_irqs(irqs),
-            Err(_) => Vec::new(),
-        };
         let (threads, process_errors) = self.read_threads();
         let qdiscs = self
             .source
@@ -454,6 +610,8 @@ impl<S: Source> Sampler<S> {
             t: t0 + (t1.saturating_sub(t0)) / 2,
             interrupts,
             nic_irqs,
+            irq_read,
+            proto_read,
             rx_missed,
             snmp,
             netstat,

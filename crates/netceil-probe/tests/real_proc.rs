@@ -28,6 +28,10 @@ fn two_samples_100ms_apart() {
     let a = sampler.sample();
     // Some work of our own, so that this process's threads have something to show.
     let deadline = std::time::Instant::now() + Duration::from_millis(100);
+    // And a datagram over loopback: packets moved, so the protocol files, read only when
+    // packets moved (or every few seconds), are read again.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.send_to(b"x", udp.local_addr().unwrap()).unwrap();
     let mut spins = 0u64;
     while std::time::Instant::now() < deadline {
         spins = spins.wrapping_add(1);

@@ -328,11 +328,15 @@ impl Machine {
     }
 }
 
+/// The tests' machines move their counters freely (a retransmit without a packet): the
+/// costly files are read at every slow reading, as `costly_files_are_read_when_what_they_
+/// count_moved` does not.
 fn config() -> SamplerConfig {
     SamplerConfig {
         interval: Duration::from_secs(2),
         ifaces: None,
         pids: vec![100],
+        quiet_reread: Duration::ZERO,
         ..SamplerConfig::default()
     }
 }
@@ -1059,11 +1063,15 @@ fn interrupts_are_split_into_devices_timers_and_ipis() {
         )
     };
     let fake = FakeSource::new();
-    Machine::new().install(&fake);
+    let mut m = Machine::new();
+    m.install(&fake);
     fake.set("/proc/interrupts", text(100, 1000, 50, 7));
     let mut s = Sampler::new(fake.clone(), config());
     let a = s.sample();
     fake.advance(Duration::from_secs(2));
+    // /proc/stat counts them too (or /proc/interrupts, costly, would not be read again).
+    m.intr += 28_200;
+    m.install(&fake);
     fake.set("/proc/interrupts", text(300, 3000, 20_050, 4_007));
     let b = s.sample();
     let row = rates(&a, &b);
@@ -1336,4 +1344,78 @@ fn a_single_threaded_process_that_did_not_run_is_not_read_again() {
     assert!(fake.take_reads().contains(&"/proc/300/stat".to_string()));
     let p300 = c.slow.processes.as_ref().unwrap().processes[0].clone();
     assert_eq!((p300.pid, p300.ticks), (300, 1_100));
+}
+
+/// On a quiet machine /proc/interrupts and the protocol files are read again only every
+/// 5 s: the rows between have no value for them (with the reason, once), and the reading
+/// after the pause gives the rates over the whole pause. Packets moving, or interrupts above
+/// a busy CPU's timer, bring them back at the next sample, over the time since they were read.
+#[test]
+fn costly_files_are_read_when_what_they_count_moved() {
+    let fake = FakeSource::new();
+    let mut m = Machine::new();
+    m.install(&fake);
+    fake.set_thread_cpu(Some(Duration::ZERO));
+    let mut cfg = config();
+    cfg.interval = Duration::from_secs(1);
+    cfg.quiet_reread = netceil_probe::sampler::QUIET_REREAD;
+    let mut s = Sampler::new(fake.clone(), cfg);
+    let mut rec = Recorder::new(Duration::from_secs(1));
+    rec.push(s.sample());
+    let mut step = |m: &mut Machine, i: u32| {
+        fake.advance(Duration::from_secs(1));
+        m.idle(100);
+        // One retransmit and 2 interrupts on eth0's queue 0 a second; 500 interrupts a
+        // second in all, below 1000 per CPU.
+        m.tcp_retrans += 1;
+        m.irqs[1].1[0] += 2;
+        m.intr += 500;
+        m.install(&fake);
+        let row = rec.push(s.sample()).unwrap();
+        (i, row)
+    };
+    let quiet: Vec<(u32, Row)> = (1..=5).map(|i| step(&mut m, i)).collect();
+    for (i, row) in &quiet {
+        assert_value(row, &id(INTR_PER_S), 500.0);
+        let retrans = row.total(TCP_RETRANS_SEGS_PER_S);
+        let nic = row.get(&MetricId::new(NIC_IRQ_PER_S));
+        if *i < 5 {
+            assert_eq!((retrans, nic), (None, None), "row {i}");
+        } else {
+            // Read again after 5 s: the 5 retransmits and 10 interrupts of the pause.
+            assert!(close(retrans, 1.0), "row {i}: {retrans:?}");
+            assert!(close(nic, 2.0), "row {i}: {nic:?}");
+        }
+    }
+    // A packet on loopback: the protocol files at once, over the 1 s since the last reading.
+    m.ifaces[0].rx_packets += 1;
+    let (_, row) = step(&mut m, 6);
+    assert!(close(row.total(TCP_RETRANS_SEGS_PER_S), 1.0));
+    assert_eq!(row.get(&MetricId::new(NIC_IRQ_PER_S)), None);
+    // 2 s later, a busy machine's interrupts (4000 a second, 2000 per CPU): read at once.
+    step(&mut m, 7);
+    m.intr += 3500;
+    let (_, row) = step(&mut m, 8);
+    assert_value(&row, &id(INTR_PER_S), 4000.0);
+    assert!(close(row.get(&MetricId::new(NIC_IRQ_PER_S)), 2.0));
+    assert_eq!(row.total(TCP_RETRANS_SEGS_PER_S), None);
+    let series = rec.into_series();
+    let reasons = |metric: &str| -> Vec<String> {
+        series
+            .missing
+            .iter()
+            .filter(|n| n.metric == metric)
+            .map(|n| n.reason.clone())
+            .collect()
+    };
+    let irq = reasons(NIC_IRQ_PER_S);
+    assert_eq!(irq.len(), 1, "{irq:?}");
+    assert!(
+        irq[0].contains("/proc/interrupts is read again only"),
+        "{}",
+        irq[0]
+    );
+    let proto = reasons(TCP_RETRANS_SEGS_PER_S);
+    assert_eq!(proto.len(), 1, "{proto:?}");
+    assert!(proto[0].contains("/proc/net/snmp"), "{}", proto[0]);
 }
