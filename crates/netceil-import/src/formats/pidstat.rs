@@ -27,9 +27,10 @@ use std::collections::HashMap;
 
 use netceil_model::{names, MetricId, Unit};
 
+use super::builder::SeriesBuilder;
 use super::common::{
     error, file, given_interval, last_nonblank_line, median_step, new_run, numbered_lines,
-    sanitize_metric_name, shorten, SeriesBuilder,
+    sanitize_metric_name, shorten,
 };
 use super::sar::{apply_banner, is_banner, parse_value, split_clock};
 use crate::{ImportError, ImportOptions, Imported};
