@@ -31,45 +31,6 @@ pub type LoadValues = Vec<(MetricId, Unit, f64)>;
 /// [`Recording::wait_rows`]).
 pub const ROW_BATCH: Duration = Duration::from_millis(250);
 
-/// Rows are committed to the store in transactions of this much sampled time (one row at
-/// intervals this long or longer): a transaction per row cost more than reading the row at
-/// 1 s. A `kill -9` or a power cut loses at most the rows not yet committed, this much of the
-/// run; Ctrl-C, an error or a panic loses none (the rows are committed on the way out). A run
-/// stored while it goes on says so in its notes until it is finished.
-pub const COMMIT_EVERY: Duration = Duration::from_secs(5);
-
-/// The note a run carries in the store while it is being recorded (and keeps if the recorder
-/// was killed): how much of its end a kill could have lost.
-pub fn uncommitted_note(interval: Duration) -> String {
-    let rows = rows_a_kill_loses(interval);
-    let secs = interval.as_secs_f64() * rows as f64;
-    format!(
-        "stored while it ran, {} row{} to a transaction: a recorder killed before the end (kill -9, power cut) left out at most the last {rows} row{} ({secs:.2} s)",
-        commit_rows(interval),
-        if commit_rows(interval) == 1 { "" } else { "s" },
-        if rows == 1 { "" } else { "s" },
-    )
-}
-
-/// The most rows a `kill -9` can lose: those not yet committed (fewer than [`commit_rows`])
-/// and those made but not yet taken from the sampler (up to [`ROW_BATCH`] of them at short
-/// intervals, else one).
-pub fn rows_a_kill_loses(interval: Duration) -> usize {
-    let in_flight = if interval < ROW_BATCH {
-        usize::try_from(ROW_BATCH.as_nanos().div_ceil(interval.as_nanos().max(1)))
-            .unwrap_or(usize::MAX)
-    } else {
-        1
-    };
-    (commit_rows(interval) - 1).saturating_add(in_flight)
-}
-
-/// Rows per committed transaction at `interval`: as many as [`COMMIT_EVERY`] holds, at least 1.
-pub fn commit_rows(interval: Duration) -> usize {
-    let n = COMMIT_EVERY.as_nanos() / interval.as_nanos().max(1);
-    usize::try_from(n).unwrap_or(usize::MAX).max(1)
-}
-
 /// A sampler recording the machine, and the run being written to the store.
 pub struct Recording<'s> {
     handle: Option<SamplerHandle>,
@@ -89,10 +50,6 @@ pub struct Recording<'s> {
     quota: Option<(u32, netceil_probe::cgroup::CgroupCpu)>,
     /// Where the machine is read.
     source: Arc<dyn Source + Send + Sync>,
-    /// Rows given to the store but not yet committed (see [`COMMIT_EVERY`]).
-    uncommitted: Vec<Row>,
-    /// Rows per committed transaction.
-    commit_rows: usize,
 }
 
 impl<'s> Recording<'s> {
@@ -129,9 +86,6 @@ impl<'s> Recording<'s> {
         begun.workload = run.workload.clone();
         begun.meta = run.meta.clone();
         begun.notes = run.notes.clone();
-        // Replaced by the run's own notes when it is finished, even after Ctrl-C: only a run
-        // whose recorder was killed keeps it.
-        begun.notes.push(uncommitted_note(interval));
         begun.series.interval_s = interval.as_secs_f64();
         let writer = store.and_then(|s| match s.begin_run(&begun) {
             Ok(w) => Some(w),
@@ -152,8 +106,6 @@ impl<'s> Recording<'s> {
             observers: Vec::new(),
             quota,
             source,
-            uncommitted: Vec::new(),
-            commit_rows: commit_rows(interval),
         })
     }
 
@@ -245,33 +197,17 @@ impl<'s> Recording<'s> {
         &mut self.observers
     }
 
-    /// Streams rows to the store, committed [`commit_rows`] at a time (see [`COMMIT_EVERY`]),
-    /// and shows them to the observers (a metrics endpoint, a JSON stream) at once.
+    /// Streams rows to the store, in one transaction (the rows of one wake-up: one interval,
+    /// or up to [`ROW_BATCH`] of them at shorter intervals), and to the metrics endpoint.
     pub fn store_rows(&mut self, rows: &[Row]) {
         for o in &mut self.observers {
             o.rows(rows);
         }
-        if self.writer.is_none() {
-            return;
-        }
-        self.uncommitted.extend_from_slice(rows);
-        if self.uncommitted.len() >= self.commit_rows {
-            self.commit();
-        }
-    }
-
-    /// Commits the rows given to the store so far, in one transaction.
-    pub fn commit(&mut self) {
         let Some(w) = self.writer.as_mut() else {
-            self.uncommitted.clear();
             return;
         };
-        if self.uncommitted.is_empty() {
-            return;
-        }
         type Values<'r> = Vec<(&'r MetricId, Unit, Option<f64>)>;
-        let batch: Vec<(f64, Values)> = self
-            .uncommitted
+        let batch: Vec<(f64, Values)> = rows
             .iter()
             .map(|row| {
                 let values = row
@@ -281,10 +217,7 @@ impl<'s> Recording<'s> {
                 (row.t_s, values)
             })
             .collect();
-        let done = w.append_rows(&batch);
-        drop(batch);
-        self.uncommitted.clear();
-        if let Err(e) = done {
+        if let Err(e) = w.append_rows(&batch) {
             eprintln!("netceil: stopped writing this run to the store: {e}");
             self.writer = None;
         }
@@ -363,11 +296,8 @@ impl<'s> Recording<'s> {
     }
 
     /// [`Recording::finish`], stored complete or not (a run stopped before its end is not).
-    pub fn finish_as(mut self, run: &Run, complete: bool) -> Option<String> {
-        // The rows not yet committed first: the run's series may hold them merged (see
-        // `netceil_probe::MAX_ROWS`), and the store keeps every row.
-        self.commit();
-        let w = self.writer.take()?;
+    pub fn finish_as(self, run: &Run, complete: bool) -> Option<String> {
+        let w = self.writer?;
         match w.finish_as(run, complete) {
             Ok(()) => Some(run.run_id.clone()),
             Err(e) => {
@@ -375,13 +305,6 @@ impl<'s> Recording<'s> {
                 None
             }
         }
-    }
-}
-
-/// An error or a panic between two commits still stores the rows made so far.
-impl Drop for Recording<'_> {
-    fn drop(&mut self) {
-        self.commit();
     }
 }
 
@@ -485,97 +408,5 @@ mod attach_tests {
         assert!(notes[0].contains("90000 rows") && notes[0].contains("merged 8 into one"));
         assert!(notes[1].contains("312 of proc_cpu_pct"), "{}", notes[1]);
         assert!(notes[1].contains("the store has every row"));
-    }
-}
-
-#[cfg(test)]
-mod commit_tests {
-    use super::*;
-    use netceil_model::RunSource;
-    use netceil_probe::FakeSource;
-
-    fn rows(from: usize, n: usize) -> Vec<Row> {
-        (from..from + n)
-            .map(|i| {
-                let v = vec![(MetricId::new("cs_per_s"), Unit::PerSecond, i as f64)];
-                Row::from_values(i as f64, 1.0, v)
-            })
-            .collect()
-    }
-
-    fn stored_rows(store: &Store, id: &str) -> Vec<f64> {
-        store.get_run(id).unwrap().series.t_s
-    }
-
-    #[test]
-    fn transactions_hold_five_seconds_of_rows() {
-        assert_eq!(commit_rows(Duration::from_secs(1)), 5);
-        assert_eq!(commit_rows(Duration::from_millis(10)), 500);
-        assert_eq!(commit_rows(Duration::from_secs(10)), 1);
-        // Uncommitted rows, and those still on their way from the sampler.
-        assert_eq!(rows_a_kill_loses(Duration::from_secs(1)), 5);
-        assert_eq!(rows_a_kill_loses(Duration::from_millis(10)), 524);
-        assert_eq!(rows_a_kill_loses(Duration::from_secs(10)), 1);
-        let note = uncommitted_note(Duration::from_secs(1));
-        assert!(note.contains("5 rows to a transaction"), "{note}");
-        assert!(note.contains("at most the last 5 rows (5.00 s)"), "{note}");
-    }
-
-    /// Rows are committed five seconds' worth at a time; those not yet committed when the
-    /// recording ends (Ctrl-C, an error, a panic: the recording is finished or dropped) are
-    /// committed then, and a run killed mid-way says how much it may lack.
-    #[test]
-    fn rows_not_yet_committed_are_committed_on_the_way_out() {
-        let store = Store::open_in_memory().unwrap();
-        for (id, finish) in [
-            ("20261127-000001-fin", true),
-            ("20261127-000002-drop", false),
-        ] {
-            let source = Arc::new(FakeSource::new());
-            let run = Run::new(id.to_string(), RunSource::Live);
-            let mut rec = Recording::start(
-                source,
-                Duration::from_secs(1),
-                vec![],
-                vec![],
-                Some(&store),
-                &run,
-            )
-            .unwrap();
-            rec.store_rows(&rows(1, 3));
-            assert!(
-                stored_rows(&store, id).is_empty(),
-                "3 rows: not committed yet"
-            );
-            let stored = store.get_run(id).unwrap();
-            assert!(
-                stored
-                    .notes
-                    .iter()
-                    .any(|n| n.contains("at most the last 5 rows")),
-                "{:?}",
-                stored.notes
-            );
-            rec.store_rows(&rows(4, 3));
-            assert_eq!(stored_rows(&store, id), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-            rec.store_rows(&rows(7, 2));
-            if finish {
-                let mut done = run.clone();
-                let _ = rec.stop(&mut done);
-                done.series = netceil_model::Series::new(1.0);
-                assert!(rec.finish_as(&done, false).is_some());
-                // Finished, even incomplete, it lost nothing: the note goes.
-                let stored = store.get_run(id).unwrap();
-                assert!(
-                    !stored.notes.iter().any(|n| n.contains("at most the last")),
-                    "{:?}",
-                    stored.notes
-                );
-            } else {
-                drop(rec);
-            }
-            let t: Vec<f64> = (1..=8).map(f64::from).collect();
-            assert_eq!(stored_rows(&store, id), t, "{id}");
-        }
     }
 }
