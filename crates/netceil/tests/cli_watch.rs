@@ -109,7 +109,13 @@ fn watch_duration_prints_a_table() {
     }
     let rows = text
         .lines()
-        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|l| {
+            // A row starts with its time ("1.5s"), unlike the summary's lines.
+            l.split_whitespace().next().is_some_and(|t| {
+                t.strip_suffix('s')
+                    .is_some_and(|n| n.parse::<f64>().is_ok())
+            })
+        })
         .count();
     assert!(
         (3..=5).contains(&rows),
