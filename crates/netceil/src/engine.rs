@@ -433,13 +433,12 @@ pub fn search_params(
     target: Option<String>,
     ipv6: bool,
 ) -> Result<SearchParams, Failure> {
-    let mut tolerances = a
-        .loss
-        .iter()
-        .map(|x| parse_tolerance(x))
-        .collect::<Result<Vec<f64>, Failure>>()?;
-    tolerances.sort_by(f64::total_cmp);
-    tolerances.dedup();
+    let tolerances = ascending(
+        &a.loss
+            .iter()
+            .map(|x| parse_tolerance(x))
+            .collect::<Result<Vec<f64>, Failure>>()?,
+    );
     let precision = parse_precision(&a.precision)?;
     Ok(SearchParams {
         kind: SearchKind::Udp(UdpSearch {
