@@ -535,6 +535,15 @@ fn searched(args: &[&str]) -> (Value, Value) {
     (run, goal)
 }
 
+/// The answer's rate and the part that verified it, checked to be a trial of `kind`.
+fn verifying_part<'a>(run: &'a Value, goal: &Value, kind: &str) -> (f64, &'a Value) {
+    let rate = goal["rate"].as_f64().expect("a rate passed");
+    let id = goal["verified_by"].as_str().expect("a verifying trial");
+    let p = part(run, id);
+    assert_eq!(p["workload"]["kind"], kind, "{:#}", p["workload"]);
+    (rate, p)
+}
+
 #[test]
 fn a_short_rr_search_on_loopback_answers_a_rate_its_verifying_trial_passed() {
     let _one = netceil_testkit::machine_lock();
@@ -552,12 +561,9 @@ fn a_short_rr_search_on_loopback_answers_a_rate_its_verifying_trial_passed() {
     assert_eq!(run["workload"]["workload"], "rr", "{:#}", run["workload"]);
     assert_eq!(goal["bound"]["criterion"], "p99", "{goal:#}");
     assert_eq!(goal["unit"], "transactions_per_second");
-    let rate = goal["rate"].as_f64().expect("a rate passed");
-    let id = goal["verified_by"].as_str().expect("a verifying trial");
-    let p = part(&run, id);
     // The verifying trial: a full-length trial whose answered rate is the answer, within
     // 1 % of the rate it asked, and whose p99 is under the bound.
-    assert_eq!(p["workload"]["kind"], "rr", "{:#}", p["workload"]);
+    let (rate, p) = verifying_part(&run, &goal, "rr");
     assert_eq!(p["workload"]["duration_s"], 0.4);
     let asked = p["workload"]["rate_tps"].as_f64().unwrap();
     let tps = p["results"]["transactions_per_s"].as_f64().unwrap();
@@ -585,10 +591,7 @@ fn a_short_tcp_search_on_loopback_answers_a_goodput_its_verifying_trial_passed()
     assert_eq!(run["workload"]["workload"], "tcp", "{:#}", run["workload"]);
     assert_eq!(goal["bound"]["criterion"], "retransmits", "{goal:#}");
     assert_eq!(goal["unit"], "goodput_bits_per_second");
-    let rate = goal["rate"].as_f64().expect("a rate passed");
-    let id = goal["verified_by"].as_str().expect("a verifying trial");
-    let p = part(&run, id);
-    assert_eq!(p["workload"]["kind"], "tcp", "{:#}", p["workload"]);
+    let (rate, p) = verifying_part(&run, &goal, "tcp");
     assert_eq!(p["workload"]["flows"], 2);
     let asked = p["workload"]["rate_per_flow_bps"].as_f64().unwrap() * 2.0;
     let goodput = p["results"]["rx_app_bits_per_s"].as_f64().unwrap();
