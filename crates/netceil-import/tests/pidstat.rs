@@ -5,7 +5,7 @@
 mod mutate;
 
 use netceil_import::formats::pidstat;
-use netceil_import::{detect, Format, Imported};
+use netceil_import::{Format, Imported};
 use netceil_model::{names as n, MetricId};
 
 use mutate::{fixture, opts, sweep};
@@ -34,17 +34,15 @@ fn values(i: &Imported, id: &MetricId) -> Vec<Option<f64>> {
 
 #[test]
 fn pidstat_is_detected_before_sar() {
-    for name in [
-        "pidstat-1-2.txt",
-        "pidstat-t-w-1-1.txt",
-        "pidstat-u-w-h-1-1.txt",
-    ] {
-        assert_eq!(
-            detect(&fixture(&format!("pidstat/{name}"))),
-            Ok(Format::Pidstat),
-            "{name}"
-        );
-    }
+    mutate::assert_detected(
+        "pidstat",
+        &[
+            "pidstat-1-2.txt",
+            "pidstat-t-w-1-1.txt",
+            "pidstat-u-w-h-1-1.txt",
+        ],
+        Format::Pidstat,
+    );
     // sar and mpstat reports are not pidstat.
     for name in ["sar-u-24h.txt", "mpstat-P-ALL-24h.txt", "sar-A-12h.txt"] {
         assert!(

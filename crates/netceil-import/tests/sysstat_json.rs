@@ -6,7 +6,7 @@
 mod mutate;
 
 use netceil_import::formats::{sadf, sar, sysstat_json};
-use netceil_import::{detect, Format, Imported};
+use netceil_import::{Format, Imported};
 use netceil_model::MetricId;
 
 use mutate::{fixture, opts, sweep};
@@ -35,17 +35,15 @@ fn id(name: &str, labels: &[(&str, &str)]) -> MetricId {
 
 #[test]
 fn both_json_outputs_are_detected() {
-    for name in [
-        "sadf-j-A.json",
-        "mpstat-o-JSON-P-ALL.json",
-        "mpstat-o-JSON-A.json",
-    ] {
-        assert_eq!(
-            detect(&fixture(&format!("sysstat-json/{name}"))),
-            Ok(Format::SysstatJson),
-            "{name}"
-        );
-    }
+    mutate::assert_detected(
+        "sysstat-json",
+        &[
+            "sadf-j-A.json",
+            "mpstat-o-JSON-P-ALL.json",
+            "mpstat-o-JSON-A.json",
+        ],
+        Format::SysstatJson,
+    );
 }
 
 /// The JSON and the text of one data file give the same figures: every series the JSON

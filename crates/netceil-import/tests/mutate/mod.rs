@@ -245,6 +245,15 @@ pub fn fixture(path: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
+/// Each of `names` under tests/fixtures/`dir` is detected as `want`.
+#[allow(dead_code)] // not every test crate that includes this module detects formats
+pub fn assert_detected(dir: &str, names: &[&str], want: Format) {
+    for name in names {
+        let got = netceil_import::detect(&fixture(&format!("{dir}/{name}")));
+        assert_eq!(got, Ok(want), "{dir}/{name}");
+    }
+}
+
 /// A seed from the repository's tests/fixtures/seeds.
 pub fn seed(name: &str) -> String {
     let p = format!(
