@@ -3,9 +3,9 @@
 # flips each round so drift on a shared machine falls on both), same write size (128 KiB, as
 # iperf3's default), same duration, same CPU placement. Prints each round's ratio, the median
 # and the range, and for netceil the share of the sender's busy time the receive window held
-# it back (tcp_info rwnd_limited, the median of the run's 1 s rows): netceil's receiver reads a
-# stream that outruns it in batches (SO_RCVLOWAT, a mark of an eighth of the receive window, at
-# most 1 MiB), iperf3's once per wake-up, and the batching must not make the window the limit.
+# it back (tcp_info rwnd_limited, the median of the run's 1 s rows) and the segments its sender
+# retransmitted (tcp_info; on loopback each one is a spurious retransmission and a congestion-
+# window cut, which a receiver that holds bytes back causes).
 # Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
 #
 # usage: bench/tcp.sh [ROUNDS] [SECONDS]          (defaults: 7 rounds of 5 s)
@@ -82,8 +82,8 @@ acked = [x for x in m if x["name"] == "tcp_bytes_acked_per_s"]
 num = lambda x: [v for v in x["values"] if isinstance(v, (int, float))]
 sender = max(acked, key=lambda x: sum(num(x)))["labels"] if acked else None
 rwnd = [num(x) for x in m if x["name"] == "tcp_rwnd_limited_pct" and x["labels"] == sender]
-batched = any("in batches" in n for n in run["results"]["notes"])
-print(f"{statistics.median(rwnd[0]) if rwnd and rwnd[0] else float('nan')} {int(batched)}")
+retrans = sum(f.get("retransmits") or 0 for f in run["results"].get("flows", []))
+print(f"{statistics.median(rwnd[0]) if rwnd and rwnd[0] else float('nan')} {retrans}")
 PY
       ;;
     iperf3)
@@ -128,11 +128,11 @@ print(f"TCP 1 stream, loopback, 128 KiB writes, {sys.argv[2]} rounds x {sys.argv
       f"placement: {sys.argv[4]}, priority: {sys.argv[5]}")
 names = [k for k in rows[0] if k != "iperf3"]
 print("round  iperf3 Gbit/s  " + "  ".join(f"{n:>12} Gbit/s  ratio" for n in names)
-      + "  nc rwnd-limited %  batched")
+      + "  nc rwnd-limited %  nc retrans")
 for i, row in enumerate(rows, 1):
     cells = "  ".join(f"{row[n] / 1e9:19.2f}  {row[n] / row['iperf3']:5.3f}" for n in names)
-    share, batched = rwnd[i - 1] if i <= len(rwnd) else (math.nan, 0)
-    print(f"{i:5}  {row['iperf3'] / 1e9:13.2f}  {cells}  {share:17.1f}  {'yes' if batched else 'no'}")
+    share, retrans = rwnd[i - 1] if i <= len(rwnd) else (math.nan, 0)
+    print(f"{i:5}  {row['iperf3'] / 1e9:13.2f}  {cells}  {share:17.1f}  {retrans:10.0f}")
 for n in names:
     ratios = [row[n] / row["iperf3"] for row in rows]
     print(f"{n} / iperf3: median {st.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}, "

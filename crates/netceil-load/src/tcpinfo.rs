@@ -1,5 +1,5 @@
-//! The raw socket options nix and socket2 do not wrap: reading `TCP_INFO` and
-//! `TCP_WINDOW_CLAMP`, setting `SO_MAX_PACING_RATE` and `SO_RCVLOWAT`.
+//! The raw socket options nix and socket2 do not wrap: reading `TCP_INFO` and setting
+//! `SO_MAX_PACING_RATE`.
 //!
 //! This is the only module of the crate with `unsafe`: `getsockopt`/`setsockopt` calls on a
 //! borrowed, open descriptor with buffers we own. Everything else (which fields exist, at which
@@ -197,69 +197,6 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<(
     };
     if rc == 0 {
         Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Sets SO_RCVLOWAT: the socket is readable (and its reader woken) only once `bytes` are
-/// queued, at the end of the stream, or when the kernel runs short of receive memory or window
-/// (`tcp_epollin_ready`). A stream that only slowed down can leave bytes below the mark for
-/// good, so the caller must read it anyway now and then (tcp/server.rs does, every 10 ms).
-///
-/// On TCP the kernel caps the mark at half of `tcp_rmem[2]`, or at half of SO_RCVBUF when that
-/// was set by hand, and (unless SO_RCVBUF was set by hand) grows the receive buffer to hold the
-/// mark, raising the window clamp with it: read the mark back with [`rcvlowat`] and keep it
-/// below what the buffer already holds (tcp/server.rs: `batch_mark`).
-pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
-    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
-}
-
-/// The socket's SO_RCVLOWAT, bytes, as the kernel holds it (after its caps).
-pub fn rcvlowat(fd: BorrowedFd<'_>) -> io::Result<usize> {
-    get_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).map(|v| v.max(0) as usize)
-}
-
-/// TCP_WINDOW_CLAMP: the largest receive window this end will ever advertise, bytes. Receive
-/// buffer autotuning raises it as it grows the buffer; a smaller one holds the sender back.
-pub fn window_clamp(fd: BorrowedFd<'_>) -> io::Result<u32> {
-    get_int(fd, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP).map(|v| v.max(0) as u32)
-}
-
-fn set_int(
-    fd: BorrowedFd<'_>,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: `fd` is live for the borrow; the value is a local int whose exact size is passed,
-    // and setsockopt only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&raw const v).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-fn get_int(fd: BorrowedFd<'_>, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `fd` is live for the borrow; `v` is a writable local int and `len` its exact size,
-    // so the kernel writes at most that many bytes.
-    let rc =
-        unsafe { libc::getsockopt(fd.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
-    if rc == 0 {
-        Ok(v)
     } else {
         Err(io::Error::last_os_error())
     }

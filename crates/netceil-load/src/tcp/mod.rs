@@ -652,20 +652,6 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
             s.cpu_s,
             s.cpu_s / rx_window_s * 100.0
         ));
-        if s.batched_streams > 0 {
-            notes.push(format!(
-                "the in-process receiver read {} of {} streams in batches: they outran it, so it \
-                 asked to be woken once per mark of bytes queued (SO_RCVLOWAT, an eighth of the \
-                 receive window the socket could advertise, here up to {} KiB), not per segment \
-                 as iperf3's receiver is. Fewer wake-ups of the reader, and the kernel's send \
-                 path that pays for them, so the rate can be higher than with a reader woken per \
-                 segment; bytes reach the reader up to one mark later (a batched stream not read \
-                 for 10 ms is read anyway), and every byte is still counted",
-                s.batched_streams,
-                s.stream_connections,
-                s.largest_mark / 1024
-            ));
-        }
         if s.stream_bytes != rx_bytes && acked_fallback.is_empty() && unknown.is_empty() {
             notes.push(format!(
                 "the in-process receiver read {} B in all, the flows' counts add up to {rx_bytes} B",
