@@ -5,9 +5,10 @@
 use netceil_engine::plan::{self, Reach};
 use netceil_engine::{new_run, Campaign, Replay, SessionConfig, Trial};
 use netceil_model::params::{
-    SearchKind, SearchParams, SearchTrialParams, SweepParams, SweepTcpParams, UdpParams, UdpSearch,
+    RrProtocol, RrSearch, SearchKind, SearchParams, SearchTrialParams, SweepParams, SweepTcpParams,
+    TcpSearch, UdpParams, UdpSearch,
 };
-use netceil_model::{Knee, PacingMode, Rate, Run, RunSource};
+use netceil_model::{Knee, PacingMode, Rate, Run, RunSource, SearchBound, SearchRateUnit};
 use netceil_probe::FakeSource;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -127,6 +128,149 @@ fn a_search_finds_a_knee_per_tolerance_and_its_resume_replays_every_trial() {
         "resumed from {}: {trials} of its trials",
         first.run_id
     ))));
+}
+
+/// A search of `kind` with short trials, as the UDP one above.
+fn goal_search(kind: SearchKind) -> SearchParams {
+    SearchParams {
+        kind,
+        trial_s: 0.4,
+        initial_trial_s: 0.2,
+        max_trials: 8,
+        ..search_params()
+    }
+}
+
+/// A TCP or request/response search's answers, checked against the trials it stored: one knee
+/// per bound, each with the bound asked, a rate in the search's range and unit, and a verifying
+/// part in the run that measured that rate and kept within the bound. `figure` reads the
+/// bound's figure off a part (retransmit ratio, p99 in s); `reached` its rate.
+fn check_goal_search(
+    p: &SearchParams,
+    bounds: &[SearchBound],
+    unit: SearchRateUnit,
+    range: (f64, f64),
+    figure: &dyn Fn(&Run) -> Option<f64>,
+    reached: &dyn Fn(&Run) -> f64,
+) {
+    let cfg = config(false);
+    plan::search::check(p, Reach::default()).unwrap();
+    let mut c = campaign(&cfg, None);
+    let found = plan::search::run(&mut c, p, Reach::default(), &not_stopped).unwrap();
+    assert!(!found.interrupted);
+    let (run, _) = c.finish();
+    assert_eq!(
+        run.knees.len(),
+        bounds.len(),
+        "one knee per bound: {:?}",
+        run.knees
+    );
+    for (k, bound) in run.knees.iter().zip(bounds) {
+        let g = k.goal.as_ref().expect("a TCP or rr knee has a goal");
+        assert_eq!((g.bound, g.unit), (*bound, unit));
+        assert_eq!(
+            (k.rate_pps, k.loss_tolerance),
+            (None, 0.0),
+            "no UDP figures: {k:?}"
+        );
+        let rate = g
+            .rate
+            .expect("loopback meets these bounds at the search's lowest rate");
+        assert!(
+            rate >= range.0 && rate <= range.1,
+            "{rate} outside {range:?}"
+        );
+        let by = g
+            .verified_by
+            .as_deref()
+            .expect("a verified answer names its trial");
+        let part = run
+            .parts
+            .iter()
+            .find(|t| t.run_id == by)
+            .expect("the verifying part");
+        let seen = figure(part).expect("the verifying trial measured the bound's figure");
+        let max = match *bound {
+            SearchBound::Retransmits { max_ratio } => max_ratio,
+            SearchBound::P99 { max_s } => max_s,
+        };
+        assert!(
+            seen <= max,
+            "verifying trial broke the bound: {seen} > {max}"
+        );
+        assert!(
+            reached(part) >= 0.99 * rate,
+            "the verifying trial reached {} of the {rate} found",
+            reached(part)
+        );
+        assert!(k.verified, "{k:?}");
+    }
+    // Resumed, it replays every trial and comes to the same answers.
+    let resumed = SearchParams {
+        resumed_from: Some(run.run_id.clone()),
+        ..p.clone()
+    };
+    let mut c = campaign(&cfg, Some(interrupted(run.clone())));
+    let again = plan::search::run(&mut c, &resumed, Reach::default(), &not_stopped).unwrap();
+    assert_eq!(c.replayed(), run.parts.len(), "every stored trial replayed");
+    let rates = |ks: &[Knee]| {
+        ks.iter()
+            .map(|k| k.goal.as_ref().unwrap().rate)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rates(&again.knees), rates(&run.knees));
+}
+
+#[test]
+fn a_tcp_search_finds_the_goodput_within_each_retransmit_budget() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = goal_search(SearchKind::Tcp(TcpSearch {
+        flows: 2,
+        msg_size: 16 * 1024,
+        retrans: vec![0.0, 0.01],
+        min_bps: 20e6,
+        max_bps: Some(80e6),
+    }));
+    check_goal_search(
+        &p,
+        &[
+            SearchBound::Retransmits { max_ratio: 0.0 },
+            SearchBound::Retransmits { max_ratio: 0.01 },
+        ],
+        SearchRateUnit::GoodputBitsPerSecond,
+        (20e6, 80e6),
+        &|r| r.results.as_ref()?.retransmit_ratio(),
+        &|r| r.results.as_ref().map_or(0.0, |r| r.rx_app_bits_per_s),
+    );
+}
+
+#[test]
+fn an_rr_search_finds_the_rate_whose_p99_stays_under_each_bound() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = goal_search(SearchKind::Rr(RrSearch {
+        proto: RrProtocol::Udp,
+        size: 64,
+        flows: 1,
+        p99_s: vec![0.05, 0.2],
+        min_tps: 200.0,
+        max_tps: Some(2000.0),
+    }));
+    check_goal_search(
+        &p,
+        &[
+            SearchBound::P99 { max_s: 0.05 },
+            SearchBound::P99 { max_s: 0.2 },
+        ],
+        SearchRateUnit::TransactionsPerSecond,
+        (200.0, 2000.0),
+        &|r| r.results.as_ref()?.p99_round_trip_s(),
+        &|r| {
+            r.results
+                .as_ref()
+                .and_then(|r| r.transactions_per_s)
+                .unwrap_or(0.0)
+        },
+    );
 }
 
 #[test]

@@ -241,6 +241,29 @@ pub struct Results {
     pub far: Option<Box<FarEnd>>,
 }
 
+impl Results {
+    /// Segments retransmitted over segments sent, over every flow; `None` when a flow's
+    /// kernel did not say how many it sent (tcpi_data_segs_out, Linux ≥ 4.6) or none were.
+    pub fn retransmit_ratio(&self) -> Option<f64> {
+        let mut retrans = 0u64;
+        let mut sent = 0u64;
+        for f in &self.flows {
+            retrans += f.retransmits?;
+            sent += f.segments_out?;
+        }
+        (sent > 0).then(|| retrans as f64 / sent as f64)
+    }
+
+    /// The 99th-percentile round trip (from each request's intended send), seconds; `None`
+    /// when no transaction completed.
+    pub fn p99_round_trip_s(&self) -> Option<f64> {
+        self.latency_us
+            .as_ref()
+            .filter(|l| l.count > 0)
+            .map(|l| l.p99 / 1e6)
+    }
+}
+
 /// What a `netceil serve` reports about a test at its end, over the control connection: the
 /// receiving side of the run, measured there.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

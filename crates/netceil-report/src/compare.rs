@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::stats::{self, Distribution, WelchTest};
 use crate::summary;
+use crate::tables;
 use crate::view;
 use netceil_model::{fmt, Unit};
 
@@ -174,50 +175,69 @@ pub struct Figure {
     pub source_b: Option<String>,
 }
 
-/// One search or sweep answer in each run, matched by frame size, point and tolerance.
+/// One search or sweep answer in each run, matched by size, point and bound: a UDP knee's loss
+/// tolerance, or a TCP or request/response search's bound (`bound`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KneePair {
     pub size_bytes: usize,
     pub point: String,
+    /// The UDP loss tolerance (0 for a TCP or request/response knee, whose bound is `bound`).
     pub loss_tolerance: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<netceil_model::SearchBound>,
     pub a: Option<netceil_model::Knee>,
     pub b: Option<netceil_model::Knee>,
-    /// (b − a) / a × 100 of the rates.
+    /// (b − a) / a × 100 of the rates, each in its knee's own unit (packets/s, goodput bit/s
+    /// or transactions/s; knees of one bound share it).
     pub change_pct: Option<f64>,
+}
+
+/// What makes two knees the same question: size, point, and the bound with its kind, so a
+/// 0.1 % retransmit budget never meets a 0.1 % loss tolerance.
+fn knee_key(k: &netceil_model::Knee) -> (usize, String, u8, u64) {
+    use netceil_model::SearchBound as B;
+    let (kind, v) = match k.goal.as_ref().map(|g| g.bound) {
+        None => (0, k.loss_tolerance),
+        Some(B::Retransmits { max_ratio }) => (1, max_ratio),
+        Some(B::P99 { max_s }) => (2, max_s),
+    };
+    (k.size_bytes, k.point.clone(), kind, v.to_bits())
 }
 
 /// The knees of two searches or sweeps, side by side: those of A in order, then B's others.
 pub fn knee_pairs(a: &Run, b: &Run) -> Vec<KneePair> {
-    let key = |k: &netceil_model::Knee| (k.size_bytes, k.point.clone(), k.loss_tolerance.to_bits());
+    let pair = |ka: Option<&netceil_model::Knee>, kb: Option<&netceil_model::Knee>| {
+        let k = ka.or(kb).expect("one side of a pair");
+        let change_pct = match (
+            ka.and_then(tables::knee_rate),
+            kb.and_then(tables::knee_rate),
+        ) {
+            (Some(x), Some(y)) if x > 0.0 => Some((y - x) / x * 100.0),
+            _ => None,
+        };
+        KneePair {
+            size_bytes: k.size_bytes,
+            point: k.point.clone(),
+            loss_tolerance: k.loss_tolerance,
+            bound: k.goal.as_ref().map(|g| g.bound),
+            a: ka.cloned(),
+            b: kb.cloned(),
+            change_pct,
+        }
+    };
     let mut out: Vec<KneePair> = a
         .knees
         .iter()
         .map(|ka| {
-            let kb = b.knees.iter().find(|kb| key(kb) == key(ka)).cloned();
-            let change_pct = match (ka.rate_pps, kb.as_ref().and_then(|k| k.rate_pps)) {
-                (Some(x), Some(y)) if x > 0.0 => Some((y - x) / x * 100.0),
-                _ => None,
-            };
-            KneePair {
-                size_bytes: ka.size_bytes,
-                point: ka.point.clone(),
-                loss_tolerance: ka.loss_tolerance,
-                a: Some(ka.clone()),
-                b: kb,
-                change_pct,
-            }
+            pair(
+                Some(ka),
+                b.knees.iter().find(|kb| knee_key(kb) == knee_key(ka)),
+            )
         })
         .collect();
     for kb in &b.knees {
-        if !a.knees.iter().any(|ka| key(ka) == key(kb)) {
-            out.push(KneePair {
-                size_bytes: kb.size_bytes,
-                point: kb.point.clone(),
-                loss_tolerance: kb.loss_tolerance,
-                a: None,
-                b: Some(kb.clone()),
-                change_pct: None,
-            });
+        if !a.knees.iter().any(|ka| knee_key(ka) == knee_key(kb)) {
+            out.push(pair(None, Some(kb)));
         }
     }
     out
@@ -297,7 +317,17 @@ pub fn unlike(a: &Run, b: &Run) -> Option<String> {
     use netceil_model::WorkloadKind as K;
     let (ka, kb) = (a.workload.as_ref()?.kind, b.workload.as_ref()?.kind);
     let knees = |k| matches!(k, K::Search | K::Sweep);
-    if ka == kb || ka == K::External || kb == K::External || (knees(ka) && knees(kb)) {
+    if knees(ka) && knees(kb) {
+        // Both answer with knees: alike when their knees are rates of the same thing.
+        let (sa, sb) = (tables::knee_subject(a)?, tables::knee_subject(b)?);
+        return (sa != sb).then(|| {
+            format!(
+                "A's knees are the {sa} and B's the {sb}: different rates, so B vs A is not a \
+                 change of one thing"
+            )
+        });
+    }
+    if ka == kb || ka == K::External || kb == K::External {
         return None;
     }
     Some(format!(

@@ -194,31 +194,21 @@ fn findings_lines(c: &Comparison) -> Vec<String> {
 
 /// The comparison for a terminal: who is A and B, then tables of figures, distributions
 /// and differences, the method, the findings and notes.
-/// One row per matched knee: the rate (≥ for a lower bound, ? when not verified), the worst
-/// loss seen there, and the change of rate.
+/// One row per matched knee: the rate in its unit (≥ for a lower bound, "not verified" when
+/// no full-length trial passed there), the worst figure seen there, and the change of rate.
 fn knee_rows(c: &Comparison) -> Vec<[String; 6]> {
-    let side = |k: &Option<netceil_model::Knee>| match k {
-        None => "–".to_string(),
-        Some(k) => match (k.rate_pps, k.min_interval_us) {
-            (Some(r), _) => format!(
-                "{}{} pps{}{}",
-                if k.generator_limited { "≥ " } else { "" },
-                fmt::number(r),
-                k.loss_ratio
-                    .map(|l| format!(", worst loss seen {:.4} %", l * 100.0))
-                    .unwrap_or_default(),
-                if k.verified { "" } else { " (not verified)" }
-            ),
-            (None, _) => "none".into(),
-        },
+    let side = |k: &Option<netceil_model::Knee>| {
+        k.as_ref()
+            .map_or_else(|| "–".into(), crate::tables::knee_answer)
     };
     c.knees
         .iter()
         .map(|p| {
+            let k = p.a.as_ref().or(p.b.as_ref());
             [
                 p.size_bytes.to_string(),
                 p.point.clone(),
-                format!("{} %", p.loss_tolerance * 100.0),
+                k.map(crate::tables::knee_bound).unwrap_or_default(),
                 side(&p.a),
                 side(&p.b),
                 p.change_pct
@@ -228,7 +218,7 @@ fn knee_rows(c: &Comparison) -> Vec<[String; 6]> {
         .collect()
 }
 
-const KNEE_HEADERS: [&str; 6] = ["size B", "point", "loss ≤", "A", "B", "B vs A"];
+const KNEE_HEADERS: [&str; 6] = ["size B", "point", "bound", "A", "B", "B vs A"];
 
 pub fn compare_table(c: &Comparison) -> String {
     let mut out = String::new();

@@ -898,6 +898,10 @@ fn write_knees(page: &mut String, run: &Run, hn: usize) {
         return;
     }
     let _ = writeln!(page, "<h{hn}>Knees</h{hn}>");
+    if run.knees.iter().any(|k| k.goal.is_some()) {
+        goal_knees(page, run);
+        return;
+    }
     let rows: Vec<Vec<String>> = run
         .knees
         .iter()
@@ -951,6 +955,225 @@ fn write_knees(page: &mut String, run: &Run, hn: usize) {
     } else {
         search_trial_charts(page, run);
     }
+}
+
+/// One trial (or sweep cycle) of a search or sweep: its id, size, the rate asked, what it sent
+/// (UDP packets/s) or reached (TCP goodput, transactions/s), the figure its bound is on (loss,
+/// retransmitted share, p99 round trip), and its top finding.
+fn trial_row(p: &Run) -> Vec<String> {
+    let r = p.results.as_ref();
+    let top = p
+        .findings
+        .first()
+        .map_or_else(String::new, |f| f.cause.to_string());
+    let unpaced = || "unpaced".to_string();
+    match p.workload.as_ref().map(|w| &w.params) {
+        Some(Params::Tcp(t)) => vec![
+            p.run_id.clone(),
+            t.msg_size.to_string(),
+            t.rate_per_flow_bps.map_or_else(unpaced, |v| {
+                fmt::value(v * f64::from(t.flows.max(1)), Unit::BitsPerSecond)
+            }),
+            r.map_or_else(String::new, |r| {
+                fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond)
+            }),
+            r.and_then(|r| r.retransmit_ratio())
+                .map_or_else(String::new, |v| format!("{:.4} %", v * 100.0)),
+            top,
+        ],
+        Some(Params::Rr(q)) => vec![
+            p.run_id.clone(),
+            q.size.to_string(),
+            q.rate_tps
+                .map_or_else(unpaced, |v| format!("{} /s", fmt::number(v))),
+            r.and_then(|r| r.transactions_per_s)
+                .map_or_else(String::new, |v| format!("{} /s", fmt::number(v))),
+            r.and_then(|r| r.p99_round_trip_s())
+                .map_or_else(String::new, |v| fmt::value(v * 1e6, Unit::Microseconds)),
+            top,
+        ],
+        _ => vec![
+            p.run_id.clone(),
+            search_trial(p)
+                .map(|t| t.frame_bytes)
+                .or_else(|| cycle(p).map(|c| c.payload_bytes))
+                .map_or_else(String::new, |v| format!("{v}")),
+            search_trial(p)
+                .and_then(|t| t.rate_pps)
+                .map(fmt::number)
+                .or_else(|| cycle(p).map(|c| format!("{:.2} µs", c.interval_ns / 1e3)))
+                .unwrap_or_else(unpaced),
+            r.map_or_else(String::new, |r| format!("{} pps", fmt::number(r.tx_pps))),
+            arrived_pct(p).map_or_else(String::new, |(app, _)| format!("{:.4} %", 100.0 - app)),
+            top,
+        ],
+    }
+}
+
+/// A TCP or request/response search's answers: per bound the rate found in its unit, the
+/// trial that verified it; then each trial's rate and the figure the bound is on, in order,
+/// with the bounds drawn across.
+fn goal_knees(page: &mut String, run: &Run) {
+    let rows: Vec<Vec<String>> = run
+        .knees
+        .iter()
+        .map(|k| {
+            vec![
+                k.size_bytes.to_string(),
+                crate::tables::knee_bound(k),
+                crate::tables::knee_answer(k),
+                k.trials.to_string(),
+                k.goal
+                    .as_ref()
+                    .and_then(|g| g.verified_by.clone())
+                    .unwrap_or_else(|| "none".into()),
+                k.note
+                    .clone()
+                    .or_else(|| k.stopped_by.clone())
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    grid_table(
+        page,
+        &[
+            "size B",
+            "bound",
+            "rate found",
+            "trials",
+            "verified by",
+            "note, or what stopped it",
+        ],
+        &rows,
+    );
+    goal_charts(page, run);
+}
+
+/// A TCP or request/response search's trials in order: the rate each reached, and the figure
+/// its bound is on with each bound drawn across.
+fn goal_charts(page: &mut String, run: &Run) {
+    use netceil_model::SearchBound;
+    let bounds: Vec<SearchBound> = run
+        .knees
+        .iter()
+        .filter_map(|k| Some(k.goal.as_ref()?.bound))
+        .collect();
+    let tcp = matches!(bounds.first(), Some(SearchBound::Retransmits { .. }));
+    let trials: Vec<&Run> = run
+        .parts
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.workload.as_ref().map(|w| &w.params),
+                Some(Params::Tcp(_) | Params::Rr(_))
+            )
+        })
+        .collect();
+    let x = |i: usize| (i + 1) as f64;
+    let reached = Line {
+        label: if tcp {
+            "goodput read"
+        } else {
+            "transactions answered"
+        }
+        .into(),
+        points: trials
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let r = p.results.as_ref();
+                let v = if tcp {
+                    r.map(|r| r.rx_app_bits_per_s)
+                } else {
+                    r.and_then(|r| r.transactions_per_s)
+                };
+                (x(i), v)
+            })
+            .collect(),
+        dashed: false,
+        color: charts::color(0),
+    };
+    figure(
+        page,
+        charts::time_chart(&TimeChart {
+            title: "Trials: the rate each one reached, in order".into(),
+            x_desc: "trial".into(),
+            left: Axis {
+                desc: if tcp {
+                    axis_desc("goodput", Unit::BitsPerSecond)
+                } else {
+                    axis_desc("transactions", Unit::PerSecond)
+                },
+                lines: vec![reached],
+                max: None,
+            },
+        }),
+        "The search converging: what each trial reached at the rate it asked.",
+    );
+    // The figure each bound is on, per trial, and each bound as a dashed line across.
+    let scale = if tcp { 100.0 } else { 1e6 };
+    let mut lines = vec![Line {
+        label: if tcp {
+            "retransmitted"
+        } else {
+            "p99 round trip"
+        }
+        .into(),
+        points: trials
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let r = p.results.as_ref();
+                let v = if tcp {
+                    r.and_then(|r| r.retransmit_ratio())
+                } else {
+                    r.and_then(|r| r.p99_round_trip_s())
+                };
+                (x(i), v.map(|v| v * scale))
+            })
+            .collect(),
+        dashed: false,
+        color: charts::color(1),
+    }];
+    let goals = run.knees.iter().filter(|k| k.goal.is_some());
+    for (i, (b, k)) in bounds.iter().zip(goals).enumerate() {
+        let v = match *b {
+            SearchBound::Retransmits { max_ratio } => max_ratio,
+            SearchBound::P99 { max_s } => max_s,
+        } * scale;
+        lines.push(Line {
+            label: format!("bound {}", crate::tables::knee_bound(k)),
+            points: (0..trials.len()).map(|t| (x(t), Some(v))).collect(),
+            dashed: true,
+            color: charts::color(2 + i),
+        });
+    }
+    figure(
+        page,
+        charts::time_chart(&TimeChart {
+            title: if tcp {
+                "Trials: the share of segments retransmitted"
+            } else {
+                "Trials: the 99th-percentile round trip"
+            }
+            .into(),
+            x_desc: "trial".into(),
+            left: Axis {
+                desc: if tcp {
+                    "retransmitted [%]".into()
+                } else {
+                    axis_desc("p99", Unit::Microseconds)
+                },
+                lines,
+                max: None,
+            },
+        }),
+        if tcp {
+            "Each trial's retransmitted segments over segments sent (TCP_INFO), against each budget."
+        } else {
+            "Each trial's p99 round trip, from each request's intended send, against each bound."
+        },
+    );
 }
 
 /// A sweep's curves: per size, the share of each cycle that arrived against the interval.
@@ -1115,39 +1338,22 @@ fn write_run(page: &mut String, run: &Run, anchor: &str, level: usize) {
     if !run.knees.is_empty() && !run.parts.is_empty() {
         // A search's trials or a sweep's cycles: one line each, not a section each.
         let _ = writeln!(page, "<h{sub}>Trials</h{sub}>");
-        let rows: Vec<Vec<String>> = run
-            .parts
-            .iter()
-            .map(|p| {
-                let r = p.results.as_ref();
-                vec![
-                    p.run_id.clone(),
-                    search_trial(p)
-                        .map(|t| t.frame_bytes)
-                        .or_else(|| cycle(p).map(|c| c.payload_bytes))
-                        .map_or_else(String::new, |v| format!("{v}")),
-                    search_trial(p)
-                        .and_then(|t| t.rate_pps)
-                        .map(fmt::number)
-                        .or_else(|| cycle(p).map(|c| format!("{:.2} µs", c.interval_ns / 1e3)))
-                        .unwrap_or_else(|| "unpaced".into()),
-                    r.map_or_else(String::new, |r| fmt::number(r.tx_pps)),
-                    arrived_pct(p)
-                        .map_or_else(String::new, |(app, _)| format!("{:.4} %", 100.0 - app)),
-                    p.findings
-                        .first()
-                        .map_or_else(String::new, |f| f.cause.to_string()),
-                ]
-            })
-            .collect();
+        let rows: Vec<Vec<String>> = run.parts.iter().map(trial_row).collect();
+        let figure_col = match run.knees.iter().find_map(|k| k.goal.as_ref()) {
+            Some(g) => match g.bound {
+                netceil_model::SearchBound::Retransmits { .. } => "retransmitted",
+                netceil_model::SearchBound::P99 { .. } => "p99 round trip",
+            },
+            None => "lost",
+        };
         grid_table(
             page,
             &[
                 "trial",
                 "size B",
                 "asked",
-                "sent pps",
-                "lost",
+                "sent or reached",
+                figure_col,
                 "top finding",
             ],
             &rows,

@@ -2,7 +2,7 @@
 //! size × interval sweep's (`sweep udp`) and the TCP flows sweep's steps (`sweep tcp`).
 
 use netceil_model::params::{Params, SearchKind};
-use netceil_model::{fmt, KneeGoal, Run, SearchBound, Unit};
+use netceil_model::{fmt, Knee, KneeGoal, Run, SearchBound, Unit};
 
 /// A knee's throughput in Gbit/s (10^9) and Gibit/s (2^30), three decimals; `-` for none.
 fn gbit_gibit(bits_per_s: Option<f64>) -> (String, String) {
@@ -57,6 +57,84 @@ pub fn search(run: &Run) -> String {
     s
 }
 
+/// A knee's bound in words: `loss ≤ 0.1 %` (UDP), `retrans ≤ 0 %` (TCP), `p99 ≤ 200 µs` (rr).
+pub(crate) fn knee_bound(k: &Knee) -> String {
+    match &k.goal {
+        None => format!(
+            "loss ≤ {} %",
+            (k.loss_tolerance * 100.0 * 1e6).round() / 1e6
+        ),
+        Some(g) => {
+            let (b, _, _) = goal_row(GoalKind::of(g), g);
+            match g.bound {
+                SearchBound::Retransmits { .. } => format!("retrans ≤ {b}"),
+                SearchBound::P99 { .. } => format!("p99 ≤ {b}"),
+            }
+        }
+    }
+}
+
+/// A knee's answer: packets/s for a UDP knee, the goal's rate in its unit otherwise.
+pub(crate) fn knee_rate(k: &Knee) -> Option<f64> {
+    match &k.goal {
+        None => k.rate_pps,
+        Some(g) => g.rate,
+    }
+}
+
+/// A knee's answer in words with its unit, `≥` when the generator could not offer more, the
+/// worst figure seen there, and `(not verified)` when no full-length trial passed at it.
+pub(crate) fn knee_answer(k: &Knee) -> String {
+    let lower = if k.generator_limited { "≥ " } else { "" };
+    let verified = if k.verified { "" } else { " (not verified)" };
+    match &k.goal {
+        None => match k.rate_pps {
+            None => "none".into(),
+            Some(r) => format!(
+                "{lower}{}{}{verified}",
+                fmt::value(r, Unit::PacketsPerSecond),
+                k.loss_ratio
+                    .map(|l| format!(", worst loss seen {:.4} %", l * 100.0))
+                    .unwrap_or_default(),
+            ),
+        },
+        Some(g) => {
+            let kind = GoalKind::of(g);
+            let (_, rate, seen) = goal_row(kind, g);
+            if g.rate.is_none() {
+                return rate;
+            }
+            let what = match kind {
+                GoalKind::Tcp => "retrans",
+                GoalKind::Rr => "p99",
+            };
+            let seen = g
+                .seen
+                .map(|_| format!(", worst {what} seen {seen}"))
+                .unwrap_or_default();
+            format!("{lower}{rate}{seen}{verified}")
+        }
+    }
+}
+
+/// What a run's knees are rates of: UDP packets, TCP goodput or transactions; `None` for a
+/// run that is not a search or sweep.
+pub(crate) fn knee_subject(run: &Run) -> Option<&'static str> {
+    match goal_search(run) {
+        Some(GoalKind::Tcp) => Some("TCP goodput within a retransmit budget"),
+        Some(GoalKind::Rr) => Some("request/response rate within a p99 bound"),
+        None if !run.knees.is_empty()
+            || matches!(
+                run.workload.as_ref().map(|w| &w.params),
+                Some(Params::Search(_) | Params::Sweep(_))
+            ) =>
+        {
+            Some("UDP packet rate within a loss tolerance")
+        }
+        None => None,
+    }
+}
+
 /// The kind of a TCP or request/response search; `None` for a UDP one (or no search).
 fn goal_search(run: &Run) -> Option<GoalKind> {
     if run.knees.iter().any(|k| k.goal.is_some()) {
@@ -79,6 +157,15 @@ fn goal_search(run: &Run) -> Option<GoalKind> {
 enum GoalKind {
     Tcp,
     Rr,
+}
+
+impl GoalKind {
+    fn of(g: &KneeGoal) -> Self {
+        match g.bound {
+            SearchBound::Retransmits { .. } => GoalKind::Tcp,
+            SearchBound::P99 { .. } => GoalKind::Rr,
+        }
+    }
 }
 
 /// A bound, and the figure it is on, in words: `0.1 %`, `200 µs`.

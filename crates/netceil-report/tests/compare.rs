@@ -353,6 +353,123 @@ fn two_searches_compare_knee_against_knee() {
     assert!(md.contains("## Knees"), "{md}");
 }
 
+/// TCP and request/response searches answer in their own units and bounds: knees pair by
+/// bound (a 1 % retransmit budget never meets a 1 % loss tolerance), the change is of the
+/// goal's rate, the table shows the bound and the rate in its unit, and a TCP search against a
+/// UDP one is flagged as unlike.
+#[test]
+fn goal_searches_compare_rate_against_rate_within_the_same_bound() {
+    use netceil_model::params::{Params, SearchKind, SearchParams, TcpSearch, UdpSearch};
+    use netceil_model::{
+        Knee, KneeGoal, PacingMode, SearchBound, SearchRateUnit, Workload, WorkloadKind,
+    };
+    let goal = |bound: SearchBound, rate: f64| Knee {
+        size_bytes: 131072,
+        point: "app".into(),
+        loss_tolerance: 0.0,
+        min_interval_us: None,
+        rate_pps: None,
+        bits_per_s: Some(rate),
+        loss_ratio: None,
+        trials: 7,
+        generator_limited: false,
+        verified: true,
+        upper_pps: None,
+        stopped_by: None,
+        note: None,
+        goal: Some(KneeGoal {
+            bound,
+            rate: Some(rate),
+            unit: SearchRateUnit::GoodputBitsPerSecond,
+            upper: None,
+            seen: Some(0.0),
+            verified_by: Some("x.3".into()),
+        }),
+    };
+    let search = |kind: SearchKind| Workload {
+        kind: WorkloadKind::Search,
+        params: Params::Search(SearchParams {
+            kind,
+            trial_s: 1.0,
+            initial_trial_s: 0.25,
+            precision: 0.1,
+            max_trials: 20,
+            target: None,
+            resumed_from: None,
+            ipv6: false,
+        }),
+    };
+    let tcp = SearchKind::Tcp(TcpSearch {
+        flows: 1,
+        msg_size: 131072,
+        retrans: vec![0.0, 0.01],
+        min_bps: 1e6,
+        max_bps: None,
+    });
+    let none = SearchBound::Retransmits { max_ratio: 0.0 };
+    let one = SearchBound::Retransmits { max_ratio: 0.01 };
+    let mut a = Run::new("a", RunSource::Live);
+    a.workload = Some(search(tcp.clone()));
+    a.knees = vec![goal(none, 2e9), goal(one, 4e9)];
+    let mut b = Run::new("b", RunSource::Live);
+    b.workload = Some(search(tcp));
+    b.knees = vec![goal(none, 3e9), goal(one, 4e9)];
+    let pairs = netceil_report::knee_pairs(&a, &b);
+    assert_eq!(pairs.len(), 2, "matched by bound: {pairs:?}");
+    assert_eq!(pairs[0].bound, Some(none));
+    assert!(
+        (pairs[0].change_pct.unwrap() - 50.0).abs() < 1e-9,
+        "{pairs:?}"
+    );
+    assert!(pairs[1].change_pct.unwrap().abs() < 1e-9, "{pairs:?}");
+    let c = compare(&a, &b);
+    assert!(
+        c.unlike.is_none(),
+        "two TCP searches are alike: {:?}",
+        c.unlike
+    );
+    let table = compare_table(&c);
+    assert!(table.contains("retrans ≤ 1 %"), "{table}");
+    assert!(
+        table.contains("Gbit/s"),
+        "rates in the goal's unit: {table}"
+    );
+    assert!(
+        !table.contains("pps"),
+        "no packet rate for a TCP search: {table}"
+    );
+    assert!(table.contains("+50.0 %"), "{table}");
+
+    // A UDP search whose 1 % loss tolerance has the same number: not the same question.
+    let mut u = Run::new("u", RunSource::Live);
+    u.workload = Some(search(SearchKind::Udp(UdpSearch {
+        sizes: vec![64],
+        loss: vec![0.01],
+        min_pps: 1e3,
+        max_pps: None,
+        point: "app".into(),
+        pacing: PacingMode::Sleep,
+        rcvbuf: None,
+        rcvbuf_force: false,
+    })));
+    let mut k = goal(one, 1e6);
+    k.goal = None;
+    k.loss_tolerance = 0.01;
+    k.rate_pps = Some(1e6);
+    u.knees = vec![k];
+    let pairs = netceil_report::knee_pairs(&a, &u);
+    assert!(
+        pairs.iter().all(|p| p.a.is_none() || p.b.is_none()),
+        "a retransmit budget paired with a loss tolerance: {pairs:?}"
+    );
+    let c = compare(&a, &u);
+    let why = c.unlike.expect("a TCP search against a UDP one is unlike");
+    assert!(
+        why.contains("TCP goodput") && why.contains("UDP packet rate"),
+        "{why}"
+    );
+}
+
 /// Two `--to` runs, before and after a change on the far end: the far end's own figures are
 /// set side by side, as the far_end finding tells the reader to compare them; a run without
 /// a far end leaves them out rather than showing zeros.

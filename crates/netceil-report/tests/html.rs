@@ -278,3 +278,94 @@ fn repeats_get_box_plots_and_latency_gets_a_cdf() {
     assert!(!html_report(&[base, other]).contains("<h3>Repeats</h3>"));
     assert_balanced(&html);
 }
+
+/// A TCP search's page answers in its own terms: the bound, the goodput found, the trial that
+/// verified it, each trial's asked and reached goodput and retransmitted share, and charts of
+/// those, not packet rates and losses.
+#[test]
+fn a_tcp_search_shows_goodput_and_retransmits_not_packets() {
+    use netceil_model::params::{Params, TcpParams};
+    use netceil_model::{
+        FlowResult, Knee, KneeGoal, Results, RunSource, SearchBound, SearchRateUnit, Workload,
+        WorkloadKind,
+    };
+    let trial = |i: usize, asked: f64, got: f64, retrans: u64| {
+        let mut p = Run::new(format!("s.{i}"), RunSource::Live);
+        p.workload = Some(Workload {
+            kind: WorkloadKind::Tcp,
+            params: Params::Tcp(TcpParams {
+                flows: 2,
+                msg_size: 131072,
+                rate_per_flow_bps: Some(asked / 2.0),
+                duration_s: 1.0,
+                threads: 1,
+                ipv6: false,
+                target: None,
+                pacing: Default::default(),
+                rx_cpu: None,
+                tx_cpu: None,
+                congestion: None,
+                direction: Default::default(),
+            }),
+        });
+        p.results = Some(Results {
+            duration_s: 1.0,
+            rx_app_bits_per_s: got,
+            flows: vec![FlowResult {
+                flow: 0,
+                retransmits: Some(retrans),
+                segments_out: Some(10_000),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        p
+    };
+    let mut run = Run::new("s", RunSource::Live);
+    run.parts = vec![
+        trial(1, 1e9, 0.999e9, 0),
+        trial(2, 4e9, 2.5e9, 300),
+        trial(3, 2e9, 1.99e9, 0),
+    ];
+    run.knees = vec![Knee {
+        size_bytes: 131072,
+        point: "app".into(),
+        loss_tolerance: 0.0,
+        min_interval_us: None,
+        rate_pps: None,
+        bits_per_s: Some(1.99e9),
+        loss_ratio: None,
+        trials: 3,
+        generator_limited: false,
+        verified: true,
+        upper_pps: None,
+        stopped_by: None,
+        note: None,
+        goal: Some(KneeGoal {
+            bound: SearchBound::Retransmits { max_ratio: 0.0 },
+            rate: Some(1.99e9),
+            unit: SearchRateUnit::GoodputBitsPerSecond,
+            upper: Some(4e9),
+            seen: Some(0.0),
+            verified_by: Some("s.3".into()),
+        }),
+    }];
+    let html = html_report(&[run]);
+    for want in [
+        "retrans ≤ 0 %",
+        "Trials: the share of segments retransmitted",
+        "Trials: the rate each one reached, in order",
+        ">verified by<",
+        ">s.3<",
+        "3.0000 %",
+        ">retransmitted<",
+    ] {
+        assert!(html.contains(want), "the page lacks {want:?}");
+    }
+    assert!(!html.contains("unpaced"), "every trial was paced");
+    assert!(
+        !html.contains("rate pps"),
+        "a UDP knee table for a TCP search"
+    );
+    assert_balanced(&html);
+}

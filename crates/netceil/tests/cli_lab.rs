@@ -174,6 +174,100 @@ fn every_topology_comes_up_passes_traffic_and_goes_down() {
 }
 
 #[test]
+fn tcp_and_rr_searches_run_across_a_lab_and_answer_in_their_own_units() {
+    if netceil_testkit::skip(skip_reason()) {
+        return;
+    }
+    let _one = netceil_testkit::machine_lock();
+    let before = machine_state();
+    let env = Env::new();
+    let short = [
+        "--trial",
+        "400ms",
+        "--initial-trial",
+        "200ms",
+        "--precision",
+        "25%",
+        "--max-trials",
+        "6",
+    ];
+    for (search, criterion, unit) in [
+        (
+            &[
+                "tcp",
+                "--retrans",
+                "1%",
+                "--flows",
+                "2",
+                "--min-rate",
+                "20Mbit",
+                "--max-rate",
+                "200Mbit",
+            ][..],
+            "retransmits",
+            "goodput_bits_per_second",
+        ),
+        (
+            &[
+                "rr",
+                "--proto",
+                "udp",
+                "--p99",
+                "20ms",
+                "--min-rate",
+                "200",
+                "--max-rate",
+                "2k",
+            ][..],
+            "p99",
+            "transactions_per_second",
+        ),
+    ] {
+        let o = run_ok(
+            env.netceil()
+                .args([
+                    "lab",
+                    "run",
+                    "direct",
+                    "--json",
+                    "-q",
+                    "--no-store",
+                    "--",
+                    "search",
+                ])
+                .args(search)
+                .args(short),
+        );
+        let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let run = &doc["steps"][0]["runs"][0];
+        assert_eq!(run["workload"]["lab"]["topology"], "direct", "{search:?}");
+        let knees = run["knees"].as_array().expect("knees[]");
+        assert_eq!(knees.len(), 1, "{search:?}: {knees:#?}");
+        let goal = &knees[0]["goal"];
+        assert_eq!(goal["bound"]["criterion"], criterion, "{goal:#}");
+        assert_eq!(goal["unit"], unit, "{goal:#}");
+        let rate = goal["rate"]
+            .as_f64()
+            .expect("the namespaces pair meets the bound");
+        // The verifying trial crossed the lab: its part is in the run and carried that rate.
+        let by = goal["verified_by"].as_str().expect("a verifying trial");
+        let part = run["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["run_id"] == by)
+            .unwrap_or_else(|| panic!("{search:?}: no part {by}"));
+        let reached = match criterion {
+            "p99" => part["results"]["transactions_per_s"].as_f64().unwrap(),
+            _ => part["results"]["rx_app_bits_per_s"].as_f64().unwrap(),
+        };
+        assert!(reached >= 0.99 * rate, "{search:?}: {reached} for {rate}");
+        assert_eq!(doc["restored"], true);
+        assert_eq!(machine_state(), before, "{search:?} left something behind");
+    }
+}
+
+#[test]
 fn a_lab_that_is_up_runs_workloads_until_it_is_taken_down() {
     if netceil_testkit::skip(skip_reason()) {
         return;

@@ -187,18 +187,14 @@ impl Knob {
             Knob::Tcp(_) => TrialResult {
                 requested_pps: asked,
                 achieved_pps: r.rx_app_bits_per_s,
-                retransmit_ratio: retransmit_ratio(r),
+                retransmit_ratio: r.retransmit_ratio(),
                 duration_s: r.duration_s,
                 ..TrialResult::default()
             },
             Knob::Rr(_) => TrialResult {
                 requested_pps: asked,
                 achieved_pps: r.transactions_per_s.unwrap_or(0.0),
-                p99_s: r
-                    .latency_us
-                    .as_ref()
-                    .filter(|l| l.count > 0)
-                    .map(|l| l.p99 / 1e6),
+                p99_s: r.p99_round_trip_s(),
                 duration_s: r.duration_s,
                 ..TrialResult::default()
             },
@@ -213,18 +209,6 @@ impl Knob {
             Knob::Rr(_) => r.transactions_per_s.unwrap_or(0.0),
         }
     }
-}
-
-/// Segments retransmitted over segments sent, over every flow; `None` when a flow's kernel
-/// did not say how many it sent (tcpi_data_segs_out, Linux ≥ 4.6) or none were sent.
-fn retransmit_ratio(r: &Results) -> Option<f64> {
-    let mut retrans = 0u64;
-    let mut sent = 0u64;
-    for f in &r.flows {
-        retrans += f.retransmits?;
-        sent += f.segments_out?;
-    }
-    (sent > 0).then(|| retrans as f64 / sent as f64)
 }
 
 /// Runs a search's trials in the campaign, each a part of the run, stored at once; the
