@@ -28,8 +28,9 @@ pub enum Command {
     /// interval, around any workload. With `-- CMD ARGS…`, launch the command, observe until it
     /// exits, keep its output in the run, and exit with its exit code.
     Watch(WatchArgs),
-    /// Import other tools' logs (vmstat, sar, mpstat, lock profiles, Erlang, iperf3 JSON, /proc
-    /// snapshots, tables) and diagnose them like a live run; or analyze a stored run again.
+    /// Import other tools' logs (vmstat, sar, mpstat, pidstat, sysstat JSON, lock profiles,
+    /// Erlang, iperf3 JSON, /proc snapshots, tables) and diagnose them like a live run; or
+    /// analyze a stored run again.
     Analyze(AnalyzeArgs),
     /// List stored runs, newest first.
     Runs(RunsArgs),
@@ -945,6 +946,19 @@ pub struct CompareArgs {
     pub unlike: bool,
 }
 
+/// `analyze --format`'s values: `auto` and every importer's name, each with what writes it.
+fn import_formats() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    let auto = PossibleValue::new("auto").help("detect the format, and say why when none fits");
+    clap::builder::PossibleValuesParser::new(
+        std::iter::once(auto).chain(
+            netceil_import::Format::ALL
+                .iter()
+                .map(|f| PossibleValue::new(f.name()).help(f.source())),
+        ),
+    )
+}
+
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Log files (- for stdin), or stored runs (an id, a unique prefix, or `last`).
@@ -958,8 +972,8 @@ pub struct AnalyzeArgs {
     /// document gains a `ledgers` field per run).
     #[arg(long)]
     pub explain: bool,
-    /// The log's format; `auto` detects it and says why when it cannot.
-    #[arg(long, value_name = "auto|NAME")]
+    /// The log's format; `auto` (the default) detects it and says why when it cannot.
+    #[arg(long, value_name = "FORMAT", value_parser = import_formats())]
     pub format: Option<String>,
     /// The sampling interval of a log whose lines carry no time (vmstat 1 → 1s).
     #[arg(long, allow_hyphen_values = true, value_parser = run_duration)]

@@ -118,6 +118,30 @@ impl Format {
         }
     }
 
+    /// What writes this format, in a few words, for `--help`.
+    pub fn source(self) -> &'static str {
+        match self {
+            Format::VmstatLinux => "Linux vmstat (procps-ng, busybox; -w, -a, -t)",
+            Format::VmstatFreebsd => "FreeBSD vmstat, 8.x to 14.x",
+            Format::Pidstat => "sysstat pidstat (-t threads, -w switches, -h)",
+            Format::Sadf => "sysstat sadf -d (semicolon records)",
+            Format::Mpstat => "sysstat mpstat (-P ALL, -I, -A)",
+            Format::Sar => "sysstat sar text reports (-u, -n DEV, -w, -I, -A)",
+            Format::SysstatJson => "sysstat JSON: mpstat -o JSON, sadf -j",
+            Format::Table => "any table: a header row over rows of numbers (TSV, CSV, spaces)",
+            Format::Iperf3 => "iperf3 --json or --json-stream (client or server)",
+            Format::LockStat => "Linux /proc/lock_stat",
+            Format::FreebsdLockProf => "FreeBSD debug.lock.prof.stats",
+            Format::PerfLock => "perf lock contention",
+            Format::ErlangWallTime => "Erlang statistics(scheduler_wall_time) snapshots",
+            Format::ErlangSchedulerUsage => "recon:scheduler_usage/1 or scheduler:utilization/1",
+            Format::ReconNodeStats => "recon:node_stats_print/2 or node_stats_list/2",
+            Format::ProcSnapshot => {
+                "/proc/interrupts, softirqs, net/softnet_stat, net/snmp, net/netstat, net/dev"
+            }
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.iter().copied().find(|f| f.name() == name)
     }
