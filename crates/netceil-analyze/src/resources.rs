@@ -65,6 +65,9 @@ pub struct WorkThread {
     pub cpu_pct: f64,
     /// The CPU it ran on most often, when recorded.
     pub cpu: Option<u32>,
+    /// The share of the samples that found it on `cpu` (0–1; 1 when not recorded): a thread
+    /// the scheduler moved between CPUs spent only part of its time on its usual one.
+    pub on_usual: f64,
     pub voluntary_cs: Option<f64>,
     pub nonvoluntary_cs: Option<f64>,
     /// One of the load threads netceil started for this run.
@@ -344,15 +347,17 @@ fn threads(ctx: &Ctx) -> Vec<WorkThread> {
         let Some(cpu_pct) = ctx.mean_of(m) else {
             continue;
         };
-        let cpu = ctx
+        let (cpu, on_usual) = ctx
             .sibling(m, n::THREAD_LAST_CPU)
-            .and_then(|last| usual(&ctx.values(last)));
+            .and_then(|last| usual(&ctx.values(last)))
+            .map_or((None, 1.0), |(c, share)| (Some(c), share));
         out.push(WorkThread {
             pid: m.id.label(n::LABEL_PID).and_then(|p| p.parse().ok()),
             tid,
             comm: m.id.label(n::LABEL_COMM).unwrap_or("?").to_string(),
             cpu_pct,
             cpu,
+            on_usual,
             voluntary_cs: sibling_mean(ctx, m, n::THREAD_VOLUNTARY_CS_PER_S),
             nonvoluntary_cs: sibling_mean(ctx, m, n::THREAD_NONVOLUNTARY_CS_PER_S),
             own: own.contains(&tid),
@@ -362,15 +367,20 @@ fn threads(ctx: &Ctx) -> Vec<WorkThread> {
     out
 }
 
-/// The value seen most often (the CPU a thread ran on most).
-fn usual(values: &[f64]) -> Option<u32> {
+/// The value seen most often (the CPU a thread ran on most), and the share of the samples
+/// that saw it.
+fn usual(values: &[f64]) -> Option<(u32, f64)> {
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
     for v in values {
         if v.is_finite() && *v >= 0.0 {
             *counts.entry(v.round() as u32).or_default() += 1;
         }
     }
-    counts.into_iter().max_by_key(|(_, n)| *n).map(|(c, _)| c)
+    let seen: usize = counts.values().sum();
+    counts
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(c, n)| (c, n as f64 / seen as f64))
 }
 
 /// Processes outside the workload, from the process scan (`proc_cpu_pct`, every 2 s). A

@@ -7,8 +7,8 @@
 //! rate), the share delivered to the kernel (`rx_kernel_packets`) and to the application
 //! (`rx_app_packets`), and the throughput there. Points are grouped by workload and payload
 //! size; in each group, sorted by offered rate, the knee is the last point before the first one
-//! that lost more than 1 %. Bit rates are decimal with the binary (Gibit/s, 2^30) figure beside
-//! them, because published figures often are binary.
+//! that lost more than 1 %. Bit rates are decimal, with the binary (Gibit/s, 2^30) figure beside
+//! them from 1 Gibit/s, because published figures often are binary.
 //!
 //! Confidence: floor 0.5, band 0.4; strength: the share of groups whose knee is bracketed by a
 //! lossy point above it; × 0.8 when the groups have fewer than four points on average.
@@ -105,11 +105,17 @@ fn rate_words(pps: f64) -> String {
     }
 }
 
+/// A bit rate in decimal units, with the binary figure beside it from 1 Gibit/s, where
+/// published figures (SEEDS §5's) are often binary; below it a second unit only adds noise.
 fn bits_words(bits: f64) -> String {
+    let gibit = bits / f64::from(1u32 << 30);
+    if gibit < 1.0 {
+        return fmt::value(bits, Unit::BitsPerSecond);
+    }
     format!(
         "{} ({} Gibit/s)",
         fmt::value(bits, Unit::BitsPerSecond),
-        fmt::number(bits / f64::from(1u32 << 30))
+        fmt::number(gibit)
     )
 }
 
