@@ -233,7 +233,7 @@ pub fn join(logs: Vec<Imported>) -> Result<Run, JoinError> {
             .filter(|(_, r)| inside(*r))
             .unzip(),
         // No log has rows with a duration: one row for the snapshots.
-        None => (vec![0], vec![(from, to)]),
+        None => (vec![0], vec![(0.0, to - from)]),
     };
     if base_rows.is_empty() {
         let other = order.get(1).copied().unwrap_or(base);
@@ -256,6 +256,7 @@ pub fn join(logs: Vec<Imported>) -> Result<Run, JoinError> {
         }
     ));
 
+    let mut taken = std::collections::HashSet::new();
     for &i in &order {
         let p = &parts[i];
         let rows: Vec<(f64, f64)> = match &p.rows {
@@ -281,7 +282,7 @@ pub fn join(logs: Vec<Imported>) -> Result<Run, JoinError> {
         };
         let mut dropped = Vec::new();
         for m in &p.run.series.metrics {
-            if series.get(&m.id).is_some() {
+            if taken.contains(&m.id) {
                 dropped.push(m.id.to_string());
                 continue;
             }
@@ -296,6 +297,7 @@ pub fn join(logs: Vec<Imported>) -> Result<Run, JoinError> {
             if values.iter().all(Option::is_none) {
                 continue;
             }
+            taken.insert(m.id.clone());
             series.metrics.push(Metric {
                 id: m.id.clone(),
                 unit: m.unit,

@@ -525,3 +525,25 @@ fn real_readers_put_os_cpu_beside_the_schedulers_work() {
     assert_eq!(idle.values, some(&[50.0, 50.0]));
     assert_eq!(run.meta.host.cpus, Some(2));
 }
+
+#[test]
+fn logs_with_no_timed_rows_at_all_join_into_one_row() {
+    let a = log(
+        "wall.txt",
+        "erlang-wall-time",
+        None,
+        0.0,
+        &[0.0],
+        &[(id("erlang_scheduler_util_pct"), some(&[7.0]))],
+    );
+    let mut b = log("lockprof.txt", "freebsd-lockprof", None, 0.0, &[], &[]);
+    b.run.locks.push(LockStat {
+        name: "rtentry".into(),
+        wait_total_s: 14.0,
+        ..Default::default()
+    });
+    let run = join(vec![a, b]).unwrap();
+    assert_eq!(run.series.t_s, vec![0.0]);
+    assert_eq!(values(&run, &id("erlang_scheduler_util_pct")), some(&[7.0]));
+    assert_eq!(run.locks.len(), 1);
+}
