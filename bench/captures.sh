@@ -6,7 +6,10 @@
 #
 #   file|extra `netceil analyze` flags, or nothing|causes that count as right|why, by mechanism
 #
-# For each log it runs `netceil analyze --no-store --json FLAGS FILE` and prints the expected
+# The file field may name several logs of the same minutes, separated by spaces, with `--join`
+# in the flags: they are analyzed together as one run (batch13 on).
+#
+# For each line it runs `netceil analyze --no-store --json FLAGS FILE…` and prints the expected
 # causes, the verdict (the first finding's cause) with its confidence, the runner-up, and
 #   right   the verdict's cause is one of the expected ones;
 #   wrong   the verdict names another cause, a ceiling claim;
@@ -18,7 +21,7 @@
 #
 # usage: bench/captures.sh [--set SET|all] [--nc PATH]   (SET: a folder of bench/captures/)
 #
-# The heldout and *h sets (batch7h, batch8h, batch9h, batch10h, batch11h) are kept from whoever tunes the analyzer: do not tune against
+# The heldout and *h sets (batch7h, batch8h, batch9h, batch10h, batch11h, batch12h, batch13h) are kept from whoever tunes the analyzer: do not tune against
 # them. batch7 and batch7h are one batch, written together before an analyzer change.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,9 +73,10 @@ for s in $sets; do
     IFS='|' read -r file flags want why <<<"$line"
     [ -n "$file" ] || continue
     out="$tmp/out.json" err="$tmp/err.txt"
-    # Flags are words as a person would type them; none holds a space.
+    # Flags are words as a person would type them; none holds a space. The file field is one
+    # or more file names (none holds a space either).
     # shellcheck disable=SC2086
-    (cd "$dir" && "$nc" analyze --no-store --json $flags "$file") >"$out" 2>"$err"
+    (cd "$dir" && "$nc" analyze --no-store --json $flags $file) >"$out" 2>"$err"
     rc=$?
     got=$(python3 - "$out" "$rc" "$want" <<'PY'
 import json, sys

@@ -241,3 +241,30 @@ def sched_util(path, prompt, samples, normal, dirty_cpu):
             lines.append(f" {{cpu,{len(fr) + i + 1},0.0,\"0.0%\"}}")
         out.append(",\n".join(lines) + "]")
     open(path, "w").write("\n".join(out) + "\n")
+
+
+def wall_time(path, prompt, snapshots, comment=None):
+    """Erlang `statistics(scheduler_wall_time)` taken several times in the shell; snapshots:
+    list of lists of (id, active, total), printed in the order given."""
+    out = [] if comment is None else [f"%% {comment}"]
+    for k, snap in enumerate(snapshots):
+        out.append(f"{prompt}{k + 1}> statistics(scheduler_wall_time).")
+        body = ",\n ".join(f"{{{i},{a},{t}}}" for i, a, t in snap)
+        out.append(f"[{body}]")
+        out.append("")
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def wall_time_snaps(nsched, utils, span_units, t0=88_000_000_000):
+    """Snapshots whose per-scheduler utilization between consecutive ones is utils[k](s):
+    the active and total times accumulate from an arbitrary origin."""
+    act = [R.randint(10_000_000, 90_000_000) for _ in range(nsched)]
+    tot = [t0 + R.randint(0, 50_000) for _ in range(nsched)]
+    snaps = [[(s + 1, act[s], tot[s]) for s in range(nsched)]]
+    for u in utils:
+        for s in range(nsched):
+            dt = span_units + R.randint(-2000, 2000)
+            act[s] += int(dt * min(1.0, max(0.0, u(s))))
+            tot[s] += dt
+        snaps.append([(s + 1, act[s], tot[s]) for s in range(nsched)])
+    return snaps

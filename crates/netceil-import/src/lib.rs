@@ -15,12 +15,14 @@
 
 mod error;
 pub mod formats;
+mod join;
 mod log;
 mod read;
 
 pub use error::{ImportError, NotThisFormat};
 pub use formats::builder::MAX_ROWS;
 pub use formats::{detect, import, terminal_text, Format};
+pub use join::{join, Clock, JoinError};
 pub use log::{import_log, LogError, HEAD_BYTES};
 pub use netceil_model::input::InputError;
 pub use read::{read_log, LogLines, LOG_LIMITS, MAX_LINE_BYTES, MAX_LOG_BYTES};
@@ -46,4 +48,8 @@ pub struct Imported {
     pub run: Run,
     /// Lines skipped or flagged (a since-boot first line, a truncated last line…), in words.
     pub warnings: Vec<String>,
+    /// The wall-clock time of the series' start, when the log tells it but the run cannot
+    /// keep it (local time without a zone); `None` also when `run.meta.started_unix_s` has it.
+    /// [`join`] places several logs on one timeline by it.
+    pub clock: Option<Clock>,
 }

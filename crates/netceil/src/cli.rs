@@ -999,6 +999,11 @@ pub struct AnalyzeArgs {
     /// Print the run(s) with findings as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The files are logs of the same minutes on one machine (mpstat beside an Erlang
+    /// wall-time dump, vmstat beside a lock profile): import each, join them on one timeline
+    /// (their overlap) and analyze them as one run. --format, if given, applies to every file.
+    #[arg(long, conflicts_with = "runs")]
+    pub join: bool,
     /// Do not keep imported runs in the store.
     #[arg(long)]
     pub no_store: bool,

@@ -4,7 +4,7 @@
 //! a stored run (an id, a unique prefix, or `last`) to analyze again.
 
 use anyhow::{anyhow, Context};
-use netceil_import::{import_log, Format, ImportOptions};
+use netceil_import::{import_log, Format, ImportOptions, Imported};
 use netceil_model::{bus_data_rate, Annotations, Run};
 use std::io::Write;
 use std::path::Path;
@@ -35,7 +35,7 @@ fn annotations(args: &AnalyzeArgs) -> Result<Annotations, Failure> {
 /// Imports one file: by the named format, or by detection that explains itself when it
 /// fails. The log is read line by line where its reader streams (see
 /// [`netceil_import::import_log`]).
-fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
+fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Imported, Failure> {
     let format = match args.format.as_deref() {
         None | Some("auto") => None,
         Some(name) => Some(Format::from_name(name).ok_or_else(|| {
@@ -67,7 +67,23 @@ fn import_one(arg: &str, args: &AnalyzeArgs) -> Result<Run, Failure> {
     for w in &imported.warnings {
         eprintln!("netceil: {w}");
     }
-    Ok(imported.run)
+    Ok(imported)
+}
+
+/// Analyzes an imported run and stores it (replacing the same log imported before).
+fn analyze_imported(
+    mut run: Run,
+    what: &str,
+    options: &netceil_analyze::Options,
+    store: Option<&netceil_store::Store>,
+) -> Result<Run, Failure> {
+    netceil_analyze::analyze_into_with(&mut run, options);
+    if let Some(s) = store {
+        let _ = s.delete(&run.run_id);
+        s.put_run(&run)
+            .with_context(|| format!("storing the run imported from {what}"))?;
+    }
+    Ok(run)
 }
 
 pub fn run(args: AnalyzeArgs) -> Outcome {
@@ -77,22 +93,28 @@ pub fn run(args: AnalyzeArgs) -> Outcome {
         cpus: args.cpus,
     };
     let mut runs = Vec::new();
+    if args.join {
+        // Every file is imported before anything is joined or stored.
+        let logs = args.inputs.iter().map(|a| import_one(a, &args));
+        let logs = logs.collect::<Result<Vec<_>, _>>()?;
+        let run = netceil_import::join(logs).map_err(|e| Failure::usage(anyhow!(e)))?;
+        runs.push(analyze_imported(
+            run,
+            &args.inputs.join(" + "),
+            &options,
+            store.as_ref(),
+        )?);
+    }
     let inputs = args
         .inputs
         .iter()
+        .filter(|_| !args.join)
         .map(|a| (a, false))
         .chain(args.runs.iter().map(|a| (a, true)));
     for (arg, stored) in inputs {
         if !stored && (arg == "-" || Path::new(arg).exists()) {
-            let mut run = import_one(arg, &args)?;
-            netceil_analyze::analyze_into_with(&mut run, &options);
-            if let Some(s) = &store {
-                // The same log imported twice is the same run: replace it.
-                let _ = s.delete(&run.run_id);
-                s.put_run(&run)
-                    .with_context(|| format!("storing the run imported from {arg}"))?;
-            }
-            runs.push(run);
+            let run = import_one(arg, &args)?.run;
+            runs.push(analyze_imported(run, arg, &options, store.as_ref())?);
         } else {
             let Some(s) = &store else {
                 return Err(Failure::usage(anyhow!(

@@ -455,7 +455,7 @@ fn duration(
 }
 
 /// Two values with their weights (summed durations) as one: their weighted mean.
-fn mean(a: Option<f64>, wa: f32, b: Option<f64>, wb: f32) -> (Option<f64>, f32) {
+pub(crate) fn mean(a: Option<f64>, wa: f32, b: Option<f64>, wb: f32) -> (Option<f64>, f32) {
     match (a, b) {
         (Some(x), Some(y)) => {
             let w = f64::from(wa) + f64::from(wb);

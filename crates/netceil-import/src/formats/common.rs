@@ -83,7 +83,11 @@ pub(crate) fn finish(mut run: Run, warnings: Vec<String>, opts: &ImportOptions) 
         .map(|w| format!("{}: {w}", file(opts)))
         .collect();
     run.notes.extend(warnings.iter().cloned());
-    Imported { run, warnings }
+    Imported {
+        run,
+        warnings,
+        clock: None,
+    }
 }
 
 /// Lock profiles carry no duration, but relating waits to wall time needs one: with a window
@@ -574,7 +578,11 @@ pub(crate) fn finish_table(
     series.t_s = row_times.unwrap_or_else(|| series.t_s.iter().map(|n| n * interval_s).collect());
     run.series = series;
     run.notes.extend(warnings.iter().cloned());
-    Imported { run, warnings }
+    Imported {
+        run,
+        warnings,
+        clock: None,
+    }
 }
 
 #[cfg(test)]

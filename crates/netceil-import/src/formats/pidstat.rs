@@ -313,13 +313,14 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
         since_boot_warned: false,
         skipped_summary: 0,
     };
+    let mut date = None;
     for (n, line) in numbered_lines(text) {
         let t = line.trim();
         if t.is_empty() {
             continue;
         }
         if is_banner(t) {
-            apply_banner(t, &mut run.meta.host);
+            date = apply_banner(t, &mut run.meta.host).or(date);
             continue;
         }
         if t.starts_with("Average:") {
@@ -373,5 +374,6 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     Ok(Imported {
         run,
         warnings: r.warnings,
+        clock: r.t0.map(|t0| super::sar::local_clock(date.as_deref(), t0)),
     })
 }

@@ -229,5 +229,9 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     run.notes.extend(notes);
     checks.finish(&mut run, &mut warnings, &format!("{file}: "));
     run.notes.extend(warnings.iter().cloned());
-    Ok(Imported { run, warnings })
+    Ok(Imported {
+        run,
+        warnings,
+        clock: None,
+    })
 }

@@ -1089,6 +1089,7 @@ impl<'o> SarReader<'o> {
                 "{skipped_summary} Average:/Summary: lines skipped; the series keeps the samples"
             ));
         }
+        let clock = t0.map(|start| local_clock(banner_date.as_deref(), start));
         if let (Some(date), Some(start)) = (banner_date, t0) {
             let s = start as u32;
             c.notes.push(format!(
@@ -1107,6 +1108,50 @@ impl<'o> SarReader<'o> {
         run.notes.extend(notes);
         checks.finish(&mut run, &mut warnings, &format!("{file}: "));
         run.notes.extend(warnings.iter().cloned());
-        Ok(Imported { run, warnings })
+        Ok(Imported {
+            run,
+            warnings,
+            clock,
+        })
+    }
+}
+
+/// The days since the epoch of a date as sysstat's banner prints it in the locale's form:
+/// `2026-11-18`, `11/18/2026` (or `18/11/2026` when the first number cannot be a month),
+/// `18.11.2026`, or with a two-digit year (`11/18/26`).
+pub(crate) fn banner_day(date: &str) -> Option<i64> {
+    if let Some(d) = super::common::parse_iso_date(date) {
+        return Some(d);
+    }
+    let parts: Vec<&str> = date.split(['/', '.', '-']).collect();
+    let [a, b, y] = parts.as_slice() else {
+        return None;
+    };
+    let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+    let mut y: i64 = y.parse().ok()?;
+    if y < 100 {
+        y += 2000;
+    }
+    let (m, d) = if date.contains('.') || a > 12 {
+        (b, a)
+    } else {
+        (a, b)
+    };
+    ((1..=12).contains(&m) && (1..=31).contains(&d))
+        .then(|| super::common::days_from_civil(y, m, d))
+}
+
+/// The clock of a report whose first header is at `start` seconds of the day the banner
+/// names (local time: sysstat prints no zone).
+pub(crate) fn local_clock(date: Option<&str>, start: f64) -> crate::Clock {
+    match date.and_then(banner_day) {
+        Some(day) => crate::Clock::Local {
+            s: day as f64 * 86_400.0 + start,
+            dated: true,
+        },
+        None => crate::Clock::Local {
+            s: start,
+            dated: false,
+        },
     }
 }

@@ -719,7 +719,11 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     run.notes.extend(notes);
     checks.finish(&mut run, &mut warnings, &format!("{}: ", file(opts)));
     run.notes.extend(warnings.iter().cloned());
-    Ok(Imported { run, warnings })
+    Ok(Imported {
+        run,
+        warnings,
+        clock: None,
+    })
 }
 
 #[cfg(test)]

@@ -267,7 +267,11 @@ pub fn import(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError>
     }
     run.series = b.finish(interval);
     run.notes.extend(warnings.iter().cloned());
-    Ok(Imported { run, warnings })
+    Ok(Imported {
+        run,
+        warnings,
+        clock: None,
+    })
 }
 
 /// A table's header and the rows under it.

@@ -465,6 +465,7 @@ fn finish_import(
         opts,
         &mut st.warnings,
     );
+    let mut clock = None;
     let row_times = if stamped {
         for w in &st.backwards {
             // A local clock set back an hour (daylight saving time ends) is no damage.
@@ -487,6 +488,10 @@ fn finish_import(
             run.meta.started_unix_s = start;
         } else {
             run.notes.push("the row timestamps name no time zone (or a zone other than UTC); the run's start time is left unset".into());
+            clock = Some(crate::Clock::Local {
+                s: start,
+                dated: true,
+            });
         }
         Some(stamps.iter().map(|s| s - start).collect())
     } else {
@@ -505,14 +510,9 @@ fn finish_import(
     );
     st.checks
         .finish(&mut run, &mut st.warnings, &format!("{file}: "));
-    Ok(finish_table(
-        run,
-        st.b,
-        interval,
-        row_times,
-        st.warnings,
-        opts,
-    ))
+    let mut imported = finish_table(run, st.b, interval, row_times, st.warnings, opts);
+    imported.clock = clock;
+    Ok(imported)
 }
 
 /// The error for a log with no `procs ---memory---` header line (within the look-ahead of a
