@@ -176,8 +176,10 @@ fn check_goal_search(
         let rate = g
             .rate
             .expect("loopback meets these bounds at the search's lowest rate");
+        // The rate found is what the verifying trial carried: a paced load can come out a
+        // little above what it asked.
         assert!(
-            rate >= range.0 && rate <= range.1,
+            rate >= 0.99 * range.0 && rate <= 1.02 * range.1,
             "{rate} outside {range:?}"
         );
         let by = g
