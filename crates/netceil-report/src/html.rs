@@ -891,6 +891,15 @@ fn arrived_pct(run: &Run) -> Option<(f64, f64)> {
     ))
 }
 
+/// A knee table's last cell: why the answer is not exact, or else what stopped the search
+/// above it.
+fn note_or_stopper(k: &netceil_model::Knee) -> String {
+    k.note
+        .clone()
+        .or_else(|| k.stopped_by.clone())
+        .unwrap_or_default()
+}
+
 /// A search's or a sweep's answers: the knee table, then the curves (a sweep: arrival against
 /// interval, per size and point) or the convergence (a search: each trial's rate and loss).
 fn write_knees(page: &mut String, run: &Run, hn: usize) {
@@ -928,10 +937,7 @@ fn write_knees(page: &mut String, run: &Run, hn: usize) {
                 ),
                 k.trials.to_string(),
                 if k.verified { "yes" } else { "no" }.into(),
-                k.note
-                    .clone()
-                    .or_else(|| k.stopped_by.clone())
-                    .unwrap_or_default(),
+                note_or_stopper(k),
             ]
         })
         .collect();
@@ -1027,10 +1033,7 @@ fn goal_knees(page: &mut String, run: &Run) {
                     .as_ref()
                     .and_then(|g| g.verified_by.clone())
                     .unwrap_or_else(|| "none".into()),
-                k.note
-                    .clone()
-                    .or_else(|| k.stopped_by.clone())
-                    .unwrap_or_default(),
+                note_or_stopper(k),
             ]
         })
         .collect();

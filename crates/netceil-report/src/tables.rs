@@ -64,13 +64,12 @@ pub(crate) fn knee_bound(k: &Knee) -> String {
             "loss ≤ {} %",
             (k.loss_tolerance * 100.0 * 1e6).round() / 1e6
         ),
-        Some(g) => {
-            let (b, _, _) = goal_row(GoalKind::of(g), g);
-            match g.bound {
-                SearchBound::Retransmits { .. } => format!("retrans ≤ {b}"),
-                SearchBound::P99 { .. } => format!("p99 ≤ {b}"),
+        Some(g) => match g.bound {
+            SearchBound::Retransmits { max_ratio } => {
+                format!("retrans ≤ {}", bound_words(GoalKind::Tcp, max_ratio))
             }
-        }
+            SearchBound::P99 { max_s } => format!("p99 ≤ {}", bound_words(GoalKind::Rr, max_s)),
+        },
     }
 }
 
