@@ -15,6 +15,7 @@
 #               stands in for an idle one (their CPU shares stop deciding the result); the
 #               kernel still keeps 5 % of each second for others. Refused with both threads on
 #               one CPU: iperf3's client then spins at FIFO priority and its server never runs
+#   KERNEL=1    also run netceil with --rcvbuf kernel in every round
 #   NC=path     the netceil binary (default: built here with cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,9 @@ case ${PRIO:-} in
     ;;
 esac
 variants=(nc iperf3)
+# KERNEL=1 adds netceil with --rcvbuf kernel (the kernel's receive-buffer autotuning, as iperf3
+# has it) to every round: what the default's fixed, cache-sized buffer on loopback is worth.
+[ "${KERNEL:-0}" = 1 ] && variants=(nc iperf3 nc_kernel)
 
 port=$((20000 + RANDOM % 20000))
 server=""
@@ -69,6 +73,12 @@ trap 'exit 130' INT TERM
 
 run_one() { # run_one VARIANT: prints the receiver's bit/s
   case $1 in
+    nc_kernel)
+      "${pre[@]}" "$NC" run tcp --duration "$secs" --msg-size 128K "${nc_pin[@]}" \
+        --rcvbuf kernel --json -q --no-store >"$out/tcp_$1.json"
+      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"]["rx_app_bits_per_s"])' \
+        "$out/tcp_$1.json"
+      ;;
     nc)
       "${pre[@]}" "$NC" run tcp --duration "$secs" --msg-size 128K "${nc_pin[@]}" \
         --json -q --no-store >"$out/tcp_$1.json"

@@ -349,6 +349,18 @@ impl<'s> Session<'s> {
     }
 
     fn measure_tcp(&mut self, cfg: &tcp::TcpConfig) -> Result<Results, Error> {
+        // Auto's buffer is sized for this machine's receiving core, as read here.
+        // Every direction's reading threads are placed by --rx-cpu.
+        let recv_cpu = cfg.rx_cpu;
+        let cfg = &tcp::TcpConfig {
+            recv_buffer: match cfg.recv_buffer {
+                tcp::RecvBuffer::Auto { .. } => tcp::RecvBuffer::auto_for_l2(
+                    netceil_probe::host::l2_cache_bytes(&*self.source, recv_cpu.unwrap_or(0)),
+                ),
+                other => other,
+            },
+            ..cfg.clone()
+        };
         let (way, kind) = match cfg.direction {
             netceil_model::TcpDirection::Up => ("", LoadKind::Tcp),
             netceil_model::TcpDirection::Down => (", reverse (-R)", LoadKind::TcpDown),

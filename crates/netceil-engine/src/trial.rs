@@ -7,7 +7,8 @@ use anyhow::anyhow;
 use netceil_load::tcp::rrul::RrulConfig;
 use netceil_load::{rr, tcp, udp};
 use netceil_model::params::{
-    LoadParams, RrParams, RrProtocol, RrulParams, TcpPacingRequest, TcpParams, UdpParams,
+    LoadParams, RrParams, RrProtocol, RrulParams, TcpPacingRequest, TcpParams, TcpRecvBuffer,
+    UdpParams,
 };
 use netceil_model::{Rate, Workload};
 use std::net::SocketAddr;
@@ -145,6 +146,14 @@ impl Trial {
             tx_cpu: p.tx_cpu,
             congestion: p.congestion.clone(),
             direction: p.direction,
+            // Auto's cache size is this machine's, read by the session that runs the trial.
+            recv_buffer: match p.rcvbuf {
+                TcpRecvBuffer::Auto => tcp::RecvBuffer::default(),
+                TcpRecvBuffer::Kernel => tcp::RecvBuffer::Kernel,
+                TcpRecvBuffer::Bytes(b) => {
+                    tcp::RecvBuffer::Fixed(usize::try_from(b).unwrap_or(usize::MAX))
+                }
+            },
         };
         cfg.validate()?;
         Ok(Trial::Tcp(cfg, p))

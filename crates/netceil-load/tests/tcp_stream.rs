@@ -240,3 +240,49 @@ fn kernel_pacing_is_reported_as_such() {
     assert!(r.rx_app_bits_per_s < 2.0 * 100e6, "{}", r.rx_app_bits_per_s);
     assert!(r.rx_app_bits_per_s > 0.5 * 100e6, "{}", r.rx_app_bits_per_s);
 }
+
+#[test]
+fn the_receive_buffer_is_sized_as_asked_and_said_in_the_results() {
+    use netceil_load::tcp::RecvBuffer;
+    use netceil_model::TcpDirection;
+    for direction in [TcpDirection::Up, TcpDirection::Down] {
+        let run = |recv_buffer| {
+            let cfg = TcpConfig {
+                duration: Duration::from_millis(400),
+                direction,
+                recv_buffer,
+                ..TcpConfig::default()
+            };
+            run_tcp(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap()
+        };
+        let fixed = run(RecvBuffer::Fixed(256 * 1024));
+        // What the kernel holds, read back: SO_RCVBUF of half, doubled (rmem_max may cap it).
+        let held = fixed.tcp_rcvbuf_bytes.expect("a fixed buffer");
+        assert!(
+            (64 * 1024..=256 * 1024).contains(&held),
+            "{direction:?}: {held}"
+        );
+        let note = fixed.notes.iter().find(|n| n.contains("receive buffers"));
+        let note = note.unwrap_or_else(|| panic!("{direction:?}: {:?}", fixed.notes));
+        assert!(note.contains("as asked (--rcvbuf)"), "{note}");
+        assert!(fixed.rx_app_bytes > 0);
+
+        let kernel = run(RecvBuffer::Kernel);
+        assert_eq!(kernel.tcp_rcvbuf_bytes, None, "{direction:?}");
+        assert!(
+            !kernel.notes.iter().any(|n| n.contains("receive buffer")),
+            "{direction:?}: {:?}",
+            kernel.notes
+        );
+
+        // Auto fixes loopback's buffer unless its handshake took over 100 µs (a busy machine),
+        // and says which it did.
+        let auto = run(RecvBuffer::default());
+        let said = auto.notes.iter().find(|n| n.contains("receive buffer"));
+        let said = said.unwrap_or_else(|| panic!("{direction:?}: {:?}", auto.notes));
+        match auto.tcp_rcvbuf_bytes {
+            Some(_) => assert!(said.contains("inside this host"), "{said}"),
+            None => assert!(said.contains("kept the kernel's"), "{said}"),
+        }
+    }
+}

@@ -86,6 +86,33 @@ pub struct TcpParams {
     /// (`--bidir`). Left out when up, so a run stored before it existed reads back as one.
     #[serde(default, skip_serializing_if = "TcpDirection::is_up")]
     pub direction: TcpDirection,
+    /// How this side's receiving end sized each stream's socket receive buffer (`--rcvbuf`).
+    /// Left out when `auto`, so a run stored before it existed reads back as one.
+    #[serde(default, skip_serializing_if = "TcpRecvBuffer::is_auto")]
+    pub rcvbuf: TcpRecvBuffer,
+}
+
+/// How a TCP receiver sizes each stream's socket receive buffer.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpRecvBuffer {
+    /// A fixed buffer the size of the receiving core's L2 cache on a path inside this host
+    /// (handshake RTT ≤ 100 µs), where the kernel's autotuning lets megabytes queue and go cold
+    /// in the cache; the kernel's autotuning on longer paths.
+    #[default]
+    Auto,
+    /// The kernel's autotuning (net.ipv4.tcp_rmem), as an application that sets nothing.
+    Kernel,
+    /// A fixed buffer of this many bytes, autotuning off.
+    Bytes(u64),
+}
+
+impl TcpRecvBuffer {
+    pub fn is_auto(&self) -> bool {
+        *self == TcpRecvBuffer::Auto
+    }
 }
 
 /// Latency under load (`netceil run rrul`): bulk TCP flows both ways beside a UDP
@@ -689,6 +716,7 @@ mod tests {
                 tx_cpu: Some(0),
                 congestion: Some("bbr".into()),
                 direction: TcpDirection::Both,
+                rcvbuf: TcpRecvBuffer::Bytes(1 << 20),
             }),
             LoadParams::Rr(RrParams {
                 proto: RrProtocol::Udp,

@@ -232,6 +232,11 @@ pub struct Results {
     /// How TCP flows were paced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_pacing: Option<TcpPacing>,
+    /// The socket receive buffer this side's TCP receiver fixed for its streams, bytes
+    /// (`--rcvbuf`: on a path inside the host by default); `None`: the kernel's autotuning.
+    /// It changes what is measured: the queue a reader lets build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_rcvbuf_bytes: Option<u64>,
     /// Anything the reader should know about how these figures were obtained.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -425,8 +425,12 @@ fn ceiling(run: &Run) -> Option<Ceiling> {
                 .iter()
                 .find(|d| d.direction == netceil_model::TcpDirection::Up)
             {
-                Some(up) => format!("{} retransmits (up)", fmt::opt_count(up.retransmits)),
-                None => "reverse: the far side sent".to_string(),
+                Some(up) => format!(
+                    "{} retransmits (up){}",
+                    fmt::opt_count(up.retransmits),
+                    rcvbuf_words(r)
+                ),
+                None => format!("reverse: the far side sent{}", rcvbuf_words(r)),
             },
         },
         WorkloadKind::Rrul => {
@@ -451,8 +455,9 @@ fn ceiling(run: &Run) -> Option<Ceiling> {
             figure: fmt::value(r.rx_app_bits_per_s, Unit::BitsPerSecond),
             // The flows are in the workload's name already.
             detail: format!(
-                "{} retransmits",
-                fmt::count(r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>())
+                "{} retransmits{}",
+                fmt::count(r.flows.iter().filter_map(|f| f.retransmits).sum::<u64>()),
+                rcvbuf_words(r)
             ),
         },
         WorkloadKind::Rr => {
@@ -741,4 +746,12 @@ pub fn wrap_lines(text: &str, width: usize) -> String {
 /// evidence and advice, wrapped to `width`.
 pub fn full(run: &Run, width: usize) -> String {
     wrap_lines(&format!("{}{}", summary(run), verdict(run)), width.max(40))
+}
+
+/// ", receive buffer fixed at 1024 KiB" when this side's TCP receiver fixed it (it changes what
+/// is measured), else nothing.
+fn rcvbuf_words(r: &netceil_model::Results) -> String {
+    r.tcp_rcvbuf_bytes
+        .map(|b| format!(", receive buffer fixed at {} KiB", b / 1024))
+        .unwrap_or_default()
 }

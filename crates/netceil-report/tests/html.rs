@@ -306,6 +306,7 @@ fn a_tcp_search_shows_goodput_and_retransmits_not_packets() {
                 tx_cpu: None,
                 congestion: None,
                 direction: Default::default(),
+                rcvbuf: Default::default(),
             }),
         });
         p.results = Some(Results {

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use netceil_lab::topo::Topology;
+use netceil_model::params::TcpRecvBuffer;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -681,6 +682,14 @@ pub struct TcpArgs {
     /// /proc/sys/net/ipv4/tcp_available_congestion_control. Default: the kernel's.
     #[arg(long, short = 'C', value_name = "ALGO")]
     pub congestion: Option<String>,
+    /// Each stream's socket receive buffer on this side: `auto` fixes it at twice the
+    /// receiving core's L2 cache on a path inside this host (handshake RTT ≤ 100 µs), where the
+    /// kernel's autotuning lets megabytes queue and go cold in the cache, and leaves longer
+    /// paths to the kernel; `kernel` always leaves it to the kernel (net.ipv4.tcp_rmem), as an
+    /// application that sets nothing; a size (1M) fixes it at that many bytes (SO_RCVBUF of half:
+    /// the kernel doubles it)
+    #[arg(long, value_parser = parse_recv_buffer, default_value = "auto", value_name = "auto|kernel|SIZE")]
+    pub rcvbuf: TcpRecvBuffer,
     /// Reverse, as iperf3's -R: the far side sends and this side reads (on loopback the
     /// roles swap; with --to, `netceil serve` sends).
     #[arg(long, short = 'R', conflicts_with = "bidir")]
@@ -1007,4 +1016,15 @@ pub struct AnalyzeArgs {
     /// Do not keep imported runs in the store.
     #[arg(long)]
     pub no_store: bool,
+}
+
+/// `--rcvbuf` of a TCP run: `auto`, `kernel` or a size.
+fn parse_recv_buffer(text: &str) -> Result<TcpRecvBuffer, String> {
+    match text {
+        "auto" => Ok(TcpRecvBuffer::Auto),
+        "kernel" => Ok(TcpRecvBuffer::Kernel),
+        size => parse_size(size)
+            .map(|b| TcpRecvBuffer::Bytes(b as u64))
+            .map_err(|e| format!("expected auto, kernel or a size such as 1M: {e}")),
+    }
 }

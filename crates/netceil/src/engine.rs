@@ -330,6 +330,7 @@ pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
             (true, false) => TcpDirection::Down,
             (false, false) => TcpDirection::Up,
         },
+        rcvbuf: a.rcvbuf,
     }
 }
 

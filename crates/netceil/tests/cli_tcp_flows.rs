@@ -182,6 +182,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run_tcp(prefix: &[&str]) -> Value {
+    run_tcp_with(prefix, &[])
+}
+
+fn run_tcp_with(prefix: &[&str], extra: &[&str]) -> Value {
     let mut args: Vec<&str> = prefix.to_vec();
     args.extend([
         BIN,
@@ -195,6 +199,7 @@ fn run_tcp(prefix: &[&str]) -> Value {
         "-q",
         "--no-store",
     ]);
+    args.extend(extra);
     let out = Command::new(args[0])
         .args(&args[1..])
         .stdin(Stdio::null())
@@ -264,7 +269,9 @@ fn a_shrunk_receive_buffer_shows_as_rwnd_limited() {
             rmem.get().split_whitespace().collect::<Vec<_>>(),
             ["4096", "4096", "4096"]
         );
-        let run = run_tcp(&["ip", "netns", "exec", &ns.name]);
+        // The kernel's buffer sizing: loopback's own fixed buffer would override the sysctl.
+        let run = run_tcp_with(&["ip", "netns", "exec", &ns.name], &["--rcvbuf", "kernel"]);
+        assert_eq!(run["results"].get("tcp_rcvbuf_bytes"), None);
         small = sender(&run, "tcp_rwnd_limited_pct");
         // The window the receiver advertised: no more than its buffer.
         let window = sender(&run, "tcp_snd_wnd_bytes");
@@ -275,7 +282,7 @@ fn a_shrunk_receive_buffer_shows_as_rwnd_limited() {
     // less. Compared in one test, so a busy machine weighs on both runs alike (alone, the
     // 4 KiB buffer gives 75–83 % and the default 0–26 % here; on a loaded machine both fall).
     let default = sender(
-        &run_tcp(&["ip", "netns", "exec", &ns.name]),
+        &run_tcp_with(&["ip", "netns", "exec", &ns.name], &["--rcvbuf", "kernel"]),
         "tcp_rwnd_limited_pct",
     );
     assert!(

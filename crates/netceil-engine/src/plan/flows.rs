@@ -33,6 +33,7 @@ pub fn trials(a: &SweepTcpParams, ipv6: bool) -> Result<Vec<Trial>, Error> {
                 tx_cpu: None,
                 congestion: None,
                 direction: Default::default(),
+                rcvbuf: Default::default(),
             })
         })
         .collect()

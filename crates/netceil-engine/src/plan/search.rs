@@ -559,6 +559,7 @@ fn tcp_flows(t: &TcpSearch, reach: Reach, target: Option<String>) -> TcpParams {
         tx_cpu: None,
         congestion: None,
         direction: TcpDirection::Up,
+        rcvbuf: Default::default(),
     }
 }
 

@@ -200,6 +200,8 @@ pub fn run_rr(
             loopback(cfg.ipv6),
             1,
             cfg.rx_cpu,
+            // Echo connections are not sized: only sink streams are.
+            crate::tcp::RecvBuffer::Kernel,
         )?)),
         (None, RrProto::Udp) => Some(Echo::Udp(udp_echo::UdpEcho::start(
             loopback(cfg.ipv6),

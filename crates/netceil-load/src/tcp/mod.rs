@@ -26,6 +26,7 @@
 
 mod evloop;
 pub(crate) mod hello;
+pub mod rcvbuf;
 mod receiver;
 mod reverse;
 pub mod rrul;
@@ -42,6 +43,7 @@ use hdrhistogram::Histogram;
 use netceil_model::{FlowResult, GeneratorStats, PacingMode, Results, TcpDirection, TcpPacing};
 
 pub(crate) use evloop::EventLoop;
+pub use rcvbuf::RecvBuffer;
 pub(crate) use server::Server;
 pub use server::{serve_tcp, TcpServeReport, TcpTestServer};
 
@@ -106,6 +108,9 @@ pub struct TcpConfig {
     /// Which way the data goes: this side sends (up), the far side sends (down, `-R`), or
     /// both at once (`--bidir`).
     pub direction: TcpDirection,
+    /// How the receiving end sizes each stream's receive buffer (`--rcvbuf`); this side's
+    /// receivers only: a far `netceil recv`/`serve` sizes its own.
+    pub recv_buffer: RecvBuffer,
 }
 
 impl Default for TcpConfig {
@@ -124,6 +129,7 @@ impl Default for TcpConfig {
             tx_cpu: None,
             congestion: None,
             direction: TcpDirection::Up,
+            recv_buffer: RecvBuffer::default(),
         }
     }
 }
@@ -417,6 +423,7 @@ pub(crate) fn run_forward(
             loopback(cfg.ipv6),
             threads as usize,
             cfg.rx_cpu,
+            cfg.recv_buffer,
         )?)
     } else {
         None
@@ -652,6 +659,7 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
             s.cpu_s,
             s.cpu_s / rx_window_s * 100.0
         ));
+        notes.extend(s.rcvbuf.note(cfg.recv_buffer, "in-process receiver"));
         if s.stream_bytes != rx_bytes && acked_fallback.is_empty() && unknown.is_empty() {
             notes.push(format!(
                 "the in-process receiver read {} B in all, the flows' counts add up to {rx_bytes} B",
@@ -689,6 +697,7 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
         },
         flows,
         tcp_pacing: Some(plan.kind),
+        tcp_rcvbuf_bytes: server_report.as_ref().and_then(|s| s.rcvbuf.fixed_bytes()),
         notes,
         ..Results::default()
     }

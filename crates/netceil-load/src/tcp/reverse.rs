@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
 
+use super::rcvbuf::{self, Sizing};
 use super::{hello, loopback, receiver, supervise, Meter, Server, TcpConfig, TcpProgress};
 use crate::clock::{now_ns, ProgressTicks};
 use crate::threads;
@@ -51,6 +52,8 @@ pub(crate) fn run_reverse(
             loopback(cfg.ipv6),
             threads as usize,
             cfg.tx_cpu,
+            // It only sends: no sink stream to size.
+            super::RecvBuffer::Kernel,
         )?),
         Some(_) => None,
     };
@@ -66,7 +69,12 @@ pub(crate) fn run_reverse(
         },
         None => hello::Ask::Plain(hello::Mode::Source),
     };
-    let streams = hello::connect_asking(target, cfg.flows, ask, |_| Ok(()))?;
+    // Sized before the hello: the far end sends nothing until it has answered.
+    let mut sizing = Sizing::default();
+    let streams = hello::connect_asking(target, cfg.flows, ask, |s| {
+        sizing.add(rcvbuf::apply(s, cfg.recv_buffer));
+        Ok(())
+    })?;
     let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
     for (id, s) in streams.into_iter().enumerate() {
         shares[id % threads as usize].push((id as u32, s));
@@ -133,6 +141,7 @@ pub(crate) fn run_reverse(
         start_ns,
         outcomes,
         sent,
+        &sizing,
         stop.load(Ordering::Relaxed),
     ))
 }
@@ -142,6 +151,7 @@ fn summarize_reverse(
     start_ns: u64,
     outcomes: Vec<receiver::Outcome>,
     sent: Option<u64>,
+    sizing: &Sizing,
     stopped_early: bool,
 ) -> Results {
     let recv_end = outcomes
@@ -170,6 +180,7 @@ fn summarize_reverse(
             "an in-process server on loopback"
         }
     )];
+    notes.extend(sizing.note(cfg.recv_buffer, "reading side"));
     let rx_bits_per_s = rx_bytes as f64 * 8.0 / rx_window_s;
     if let Some(rate) = cfg.rate_per_flow_bps {
         let total = rate * f64::from(cfg.flows);
@@ -215,6 +226,7 @@ fn summarize_reverse(
         tx_bits_per_s: tx_bytes as f64 * 8.0 / send_window_s,
         rx_app_bytes: rx_bytes,
         rx_app_bits_per_s: rx_bits_per_s,
+        tcp_rcvbuf_bytes: sizing.fixed_bytes(),
         generator: GeneratorStats {
             cpu_s,
             work_cpu_s: cpu_s,
@@ -372,6 +384,7 @@ pub(crate) fn combine(up: Results, down: Results, flows: u32) -> Results {
         flows: all_flows,
         directions,
         notes,
+        tcp_rcvbuf_bytes: up.tcp_rcvbuf_bytes.or(down.tcp_rcvbuf_bytes),
         ..up
     }
 }

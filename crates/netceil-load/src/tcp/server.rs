@@ -31,6 +31,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use super::evloop::EventLoop;
 use super::hello::{self, Ask, Mode, HELLO_LEN, PACED_HELLO_LEN, REPORT_LEN};
+use super::rcvbuf::{self, RecvBuffer, Sizing};
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::threads;
 use crate::LoadError;
@@ -73,6 +74,8 @@ pub struct TcpServeReport {
     pub source_bytes: u64,
     /// CPU seconds the server threads used.
     pub cpu_s: f64,
+    /// What was done to the sink streams' receive buffers (see [`super::rcvbuf`]).
+    pub rcvbuf: Sizing,
 }
 
 /// Live counters, readable while the server runs (for progress lines).
@@ -102,16 +105,18 @@ pub(crate) struct Server {
 impl Server {
     /// Binds `listen` and starts `threads` workers.
     pub(crate) fn start(listen: SocketAddr, threads: usize) -> Result<Server, LoadError> {
-        Self::start_admitting(listen, threads, None, None)
+        Self::start_admitting(listen, threads, None, None, RecvBuffer::default())
     }
 
-    /// As [`Server::start`], with every worker placed on `cpu` (`None`: the scheduler's).
+    /// As [`Server::start`], with every worker placed on `cpu` (`None`: the scheduler's) and
+    /// sink streams' receive buffers sized by `recv`.
     pub(crate) fn start_on(
         listen: SocketAddr,
         threads: usize,
         cpu: Option<usize>,
+        recv: RecvBuffer,
     ) -> Result<Server, LoadError> {
-        Self::start_admitting(listen, threads, None, cpu)
+        Self::start_admitting(listen, threads, None, cpu, recv)
     }
 
     /// As [`Server::start_on`], closing at once every connection not from `admit`.
@@ -120,6 +125,7 @@ impl Server {
         threads: usize,
         admit: Option<IpAddr>,
         cpu: Option<usize>,
+        recv: RecvBuffer,
     ) -> Result<Server, LoadError> {
         let bind_err = |source| LoadError::Bind {
             addr: listen,
@@ -160,6 +166,7 @@ impl Server {
                 index,
                 listener: listener.take(),
                 admit,
+                recv,
                 inboxes: inboxes.clone(),
                 stop: stop.clone(),
                 live: live.clone(),
@@ -220,6 +227,7 @@ impl Server {
                     total.source_connections += r.source_connections;
                     total.source_bytes += r.source_bytes;
                     total.cpu_s += r.cpu_s;
+                    total.rcvbuf.merge(&r.rcvbuf);
                 }
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
                 Err(_) => {
@@ -250,7 +258,8 @@ impl TcpTestServer {
     /// Binds `listen` (port 0 for any) with as many workers as cores (at most 8).
     pub fn start(listen: SocketAddr, admit: IpAddr) -> Result<TcpTestServer, LoadError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        Server::start_admitting(listen, threads, Some(admit), None).map(TcpTestServer)
+        Server::start_admitting(listen, threads, Some(admit), None, RecvBuffer::default())
+            .map(TcpTestServer)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -362,6 +371,8 @@ struct Worker {
     index: usize,
     listener: Option<TcpListener>,
     admit: Option<IpAddr>,
+    /// How sink streams' receive buffers are sized.
+    recv: RecvBuffer,
     inboxes: Arc<Vec<Inbox>>,
     stop: Arc<AtomicBool>,
     live: Arc<LiveCounters>,
@@ -409,9 +420,14 @@ impl Worker {
                     t => {
                         let slot = (t - FIRST_CONN_TOKEN) as usize;
                         let next = match self.conns.get_mut(slot).and_then(Option::as_mut) {
-                            Some(conn) => {
-                                handle(conn, flags, &mut buf, &mut self.report, &self.live)
-                            }
+                            Some(conn) => handle(
+                                conn,
+                                flags,
+                                &mut buf,
+                                &mut self.report,
+                                &self.live,
+                                self.recv,
+                            ),
                             None => continue,
                         };
                         match next {
@@ -588,6 +604,7 @@ fn handle(
     buf: &mut [u8],
     report: &mut TcpServeReport,
     live: &LiveCounters,
+    recv: RecvBuffer,
 ) -> Next {
     if let State::Hello { buf: hello, got } = &mut conn.state {
         // The first 8 bytes say the version, and so the length: a stream's data follows its
@@ -612,6 +629,10 @@ fn handle(
             return Next::Close;
         };
         let mode = ask.mode();
+        if mode == Mode::Stream {
+            // Before the hello's answer: no payload has been sent, no window opened for it.
+            report.rcvbuf.add(rcvbuf::apply(&conn.stream, recv));
+        }
         // 16 bytes at most into an empty send buffer: always fits.
         if conn.stream.write_all(&hello[..len]).is_err() {
             return Next::Close;

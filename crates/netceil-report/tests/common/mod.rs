@@ -163,6 +163,7 @@ fn full_results() -> Results {
         directions: vec![],
         rrul: None,
         tcp_pacing: Some(TcpPacing::Kernel),
+        tcp_rcvbuf_bytes: Some(1 << 20),
         notes: vec!["receive buffer: 8 MiB granted".into()],
         far: None,
     }
