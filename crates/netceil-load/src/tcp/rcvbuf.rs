@@ -136,22 +136,24 @@ pub struct Sizing {
 
 impl Sizing {
     pub fn add(&mut self, s: Sized) {
-        match s {
-            Sized::Kernel { rtt_us } => {
-                self.kernel += 1;
-                if let Some(r) = rtt_us {
-                    self.long_rtt_us = Some(self.long_rtt_us.map_or(r, |m| m.min(r)));
-                }
-            }
-            Sized::Fixed { bytes, rtt_us } => {
-                self.fixed += 1;
-                self.fixed_bytes = self.fixed_bytes.max(bytes);
-                if let Some(r) = rtt_us {
-                    self.fixed_rtt_us = Some(self.fixed_rtt_us.map_or(r, |m| m.max(r)));
-                }
-            }
-            Sized::Refused => self.refused += 1,
-        }
+        let one = match s {
+            Sized::Kernel { rtt_us } => Sizing {
+                kernel: 1,
+                long_rtt_us: rtt_us,
+                ..Sizing::default()
+            },
+            Sized::Fixed { bytes, rtt_us } => Sizing {
+                fixed: 1,
+                fixed_bytes: bytes,
+                fixed_rtt_us: rtt_us,
+                ..Sizing::default()
+            },
+            Sized::Refused => Sizing {
+                refused: 1,
+                ..Sizing::default()
+            },
+        };
+        self.merge(&one);
     }
 
     /// The buffer fixed for the streams, bytes, if any was.
@@ -180,14 +182,14 @@ impl Sizing {
         }
         let mut parts = Vec::new();
         if self.fixed > 0 {
+            // Auto fixes a buffer only where it read the handshake's RTT.
             let why = match (policy, self.fixed_rtt_us) {
-                (RecvBuffer::Fixed(_), _) => "as asked (--rcvbuf)".to_string(),
-                (_, Some(r)) => format!(
+                (RecvBuffer::Auto { .. }, Some(r)) => format!(
                     "the path is inside this host (handshake RTT ≤ {r} µs): the kernel's \
                      autotuning would let megabytes queue and go cold in the cache; \
                      --rcvbuf kernel leaves it on"
                 ),
-                (_, None) => "a short path".to_string(),
+                _ => "as asked (--rcvbuf)".to_string(),
             };
             parts.push(format!(
                 "{} of {total} streams' receive buffers on the {side} fixed at {} KiB \
