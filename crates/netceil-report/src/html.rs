@@ -1073,28 +1073,22 @@ fn goal_charts(page: &mut String, run: &Run) {
         })
         .collect();
     let x = |i: usize| (i + 1) as f64;
-    let reached = Line {
-        label: if tcp {
-            "goodput read"
-        } else {
-            "transactions answered"
-        }
-        .into(),
-        points: trials
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let r = p.results.as_ref();
-                let v = if tcp {
-                    r.map(|r| r.rx_app_bits_per_s)
-                } else {
-                    r.and_then(|r| r.transactions_per_s)
-                };
-                (x(i), v)
-            })
-            .collect(),
-        dashed: false,
-        color: charts::color(0),
+    // One figure of each trial's results, per trial in order.
+    let per_trial =
+        |label: &str, color: usize, v: &dyn Fn(&netceil_model::Results) -> Option<f64>| Line {
+            label: label.into(),
+            points: trials
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (x(i), p.results.as_ref().and_then(v)))
+                .collect(),
+            dashed: false,
+            color: charts::color(color),
+        };
+    let reached = if tcp {
+        per_trial("goodput read", 0, &|r| Some(r.rx_app_bits_per_s))
+    } else {
+        per_trial("transactions answered", 0, &|r| r.transactions_per_s)
     };
     figure(
         page,
@@ -1115,28 +1109,12 @@ fn goal_charts(page: &mut String, run: &Run) {
     );
     // The figure each bound is on, per trial, and each bound as a dashed line across.
     let scale = if tcp { 100.0 } else { 1e6 };
-    let mut lines = vec![Line {
-        label: if tcp {
-            "retransmitted"
-        } else {
-            "p99 round trip"
-        }
-        .into(),
-        points: trials
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let r = p.results.as_ref();
-                let v = if tcp {
-                    r.and_then(|r| r.retransmit_ratio())
-                } else {
-                    r.and_then(|r| r.p99_round_trip_s())
-                };
-                (x(i), v.map(|v| v * scale))
-            })
-            .collect(),
-        dashed: false,
-        color: charts::color(1),
+    let mut lines = vec![if tcp {
+        per_trial("retransmitted", 1, &|r| Some(r.retransmit_ratio()? * scale))
+    } else {
+        per_trial("p99 round trip", 1, &|r| {
+            Some(r.p99_round_trip_s()? * scale)
+        })
     }];
     let goals = run.knees.iter().filter(|k| k.goal.is_some());
     for (i, (b, k)) in bounds.iter().zip(goals).enumerate() {
