@@ -37,6 +37,8 @@ pub struct Recording<'s> {
     interval: Duration,
     rows: Receiver<Row>,
     started: Instant,
+    /// When rows last came (or the recording started): rows overdue raise the sampler.
+    last_rows: Instant,
     writer: Option<RunWriter<'s>>,
     /// The store the writer writes to.
     store: Option<&'s Store>,
@@ -99,6 +101,7 @@ impl<'s> Recording<'s> {
             interval,
             rows,
             started: Instant::now(),
+            last_rows: Instant::now(),
             writer,
             store,
             attached: Vec::new(),
@@ -128,7 +131,31 @@ impl<'s> Recording<'s> {
             rows.extend(self.rows.recv_timeout(wait).ok());
             rows.extend(self.rows.try_iter());
         }
+        self.check_sampler(!rows.is_empty());
         rows
+    }
+
+    /// How long rows may keep away before the sampler is taken to be starved: an interval
+    /// (or a batch), plus what the sampler itself allows a late sample.
+    fn overdue(&self) -> Duration {
+        self.interval.max(ROW_BATCH) + netceil_probe::sched::late_limit(self.interval)
+    }
+
+    /// Notes rows that came; when none came for longer than [`Recording::overdue`], moves the
+    /// sampler out of the idle scheduling class: the CPUs are full, and a thread in that class
+    /// may not get to run for seconds, not even to raise itself.
+    fn check_sampler(&mut self, got_rows: bool) {
+        let now = Instant::now();
+        if got_rows {
+            self.last_rows = now;
+        } else if now.duration_since(self.last_rows) >= self.overdue() {
+            if let Some(h) = &self.handle {
+                h.raise();
+            }
+            // Counted afresh: a sampler that is not starved but slow is not raised again and
+            // again, and whoever waits does not spin.
+            self.last_rows = now;
+        }
     }
 
     /// Waits for the next rows until `deadline` (without one, until rows come). Returns them,
@@ -146,20 +173,32 @@ impl<'s> Recording<'s> {
             let until = deadline.map_or(until, |d| d.min(until));
             std::thread::park_timeout(until.saturating_duration_since(Instant::now()));
             let mut rows: Vec<Row> = Vec::new();
-            loop {
+            let ended = loop {
                 match self.rows.try_recv() {
                     Ok(row) => rows.push(row),
-                    Err(TryRecvError::Empty) => return (rows, false),
-                    Err(TryRecvError::Disconnected) => return (rows, true),
+                    Err(TryRecvError::Empty) => break false,
+                    Err(TryRecvError::Disconnected) => break true,
                 }
-            }
+            };
+            self.check_sampler(!rows.is_empty());
+            return (rows, ended);
         }
-        let first = match deadline {
-            Some(d) => self
+        let first = loop {
+            // Never longer than rows may be overdue, to raise a starved sampler meanwhile.
+            let overdue = self.last_rows + self.overdue();
+            let until = deadline.map_or(overdue, |d| d.min(overdue));
+            match self
                 .rows
-                .recv_timeout(d.saturating_duration_since(Instant::now())),
-            None => self.rows.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+            {
+                Err(RecvTimeoutError::Timeout) if deadline.is_none_or(|d| Instant::now() < d) => {
+                    self.check_sampler(false);
+                }
+                r => break r,
+            }
         };
+        let got = first.as_ref().is_ok();
+        self.check_sampler(got);
         match first {
             Ok(row) => {
                 let mut rows = vec![row];
@@ -248,6 +287,7 @@ impl<'s> Recording<'s> {
         match stopped {
             Ok(out) => {
                 run.notes.extend(memory_notes(&out));
+                run.notes.extend(priority_note(out.priority));
                 run.meta.sampler_cpu_s = out.sampler_cpu_s;
                 run.meta.sampler_cpu_pct = out.sampler_cpu_pct();
                 if !out.nics.is_empty() {
@@ -305,6 +345,18 @@ impl<'s> Recording<'s> {
                 None
             }
         }
+    }
+}
+
+/// The sampler left the idle scheduling class mid-run (see [`netceil_probe::sched`]): said,
+/// since its rows were late before and it took its share of the CPUs after.
+fn priority_note(priority: netceil_probe::sched::SamplerPriority) -> Option<String> {
+    match priority {
+        netceil_probe::sched::SamplerPriority::Raised { at_s, late_ms } => Some(format!(
+            "the sampler ran in the idle scheduling class, out of the workload's way, until {at_s:.1} s, when the CPUs were full and a sample came {late_ms:.1} ms late; from then on it ran at nice {}, taking its small share of a full CPU",
+            netceil_probe::sched::SAMPLER_NICE
+        )),
+        _ => None,
     }
 }
 
@@ -399,6 +451,7 @@ mod attach_tests {
             samples: 90_001,
             rows_per_row: 1,
             dropped_columns: std::collections::BTreeMap::new(),
+            priority: netceil_probe::sched::SamplerPriority::Idle,
         };
         assert!(memory_notes(&out).is_empty());
         out.rows_per_row = 8;

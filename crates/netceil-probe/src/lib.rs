@@ -30,6 +30,7 @@ pub mod qdisc;
 pub mod rates;
 mod recorder;
 pub mod sampler;
+pub mod sched;
 pub mod sockdiag;
 mod source;
 

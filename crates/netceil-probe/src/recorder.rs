@@ -7,7 +7,7 @@
 //! a caller can show a live table and still keep everything sampled so far.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -22,6 +22,7 @@ use crate::rates::{
     SLOW_TIER_METRICS, SLOW_TIER_REASON,
 };
 use crate::sampler::{Sampler, SamplerConfig, Snapshot};
+use crate::sched::{self, SamplerPriority};
 use crate::Source;
 
 /// Rows a [`Recorder`] holds before writing them into its series. The series is columnar:
@@ -537,6 +538,8 @@ pub struct SamplerOutput {
     /// Per-process columns left out of `series` to keep its memory bounded, by metric name
     /// (see [`MAX_PROCESS_COLUMNS`]); the rows streamed while sampling had them.
     pub dropped_columns: BTreeMap<String, usize>,
+    /// How the sampler thread was scheduled (see [`crate::sched`]).
+    pub priority: SamplerPriority,
 }
 
 impl SamplerOutput {
@@ -552,15 +555,27 @@ impl SamplerOutput {
 pub struct SamplerHandle {
     thread: JoinHandle<SamplerOutput>,
     stop: Arc<AtomicBool>,
+    /// The sampler thread's id, once it has started (0 before).
+    tid: Arc<AtomicI32>,
 }
 
 impl SamplerHandle {
     /// Stops sampling and returns everything recorded. A last, shorter interval is recorded
     /// when at least half an interval has passed since the last sample.
     pub fn stop(self) -> std::thread::Result<SamplerOutput> {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread.thread().unpark();
+        self.stopper().stop();
         self.thread.join()
+    }
+
+    /// Moves the thread out of the idle scheduling class (see [`crate::sched`]) when it is
+    /// still in it: for whoever waits for its rows and finds them overdue, since on CPUs kept
+    /// full a thread in that class may not run for a second or more, not even to raise itself.
+    /// Its next row then says when it was raised.
+    pub fn raise(&self) {
+        let tid = self.tid.swap(0, Ordering::SeqCst);
+        if tid != 0 {
+            let _ = sched::raise(tid);
+        }
     }
 
     /// Whether the thread has ended (after the stop flag was set elsewhere).
@@ -574,6 +589,7 @@ impl SamplerHandle {
         SamplerStopper {
             stop: Arc::clone(&self.stop),
             thread: self.thread.thread().clone(),
+            tid: Arc::clone(&self.tid),
         }
     }
 }
@@ -583,13 +599,21 @@ impl SamplerHandle {
 pub struct SamplerStopper {
     stop: Arc<AtomicBool>,
     thread: std::thread::Thread,
+    tid: Arc<AtomicI32>,
 }
 
 impl SamplerStopper {
     /// Asks the thread to end now: it takes its last sample (when at least half an interval
     /// has passed), returns, and closes the row channel, which wakes a receiver waiting on it.
+    /// A sampler still in the idle class is first moved to the ordinary class, so that CPUs
+    /// kept full cannot hold its end back.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        let tid = self.tid.load(Ordering::SeqCst);
+        if tid != 0 {
+            // Only an idle-class sampler publishes its id, and this process may raise it.
+            let _ = sched::raise(tid);
+        }
         self.thread.unpark();
     }
 }
@@ -616,29 +640,27 @@ pub fn spawn_sampler<S: Source + Send + 'static>(
         .validate()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let flag = Arc::clone(&stop);
+    let tid = Arc::new(AtomicI32::new(0));
+    let thread_id = Arc::clone(&tid);
     let thread = std::thread::Builder::new()
         .name("netceil-sampler".into())
-        .spawn(move || run(source, config, &flag, &rows))?;
-    Ok(SamplerHandle { thread, stop })
+        .spawn(move || run(source, config, &flag, &rows, &thread_id))?;
+    Ok(SamplerHandle { thread, stop, tid })
 }
-
-/// The sampler thread's niceness. The observer must not change what it observes: at nice 10 a
-/// CPU the workload's threads wake up on is theirs at once (the scheduler preempts the sampler
-/// for them), so its reads, a few milliseconds a second, do not sit in a request/response
-/// run's tail; yet on CPUs the workload keeps full it still gets about a tenth of one, more
-/// than a 10 ms interval needs. Its rows are timed when they are read: late, never wrong.
-const SAMPLER_NICE: i32 = 10;
 
 fn run<S: Source>(
     source: S,
     config: SamplerConfig,
     stop: &AtomicBool,
     rows: &Sender<Row>,
+    tid: &AtomicI32,
 ) -> SamplerOutput {
-    // On Linux nice() applies to the calling thread alone; failing leaves it at the
-    // process's niceness, which only costs what this avoids.
-    #[cfg(target_os = "linux")]
-    let _ = rustix::process::nice(SAMPLER_NICE);
+    // Out of the workload's way (see crate::sched): the idle class while the CPUs have room.
+    // The thread id is published while it is in the idle class, for a stopper to raise it.
+    let mut priority = sched::lower_this_thread();
+    if priority == SamplerPriority::Idle {
+        tid.store(sched::this_thread_id(), Ordering::SeqCst);
+    }
     let interval = config.interval;
     let mut recorder = Recorder::with_max_rows(interval, config.max_rows);
     let mut sampler = Sampler::new(source, config);
@@ -668,8 +690,22 @@ fn run<S: Source>(
             }
             std::thread::park_timeout((deadline - now).min(STOP_POLL));
         }
+        let woke = Instant::now();
         take(&mut sampler, &mut recorder);
         last_sample = Instant::now();
+        if priority == SamplerPriority::Idle {
+            // Late to wake, or slow to read because it was preempted all along: the CPUs are
+            // full, and the rows matter more now than the workload's few milliseconds.
+            let late =
+                woke.saturating_duration_since(deadline) + last_sample.duration_since(woke) / 2;
+            if late > sched::late_limit(interval) && sched::raise(0).is_ok() {
+                tid.store(0, Ordering::SeqCst);
+                priority = SamplerPriority::Raised {
+                    at_s: woke.duration_since(start).as_secs_f64(),
+                    late_ms: late.as_secs_f64() * 1e3,
+                };
+            }
+        }
         // Skip slots already missed instead of sampling in a burst.
         let elapsed = last_sample.duration_since(start);
         let due =
@@ -679,6 +715,8 @@ fn run<S: Source>(
     if last_sample.elapsed() >= interval / 2 {
         take(&mut sampler, &mut recorder);
     }
+    // No stopper may raise a thread id that is about to be free for reuse.
+    tid.store(0, Ordering::SeqCst);
     let sampler_cpu_s = sampler
         .source()
         .thread_cpu_time()
@@ -696,6 +734,7 @@ fn run<S: Source>(
         sampler_cpu_s,
         samples,
         series,
+        priority,
     }
 }
 

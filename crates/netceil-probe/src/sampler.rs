@@ -32,7 +32,7 @@ use std::time::Duration;
 use netceil_model::NicInfo;
 
 use crate::error::{ParseError, SourceError};
-use crate::flows::{FlowTracker, TcpFlows};
+use crate::flows::{Flow, FlowTracker, TcpFlows};
 use crate::iface::{self, IfaceInfo};
 use crate::parse::interrupts::{self, nic_queue, Interrupts, QueueDirection, QueueOwner};
 use crate::parse::net_dev::{self, NetDev};
@@ -43,6 +43,7 @@ use crate::parse::sockets::{self, SocketRow};
 use crate::parse::softirqs::{self, Softirqs};
 use crate::parse::softnet::{self, SoftnetStat};
 use crate::parse::{netstat, task_stat, task_status};
+use crate::sockdiag::TcpSocket;
 use crate::Source;
 
 /// Where qdisc statistics come from, for error messages.
@@ -89,6 +90,19 @@ pub const DEFAULT_SLOW_INTERVAL: Duration = Duration::from_millis(100);
 /// to name who else took the CPU. Two seconds keeps it near 0.05 % of a core on a machine with
 /// a few hundred processes.
 pub const PROCESS_SCAN_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How the process scan finds TCP sockets facing the workload's (its peers').
+#[derive(Debug, Clone, Copy)]
+enum TcpPeers<'f> {
+    /// From /proc/PID/net/tcp and tcp6: the workload's connections are not known. Each read
+    /// walks the kernel's whole established-socket hash table, sized by memory (milliseconds
+    /// on a large machine, the CPU held meanwhile).
+    Tables,
+    /// The far end of each of the workload's connections (at most
+    /// [`crate::flows::LOOKUP_MAX`]), looked up by its addresses in each process's namespace,
+    /// each at once. None: no TCP peer can face the workload.
+    FarEnds(&'f [Flow]),
+}
 
 /// One process's CPU time at a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -590,7 +604,13 @@ impl<S: Source> Sampler<S> {
             .source
             .qdiscs()
             .map_err(|e| SourceError::io(QDISC_SOURCE, &e));
-        let processes = self.scan_processes(t0, forks);
+        // The workload's connections at the last reading, to find its TCP peers without
+        // reading the TCP tables (see `TcpPeers`).
+        let flows: Option<Vec<Flow>> = match last.and_then(|l| l.tcp_flows.as_ref()) {
+            Some(Ok(f)) if f.flows.len() <= crate::flows::LOOKUP_MAX => Some(f.flows.clone()),
+            _ => None,
+        };
+        let processes = self.scan_processes(t0, forks, flows.as_deref());
         let workload: Vec<i32> = self
             .config
             .pids
@@ -629,7 +649,12 @@ impl<S: Source> Sampler<S> {
     /// scan; else the last scan again. Processes that exit mid-scan are skipped. `forks` is
     /// the kernel's count of forks now: unchanged since the last listing of /proc, the
     /// processes are those of the last scan (less any that exited), and /proc is not listed.
-    fn scan_processes(&mut self, now: Duration, forks: Option<u64>) -> Option<Arc<ProcessScan>> {
+    fn scan_processes(
+        &mut self,
+        now: Duration,
+        forks: Option<u64>,
+        flows: Option<&[Flow]>,
+    ) -> Option<Arc<ProcessScan>> {
         if let Some(last) = &self.processes {
             if now.saturating_sub(last.t) < PROCESS_SCAN_INTERVAL {
                 return Some(Arc::clone(last));
@@ -668,7 +693,7 @@ impl<S: Source> Sampler<S> {
             let read: Vec<u32> = processes.iter().map(|p| p.pid).collect();
             self.listed = Some((forks, read));
         }
-        self.classify_processes(&mut processes);
+        self.classify_processes(&mut processes, flows);
         let seq = self.processes.as_ref().map_or(0, |p| p.seq + 1);
         let scan = Arc::new(ProcessScan {
             seq,
@@ -739,7 +764,9 @@ impl<S: Source> Sampler<S> {
     /// Sets each process's role: watched, a descendant of a watched process, or (for the busy
     /// others) a peer whose socket faces one of the workload's. Each network namespace's socket
     /// tables are read once per scan.
-    fn classify_processes(&mut self, processes: &mut [ProcessSample]) {
+    /// `flows`: the workload's TCP connections at the last reading, when known (see
+    /// [`TcpPeers`]).
+    fn classify_processes(&mut self, processes: &mut [ProcessSample], flows: Option<&[Flow]>) {
         if self.config.pids.is_empty() {
             return;
         }
@@ -798,16 +825,26 @@ impl<S: Source> Sampler<S> {
         }
         busy.sort_by_key(|b| std::cmp::Reverse(b.0));
         busy.truncate(PEER_CANDIDATES);
+        let tcp = match flows {
+            Some(f) => TcpPeers::FarEnds(f),
+            None => TcpPeers::Tables,
+        };
         let mut tables: BTreeMap<String, Vec<SocketRow>> = BTreeMap::new();
-        let workload: Vec<SocketRow> = watched
+        let mut workload: Vec<SocketRow> = watched
             .iter()
-            .flat_map(|&pid| self.process_sockets(pid, &mut tables))
+            .flat_map(|&pid| self.process_sockets(pid, &mut tables, tcp))
             .collect();
+        // With the tables left unread, the workload's own ends come from its flows.
+        workload.extend(flows.unwrap_or_default().iter().map(|f| SocketRow {
+            local: f.local,
+            remote: f.remote,
+            inode: f.inode,
+        }));
         if workload.is_empty() {
             return;
         }
         for (_, i) in busy {
-            let mine = self.process_sockets(processes[i].pid, &mut tables);
+            let mine = self.process_sockets(processes[i].pid, &mut tables, tcp);
             if mine
                 .iter()
                 .any(|m| workload.iter().any(|w| sockets::facing(m, w)))
@@ -818,11 +855,13 @@ impl<S: Source> Sampler<S> {
     }
 
     /// A process's sockets: the `socket:[INODE]` links under its fd directory, looked up in
-    /// its network namespace's tables (read once per namespace and kept in `tables`).
+    /// its network namespace's tables (made once per namespace and kept in `tables`): UDP
+    /// from /proc/PID/net, TCP as `tcp` says.
     fn process_sockets(
         &mut self,
         pid: u32,
         tables: &mut BTreeMap<String, Vec<SocketRow>>,
+        tcp: TcpPeers<'_>,
     ) -> Vec<SocketRow> {
         let inodes: BTreeSet<u64> = crate::flows::socket_inodes(&self.source, pid)
             .into_iter()
@@ -836,7 +875,36 @@ impl<S: Source> Sampler<S> {
             .unwrap_or_else(|_| format!("pid {pid}"));
         if !tables.contains_key(&netns) {
             let mut rows = Vec::new();
-            for t in ["tcp", "tcp6", "udp", "udp6"] {
+            let mut kinds = vec!["udp", "udp6"];
+            match tcp {
+                TcpPeers::Tables => kinds.extend(["tcp", "tcp6"]),
+                TcpPeers::FarEnds([]) => {}
+                TcpPeers::FarEnds(flows) => {
+                    let far: Vec<TcpSocket> = flows
+                        .iter()
+                        .map(|f| TcpSocket {
+                            local: f.remote,
+                            remote: f.local,
+                            state: crate::sockdiag::TCP_ESTABLISHED,
+                            inode: 0,
+                            cookie: crate::sockdiag::NO_COOKIE,
+                            info: None,
+                            mem: None,
+                        })
+                        .collect();
+                    let path = format!("/proc/{pid}/ns/net");
+                    match self.source.tcp_sockets_again(&netns, &path, &far) {
+                        Ok(found) => rows.extend(found.iter().map(|s| SocketRow {
+                            local: s.local,
+                            remote: s.remote,
+                            inode: s.inode,
+                        })),
+                        // No look-ups here (a copy of /proc): the tables, as before.
+                        Err(_) => kinds.extend(["tcp", "tcp6"]),
+                    }
+                }
+            }
+            for t in kinds {
                 let path = format!("/proc/{pid}/net/{t}");
                 if self.source.read_into(&path, &mut self.bufs.task).is_ok()
                     && self.bufs.task.len() <= PEER_TABLE_MAX_BYTES

@@ -182,6 +182,8 @@ pub struct DiagError {
     /// Byte offset in the reply where reading failed.
     pub offset: usize,
     pub what: String,
+    /// The kernel's error number (negative), when the reply was an error message.
+    pub code: Option<i32>,
 }
 
 impl fmt::Display for DiagError {
@@ -215,6 +217,51 @@ pub fn dump_request(family: u8, seq: u32) -> Vec<u8> {
     b
 }
 
+/// A cookie that asks the kernel to find a socket by its addresses alone
+/// (`INET_DIAG_NOCOOKIE` in both words): for the far end of a connection, whose cookie is not
+/// known.
+pub const NO_COOKIE: u64 = u64::MAX;
+
+/// The request for one socket by its addresses and cookie (no `NLM_F_DUMP`): the kernel finds
+/// it in its hash table at once, where a dump walks the whole table (a few milliseconds on a
+/// machine with much memory, whatever few sockets it holds).
+pub fn lookup_request(known: &TcpSocket, seq: u32) -> Vec<u8> {
+    let family = match known.local {
+        SocketAddr::V4(_) => AF_INET,
+        SocketAddr::V6(_) => AF_INET6,
+    };
+    let mut b = dump_request(family, seq);
+    b[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    // struct inet_diag_sockid after the 8 bytes of family, protocol, ext, pad and states.
+    let id = NLMSG_HEADER + 8;
+    b[id..id + 2].copy_from_slice(&known.local.port().to_be_bytes());
+    b[id + 2..id + 4].copy_from_slice(&known.remote.port().to_be_bytes());
+    let put_ip = |b: &mut Vec<u8>, at: usize, ip: IpAddr| match ip {
+        IpAddr::V4(v4) => b[at..at + 4].copy_from_slice(&v4.octets()),
+        IpAddr::V6(v6) => b[at..at + 16].copy_from_slice(&v6.octets()),
+    };
+    put_ip(&mut b, id + 4, known.local.ip());
+    put_ip(&mut b, id + 20, known.remote.ip());
+    // The cookie as the kernel gave it: low word, then high word, host order.
+    b[id + 40..id + 44].copy_from_slice(&(known.cookie as u32).to_ne_bytes());
+    b[id + 44..id + 48].copy_from_slice(&((known.cookie >> 32) as u32).to_ne_bytes());
+    b
+}
+
+/// The answer to a [`lookup_request`]: the socket, or `None` when it has closed (the kernel
+/// says `ENOENT`, or `ESTALE` when another socket now has its addresses) or left the
+/// established state (a lookup, unlike a dump, also finds closing sockets).
+pub fn parse_lookup_reply(buf: &[u8], seq: u32) -> Result<Option<TcpSocket>, DiagError> {
+    const ENOENT: i32 = 2;
+    const ESTALE: i32 = 116;
+    let mut out = Vec::new();
+    match parse_reply(buf, seq, &mut out) {
+        Ok(_) => Ok(out.pop().filter(|s| s.state == TCP_ESTABLISHED)),
+        Err(e) if e.code == Some(-ENOENT) || e.code == Some(-ESTALE) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// What one reply buffer held besides sockets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reply {
@@ -233,7 +280,11 @@ pub fn parse_reply(buf: &[u8], seq: u32, out: &mut Vec<TcpSocket>) -> Result<Rep
     let mut offset = 0;
     while offset < buf.len() {
         let rest = &buf[offset..];
-        let err = |what: String| DiagError { offset, what };
+        let err = |what: String| DiagError {
+            offset,
+            what,
+            code: None,
+        };
         if rest.len() < NLMSG_HEADER {
             return Err(err(format!(
                 "{} trailing bytes, expected a {NLMSG_HEADER}-byte message header",
@@ -269,10 +320,13 @@ pub fn parse_reply(buf: &[u8], seq: u32, out: &mut Vec<TcpSocket>) -> Result<Rep
                 NLMSG_ERROR => {
                     let code = u32_at(payload, 0).map_or(0, |c| c as i32);
                     if code != 0 {
-                        return Err(err(format!(
-                            "the kernel answered with an error: {}",
-                            std::io::Error::from_raw_os_error(-code)
-                        )));
+                        return Err(DiagError {
+                            code: Some(code),
+                            ..err(format!(
+                                "the kernel answered with an error: {}",
+                                std::io::Error::from_raw_os_error(-code)
+                            ))
+                        });
                     }
                 }
                 SOCK_DIAG_BY_FAMILY => {
@@ -459,9 +513,10 @@ mod live {
             }
         }
 
-        /// The established TCP sockets of the namespace `id` (`net:[INODE]`), entered through
-        /// `path` unless it is this process's own; at most `max` of them.
-        pub fn read(&mut self, id: &str, path: &str, max: usize) -> io::Result<TcpDump> {
+        /// The sock_diag socket of namespace `id`, opened (entered through `path` unless it is
+        /// this process's own) on first use; sockets of namespaces not asked for in a while
+        /// are closed.
+        fn socket(&mut self, id: &str, path: &str) -> io::Result<()> {
             let now = Instant::now();
             if self.own.is_none() {
                 self.own = std::fs::read_link("/proc/self/ns/net")
@@ -471,26 +526,35 @@ mod live {
             let own = self.own.clone();
             self.sockets
                 .retain(|k, s| Some(k) == own.as_ref() || now.duration_since(s.used) < IDLE_CLOSE);
-            if !self.sockets.contains_key(id) {
-                let socket = if self.own.as_deref() == Some(id) {
-                    open_socket()?
-                } else {
-                    open_socket_in(id, path)?
-                };
-                self.sockets
-                    .insert(id.to_string(), NsSocket { socket, used: now });
+            match self.sockets.get_mut(id) {
+                Some(ns) => ns.used = now,
+                None => {
+                    let socket = if self.own.as_deref() == Some(id) {
+                        open_socket()?
+                    } else {
+                        open_socket_in(id, path)?
+                    };
+                    self.sockets
+                        .insert(id.to_string(), NsSocket { socket, used: now });
+                }
             }
             if self.buf.len() < RECV_BUF {
                 self.buf.resize(RECV_BUF, 0);
             }
+            Ok(())
+        }
+
+        /// The established TCP sockets of the namespace `id` (`net:[INODE]`), entered through
+        /// `path` unless it is this process's own; at most `max` of them.
+        pub fn read(&mut self, id: &str, path: &str, max: usize) -> io::Result<TcpDump> {
+            self.socket(id, path)?;
             let mut dump = TcpDump::default();
             let mut result = Ok(());
             for family in [AF_INET, AF_INET6] {
                 self.seq = self.seq.wrapping_add(1);
-                let Some(ns) = self.sockets.get_mut(id) else {
+                let Some(ns) = self.sockets.get(id) else {
                     break;
                 };
-                ns.used = now;
                 result = exchange(&ns.socket, family, self.seq, &mut self.buf, max, &mut dump);
                 if result.is_err() || dump.truncated {
                     break;
@@ -502,6 +566,52 @@ mod live {
                 self.sockets.remove(id);
             }
             result.map(|()| dump)
+        }
+
+        /// The sockets `known` of the namespace `id` again, each looked up on its own (see
+        /// [`lookup_request`]); those closed since are left out.
+        pub fn lookup(
+            &mut self,
+            id: &str,
+            path: &str,
+            known: &[TcpSocket],
+        ) -> io::Result<Vec<TcpSocket>> {
+            self.socket(id, path)?;
+            let mut out = Vec::with_capacity(known.len());
+            for k in known {
+                self.seq = self.seq.wrapping_add(1);
+                let Some(ns) = self.sockets.get(id) else {
+                    break;
+                };
+                let result = ns
+                    .socket
+                    .send(&lookup_request(k, self.seq), 0)
+                    .and_then(|_| {
+                        let mut space = &mut self.buf[..];
+                        ns.socket.recv(&mut space, nix::libc::MSG_TRUNC)
+                    })
+                    .and_then(|n| {
+                        let reply = self.buf.get(..n).ok_or_else(|| {
+                            io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                format!(
+                                    "a sock_diag reply of {n} bytes, expected at most {RECV_BUF}"
+                                ),
+                            )
+                        })?;
+                        parse_lookup_reply(reply, self.seq)
+                            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+                    });
+                match result {
+                    Ok(found) => out.extend(found),
+                    Err(e) => {
+                        // Whatever is left unread on it must not be taken for the next answer.
+                        self.sockets.remove(id);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(out)
         }
     }
 
@@ -631,6 +741,72 @@ mod tests {
 
     fn done(seq: u32, code: i32) -> Vec<u8> {
         message(NLMSG_DONE, seq, &code.to_ne_bytes())
+    }
+
+    /// A lookup asks for one socket: no dump flag, its id as the dump gave it (the request's
+    /// id mirrors the reply's), so that the answer to the request is that socket.
+    #[test]
+    fn a_lookup_request_carries_the_socket_s_addresses_and_cookie_and_no_dump_flag() {
+        let mut out = Vec::new();
+        let reply = message(
+            SOCK_DIAG_BY_FAMILY,
+            3,
+            &diag_v4(([127, 0, 0, 1], 40000), ([10, 0, 0, 9], 5201), 11, 0),
+        );
+        parse_reply(&reply, 3, &mut out).unwrap();
+        let known = &out[0];
+        let r = lookup_request(known, 8);
+        assert_eq!(r.len(), 72);
+        assert_eq!(u16_at(&r, 6), Some(NLM_F_REQUEST));
+        assert_eq!(u32_at(&r, 8), Some(8));
+        assert_eq!(r[16], AF_INET);
+        // The request's inet_diag_sockid (at 24) holds what the reply's (at 20) held.
+        let payload = &reply[NLMSG_HEADER..];
+        assert_eq!(&r[24..24 + 48], &payload[4..4 + 48]);
+        let v6 = TcpSocket {
+            local: "[::1]:5201".parse().unwrap(),
+            remote: "[::ffff:10.0.0.9]:40000".parse().unwrap(),
+            ..known.clone()
+        };
+        let r = lookup_request(&v6, 9);
+        assert_eq!(r[16], AF_INET6);
+        assert_eq!(&r[24..26], &5201u16.to_be_bytes());
+        assert_eq!(&r[28..44], &"::1".parse::<Ipv6Addr>().unwrap().octets());
+        assert_eq!(
+            &r[44..60],
+            &"::ffff:10.0.0.9".parse::<Ipv6Addr>().unwrap().octets()
+        );
+    }
+
+    /// The answer: the socket; `None` for one closed (ENOENT), replaced (ESTALE) or closing;
+    /// any other error is an error.
+    #[test]
+    fn a_lookup_answer_is_the_socket_or_none_when_it_has_gone() {
+        let found = message(
+            SOCK_DIAG_BY_FAMILY,
+            5,
+            &diag_v4(([127, 0, 0, 1], 40000), ([127, 0, 0, 1], 5201), 11, 0),
+        );
+        let s = parse_lookup_reply(&found, 5).unwrap().expect("found");
+        assert_eq!((s.inode, s.local.port()), (11, 40000));
+        let error = |code: i32| {
+            let mut p = code.to_ne_bytes().to_vec();
+            p.extend_from_slice(&[0u8; 16]);
+            message(NLMSG_ERROR, 5, &p)
+        };
+        assert_eq!(parse_lookup_reply(&error(-2), 5).unwrap(), None);
+        assert_eq!(parse_lookup_reply(&error(-116), 5).unwrap(), None);
+        let e = parse_lookup_reply(&error(-1), 5).unwrap_err();
+        assert_eq!(e.code, Some(-1));
+        assert!(e.to_string().contains("not permitted"), "{e}");
+        let mut closing = diag_v4(([127, 0, 0, 1], 40000), ([127, 0, 0, 1], 5201), 11, 0);
+        closing[1] = 8; // TCP_CLOSE_WAIT
+        assert_eq!(
+            parse_lookup_reply(&message(SOCK_DIAG_BY_FAMILY, 5, &closing), 5).unwrap(),
+            None
+        );
+        // A truncated answer is an error, not a socket gone.
+        assert!(parse_lookup_reply(&found[..20], 5).is_err());
     }
 
     #[test]

@@ -71,6 +71,23 @@ pub trait Source {
             "this source has no TCP socket statistics",
         ))
     }
+
+    /// Sockets of a [`Source::tcp_sockets`] dump read again, each looked up by its addresses
+    /// and cookie: the kernel finds each at once, where a dump walks its whole hash table.
+    /// Those closed since (or no longer established) are left out. Sources that cannot look
+    /// sockets up say so, and the caller dumps.
+    fn tcp_sockets_again(
+        &self,
+        netns: &str,
+        path: &str,
+        known: &[TcpSocket],
+    ) -> io::Result<Vec<TcpSocket>> {
+        let _ = (netns, path, known);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this source cannot look TCP sockets up one by one",
+        ))
+    }
 }
 
 /// The live /proc and /sys, or a copy of them under another root directory.
@@ -325,6 +342,14 @@ impl<S: Source + ?Sized> Source for std::sync::Arc<S> {
     fn tcp_sockets(&self, netns: &str, path: &str, max: usize) -> io::Result<TcpDump> {
         (**self).tcp_sockets(netns, path, max)
     }
+    fn tcp_sockets_again(
+        &self,
+        netns: &str,
+        path: &str,
+        known: &[TcpSocket],
+    ) -> io::Result<Vec<TcpSocket>> {
+        (**self).tcp_sockets_again(netns, path, known)
+    }
 }
 
 impl Source for ProcFs {
@@ -369,6 +394,33 @@ impl Source for ProcFs {
         #[cfg(not(target_os = "linux"))]
         {
             let _ = (netns, path, max);
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TCP socket statistics need sock_diag (Linux)",
+            ))
+        }
+    }
+
+    fn tcp_sockets_again(
+        &self,
+        netns: &str,
+        path: &str,
+        known: &[TcpSocket],
+    ) -> io::Result<Vec<TcpSocket>> {
+        if self.root != Path::new("/") {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TCP socket statistics come from the live kernel, not from a copy of /proc",
+            ));
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let mut tcp = self.tcp.lock().unwrap_or_else(|e| e.into_inner());
+            tcp.lookup(netns, path, known)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (netns, path, known);
             Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "TCP socket statistics need sock_diag (Linux)",
@@ -526,6 +578,8 @@ struct FakeState {
     tcp: Option<BTreeMap<String, FakeTcp>>,
     /// Reads of TCP sockets so far: (namespace, path) of each.
     tcp_reads: Vec<(String, String)>,
+    /// Look-ups of TCP sockets one by one so far: (namespace, sockets asked for) of each.
+    tcp_lookups: Vec<(String, usize)>,
     /// Every file read and directory listed since [`FakeSource::log_reads`] turned it on.
     reads: Option<Vec<String>>,
 }
@@ -654,6 +708,11 @@ impl FakeSource {
     pub fn tcp_reads(&self) -> Vec<(String, String)> {
         self.state().tcp_reads.clone()
     }
+
+    /// Every look-up of TCP sockets one by one so far: (namespace, sockets asked for).
+    pub fn tcp_lookups(&self) -> Vec<(String, usize)> {
+        self.state().tcp_lookups.clone()
+    }
 }
 
 impl Source for FakeSource {
@@ -673,6 +732,39 @@ impl Source for FakeSource {
             }),
             Some(Err((kind, msg))) => Err(io::Error::new(*kind, msg.clone())),
             None => Ok(TcpDump::default()),
+        }
+    }
+
+    /// The namespace's sockets as last set, those of `known` only.
+    fn tcp_sockets_again(
+        &self,
+        netns: &str,
+        _path: &str,
+        known: &[TcpSocket],
+    ) -> io::Result<Vec<TcpSocket>> {
+        let mut s = self.state();
+        s.tcp_lookups.push((netns.to_string(), known.len()));
+        let Some(all) = &s.tcp else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this source has no TCP socket statistics",
+            ));
+        };
+        match all.get(netns) {
+            // As the kernel does: by addresses, and by cookie unless it is NO_COOKIE.
+            Some(Ok(sockets)) => Ok(known
+                .iter()
+                .filter_map(|k| {
+                    sockets.iter().find(|s| {
+                        k.local == s.local
+                            && k.remote == s.remote
+                            && (k.cookie == crate::sockdiag::NO_COOKIE || k.cookie == s.cookie)
+                    })
+                })
+                .cloned()
+                .collect()),
+            Some(Err((kind, msg))) => Err(io::Error::new(*kind, msg.clone())),
+            None => Ok(Vec::new()),
         }
     }
 

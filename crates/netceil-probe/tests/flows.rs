@@ -585,3 +585,106 @@ fn without_a_workload_or_without_sock_diag() {
         );
     }
 }
+
+/// `/proc/100/net/snmp` with this many connections ever opened (active and passive).
+fn set_opens(fake: &FakeSource, active: u64, passive: u64) {
+    fake.set(
+        "/proc/100/net/snmp",
+        format!(
+            "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab\n\
+             Tcp: 1 200 120000 -1 {active} {passive} 0 0 2\n"
+        ),
+    );
+}
+
+/// A dump walks the kernel's whole socket table: while no connection opened in the namespace,
+/// the workload's sockets are looked up one by one instead, the figures stay exact, a socket
+/// closed meanwhile drops out, and an opened connection, or [`REDUMP_EVERY`], brings the dump
+/// back.
+#[test]
+fn the_workload_s_sockets_are_looked_up_while_no_connection_opens() {
+    use netceil_probe::flows::REDUMP_EVERY;
+    let fake = machine();
+    set_opens(&fake, 10, 10);
+    fake.set_tcp_sockets(NS, pair(IDLE, IDLE));
+    let mut s = Sampler::new(fake.clone(), config(vec![100]));
+    let a = s.sample();
+    assert_eq!(fake.tcp_reads().len(), 1, "the first reading dumps");
+    let sending = Counters {
+        acked: 5_000_001,
+        ..IDLE
+    };
+    let b = step(&mut s, &fake, 1, pair(sending, IDLE));
+    assert_eq!(fake.tcp_reads().len(), 1, "no connection opened: no dump");
+    assert_eq!(
+        fake.tcp_lookups(),
+        vec![(NS.to_string(), 2)],
+        "the two of the workload's"
+    );
+    let row = rates(&a, &b);
+    assert_value(&row, &flow(TCP_BYTES_ACKED_PER_S, CLIENT, 100), 5e6);
+    assert_value(&row, &total(TCP_FLOWS), 2.0);
+
+    // The server's end closes: one flow left, still without a dump.
+    let c = step(
+        &mut s,
+        &fake,
+        1,
+        pair(sending, IDLE)
+            .into_iter()
+            .filter(|s| s.inode != 12)
+            .collect(),
+    );
+    assert_eq!(fake.tcp_reads().len(), 1);
+    assert_value(&rates(&b, &c), &total(TCP_FLOWS), 1.0);
+    let d = step(&mut s, &fake, 1, pair(sending, IDLE));
+    assert_eq!(
+        fake.tcp_lookups().last(),
+        Some(&(NS.to_string(), 1)),
+        "a closed socket is not asked for again"
+    );
+    assert_eq!(fake.tcp_reads().len(), 1);
+    let _ = d;
+
+    // A connection opened: dumped again, and the socket found again.
+    set_opens(&fake, 11, 10);
+    let e = step(&mut s, &fake, 1, pair(sending, IDLE));
+    assert_eq!(
+        fake.tcp_reads().len(),
+        2,
+        "an opened connection brings the dump back"
+    );
+    assert_value(&rates(&d, &e), &total(TCP_FLOWS), 2.0);
+    let _ = step(&mut s, &fake, 1, pair(sending, IDLE));
+    assert_eq!(fake.tcp_reads().len(), 2);
+
+    // Nothing opened for REDUMP_EVERY: dumped all the same.
+    let _ = step(&mut s, &fake, REDUMP_EVERY.as_secs(), pair(sending, IDLE));
+    assert_eq!(
+        fake.tcp_reads().len(),
+        3,
+        "a dump at least every {REDUMP_EVERY:?}"
+    );
+}
+
+/// Without the namespace's protocol counters there is no telling whether a connection opened:
+/// every reading dumps.
+#[test]
+fn without_the_namespace_s_counters_every_reading_dumps() {
+    let fake = machine();
+    fake.set_tcp_sockets(NS, pair(IDLE, IDLE));
+    let mut s = Sampler::new(fake.clone(), config(vec![100]));
+    let _ = s.sample();
+    let _ = step(&mut s, &fake, 1, pair(IDLE, IDLE));
+    let _ = step(&mut s, &fake, 1, pair(IDLE, IDLE));
+    assert_eq!(fake.tcp_reads().len(), 3);
+    assert!(fake.tcp_lookups().is_empty());
+    // Malformed counters are no better than none.
+    fake.set(
+        "/proc/100/net/snmp",
+        "Tcp: ActiveOpens PassiveOpens\nTcp: x 1\n",
+    );
+    let _ = step(&mut s, &fake, 1, pair(IDLE, IDLE));
+    let _ = step(&mut s, &fake, 1, pair(IDLE, IDLE));
+    assert_eq!(fake.tcp_reads().len(), 5);
+}

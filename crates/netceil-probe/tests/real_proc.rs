@@ -149,3 +149,57 @@ fn background_sampler_sends_rows_and_returns_the_series() {
     )
     .is_err());
 }
+
+/// The live kernel answers a look-up of a socket a dump showed with that socket, and stops
+/// answering for it once it has closed; a socket with another cookie is not it.
+#[test]
+fn a_live_socket_is_found_again_by_lookup_until_it_closes() {
+    use netceil_probe::Source;
+    let source = ProcFs::new();
+    let ns = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .into_os_string()
+        .into_string()
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    let ours = |s: &netceil_probe::sockdiag::TcpSocket| {
+        s.local == client.local_addr().unwrap()
+            || (s.local == server.local_addr().unwrap() && s.remote == client.local_addr().unwrap())
+    };
+    let dump = match source.tcp_sockets(&ns, "/proc/self/ns/net", 4096) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: sock_diag is not available here: {e}");
+            return;
+        }
+    };
+    let known: Vec<_> = dump.sockets.into_iter().filter(ours).collect();
+    assert_eq!(known.len(), 2, "{known:?}");
+    let again = source
+        .tcp_sockets_again(&ns, "/proc/self/ns/net", &known)
+        .unwrap();
+    assert_eq!(again.len(), 2);
+    for (k, a) in known.iter().zip(&again) {
+        assert_eq!(
+            (k.inode, k.cookie, k.local, k.remote),
+            (a.inode, a.cookie, a.local, a.remote)
+        );
+        assert!(a.info.is_some() && a.mem.is_some());
+    }
+    // Another cookie: another socket, not found.
+    let mut stale = known[0].clone();
+    stale.cookie ^= 1;
+    assert!(source
+        .tcp_sockets_again(&ns, "/proc/self/ns/net", &[stale])
+        .unwrap()
+        .is_empty());
+    drop(client);
+    drop(server);
+    std::thread::sleep(Duration::from_millis(20));
+    let after = source
+        .tcp_sockets_again(&ns, "/proc/self/ns/net", &known)
+        .unwrap();
+    assert!(after.is_empty(), "closed sockets still answered: {after:?}");
+}

@@ -1149,6 +1149,25 @@ fn processes_are_labelled_by_their_part_in_the_workload() {
     }
     fake.set_link("/proc/100/fd/3", "socket:[100]");
     fake.set_link("/proc/100/fd/0", "/dev/pts/0");
+    // sock_diag sees both ends of the connection: the workload's flow (the client's socket)
+    // and, looked up by its addresses, its far end (the server's accepted socket).
+    let established = |local: &str, remote: &str, inode: u64| netceil_probe::sockdiag::TcpSocket {
+        local: local.parse().unwrap(),
+        remote: remote.parse().unwrap(),
+        state: netceil_probe::sockdiag::TCP_ESTABLISHED,
+        inode,
+        cookie: inode,
+        info: None,
+        mem: None,
+    };
+    fake.set_tcp_sockets(
+        "net:[4026531840]",
+        vec![
+            established("127.0.0.1:54000", "127.0.0.1:5201", 100),
+            established("127.0.0.1:5201", "127.0.0.1:54000", 200),
+        ],
+    );
+    fake.log_reads(true);
     // 301: the server, holding the accepted socket and the listener.
     fake.set_link("/proc/301/fd/4", "socket:[300]");
     fake.set_link("/proc/301/fd/5", "socket:[200]");
@@ -1169,7 +1188,18 @@ fn processes_are_labelled_by_their_part_in_the_workload() {
     for &(pid, comm, ppid) in &procs {
         fake.set(&format!("/proc/{pid}/stat"), stat(pid, comm, ppid, 1_150));
     }
+    let _ = fake.take_reads();
     let b = s.sample();
+    // The peer was found by looking up the far end of the workload's connection, without
+    // reading the TCP tables (each a walk of the kernel's whole socket hash table).
+    let reads = fake.take_reads();
+    assert!(
+        !reads
+            .iter()
+            .any(|r| r.ends_with("/net/tcp") || r.ends_with("/net/tcp6")),
+        "{reads:?}"
+    );
+    assert!(fake.tcp_lookups().iter().any(|(_, n)| *n == 1));
     let row = rates(&a, &b);
     let role_of = |pid: &str| -> Option<String> {
         let m: Vec<&MetricId> = row
@@ -1418,4 +1448,57 @@ fn costly_files_are_read_when_what_they_count_moved() {
     let proto = reasons(TCP_RETRANS_SEGS_PER_S);
     assert_eq!(proto.len(), 1, "{proto:?}");
     assert!(proto[0].contains("/proc/net/snmp"), "{}", proto[0]);
+}
+
+/// A workload that held no established TCP socket at the last reading has no TCP peer: the
+/// process scan reads only the UDP tables, since reading /proc/PID/net/tcp walks the kernel's
+/// whole socket hash table (milliseconds, the CPU held). A UDP peer is still found.
+#[test]
+fn a_workload_without_tcp_flows_is_matched_to_peers_without_the_tcp_tables() {
+    let stat = |pid: u32, comm: &str, ticks: u64| {
+        format!(
+            "{pid} ({comm}) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    // The watched pid 100 sends UDP to 127.0.0.1:5201, where pid 301 answers.
+    let udp = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n  \
+        1: 0100007F:D2F0 0100007F:1451 01 00000000:00000000 00:00000000 00000000     0        0 100 2 0000000000000000 0\n  \
+        2: 0100007F:1451 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 200 2 0000000000000000 0\n";
+    for pid in [100, 301] {
+        fake.set(&format!("/proc/{pid}/net/udp"), udp);
+        fake.set(&format!("/proc/{pid}/net/tcp"), "");
+        fake.set_link(&format!("/proc/{pid}/ns/net"), "net:[4026531840]");
+    }
+    fake.set_link("/proc/100/fd/3", "socket:[100]");
+    fake.set_link("/proc/301/fd/4", "socket:[200]");
+    // sock_diag finds no established TCP socket of the workload.
+    fake.set_tcp_sockets("net:[4026531840]", Vec::new());
+    for (pid, comm) in [(100, "netceil"), (301, "echo")] {
+        fake.set(&format!("/proc/{pid}/stat"), stat(pid, comm, 1_000));
+    }
+    let mut s = Sampler::new(fake.clone(), config());
+    let a = s.sample();
+    fake.advance(Duration::from_secs(2));
+    for (pid, comm) in [(100, "netceil"), (301, "echo")] {
+        fake.set(&format!("/proc/{pid}/stat"), stat(pid, comm, 1_150));
+    }
+    fake.log_reads(true);
+    let b = s.sample();
+    let reads = fake.take_reads();
+    assert!(reads.iter().any(|r| r == "/proc/100/net/udp"), "{reads:?}");
+    assert!(
+        !reads
+            .iter()
+            .any(|r| r.ends_with("/net/tcp") || r.ends_with("/net/tcp6")),
+        "{reads:?}"
+    );
+    let row = rates(&a, &b);
+    let peer = row
+        .by_name(PROC_CPU_PCT)
+        .map(|(id, _, _)| id)
+        .find(|id| id.label(LABEL_PID) == Some("301"))
+        .expect("the echo process is recorded");
+    assert_eq!(peer.label(LABEL_ROLE), Some("peer"));
 }
