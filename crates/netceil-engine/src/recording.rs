@@ -78,6 +78,12 @@ impl<'s> Recording<'s> {
                 Some(ifaces)
             },
             pids,
+            // A request/response run's tail must not hold the sampler's reads; its load
+            // leaves the CPUs room, so the idle class costs no rows (see netceil_probe::sched).
+            idle_class: run
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.kind == netceil_model::WorkloadKind::Rr),
             ..SamplerConfig::default()
         };
         let handle = spawn_sampler(source.clone(), config, Arc::new(AtomicBool::new(false)), tx)

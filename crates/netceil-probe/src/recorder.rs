@@ -657,7 +657,11 @@ fn run<S: Source>(
 ) -> SamplerOutput {
     // Out of the workload's way (see crate::sched): the idle class while the CPUs have room.
     // The thread id is published while it is in the idle class, for a stopper to raise it.
-    let mut priority = sched::lower_this_thread();
+    let mut priority = if config.idle_class {
+        sched::lower_this_thread()
+    } else {
+        sched::nice_this_thread()
+    };
     if priority == SamplerPriority::Idle {
         tid.store(sched::this_thread_id(), Ordering::SeqCst);
     }

@@ -81,6 +81,11 @@ pub struct SamplerConfig {
     /// The longest the costly slow-tier files go unread when nothing they count moved (see
     /// the module docs): [`QUIET_REREAD`] by default; zero reads them at every slow reading.
     pub quiet_reread: Duration,
+    /// Run the sampler thread in the idle scheduling class until the CPUs are full (see
+    /// [`crate::sched`]): for a request/response run, whose tail the sampler's reads would
+    /// otherwise sit in. Off by default, at nice 10: on CPUs a workload keeps full from its
+    /// first instant, the idle class gets nothing for a second or so, and rows are lost.
+    pub idle_class: bool,
 }
 
 /// The default [`SamplerConfig::slow_interval`].
@@ -175,6 +180,7 @@ impl Default for SamplerConfig {
             slow_interval: DEFAULT_SLOW_INTERVAL,
             max_rows: crate::MAX_ROWS,
             quiet_reread: QUIET_REREAD,
+            idle_class: false,
         }
     }
 }

@@ -1,5 +1,8 @@
 //! How the sampler thread is scheduled: out of the workload's way, yet never starved.
 //!
+//! By default the sampler runs at nice 10 ([`nice_this_thread`]). For a request/response run
+//! the engine asks for more (`SamplerConfig::idle_class`, [`lower_this_thread`]).
+//!
 //! The sampler reads for a few milliseconds a second. At nice 10 alone, the kernel's EEVDF
 //! scheduler still lets it finish its slice (about 3 ms) before a workload thread that wakes on
 //! the same CPU may run: a request/response run then finds the sampler's reads in its tail.
@@ -30,8 +33,8 @@ const CAP_SYS_NICE: u32 = 23;
 /// How the sampler thread was scheduled over a recording.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SamplerPriority {
-    /// The ordinary class at nice 10 throughout: the idle class was not entered, since the
-    /// process could not have left it (or the kernel refused it).
+    /// The ordinary class at nice 10 throughout: the idle class was not asked for, or not
+    /// entered, since the process could not have left it (or the kernel refused it).
     Nice,
     /// The idle class throughout: every workload thread that woke preempted it.
     Idle,
@@ -57,13 +60,20 @@ pub fn cap_effective(status: &str, bit: u32) -> Option<bool> {
     Some(bit < 64 && caps & (1 << bit) != 0)
 }
 
+/// Lowers the calling thread to nice 10 only.
+pub fn nice_this_thread() -> SamplerPriority {
+    // On Linux nice() applies to the calling thread alone; failing leaves it at the
+    // process's niceness, which only costs what this avoids.
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::nice(SAMPLER_NICE);
+    SamplerPriority::Nice
+}
+
 /// Lowers the calling thread: nice 10, then the idle class when it may come back (see the
 /// module docs). Returns where it ended.
 #[cfg(target_os = "linux")]
 pub fn lower_this_thread() -> SamplerPriority {
-    // On Linux nice() applies to the calling thread alone; failing leaves it at the
-    // process's niceness, which only costs what this avoids.
-    let _ = rustix::process::nice(SAMPLER_NICE);
+    nice_this_thread();
     if !may_leave_idle() {
         return SamplerPriority::Nice;
     }
@@ -75,7 +85,7 @@ pub fn lower_this_thread() -> SamplerPriority {
 
 #[cfg(not(target_os = "linux"))]
 pub fn lower_this_thread() -> SamplerPriority {
-    SamplerPriority::Nice
+    nice_this_thread()
 }
 
 /// Moves thread `tid` (0: the calling thread) of this process from the idle class to the

@@ -11,19 +11,20 @@ fn online_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// The sampler starts in the idle scheduling class, out of the workload's way; when every CPU
-/// is kept busy its samples come late, and it moves to the ordinary class (see
-/// `netceil_probe::sched`). Where this process could not leave the idle class it never
+/// Asked to, the sampler starts in the idle scheduling class, out of the workload's way; when every CPU
+/// is kept busy its samples come late, and it moves to the ordinary class, by itself or raised
+/// by whoever waits for its rows (see `netceil_probe::sched`). Where this process could not leave the idle class it never
 /// enters it.
 #[test]
 fn a_sampler_starved_by_full_cpus_leaves_the_idle_class() {
     use netceil_probe::sched::SamplerPriority;
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, _rx) = mpsc::channel();
+    let (tx, rx) = mpsc::channel();
     let handle = spawn_sampler(
         ProcFs::new(),
         SamplerConfig {
             interval: Duration::from_millis(10),
+            idle_class: true,
             ..SamplerConfig::default()
         },
         Arc::clone(&stop),
@@ -47,7 +48,14 @@ fn a_sampler_starved_by_full_cpus_leaves_the_idle_class() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(1500));
+    // As the engine's recording does: rows overdue (here 250 ms) raise the sampler from
+    // outside, since a thread in the idle class may not get to run at all.
+    let until = std::time::Instant::now() + Duration::from_millis(1500);
+    while std::time::Instant::now() < until {
+        if rx.recv_timeout(Duration::from_millis(250)).is_err() {
+            handle.raise();
+        }
+    }
     busy.store(false, std::sync::atomic::Ordering::Relaxed);
     for s in spinners {
         s.join().unwrap();
