@@ -395,7 +395,18 @@ fn gro_is_asked_of_the_far_end_and_it_says_what_it_did() {
         "{notes}"
     );
     let tx = r["tx_packets"].as_u64().unwrap();
-    assert_eq!(r["far"]["app"]["udp_packets"].as_u64(), Some(tx), "{r:#}");
+    // Every datagram sent is received or counted lost; lost only where the far end's socket
+    // dropped (on a busy shared machine its reader can fall behind for a moment, and one
+    // dropped GRO read loses a whole coalesced train).
+    let app = &r["far"]["app"];
+    let got = app["udp_packets"].as_u64().unwrap();
+    let lost = app["udp_lost"].as_u64().unwrap();
+    let drops = app["udp_socket_drops"].as_u64().unwrap();
+    assert_eq!(got + lost, tx, "{r:#}");
+    assert!(
+        lost == 0 || drops > 0,
+        "{lost} lost without a socket drop: {r:#}"
+    );
     // On loopback each GSO send reaches the GRO socket whole.
     let coalesced = r["far"]["app"]["udp_gro_datagrams"].as_u64().unwrap();
     assert!(coalesced > tx / 2, "{coalesced} of {tx} read coalesced");
