@@ -43,6 +43,14 @@ pub trait Source {
         let _ = pids;
     }
 
+    #[cfg(not(target_os = "linux"))]
+    fn no_sock_diag() -> io::Error {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "TCP socket statistics need sock_diag (Linux)",
+        )
+    }
+
     /// CPU time used so far by the calling thread, if the platform can tell.
     fn thread_cpu_time(&self) -> Option<Duration>;
 
@@ -194,6 +202,24 @@ impl ProcFs {
             #[cfg(target_os = "linux")]
             tcp: Mutex::new(crate::sockdiag::NetlinkTcp::new()),
         }
+    }
+
+    /// TCP socket statistics come from sock_diag, which speaks for the live kernel only.
+    fn live_kernel(&self) -> io::Result<()> {
+        if self.root == Path::new("/") {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TCP socket statistics come from the live kernel, not from a copy of /proc",
+            ))
+        }
+    }
+
+    /// The sock_diag sockets, one per namespace (a poisoned lock still holds usable sockets).
+    #[cfg(target_os = "linux")]
+    fn sock_diag(&self) -> std::sync::MutexGuard<'_, crate::sockdiag::NetlinkTcp> {
+        self.tcp.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The root directory paths are resolved under.
@@ -380,24 +406,15 @@ impl Source for ProcFs {
     }
 
     fn tcp_sockets(&self, netns: &str, path: &str, max: usize) -> io::Result<TcpDump> {
-        if self.root != Path::new("/") {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "TCP socket statistics come from the live kernel, not from a copy of /proc",
-            ));
-        }
+        self.live_kernel()?;
         #[cfg(target_os = "linux")]
         {
-            let mut tcp = self.tcp.lock().unwrap_or_else(|e| e.into_inner());
-            tcp.read(netns, path, max)
+            self.sock_diag().read(netns, path, max)
         }
         #[cfg(not(target_os = "linux"))]
         {
             let _ = (netns, path, max);
-            Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "TCP socket statistics need sock_diag (Linux)",
-            ))
+            Err(no_sock_diag())
         }
     }
 
@@ -407,24 +424,15 @@ impl Source for ProcFs {
         path: &str,
         known: &[TcpSocket],
     ) -> io::Result<Vec<TcpSocket>> {
-        if self.root != Path::new("/") {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "TCP socket statistics come from the live kernel, not from a copy of /proc",
-            ));
-        }
+        self.live_kernel()?;
         #[cfg(target_os = "linux")]
         {
-            let mut tcp = self.tcp.lock().unwrap_or_else(|e| e.into_inner());
-            tcp.lookup(netns, path, known)
+            self.sock_diag().lookup(netns, path, known)
         }
         #[cfg(not(target_os = "linux"))]
         {
             let _ = (netns, path, known);
-            Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "TCP socket statistics need sock_diag (Linux)",
-            ))
+            Err(no_sock_diag())
         }
     }
 
