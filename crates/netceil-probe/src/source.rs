@@ -43,14 +43,6 @@ pub trait Source {
         let _ = pids;
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn no_sock_diag() -> io::Error {
-        io::Error::new(
-            io::ErrorKind::Unsupported,
-            "TCP socket statistics need sock_diag (Linux)",
-        )
-    }
-
     /// CPU time used so far by the calling thread, if the platform can tell.
     fn thread_cpu_time(&self) -> Option<Duration>;
 
@@ -556,6 +548,14 @@ mod os {
     pub(super) fn clock_ticks_per_s() -> u64 {
         100
     }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_sock_diag() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "TCP socket statistics need sock_diag (Linux)",
+    )
 }
 
 /// CPU time used so far by the calling thread (Linux: `CLOCK_THREAD_CPUTIME_ID`).
