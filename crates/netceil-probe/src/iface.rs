@@ -62,17 +62,10 @@ impl IfaceInfo {
 /// Reads everything [`IfaceInfo`] holds for `iface`; `buf` is a scratch buffer.
 pub fn read_info<S: Source + ?Sized>(source: &S, iface: &str, buf: &mut String) -> IfaceInfo {
     let dir = sys_dir(iface);
+    let operstate = read_operstate(source, iface, buf);
     let mut read = |name: &str| -> Option<String> {
         source.read_into(&format!("{dir}/{name}"), buf).ok()?;
         Some(buf.clone())
-    };
-    let operstate_path = format!("{dir}/operstate");
-    let operstate = match read("operstate") {
-        Some(t) => sys_net::parse_operstate(&t).map_err(|e| SourceError::parse(&operstate_path, e)),
-        None => Err(SourceError {
-            path: operstate_path,
-            reason: "could not be read".into(),
-        }),
     };
     // Reading `speed` fails with EINVAL on loopback and on links that are down: unknown.
     let speed_mbit = read("speed").and_then(|t| sys_net::parse_speed(&t).ok().flatten());
@@ -126,6 +119,22 @@ pub fn read_info<S: Source + ?Sized>(source: &S, iface: &str, buf: &mut String) 
         rx_queues,
         tx_queues,
         msi_irqs,
+    }
+}
+
+/// `/sys/class/net/IF/operstate` alone: what the sampler reads between full readings.
+pub fn read_operstate<S: Source + ?Sized>(
+    source: &S,
+    iface: &str,
+    buf: &mut String,
+) -> Result<OperState, SourceError> {
+    let path = format!("{}/operstate", sys_dir(iface));
+    match source.read_into(&path, buf) {
+        Ok(()) => sys_net::parse_operstate(buf).map_err(|e| SourceError::parse(&path, e)),
+        Err(_) => Err(SourceError {
+            path,
+            reason: "could not be read".into(),
+        }),
     }
 }
 

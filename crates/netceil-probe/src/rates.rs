@@ -155,9 +155,23 @@ pub fn proto_metrics() -> impl Iterator<Item = &'static str> {
 /// them.
 pub const IRQ_QUIET_REASON: &str = "/proc/interrupts is read again only when /proc/stat counted 1000 interrupts per CPU per second over the last interval, or every 5 s: rows between have no breakdown (intr_per_s, the total, is in every row), and the next reading's rates cover the whole time since the last";
 
+/// The metrics from the qdisc counters, read with the protocol files.
+pub const QDISC_METRICS: &[&str] = &[
+    QDISC_BITS_PER_S,
+    QDISC_PPS,
+    QDISC_DROPS_PER_S,
+    QDISC_OVERLIMITS_PER_S,
+    QDISC_REQUEUES_PER_S,
+    QDISC_BACKLOG_BYTES,
+    QDISC_RATE_BITS_PER_S,
+];
+
 /// The reason a [`crate::Recorder`] notes, once, for /proc/net/snmp and /proc/net/netstat
 /// metrics in rows without them.
 pub const PROTO_QUIET_REASON: &str = "/proc/net/snmp and /proc/net/netstat are read again only when some interface counted a packet since their last reading, or every 5 s: rows between have no value, and the next reading's rates cover the whole time since the last";
+
+/// The reason a [`crate::Recorder`] notes, once, for qdisc metrics in rows without them.
+pub const QDISC_QUIET_REASON: &str = "qdisc counters are read again only when some interface counted a packet since their last reading (or when qdiscs of other namespaces are read), or every 5 s: rows between have no value, and the next reading's rates cover the whole time since the last";
 
 /// The reason a [`crate::Recorder`] notes, once, for slow-tier metrics in rows without them.
 pub const SLOW_TIER_REASON: &str = "slow-tier source, read at most every slow_interval (100 ms by default): values only in the rows where it was read";
@@ -403,12 +417,12 @@ fn all_rates<'a>(b: &mut Builder<'a, '_>, prev: &'a Snapshot, cur: &'a Snapshot)
         if let Some(proto_elapsed) = span(ps.proto_read, cs.proto_read).filter(|e| *e > 0.0) {
             b.elapsed = proto_elapsed;
             protocol_rates(b, ps, cs);
+            qdisc_rates(b, ps, cs);
         }
         b.elapsed = slow_elapsed;
         rx_missed_rates(b, ps, cs, cur);
         pressure_rates(b, ps, cs);
         thread_rates(b, ps, cs, cur.ticks_per_s);
-        qdisc_rates(b, ps, cs);
         process_rates(b, ps, cs, cur.ticks_per_s);
         tcp_flow_rates(b, ps, cs);
         if let (Some(p), Some(c)) = (ps.sampler_cpu, cs.sampler_cpu) {

@@ -19,7 +19,7 @@ use netceil_model::{Metric, MetricId, NicInfo, Series, Unit};
 use crate::ids::{MetricIds, Schema};
 use crate::rates::{
     proto_metrics, rates_with, Row, IRQ_METRICS, IRQ_QUIET_REASON, PROTO_QUIET_REASON,
-    SLOW_TIER_METRICS, SLOW_TIER_REASON,
+    QDISC_METRICS, QDISC_QUIET_REASON, SLOW_TIER_METRICS, SLOW_TIER_REASON,
 };
 use crate::sampler::{Sampler, SamplerConfig, Snapshot};
 use crate::sched::{self, SamplerPriority};
@@ -228,6 +228,9 @@ impl Recorder {
             if note.proto {
                 for name in proto_metrics() {
                     self.series.note_missing(name, PROTO_QUIET_REASON);
+                }
+                for name in QDISC_METRICS {
+                    self.series.note_missing(name, QDISC_QUIET_REASON);
                 }
             }
         }

@@ -19,7 +19,12 @@
 //! read again with the slow tier only when what they count moved, as the fast tier shows:
 //! /proc/interrupts when /proc/stat counted at least [`IRQ_BUSY_PER_CPU`] interrupts per CPU
 //! per second over the last interval, the two protocol files when any interface (all of
-//! them, not only the recorded ones) counted a packet. Otherwise they are read every
+//! them, not only the recorded ones) counted a packet. The qdisc counters (an rtnetlink dump,
+//! a tenth of a millisecond here) go with the protocol files: a qdisc counts only packets
+//! sent, and those the interfaces count too; a qdisc that drops every packet on an otherwise
+//! silent machine is seen at the next reading every [`QUIET_REREAD`]. When the last reading
+//! held qdiscs of other namespaces (a lab's), whose packets this namespace's interfaces do
+//! not count, the qdiscs and protocol files are read at every slow reading. Otherwise they are read every
 //! [`SamplerConfig::quiet_reread`] ([`QUIET_REREAD`] by default), and their rates, when read, cover the whole time since their last
 //! reading: a quiet machine's counts are not lost, only gathered into fewer rows, and the
 //! rows between have no value for them (with the reason), never a 0. The machine's interrupt
@@ -60,8 +65,14 @@ pub const QUIET_REREAD: Duration = Duration::from_secs(5);
 /// what is left is devices' and inter-processor interrupts worth breaking down.
 pub const IRQ_BUSY_PER_CPU: f64 = 1000.0;
 
-/// How often interface facts (state, speed, driver, IRQs) are re-read when nothing changed.
+/// How often interfaces' operstate is re-read when nothing changed.
 pub const IFACE_REFRESH: Duration = Duration::from_secs(5);
+
+/// How often every interface fact (speed, MTU, driver, queues, IRQs: three files, three links
+/// and two directories an interface) is re-read when neither the set of interfaces nor any
+/// one's operstate changed. A link that goes down or comes up (when a speed is negotiated
+/// again) has them all re-read at once.
+pub const IFACE_FACTS_REFRESH: Duration = Duration::from_secs(30);
 
 /// What to sample and how often.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,7 +284,8 @@ pub struct SlowSnapshot {
     /// Which reading of /proc/interrupts `interrupts` and `nic_irqs` are: the same in two
     /// slow snapshots when it was not read again (nothing moved, see the module docs).
     pub irq_read: Reading,
-    /// Which reading of /proc/net/snmp and /proc/net/netstat `snmp` and `netstat` are.
+    /// Which reading of /proc/net/snmp, /proc/net/netstat and the qdiscs `snmp`, `netstat`
+    /// and `qdiscs` are.
     pub proto_read: Reading,
     /// `statistics/rx_missed_errors` of each selected interface.
     pub rx_missed: BTreeMap<String, Result<u64, SourceError>>,
@@ -289,7 +301,8 @@ pub struct SlowSnapshot {
     pub process_errors: Vec<(i32, SourceError)>,
     /// The sampling thread's CPU time so far (a system call: read with the slow tier).
     pub sampler_cpu: Option<Duration>,
-    /// Queueing disciplines and their counters (rtnetlink), all namespaces reachable.
+    /// Queueing disciplines and their counters (rtnetlink), all namespaces reachable; read
+    /// with the protocol files (see `proto_read`).
     pub qdiscs: Result<Vec<crate::qdisc::QdiscStats>, SourceError>,
     /// The last scan of every process's CPU time (shared until the next one is due).
     pub processes: Option<Arc<ProcessScan>>,
@@ -327,6 +340,22 @@ fn costly_due(
     moved || now.saturating_sub(last.reading.t) + slack >= reread
 }
 
+/// CPU time, all CPUs together, below which a machine without a workload is not scanned for
+/// busy processes again (see [`Sampler::scan_processes`]): the scan names only processes that
+/// took at least [`crate::rates::PROC_CPU_MIN_PCT`] of a CPU (100 ms over the 2 s between
+/// scans), which a machine that was busy for less than a fifth of that cannot have had.
+pub const QUIET_SCAN_CPU: Duration = Duration::from_millis(20);
+
+/// The ticks all CPUs spent on something (user, nice, system, irq, softirq): the most that
+/// processes' `utime + stime` can have grown by in all.
+fn busy_ticks(t: &proc_stat::CpuTimes) -> u64 {
+    t.user
+        .saturating_add(t.nice)
+        .saturating_add(t.system)
+        .saturating_add(t.irq.unwrap_or(0))
+        .saturating_add(t.softirq.unwrap_or(0))
+}
+
 /// Packets received, sent and dropped on every interface: a protocol counter moves only
 /// with these (or, for the few that count refusals before a packet is made, within
 /// [`QUIET_REREAD`]).
@@ -360,7 +389,10 @@ pub struct Sampler<S: Source> {
     config: SamplerConfig,
     bufs: Buffers,
     ifaces: BTreeMap<String, IfaceInfo>,
+    /// When the interfaces' operstate was last read (with the rest or alone).
     ifaces_read_at: Option<Duration>,
+    /// When every fact of the interfaces was last read.
+    ifaces_full_at: Option<Duration>,
     slow: Option<Arc<SlowSnapshot>>,
     processes: Option<Arc<ProcessScan>>,
     /// Descendants of the watched processes found by the last process scan: their threads are
@@ -376,6 +408,8 @@ pub struct Sampler<S: Source> {
     /// Each process's time on CPU (ns, `/proc/PID/schedstat`) at the last scan when it was
     /// single-threaded then; `None` for the others (see [`Sampler::read_process`]).
     ran: HashMap<u32, Option<u64>>,
+    /// The machine's busy ticks (see [`busy_ticks`]) at the last process scan.
+    scanned_busy: Option<u64>,
     /// The last reading of /proc/interrupts.
     irq_last: Option<LastRead>,
     /// When the last sample was taken, with /proc/stat's interrupt count then.
@@ -433,12 +467,14 @@ impl<S: Source> Sampler<S> {
             bufs: Buffers::default(),
             ifaces: BTreeMap::new(),
             ifaces_read_at: None,
+            ifaces_full_at: None,
             slow: None,
             processes: None,
             children: BTreeSet::new(),
             flows: FlowTracker::default(),
             listed: None,
             ran: HashMap::new(),
+            scanned_busy: None,
             irq_last: None,
             last_intr: None,
             proto_last: None,
@@ -511,10 +547,11 @@ impl<S: Source> Sampler<S> {
             last => {
                 let seq = last.as_ref().map_or(0, |l| l.seq + 1);
                 let forks = stat.as_ref().ok().and_then(|s| s.processes);
+                let busy = stat.as_ref().ok().map(|s| busy_ticks(&s.total));
                 Arc::new(self.read_slow(
                     seq,
                     t0,
-                    forks,
+                    (forks, busy),
                     net_dev.as_ref().ok(),
                     last.as_deref(),
                     moved,
@@ -540,7 +577,7 @@ impl<S: Source> Sampler<S> {
         &mut self,
         seq: u64,
         t0: Duration,
-        forks: Option<u64>,
+        (forks, busy): (Option<u64>, Option<u64>),
         net_dev: Option<&NetDev>,
         last: Option<&SlowSnapshot>,
         moved: Moved,
@@ -574,10 +611,20 @@ impl<S: Source> Sampler<S> {
                 (interrupts, nic_irqs, reading)
             }
         };
-        let (snmp, netstat, proto_read) = match last {
-            Some(l) if !costly_due(self.proto_last, t0, slack, packets_moved) => {
-                (l.snmp.clone(), l.netstat.clone(), l.proto_read)
-            }
+        // Qdiscs in other namespaces (a lab's) move packets this namespace's interfaces do
+        // not count: with any, the qdiscs are read at every slow reading.
+        let elsewhere = |l: &SlowSnapshot| {
+            l.qdiscs
+                .as_ref()
+                .is_ok_and(|q| q.iter().any(|q| q.netns.is_some()))
+        };
+        let (snmp, netstat, proto_read, qdiscs) = match last {
+            Some(l) if !costly_due(self.proto_last, t0, slack, packets_moved) && !elsewhere(l) => (
+                l.snmp.clone(),
+                l.netstat.clone(),
+                l.proto_read,
+                l.qdiscs.clone(),
+            ),
             _ => {
                 let (src, b) = (&self.source, &mut self.bufs);
                 let start = src.now();
@@ -587,12 +634,13 @@ impl<S: Source> Sampler<S> {
                 let netstat = read_parse(src, netstat::SOURCE, &mut b.netstat, |t| {
                     snmp::parse_known(netstat::SOURCE, t)
                 });
+                let qdiscs = src.qdiscs().map_err(|e| SourceError::io(QDISC_SOURCE, &e));
                 let reading = next_reading(self.proto_last, start, self.source.now());
                 self.proto_last = Some(LastRead {
                     reading,
                     count: moved.packets,
                 });
-                (snmp, netstat, reading)
+                (snmp, netstat, reading, qdiscs)
             }
         };
         let src = &self.source;
@@ -606,17 +654,13 @@ impl<S: Source> Sampler<S> {
             rx_missed.insert(row.iface.clone(), v);
         }
         let (threads, process_errors) = self.read_threads();
-        let qdiscs = self
-            .source
-            .qdiscs()
-            .map_err(|e| SourceError::io(QDISC_SOURCE, &e));
         // The workload's connections at the last reading, to find its TCP peers without
         // reading the TCP tables (see `TcpPeers`).
         let flows: Option<Vec<Flow>> = match last.and_then(|l| l.tcp_flows.as_ref()) {
             Some(Ok(f)) if f.flows.len() <= crate::flows::LOOKUP_MAX => Some(f.flows.clone()),
             _ => None,
         };
-        let processes = self.scan_processes(t0, forks, flows.as_deref());
+        let processes = self.scan_processes(t0, (forks, busy), flows.as_deref());
         let workload: Vec<i32> = self
             .config
             .pids
@@ -655,15 +699,36 @@ impl<S: Source> Sampler<S> {
     /// scan; else the last scan again. Processes that exit mid-scan are skipped. `forks` is
     /// the kernel's count of forks now: unchanged since the last listing of /proc, the
     /// processes are those of the last scan (less any that exited), and /proc is not listed.
+    /// `busy` is the machine's busy ticks now ([`busy_ticks`]): with no process watched, while
+    /// all CPUs together were busy for less than [`QUIET_SCAN_CPU`] since the last scan, that
+    /// scan stands for this one, dated now, with the same `seq` (so no rates are made from
+    /// it). Every process's count then is within that much of its count at the last scan, and
+    /// the next scan's rates, over the time since this date, carry that much error at most: 1
+    /// point of a CPU over the 2 s between scans, against the 5 % it takes to be named.
     fn scan_processes(
         &mut self,
         now: Duration,
-        forks: Option<u64>,
+        (forks, busy): (Option<u64>, Option<u64>),
         flows: Option<&[Flow]>,
     ) -> Option<Arc<ProcessScan>> {
         if let Some(last) = &self.processes {
             if now.saturating_sub(last.t) < PROCESS_SCAN_INTERVAL {
                 return Some(Arc::clone(last));
+            }
+            // Without a workload, a machine that used less than QUIET_SCAN_CPU since the
+            // last scan has no process to name: that scan's figures stand, dated now.
+            let quiet = QUIET_SCAN_CPU.as_secs_f64() * self.source.clock_ticks_per_s() as f64;
+            if let (true, Some(then), Some(now_busy)) =
+                (self.config.pids.is_empty(), self.scanned_busy, busy)
+            {
+                if (now_busy.saturating_sub(then) as f64) < quiet {
+                    let scan = Arc::new(ProcessScan {
+                        t: now,
+                        ..(**last).clone()
+                    });
+                    self.processes = Some(Arc::clone(&scan));
+                    return Some(scan);
+                }
             }
         }
         let pids = match (self.listed.take(), forks) {
@@ -700,6 +765,7 @@ impl<S: Source> Sampler<S> {
             self.listed = Some((forks, read));
         }
         self.classify_processes(&mut processes, flows);
+        self.scanned_busy = busy;
         let seq = self.processes.as_ref().map_or(0, |p| p.seq + 1);
         let scan = Arc::new(ProcessScan {
             seq,
@@ -929,19 +995,30 @@ impl<S: Source> Sampler<S> {
             .collect()
     }
 
-    /// Re-reads interface facts when an interface appeared or vanished, or every
-    /// [`IFACE_REFRESH`].
+    /// Re-reads every interface fact when an interface appeared or vanished, when one's
+    /// operstate (read alone every [`IFACE_REFRESH`]) changed, or every
+    /// [`IFACE_FACTS_REFRESH`].
     fn refresh_ifaces(&mut self, net_dev: &NetDev, now: Duration) {
         let same_set = net_dev.ifaces.len() == self.ifaces.len()
             && net_dev
                 .ifaces
                 .iter()
                 .all(|r| self.ifaces.contains_key(&r.iface));
-        let fresh = self
-            .ifaces_read_at
-            .is_some_and(|t| now.saturating_sub(t) < IFACE_REFRESH);
-        if same_set && fresh {
+        let within =
+            |at: Option<Duration>, limit| at.is_some_and(|t| now.saturating_sub(t) < limit);
+        if same_set && within(self.ifaces_read_at, IFACE_REFRESH) {
             return;
+        }
+        if same_set && within(self.ifaces_full_at, IFACE_FACTS_REFRESH) {
+            let (src, buf) = (&self.source, &mut self.bufs.sys);
+            let same_states = self
+                .ifaces
+                .iter()
+                .all(|(name, info)| iface::read_operstate(src, name, buf) == info.operstate);
+            if same_states {
+                self.ifaces_read_at = Some(now);
+                return;
+            }
         }
         self.ifaces = net_dev
             .ifaces
@@ -952,6 +1029,7 @@ impl<S: Source> Sampler<S> {
             })
             .collect();
         self.ifaces_read_at = Some(now);
+        self.ifaces_full_at = Some(now);
     }
 
     fn select_ifaces(

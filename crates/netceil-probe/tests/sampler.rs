@@ -1129,6 +1129,72 @@ fn the_busiest_processes_are_named_every_scan() {
     assert_eq!(rates(&b, &c).get(&hog), None);
 }
 
+/// Without a workload, a machine whose CPUs were all but idle since the last process scan
+/// has nobody to name: that scan stands, dated now, and no process file is read. Once the CPUs
+/// are busy again, the next scan names the busy process over the time since that date, not
+/// diluted over the quiet time before it.
+#[test]
+fn a_quiet_machine_is_not_scanned_for_busy_processes() {
+    let stat = |ticks: u64| {
+        format!(
+            "300 (hog) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n"
+        )
+    };
+    let fake = FakeSource::new();
+    let mut m = Machine::new();
+    m.install(&fake);
+    fake.set("/proc/300/stat", stat(1_000));
+    let mut cfg = config();
+    cfg.pids = Vec::new();
+    let mut s = Sampler::new(fake.clone(), cfg);
+    let a = s.sample();
+    let first = a.slow.processes.clone().unwrap();
+    assert_eq!(first.processes.len(), 1);
+
+    // 2 s with 1 busy tick in all (10 ms, under the 20 ms it takes).
+    fake.log_reads(true);
+    fake.advance(Duration::from_secs(2));
+    m.idle(200);
+    m.cpus[0].1[2] += 1;
+    m.install(&fake);
+    let b = s.sample();
+    let reads = fake.take_reads();
+    assert!(
+        !reads
+            .iter()
+            .any(|r| r.starts_with("/proc/300/") || r == "/proc/"),
+        "{reads:?}"
+    );
+    let redated = b.slow.processes.clone().unwrap();
+    assert_eq!(redated.seq, first.seq, "the same scan");
+    assert!(redated.t > first.t, "dated now");
+    assert_eq!(redated.processes, first.processes);
+
+    // 2 s more: the hog took 190 ticks on CPU 1, and the machine counted them.
+    fake.advance(Duration::from_secs(2));
+    m.idle(10);
+    m.cpus[1].1[0] += 190;
+    m.install(&fake);
+    fake.set("/proc/300/stat", stat(1_190));
+    let c = s.sample();
+    assert!(fake.take_reads().iter().any(|r| r == "/proc/300/stat"));
+    let hog = MetricId::new(PROC_CPU_PCT)
+        .with(LABEL_PID, "300")
+        .with(LABEL_COMM, "hog")
+        .with(LABEL_CPU, "1")
+        .with(LABEL_NICE, "0");
+    assert_value(&rates(&b, &c), &hog, 95.0);
+
+    // A watched process: scanned every time, quiet or not (its children are looked for).
+    let mut cfg = config();
+    cfg.interval = Duration::from_secs(2);
+    let mut s = Sampler::new(fake.clone(), cfg);
+    s.sample();
+    fake.advance(Duration::from_secs(2));
+    let d = s.sample();
+    assert_ne!(d.slow.processes.as_ref().unwrap().seq, 0);
+}
+
 #[test]
 fn processes_are_labelled_by_their_part_in_the_workload() {
     let stat = |pid: u32, comm: &str, ppid: u32, ticks: u64| {
@@ -1376,10 +1442,11 @@ fn a_single_threaded_process_that_did_not_run_is_not_read_again() {
     assert_eq!((p300.pid, p300.ticks), (300, 1_100));
 }
 
-/// On a quiet machine /proc/interrupts and the protocol files are read again only every
-/// 5 s: the rows between have no value for them (with the reason, once), and the reading
-/// after the pause gives the rates over the whole pause. Packets moving, or interrupts above
-/// a busy CPU's timer, bring them back at the next sample, over the time since they were read.
+/// On a quiet machine /proc/interrupts, the protocol files and the qdisc counters are read
+/// again only every 5 s: the rows between have no value for them (with the reason, once),
+/// and the reading after the pause gives the rates over the whole pause. Packets moving, or
+/// interrupts above a busy CPU's timer, bring them back at the next sample, over the time
+/// since they were read.
 #[test]
 fn costly_files_are_read_when_what_they_count_moved() {
     let fake = FakeSource::new();
@@ -1391,6 +1458,7 @@ fn costly_files_are_read_when_what_they_count_moved() {
     cfg.quiet_reread = netceil_probe::sampler::QUIET_REREAD;
     let mut s = Sampler::new(fake.clone(), cfg);
     let mut rec = Recorder::new(Duration::from_secs(1));
+    fake.set_qdiscs(vec![qdisc(None, "tbf", "8001:", 0, 0)]);
     rec.push(s.sample());
     let mut step = |m: &mut Machine, i: u32| {
         fake.advance(Duration::from_secs(1));
@@ -1401,26 +1469,37 @@ fn costly_files_are_read_when_what_they_count_moved() {
         m.irqs[1].1[0] += 2;
         m.intr += 500;
         m.install(&fake);
+        // A root qdisc over its limit 10 times a second: it counts without a packet sent.
+        fake.set_qdiscs(vec![qdisc(None, "tbf", "8001:", 0, 10 * u64::from(i))]);
         let row = rec.push(s.sample()).unwrap();
         (i, row)
     };
+    let overlimits = MetricId::new(QDISC_OVERLIMITS_PER_S)
+        .with(LABEL_IFACE, "veth-a")
+        .with(LABEL_QDISC, "tbf")
+        .with(LABEL_HANDLE, "8001:");
     let quiet: Vec<(u32, Row)> = (1..=5).map(|i| step(&mut m, i)).collect();
     for (i, row) in &quiet {
         assert_value(row, &id(INTR_PER_S), 500.0);
         let retrans = row.total(TCP_RETRANS_SEGS_PER_S);
         let nic = row.get(&MetricId::new(NIC_IRQ_PER_S));
+        let qdisc = row.get(&overlimits);
         if *i < 5 {
-            assert_eq!((retrans, nic), (None, None), "row {i}");
+            assert_eq!((retrans, nic, qdisc), (None, None, None), "row {i}");
         } else {
-            // Read again after 5 s: the 5 retransmits and 10 interrupts of the pause.
+            // Read again after 5 s: the 5 retransmits, 10 interrupts and 50 overlimits of
+            // the pause.
             assert!(close(retrans, 1.0), "row {i}: {retrans:?}");
             assert!(close(nic, 2.0), "row {i}: {nic:?}");
+            assert!(close(qdisc, 10.0), "row {i}: {qdisc:?}");
         }
     }
-    // A packet on loopback: the protocol files at once, over the 1 s since the last reading.
+    // A packet on loopback: the protocol files and qdiscs at once, over the 1 s since the
+    // last reading.
     m.ifaces[0].rx_packets += 1;
     let (_, row) = step(&mut m, 6);
     assert!(close(row.total(TCP_RETRANS_SEGS_PER_S), 1.0));
+    assert!(close(row.get(&overlimits), 10.0));
     assert_eq!(row.get(&MetricId::new(NIC_IRQ_PER_S)), None);
     // 2 s later, a busy machine's interrupts (4000 a second, 2000 per CPU): read at once.
     step(&mut m, 7);
@@ -1448,6 +1527,38 @@ fn costly_files_are_read_when_what_they_count_moved() {
     let proto = reasons(TCP_RETRANS_SEGS_PER_S);
     assert_eq!(proto.len(), 1, "{proto:?}");
     assert!(proto[0].contains("/proc/net/snmp"), "{}", proto[0]);
+    let qdisc = reasons(QDISC_OVERLIMITS_PER_S);
+    assert_eq!(qdisc.len(), 1, "{qdisc:?}");
+    assert!(qdisc[0].contains("qdisc counters"), "{}", qdisc[0]);
+}
+
+/// A lab's qdiscs live in namespaces whose packets the sampler's own interfaces do not
+/// count: while a reading holds any, the qdiscs are read at every slow reading, however quiet
+/// this namespace is.
+#[test]
+fn qdiscs_of_other_namespaces_are_read_at_every_reading() {
+    let fake = FakeSource::new();
+    let m = Machine::new();
+    m.install(&fake);
+    let mut cfg = config();
+    cfg.interval = Duration::from_secs(1);
+    cfg.quiet_reread = netceil_probe::sampler::QUIET_REREAD;
+    let mut s = Sampler::new(fake.clone(), cfg);
+    let mut rec = Recorder::new(Duration::from_secs(1));
+    fake.set_qdiscs(vec![qdisc(Some("lab-a"), "tbf", "8001:", 0, 0)]);
+    rec.push(s.sample());
+    let overlimits = MetricId::new(QDISC_OVERLIMITS_PER_S)
+        .with(LABEL_IFACE, "veth-a")
+        .with(LABEL_QDISC, "tbf")
+        .with(LABEL_HANDLE, "8001:")
+        .with(LABEL_NETNS, "lab-a");
+    for i in 1..=3u64 {
+        fake.advance(Duration::from_secs(1));
+        m.install(&fake);
+        fake.set_qdiscs(vec![qdisc(Some("lab-a"), "tbf", "8001:", 0, 100 * i)]);
+        let row = rec.push(s.sample()).unwrap();
+        assert!(close(row.get(&overlimits), 100.0), "row {i}");
+    }
 }
 
 /// A workload that held no established TCP socket at the last reading has no TCP peer: the
@@ -1501,4 +1612,61 @@ fn a_workload_without_tcp_flows_is_matched_to_peers_without_the_tcp_tables() {
         .find(|id| id.label(LABEL_PID) == Some("301"))
         .expect("the echo process is recorded");
     assert_eq!(peer.label(LABEL_ROLE), Some("peer"));
+}
+
+/// Between full readings of the interfaces' facts (every 30 s), only their operstate is read,
+/// every 5 s: an MTU changed meanwhile is seen at the next full reading, while a link that
+/// changes state has every fact read again at once.
+#[test]
+fn interface_facts_are_read_in_full_when_a_link_changed_or_every_30_s() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    let mut cfg = config();
+    cfg.interval = Duration::from_secs(1);
+    let mut s = Sampler::new(fake.clone(), cfg);
+    s.sample();
+    let mtu = |s: &Sampler<FakeSource>| {
+        s.nic_info()
+            .into_iter()
+            .find(|n| n.name == "eth0")
+            .and_then(|n| n.mtu)
+    };
+    assert_eq!(mtu(&s), Some(1500));
+    let full = |reads: &[String]| {
+        reads
+            .iter()
+            .filter(|r| r.ends_with("/mtu") || r.ends_with("/queues/"))
+            .count()
+    };
+    fake.set("/sys/class/net/eth0/mtu", "9000\n");
+    fake.log_reads(true);
+    for _ in 1..30 {
+        fake.advance(Duration::from_secs(1));
+        s.sample();
+    }
+    let reads = fake.take_reads();
+    let states = reads
+        .iter()
+        .filter(|r| *r == "/sys/class/net/eth0/operstate")
+        .count();
+    assert_eq!(states, 5, "operstate every 5 s: {reads:?}");
+    assert_eq!(full(&reads), 0, "{reads:?}");
+    assert_eq!(mtu(&s), Some(1500));
+    fake.advance(Duration::from_secs(1));
+    s.sample();
+    assert!(full(&fake.take_reads()) > 0);
+    assert_eq!(mtu(&s), Some(9000), "read in full after 30 s");
+
+    // eth0 goes down: seen at the next operstate reading, which reads everything again.
+    fake.set("/sys/class/net/eth0/operstate", "down\n");
+    let mut read_in_full = Vec::new();
+    for i in 31..=35 {
+        fake.advance(Duration::from_secs(1));
+        s.sample();
+        if full(&fake.take_reads()) > 0 {
+            read_in_full.push(i);
+        }
+    }
+    assert_eq!(read_in_full, [35]);
+    assert_eq!(mtu(&s), None, "a link that is down is not recorded");
 }
