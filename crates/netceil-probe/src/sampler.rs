@@ -408,6 +408,9 @@ pub struct Sampler<S: Source> {
     /// Each process's time on CPU (ns, `/proc/PID/schedstat`) at the last scan when it was
     /// single-threaded then; `None` for the others (see [`Sampler::read_process`]).
     ran: HashMap<u32, Option<u64>>,
+    /// Each interface's `drop` column of /proc/net/dev when its `rx_missed_errors` was last
+    /// read (or known unchanged).
+    missed_with: HashMap<String, u64>,
     /// The machine's busy ticks (see [`busy_ticks`]) at the last process scan.
     scanned_busy: Option<u64>,
     /// The last reading of /proc/interrupts.
@@ -475,6 +478,7 @@ impl<S: Source> Sampler<S> {
             listed: None,
             ran: HashMap::new(),
             scanned_busy: None,
+            missed_with: HashMap::new(),
             irq_last: None,
             last_intr: None,
             proto_last: None,
@@ -648,11 +652,23 @@ impl<S: Source> Sampler<S> {
         let psi_cpu = read_parse(src, "/proc/pressure/cpu", &mut b.psi, pressure::parse);
         let psi_io = read_parse(src, "/proc/pressure/io", &mut b.psi, pressure::parse);
         let psi_memory = read_parse(src, "/proc/pressure/memory", &mut b.psi, pressure::parse);
+        // /proc/net/dev's `drop` is rx_dropped + rx_missed_errors, both only growing: while
+        // it stays the same, so does rx_missed_errors, and the last reading is still exact.
         let mut rx_missed = BTreeMap::new();
+        let mut missed_with = HashMap::new();
         for row in net_dev.map(|nd| nd.ifaces.as_slice()).unwrap_or_default() {
-            let v = iface::read_counter(src, &row.iface, "rx_missed_errors", &mut b.sys);
+            let known = last
+                .and_then(|l| l.rx_missed.get(&row.iface))
+                .filter(|_| self.missed_with.get(&row.iface) == Some(&row.rx_dropped))
+                .and_then(|v| v.as_ref().ok());
+            let v = match known {
+                Some(&n) => Ok(n),
+                None => iface::read_counter(src, &row.iface, "rx_missed_errors", &mut b.sys),
+            };
+            missed_with.insert(row.iface.clone(), row.rx_dropped);
             rx_missed.insert(row.iface.clone(), v);
         }
+        self.missed_with = missed_with;
         let (threads, process_errors) = self.read_threads();
         // The workload's connections at the last reading, to find its TCP peers without
         // reading the TCP tables (see `TcpPeers`).

@@ -208,7 +208,13 @@ impl Machine {
         for i in &self.ifaces {
             dev += &format!(
                 "{}: {} {} 0 {} 0 0 0 0 {} {} 0 0 0 0 0 0\n",
-                i.name, i.rx_bytes, i.rx_packets, i.rx_dropped, i.tx_bytes, i.tx_packets
+                i.name,
+                i.rx_bytes,
+                i.rx_packets,
+                // As the kernel prints it: `drop` counts the missed too.
+                i.rx_dropped + i.rx_missed,
+                i.tx_bytes,
+                i.tx_packets
             );
             let dir = format!("/sys/class/net/{}", i.name);
             fake.set(&format!("{dir}/operstate"), format!("{}\n", i.operstate));
@@ -490,7 +496,8 @@ fn two_samples_give_rates_over_the_measured_interval() {
 
     assert_value(&row, &iface(IFACE_RX_BITS_PER_S, "eth0"), 1e9);
     assert_value(&row, &iface(IFACE_RX_PPS, "eth0"), 100_000.0);
-    assert_value(&row, &iface(IFACE_RX_DROPPED_PER_S, "eth0"), 15.0);
+    // /proc/net/dev's `drop`: 30 dropped and 8 missed in 2 s.
+    assert_value(&row, &iface(IFACE_RX_DROPPED_PER_S, "eth0"), 19.0);
     assert_value(&row, &iface(IFACE_TX_BITS_PER_S, "eth0"), 4000.0);
     assert_value(&row, &iface(IFACE_TX_PPS, "eth0"), 5.0);
     assert_value(&row, &iface(IFACE_RX_MISSED_PER_S, "eth0"), 4.0);
@@ -1669,4 +1676,38 @@ fn interface_facts_are_read_in_full_when_a_link_changed_or_every_30_s() {
     }
     assert_eq!(read_in_full, [35]);
     assert_eq!(mtu(&s), None, "a link that is down is not recorded");
+}
+
+/// /proc/net/dev's `drop` column is rx_dropped + rx_missed_errors, both only growing: while an
+/// interface's stays the same, its `rx_missed_errors` is the same too and is not read again.
+/// When it moves, the file is read and the rate covers the time since the last value.
+#[test]
+fn rx_missed_is_read_again_only_when_the_drop_column_moved() {
+    let fake = FakeSource::new();
+    let mut m = Machine::new();
+    m.ifaces[1].rx_missed = 100;
+    m.install(&fake);
+    let mut s = Sampler::new(fake.clone(), config());
+    let mut prev = s.sample();
+    let missed_path = "/sys/class/net/eth0/statistics/rx_missed_errors";
+    fake.log_reads(true);
+    let mut step = |m: &Machine| {
+        fake.advance(Duration::from_secs(2));
+        m.install(&fake);
+        let cur = s.sample();
+        let read = fake.take_reads().iter().any(|r| r == missed_path);
+        let row = rates(&prev, &cur);
+        prev = cur;
+        (read, row.get(&iface(IFACE_RX_MISSED_PER_S, "eth0")))
+    };
+    // Nothing dropped: not read, and no loss (0 a second, not a missing value).
+    assert_eq!(step(&m), (false, Some(0.0)));
+    // 20 missed in 2 s: `drop` moved, so the file is read.
+    m.ifaces[1].rx_missed += 20;
+    m.install(&fake);
+    let (read, rate) = step(&m);
+    assert!(read);
+    assert!(close(rate, 10.0), "{rate:?}");
+    // Quiet again: not read.
+    assert_eq!(step(&m), (false, Some(0.0)));
 }
