@@ -216,7 +216,7 @@ impl Recorder {
         for (row, note) in std::mem::take(&mut self.pending) {
             self.append(&row);
             if note.slow {
-                for name in SLOW_TIER_METRICS {
+                for name in SLOW_TIER_METRICS.iter().chain(QDISC_METRICS) {
                     self.series.note_missing(name, SLOW_TIER_REASON);
                 }
             }

@@ -19,16 +19,18 @@
 //! read again with the slow tier only when what they count moved, as the fast tier shows:
 //! /proc/interrupts when /proc/stat counted at least [`IRQ_BUSY_PER_CPU`] interrupts per CPU
 //! per second over the last interval, the two protocol files when any interface (all of
-//! them, not only the recorded ones) counted a packet. The qdisc counters (an rtnetlink dump,
-//! a tenth of a millisecond here) go with the protocol files: a qdisc counts only packets
-//! sent, and those the interfaces count too; a qdisc that drops every packet on an otherwise
-//! silent machine is seen at the next reading every [`QUIET_REREAD`]. When the last reading
-//! held qdiscs of other namespaces (a lab's), whose packets this namespace's interfaces do
-//! not count, the qdiscs and protocol files are read at every slow reading. Otherwise they are read every
-//! [`SamplerConfig::quiet_reread`] ([`QUIET_REREAD`] by default), and their rates, when read, cover the whole time since their last
-//! reading: a quiet machine's counts are not lost, only gathered into fewer rows, and the
-//! rows between have no value for them (with the reason), never a 0. The machine's interrupt
-//! total (`intr_per_s`, from /proc/stat) is in every row.
+//! them, not only the recorded ones) counted a packet. Otherwise they are read every
+//! [`SamplerConfig::quiet_reread`] ([`QUIET_REREAD`] by default), and their rates, when read,
+//! cover the whole time since their last reading: a quiet machine's counts are not lost, only
+//! gathered into fewer rows, and the rows between have no value for them (with the reason),
+//! never a 0. The machine's interrupt total (`intr_per_s`, from /proc/stat) is in every row.
+//!
+//! The qdisc counters (an rtnetlink dump, a tenth of a millisecond here) go with the protocol
+//! files: a qdisc counts only packets sent, and those the interfaces count too; a qdisc that
+//! drops every packet on an otherwise silent machine is seen at the next reading every
+//! [`QUIET_REREAD`]. When the last reading held qdiscs of other namespaces (a lab's), whose
+//! packets this namespace's interfaces do not count, the qdiscs and protocol files are read
+//! at every slow reading.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -655,20 +657,25 @@ impl<S: Source> Sampler<S> {
         // /proc/net/dev's `drop` is rx_dropped + rx_missed_errors, both only growing: while
         // it stays the same, so does rx_missed_errors, and the last reading is still exact.
         let mut rx_missed = BTreeMap::new();
-        let mut missed_with = HashMap::new();
         for row in net_dev.map(|nd| nd.ifaces.as_slice()).unwrap_or_default() {
+            let drop_then = self.missed_with.get_mut(&row.iface);
             let known = last
-                .and_then(|l| l.rx_missed.get(&row.iface))
-                .filter(|_| self.missed_with.get(&row.iface) == Some(&row.rx_dropped))
-                .and_then(|v| v.as_ref().ok());
+                .and_then(|l| l.rx_missed.get(&row.iface)?.as_ref().ok())
+                .filter(|_| drop_then.as_deref() == Some(&row.rx_dropped));
             let v = match known {
                 Some(&n) => Ok(n),
                 None => iface::read_counter(src, &row.iface, "rx_missed_errors", &mut b.sys),
             };
-            missed_with.insert(row.iface.clone(), row.rx_dropped);
+            match drop_then {
+                Some(d) => *d = row.rx_dropped,
+                None => {
+                    self.missed_with.insert(row.iface.clone(), row.rx_dropped);
+                }
+            }
             rx_missed.insert(row.iface.clone(), v);
         }
-        self.missed_with = missed_with;
+        self.missed_with
+            .retain(|name, _| rx_missed.contains_key(name));
         let (threads, process_errors) = self.read_threads();
         // The workload's connections at the last reading, to find its TCP peers without
         // reading the TCP tables (see `TcpPeers`).

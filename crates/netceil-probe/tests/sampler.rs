@@ -5,7 +5,7 @@ use std::time::Duration;
 use netceil_model::names::*;
 use netceil_model::{MetricId, Unit};
 use netceil_probe::qdisc::QdiscStats;
-use netceil_probe::rates::{NO_FLOW_REASON, RESET_REASON};
+use netceil_probe::rates::{NO_FLOW_REASON, RESET_REASON, SLOW_TIER_REASON};
 use netceil_probe::{
     counter_delta, rates, rates_with, CounterWidth, FakeSource, MetricIds, Recorder, Row, Sampler,
     SamplerConfig,
@@ -349,6 +349,15 @@ fn config() -> SamplerConfig {
 
 fn id(name: &str) -> MetricId {
     MetricId::new(name)
+}
+
+/// A named process's CPU share at nice 0, as a scan records it.
+fn proc_cpu(pid: u32, comm: &str, cpu: u32) -> MetricId {
+    MetricId::new(PROC_CPU_PCT)
+        .with(LABEL_PID, pid.to_string())
+        .with(LABEL_COMM, comm)
+        .with(LABEL_CPU, cpu.to_string())
+        .with(LABEL_NICE, "0")
 }
 
 fn cpu(name: &str, n: u32) -> MetricId {
@@ -1119,11 +1128,7 @@ fn the_busiest_processes_are_named_every_scan() {
     fake.set("/proc/301/stat", stat(301, "idle one", 51, 0));
     let b = s.sample();
     let row = rates(&a, &b);
-    let hog = MetricId::new(PROC_CPU_PCT)
-        .with(LABEL_PID, "300")
-        .with(LABEL_COMM, "hog (x)")
-        .with(LABEL_CPU, "1")
-        .with(LABEL_NICE, "0");
+    let hog = proc_cpu(300, "hog (x)", 1);
     assert_value(&row, &hog, 95.0);
     assert_eq!(
         row.by_name(PROC_CPU_PCT).count(),
@@ -1185,11 +1190,7 @@ fn a_quiet_machine_is_not_scanned_for_busy_processes() {
     fake.set("/proc/300/stat", stat(1_190));
     let c = s.sample();
     assert!(fake.take_reads().iter().any(|r| r == "/proc/300/stat"));
-    let hog = MetricId::new(PROC_CPU_PCT)
-        .with(LABEL_PID, "300")
-        .with(LABEL_COMM, "hog")
-        .with(LABEL_CPU, "1")
-        .with(LABEL_NICE, "0");
+    let hog = proc_cpu(300, "hog", 1);
     assert_value(&rates(&b, &c), &hog, 95.0);
 
     // A watched process: scanned every time, quiet or not (its children are looked for).
@@ -1433,11 +1434,7 @@ fn a_single_threaded_process_that_did_not_run_is_not_read_again() {
         ticks,
         vec![(300, 1_000), (301, 1_150), (302, 1_000), (303, 1_000)]
     );
-    let hog = MetricId::new(PROC_CPU_PCT)
-        .with(LABEL_PID, "301")
-        .with(LABEL_COMM, "p301")
-        .with(LABEL_CPU, "1")
-        .with(LABEL_NICE, "0");
+    let hog = proc_cpu(301, "p301", 1);
     assert_value(&rates(&a, &b), &hog, 75.0);
     // 300 runs at last: read again.
     fake.set("/proc/300/stat", stat(300, 1_100, 1));
@@ -1710,4 +1707,30 @@ fn rx_missed_is_read_again_only_when_the_drop_column_moved() {
     assert!(close(rate, 10.0), "{rate:?}");
     // Quiet again: not read.
     assert_eq!(step(&m), (false, Some(0.0)));
+}
+
+/// Rows between two slow-tier readings (an interval shorter than the slow tier's) have no
+/// qdisc values, and the series says why, as it does for the tier's other metrics.
+#[test]
+fn rows_without_the_slow_tier_say_why_their_qdisc_values_are_missing() {
+    let fake = FakeSource::new();
+    Machine::new().install(&fake);
+    fake.set_qdiscs(vec![qdisc(None, "tbf", "8001:", 0, 0)]);
+    let mut cfg = config();
+    cfg.interval = Duration::from_millis(100);
+    cfg.slow_interval = Duration::from_secs(1);
+    let mut s = Sampler::new(fake.clone(), cfg.clone());
+    let mut rec = Recorder::new(cfg.interval);
+    rec.push(s.sample());
+    fake.advance(cfg.interval);
+    let row = rec.push(s.sample()).unwrap();
+    assert_eq!(row.by_name(QDISC_OVERLIMITS_PER_S).count(), 0);
+    let series = rec.into_series();
+    let why: Vec<&str> = series
+        .missing
+        .iter()
+        .filter(|n| n.metric == QDISC_OVERLIMITS_PER_S)
+        .map(|n| n.reason.as_str())
+        .collect();
+    assert_eq!(why, [SLOW_TIER_REASON]);
 }
