@@ -5,7 +5,9 @@
 # and the range, and for netceil the share of the sender's busy time the receive window held
 # it back (tcp_info rwnd_limited, the median of the run's 1 s rows) and the segments its sender
 # retransmitted (tcp_info; on loopback each one is a spurious retransmission and a congestion-
-# window cut, which a receiver that holds bytes back causes).
+# window cut, which a receiver that holds bytes back causes). Also each receiver's CPU seconds
+# per GiB read (netceil's from its receiver's note, iperf3's from its server's CPU share),
+# as a ratio: steadier than the throughput, and where a costlier reader shows first.
 # Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
 #
 # usage: bench/tcp.sh [ROUNDS] [SECONDS]          (defaults: 7 rounds of 5 s)
@@ -71,19 +73,28 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-run_one() { # run_one VARIANT: prints the receiver's bit/s
+nc_figures() { # nc_figures JSON: the receiver's bit/s and its CPU seconds per GiB read
+  python3 - "$1" <<'PY'
+import json, re, sys
+res = json.load(open(sys.argv[1]))["results"]
+cpu = [float(m.group(1)) for n in res["notes"]
+       for m in [re.search(r"in-process receiver: \d+ threads' CPU ([0-9.]+) s", n)] if m]
+per_gib = cpu[0] / (res["rx_app_bytes"] / 2**30) if cpu and res["rx_app_bytes"] else float("nan")
+print(f"{res['rx_app_bits_per_s']},{per_gib}")
+PY
+}
+
+run_one() { # run_one VARIANT: prints the receiver's bit/s and its CPU seconds per GiB read
   case $1 in
     nc_kernel)
       "${pre[@]}" "$NC" run tcp --duration "$secs" --msg-size 128K "${nc_pin[@]}" \
         --rcvbuf kernel --json -q --no-store >"$out/tcp_$1.json"
-      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"]["rx_app_bits_per_s"])' \
-        "$out/tcp_$1.json"
+      nc_figures "$out/tcp_$1.json"
       ;;
     nc)
       "${pre[@]}" "$NC" run tcp --duration "$secs" --msg-size 128K "${nc_pin[@]}" \
         --json -q --no-store >"$out/tcp_$1.json"
-      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"]["rx_app_bits_per_s"])' \
-        "$out/tcp_$1.json"
+      nc_figures "$out/tcp_$1.json"
       python3 - "$out/tcp_$1.json" >>"$out/tcp_rwnd.txt" <<'PY'
 import json, statistics, sys
 run = json.load(open(sys.argv[1]))
@@ -104,8 +115,14 @@ PY
         >"$out/tcp_iperf3.json" || true
       wait "$server" || true
       server=""
-      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' \
-        "$out/tcp_iperf3.json"
+      python3 - "$out/tcp_iperf3.json" <<'PY'
+import json, sys
+end = json.load(open(sys.argv[1]))["end"]
+rx = end["sum_received"]
+# The server's process CPU (3.12's server is one thread) over the receive time, per GiB read.
+cpu_s = end["cpu_utilization_percent"]["remote_total"] / 100 * rx["seconds"]
+print(f"{rx['bits_per_second']},{cpu_s / (rx['bytes'] / 2**30)}")
+PY
       ;;
   esac
 }
@@ -129,10 +146,12 @@ done
 
 python3 - "$res" "$rounds" "$secs" "${PIN:-scheduler}" "${PRIO:-normal}" "$out/tcp_rwnd.txt" <<'PY'
 import math, statistics as st, sys
-rows = []
+rows, cpu = [], []
 for line in open(sys.argv[1]):
     parts = line.split()
-    rows.append({k: float(v) for k, v in (p.split("=") for p in parts[1:])})
+    cells = {k: [float(x) for x in v.split(",")] for k, v in (p.split("=") for p in parts[1:])}
+    rows.append({k: v[0] for k, v in cells.items()})
+    cpu.append({k: v[1] for k, v in cells.items()})
 rwnd = [tuple(float(x) for x in line.split()) for line in open(sys.argv[6])]
 print(f"TCP 1 stream, loopback, 128 KiB writes, {sys.argv[2]} rounds x {sys.argv[3]} s, "
       f"placement: {sys.argv[4]}, priority: {sys.argv[5]}")
@@ -147,6 +166,14 @@ for n in names:
     ratios = [row[n] / row["iperf3"] for row in rows]
     print(f"{n} / iperf3: median {st.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}, "
           f"rounds >= 1.0: {sum(r >= 1.0 for r in ratios)}/{len(ratios)}")
+# The receiver's CPU per GiB read: what the reading side pays per byte, much steadier than the
+# throughput (which swings with the machine), and where a slower reader would show first.
+for n in names:
+    per = [c[n] / c["iperf3"] for c in cpu if c["iperf3"] > 0 and not math.isnan(c[n])]
+    if per:
+        print(f"{n} receiver CPU per GiB / iperf3's: median {st.median(per):.3f}, "
+              f"range {min(per):.3f}-{max(per):.3f} (iperf3 median "
+              f"{st.median(c['iperf3'] for c in cpu):.3f} s/GiB)")
 shares = [s for s, _ in rwnd if not math.isnan(s)]
 if shares:
     print(f"nc sender receive-window-limited (median of 1 s rows): median {st.median(shares):.1f} %, "

@@ -3,6 +3,7 @@
 //! Libraries never print: progress goes to a caller-supplied callback, results come back as
 //! values, and errors are [`LoadError`] variants that carry what failed and where.
 
+pub mod buf;
 pub mod clock;
 mod error;
 pub mod header;

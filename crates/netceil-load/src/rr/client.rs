@@ -24,6 +24,7 @@ use std::sync::Arc;
 use hdrhistogram::Histogram;
 use nix::sys::epoll::EpollFlags;
 
+use crate::buf::AlignedBuf;
 use crate::clock::{now_ns, sleep_until_ns, thread_cpu_ns};
 use crate::header::{ts_delta_ns, Header, Kind};
 use crate::tcp::EventLoop;
@@ -148,7 +149,7 @@ struct Client {
     issuing: bool,
     loss_timeout_ns: u64,
     req: Vec<u8>,
-    rx: Vec<u8>,
+    rx: AlignedBuf,
     live: Arc<Live>,
     out: Outcome,
 }
@@ -343,7 +344,7 @@ impl Client {
             issuing: true,
             loss_timeout_ns: MIN_LOSS_TIMEOUT_NS,
             req: vec![0x3Cu8; size.min(256 * 1024)],
-            rx: vec![0u8; size.max(64 * 1024)],
+            rx: AlignedBuf::zeroed(size.max(64 * 1024)),
             live,
             out: Outcome {
                 latency: histogram()?,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::buf::AlignedBuf;
 use crate::header::{Header, Kind, VERSION};
 use crate::threads;
 use crate::LoadError;
@@ -67,7 +68,7 @@ impl Drop for UdpEcho {
 }
 
 fn echo_loop(socket: &UdpSocket, stop: &AtomicBool) -> u64 {
-    let mut buf = vec![0u8; 65_536];
+    let mut buf = AlignedBuf::zeroed(65_536);
     let mut answered = 0;
     while !stop.load(Ordering::Relaxed) {
         let Ok((n, from)) = socket.recv_from(&mut buf) else {

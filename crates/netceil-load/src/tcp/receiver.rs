@@ -13,6 +13,7 @@ use std::sync::Arc;
 use nix::sys::epoll::EpollFlags;
 
 use super::evloop::EventLoop;
+use crate::buf::AlignedBuf;
 use crate::clock::{now_ns, sleep_until_ns, thread_cpu_ns};
 use crate::LoadError;
 
@@ -98,7 +99,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
             error: None,
         });
     }
-    let mut buf = vec![0u8; READ_BUF];
+    let mut buf = AlignedBuf::zeroed(READ_BUF);
     let mut last_data_ns = plan.start_ns;
     let mut open = flows.len();
     let mut ready = Vec::with_capacity(flows.len().min(1024));

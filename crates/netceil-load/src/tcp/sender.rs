@@ -27,6 +27,7 @@ use nix::sys::epoll::EpollFlags;
 
 use super::evloop::EventLoop;
 use super::hello::{HELLO_LEN, REPORT_LEN};
+use crate::buf::AlignedBuf;
 use crate::clock::{now_ns, sleep_until_ns, thread_cpu_ns};
 use crate::tcpinfo::{tcp_info, TcpInfo};
 use crate::LoadError;
@@ -144,7 +145,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
         socket_full: 0,
         send_polls: 0,
     };
-    let buf = vec![0x5Au8; write_size];
+    let buf = AlignedBuf::filled(write_size, 0x5A);
     let mut ready: VecDeque<usize> = (0..flows.len()).collect();
     let mut schedule: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     if matches!(plan.mode, WriteMode::Scheduled { .. }) {

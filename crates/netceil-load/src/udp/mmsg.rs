@@ -8,6 +8,7 @@
 //! `unsafe`; every block says why it is sound.
 #![allow(unsafe_code)]
 
+use crate::buf::{self, AlignedBuf};
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
@@ -40,8 +41,10 @@ pub enum RecvWait {
 /// Received datagrams: a fixed set of buffers, reused for every `recvmmsg` call.
 pub struct RecvBatch {
     slot_len: usize,
-    // The vectors below are never resized after `new`, so the pointers in `hdrs` stay valid.
-    buffers: Vec<u8>,
+    /// Slot `i` starts `i * stride` bytes in: on a cache line (see [`crate::buf`]).
+    stride: usize,
+    // The buffers below are never resized after `new`, so the pointers in `hdrs` stay valid.
+    buffers: AlignedBuf,
     iovecs: Vec<libc::iovec>,
     names: Vec<libc::sockaddr_storage>,
     control: Vec<[u64; CONTROL_WORDS]>,
@@ -62,7 +65,8 @@ impl RecvBatch {
         let slots = slots.max(1);
         let mut b = RecvBatch {
             slot_len,
-            buffers: vec![0; slot_len * slots],
+            stride: buf::stride(slot_len),
+            buffers: AlignedBuf::zeroed(buf::stride(slot_len) * slots),
             // SAFETY: iovec, sockaddr_storage and mmsghdr are plain C structs for which all-zero
             // bytes are a valid value (null pointers, zero lengths).
             iovecs: vec![unsafe { zeroed() }; slots],
@@ -73,7 +77,7 @@ impl RecvBatch {
             sources: true,
         };
         for i in 0..slots {
-            b.iovecs[i].iov_base = b.buffers[i * slot_len..].as_mut_ptr().cast();
+            b.iovecs[i].iov_base = b.buffers[i * b.stride..].as_mut_ptr().cast();
             b.iovecs[i].iov_len = slot_len;
             let h = &mut b.hdrs[i].msg_hdr;
             h.msg_iov = &mut b.iovecs[i];
@@ -143,7 +147,7 @@ impl RecvBatch {
     #[inline]
     pub fn datagram(&self, i: usize) -> &[u8] {
         let len = (self.hdrs[i].msg_len as usize).min(self.slot_len);
-        &self.buffers[i * self.slot_len..i * self.slot_len + len]
+        &self.buffers[i * self.stride..i * self.stride + len]
     }
 
     /// Bytes of datagram `i` that were read (at most the slot length).
@@ -201,8 +205,10 @@ impl RecvBatch {
 /// Datagrams to send: fixed buffers, each with its own length and optional destination.
 pub struct SendBatch {
     slot_len: usize,
+    /// Slot `i` starts `i * stride` bytes in, as in [`RecvBatch`].
+    stride: usize,
     // Never resized after `with_slots`, so the pointers in `hdrs` stay valid.
-    buffers: Vec<u8>,
+    buffers: AlignedBuf,
     iovecs: Vec<libc::iovec>,
     names: Vec<libc::sockaddr_storage>,
     control: Vec<[u64; SEGMENT_CONTROL_WORDS]>,
@@ -223,7 +229,8 @@ impl SendBatch {
         let slots = slots.max(1);
         let mut b = SendBatch {
             slot_len,
-            buffers: vec![0; slot_len * slots],
+            stride: buf::stride(slot_len),
+            buffers: AlignedBuf::zeroed(buf::stride(slot_len) * slots),
             // SAFETY: plain C structs, all-zero is valid (see RecvBatch::new).
             iovecs: vec![unsafe { zeroed() }; slots],
             names: vec![unsafe { zeroed() }; slots],
@@ -231,7 +238,7 @@ impl SendBatch {
             hdrs: vec![unsafe { zeroed() }; slots],
         };
         for i in 0..slots {
-            b.iovecs[i].iov_base = b.buffers[i * slot_len..].as_mut_ptr().cast();
+            b.iovecs[i].iov_base = b.buffers[i * b.stride..].as_mut_ptr().cast();
             b.iovecs[i].iov_len = slot_len;
             b.hdrs[i].msg_hdr.msg_iov = &mut b.iovecs[i];
             b.hdrs[i].msg_hdr.msg_iovlen = 1;
@@ -279,7 +286,7 @@ impl SendBatch {
     /// Buffer `i`, whole slot.
     #[inline]
     pub fn buf_mut(&mut self, i: usize) -> &mut [u8] {
-        &mut self.buffers[i * self.slot_len..(i + 1) * self.slot_len]
+        &mut self.buffers[i * self.stride..i * self.stride + self.slot_len]
     }
 
     /// Sets how many bytes of buffer `i` are sent (at most the slot length).
@@ -528,6 +535,28 @@ mod tests {
                 assert_eq!(r.hdrs[i].msg_hdr.msg_namelen, 0);
             }
             got += n;
+        }
+    }
+
+    #[test]
+    fn every_slot_starts_on_a_cache_line() {
+        // 1400-byte slots laid end to end would start 56, 48, ... bytes past a line.
+        let r = RecvBatch::with_slots(1400, 5);
+        let mut s = SendBatch::with_slots(1400, 5, None);
+        for i in 0..5 {
+            assert_eq!(
+                r.iovecs[i].iov_base as usize % buf::CACHE_LINE,
+                0,
+                "recv slot {i}"
+            );
+            assert_eq!(r.iovecs[i].iov_len, 1400);
+            assert_eq!(
+                s.iovecs[i].iov_base as usize % buf::CACHE_LINE,
+                0,
+                "send slot {i}"
+            );
+            assert_eq!(s.buf_mut(i).as_ptr(), s.iovecs[i].iov_base as *const u8);
+            assert_eq!(s.buf_mut(i).len(), 1400);
         }
     }
 
