@@ -2,7 +2,7 @@
 // comparison with `netceil run udp --gso [--gro]`. Nothing per datagram but counting:
 //  - sender: one thread, UDP_SEGMENT set on the socket, sendmmsg of 8 super-buffers per call,
 //    each as many PAYLOAD-byte datagrams as fit 65507 bytes (64 at most);
-//  - receiver: one thread, recvmmsg of 16 buffers of 64 KiB; with GRO on, a read holding n
+//  - receiver: one thread, recvmmsg of 16 page-aligned buffers of 64 KiB; with GRO on, a read holding n
 //    coalesced datagrams (segment size from the UDP_GRO control message) counts n.
 // Build: cc -O2 -pthread -o udp_gso_floor udp_gso_floor.c
 // Run:   ./udp_gso_floor PAYLOAD SECONDS PORT GRO(0|1) RCVBUF_BYTES
@@ -79,8 +79,11 @@ static void *rx_thread(void *p) {
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa)) die("bind");
     struct timeval tmo = {.tv_sec = 0, .tv_usec = 50000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof tmo);
-    char *bufs = malloc((size_t)RECV_MSGS * SLOT);
-    if (!bufs) die("malloc");
+    // Page-aligned: into a buffer 16 bytes past a page (where malloc puts a block this size)
+    // the kernel's copy to user space costs 3-4 times as much (bench/copy_align.c), which
+    // would make this floor lower than the kernel's ceiling.
+    char *bufs = aligned_alloc(4096, (size_t)RECV_MSGS * SLOT);
+    if (!bufs) die("aligned_alloc");
     static char ctl[RECV_MSGS][CMSG_SPACE(sizeof(int))];
     struct iovec iov[RECV_MSGS];
     struct mmsghdr msgs[RECV_MSGS];
