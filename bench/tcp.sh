@@ -6,8 +6,9 @@
 # it back (tcp_info rwnd_limited, the median of the run's 1 s rows) and the segments its sender
 # retransmitted (tcp_info; on loopback each one is a spurious retransmission and a congestion-
 # window cut, which a receiver that holds bytes back causes). Also each receiver's CPU seconds
-# per GiB read (netceil's from its receiver's note, iperf3's from its server's CPU share),
-# as a ratio: steadier than the throughput, and where a costlier reader shows first.
+# per GiB read (netceil's from its receiver's note, iperf3's from its server's CPU share) and
+# each sender's per GiB sent (netceil's generator CPU, iperf3's client CPU share), as ratios:
+# steadier than the throughput, and where a costlier reader or writer shows first.
 # Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
 #
 # usage: bench/tcp.sh [ROUNDS] [SECONDS]          (defaults: 7 rounds of 5 s)
@@ -73,14 +74,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-nc_figures() { # nc_figures JSON: the receiver's bit/s and its CPU seconds per GiB read
+nc_figures() { # nc_figures JSON: the receiver's bit/s, its CPU s per GiB read, the sender's per GiB sent
   python3 - "$1" <<'PY'
 import json, re, sys
 res = json.load(open(sys.argv[1]))["results"]
 cpu = [float(m.group(1)) for n in res["notes"]
        for m in [re.search(r"in-process receiver: \d+ threads' CPU ([0-9.]+) s", n)] if m]
 per_gib = cpu[0] / (res["rx_app_bytes"] / 2**30) if cpu and res["rx_app_bytes"] else float("nan")
-print(f"{res['rx_app_bits_per_s']},{per_gib}")
+tx = res["generator"]["cpu_s"] / (res["tx_bytes"] / 2**30) if res["tx_bytes"] else float("nan")
+print(f"{res['rx_app_bits_per_s']},{per_gib},{tx}")
 PY
 }
 
@@ -121,7 +123,9 @@ end = json.load(open(sys.argv[1]))["end"]
 rx = end["sum_received"]
 # The server's process CPU (3.12's server is one thread) over the receive time, per GiB read.
 cpu_s = end["cpu_utilization_percent"]["remote_total"] / 100 * rx["seconds"]
-print(f"{rx['bits_per_second']},{cpu_s / (rx['bytes'] / 2**30)}")
+tx = end["sum_sent"]
+tx_cpu_s = end["cpu_utilization_percent"]["host_total"] / 100 * tx["seconds"]
+print(f"{rx['bits_per_second']},{cpu_s / (rx['bytes'] / 2**30)},{tx_cpu_s / (tx['bytes'] / 2**30)}")
 PY
       ;;
   esac
@@ -146,12 +150,13 @@ done
 
 python3 - "$res" "$rounds" "$secs" "${PIN:-scheduler}" "${PRIO:-normal}" "$out/tcp_rwnd.txt" <<'PY'
 import math, statistics as st, sys
-rows, cpu = [], []
+rows, cpu, txcpu = [], [], []
 for line in open(sys.argv[1]):
     parts = line.split()
     cells = {k: [float(x) for x in v.split(",")] for k, v in (p.split("=") for p in parts[1:])}
     rows.append({k: v[0] for k, v in cells.items()})
     cpu.append({k: v[1] for k, v in cells.items()})
+    txcpu.append({k: v[2] for k, v in cells.items()})
 rwnd = [tuple(float(x) for x in line.split()) for line in open(sys.argv[6])]
 print(f"TCP 1 stream, loopback, 128 KiB writes, {sys.argv[2]} rounds x {sys.argv[3]} s, "
       f"placement: {sys.argv[4]}, priority: {sys.argv[5]}")
@@ -168,12 +173,15 @@ for n in names:
           f"rounds >= 1.0: {sum(r >= 1.0 for r in ratios)}/{len(ratios)}")
 # The receiver's CPU per GiB read: what the reading side pays per byte, much steadier than the
 # throughput (which swings with the machine), and where a slower reader would show first.
-for n in names:
-    per = [c[n] / c["iperf3"] for c in cpu if c["iperf3"] > 0 and not math.isnan(c[n])]
-    if per:
-        print(f"{n} receiver CPU per GiB / iperf3's: median {st.median(per):.3f}, "
-              f"range {min(per):.3f}-{max(per):.3f} (iperf3 median "
-              f"{st.median(c['iperf3'] for c in cpu):.3f} s/GiB)")
+# The sender's likewise: on loopback it also carries the stack's softirq work, and is the
+# side that runs out of CPU first.
+for side, table in (("receiver", cpu), ("sender", txcpu)):
+    for n in names:
+        per = [c[n] / c["iperf3"] for c in table if c["iperf3"] > 0 and not math.isnan(c[n])]
+        if per:
+            print(f"{n} {side} CPU per GiB / iperf3's: median {st.median(per):.3f}, "
+                  f"range {min(per):.3f}-{max(per):.3f} (iperf3 median "
+                  f"{st.median(c['iperf3'] for c in table):.3f} s/GiB)")
 shares = [s for s, _ in rwnd if not math.isnan(s)]
 if shares:
     print(f"nc sender receive-window-limited (median of 1 s rows): median {st.median(shares):.1f} %, "
