@@ -98,9 +98,9 @@ pub struct TcpParams {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum TcpRecvBuffer {
-    /// A fixed buffer the size of the receiving core's L2 cache on a path inside this host
-    /// (handshake RTT ≤ 100 µs), where the kernel's autotuning lets megabytes queue and go cold
-    /// in the cache; the kernel's autotuning on longer paths.
+    /// A fixed buffer of twice the receiving core's L2 cache on a path inside this host
+    /// (handshake RTT ≤ 100 µs), where the kernel's autotuning lets megabytes queue; the
+    /// kernel's autotuning on longer paths.
     #[default]
     Auto,
     /// The kernel's autotuning (net.ipv4.tcp_rmem), as an application that sets nothing.

@@ -5,16 +5,18 @@
 //! take turns on the CPUs, so each turn the reader copies what piled up while it waited, the
 //! measured RTT grows with the wait, and the buffer with both: on Linux 6.18 (2 vCPUs, L2
 //! 512 KiB per core) one loopback stream's buffer reached 23 MB with 12.7 MB queued, against
-//! iperf3's 3.9 MB. The bytes then sit in memory long enough to leave the cache, and the
-//! reader's copy (`_copy_to_iter`) took 50 % of the CPU with both ends on one core, against
-//! 18 % for iperf3's reader.
+//! iperf3's 3.9 MB.
 //!
-//! A buffer fixed at a small multiple of the receiving core's L2 cache keeps the queue warm.
-//! Measured against iperf3 (5 alternated rounds each, medians, one loopback stream), with
-//! both ends on one CPU / on two CPUs: autotuning 0.52× / 1.01×; 1 × L2 1.22× / 0.59×;
-//! **2 × L2 1.29× / 0.96×**; 4 × L2 0.82× / 0.91×. Two CPUs are noisy here (each variant
-//! swings between 11 and 33 Gbit/s from round to round); one CPU is not. [`RecvBuffer::Auto`]
-//! takes 2 × L2.
+//! A buffer fixed at a small multiple of the receiving core's L2 cache bounds that queue.
+//! [`RecvBuffer::Auto`] takes 2 × L2. It was chosen when the reader's copy of the queued bytes
+//! cost 50 % of the CPU with both ends on one core, against 18 % for iperf3's reader, and the
+//! fixed buffer measured 1.29× iperf3 there against autotuning's 0.52×. That cost needed two
+//! things at once: cold bytes, and a read buffer 16 bytes past a page, where the kernel's copy
+//! runs 3–4 times slower (see [`crate::buf`]). Measured again on one CPU, 8 alternated rounds,
+//! medians: with that buffer, fixed 30.8 Gbit/s and autotuning 14.5; with a page-aligned one,
+//! fixed 28.3 and autotuning 29.1. So the fixed buffer now costs nothing and buys nothing in
+//! throughput here; it stays the default because it bounds what each stream holds (1 MiB
+//! rather than tens of MB, which counts with thousands of streams).
 //!
 //! A fixed buffer also caps the window, so `Auto` fixes it only on a short path: a handshake
 //! RTT of at most [`SHORT_PATH_RTT_US`], where 1 MiB still allows 40 Gbit/s. Longer paths keep
@@ -185,9 +187,8 @@ impl Sizing {
             // Auto fixes a buffer only where it read the handshake's RTT.
             let why = match (policy, self.fixed_rtt_us) {
                 (RecvBuffer::Auto { .. }, Some(r)) => format!(
-                    "the path is inside this host (handshake RTT ≤ {r} µs): the kernel's \
-                     autotuning would let megabytes queue and go cold in the cache; \
-                     --rcvbuf kernel leaves it on"
+                    "the path is inside this host (handshake RTT ≤ {r} µs), where the \
+                     kernel's autotuning would let megabytes queue; --rcvbuf kernel leaves it on"
                 ),
                 _ => "as asked (--rcvbuf)".to_string(),
             };
