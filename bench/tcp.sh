@@ -174,8 +174,12 @@ for n in names:
 # The receiver's CPU per GiB read: what the reading side pays per byte, much steadier than the
 # throughput (which swings with the machine), and where a slower reader would show first.
 # The sender's likewise: on loopback it also carries the stack's softirq work, and is the
-# side that runs out of CPU first.
-for side, table in (("receiver", cpu), ("sender", txcpu)):
+# side that runs out of CPU first. Which thread pays for a segment's receive processing moves
+# between the two: one that arrives while the reader holds the socket goes to its backlog and
+# is processed by the reader, on the reader's CPU. So the sum of the two is the transfer's own
+# cost per GiB, whoever paid it.
+both = [{k: c[k] + t[k] for k in c} for c, t in zip(cpu, txcpu)]
+for side, table in (("receiver", cpu), ("sender", txcpu), ("sender + receiver", both)):
     for n in names:
         per = [c[n] / c["iperf3"] for c in table if c["iperf3"] > 0 and not math.isnan(c[n])]
         if per:
