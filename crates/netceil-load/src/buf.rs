@@ -26,9 +26,9 @@ pub const CACHE_LINE: usize = 64;
 ///
 /// Safe code only: a `Vec` one page longer than asked, used from its first page boundary.
 pub struct AlignedBuf {
+    /// `len + PAGE - 1` bytes: the length is what is left past the slack.
     backing: Vec<u8>,
     start: usize,
-    len: usize,
 }
 
 impl AlignedBuf {
@@ -43,31 +43,32 @@ impl AlignedBuf {
         let start = backing.as_ptr().align_offset(PAGE);
         // align_offset on a u8 pointer is always below the alignment asked for.
         debug_assert!(start < PAGE);
-        AlignedBuf {
-            backing,
-            start,
-            len,
-        }
+        AlignedBuf { backing, start }
+    }
+
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.backing.len() + 1 - PAGE
     }
 }
 
 impl Deref for AlignedBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.backing[self.start..self.start + self.len]
+        &self.backing[self.range()]
     }
 }
 
 impl DerefMut for AlignedBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.backing[self.start..self.start + self.len]
+        let range = self.range();
+        &mut self.backing[range]
     }
 }
 
 impl std::fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AlignedBuf")
-            .field("len", &self.len)
+            .field("len", &self.len())
             .finish()
     }
 }

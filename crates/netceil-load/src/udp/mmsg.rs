@@ -8,11 +8,12 @@
 //! `unsafe`; every block says why it is sound.
 #![allow(unsafe_code)]
 
-use crate::buf::{self, AlignedBuf};
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsRawFd, BorrowedFd};
+
+use crate::buf::{self, AlignedBuf};
 
 /// Entries in the SO_MEMINFO array up to and including SK_MEMINFO_DROPS (the last one today;
 /// the kernel copies no more than we ask for).
@@ -63,10 +64,11 @@ impl RecvBatch {
     /// `slots` slots (at least one) of `slot_len` bytes each.
     pub fn with_slots(slot_len: usize, slots: usize) -> RecvBatch {
         let slots = slots.max(1);
+        let stride = buf::stride(slot_len);
         let mut b = RecvBatch {
             slot_len,
-            stride: buf::stride(slot_len),
-            buffers: AlignedBuf::zeroed(buf::stride(slot_len) * slots),
+            stride,
+            buffers: AlignedBuf::zeroed(stride * slots),
             // SAFETY: iovec, sockaddr_storage and mmsghdr are plain C structs for which all-zero
             // bytes are a valid value (null pointers, zero lengths).
             iovecs: vec![unsafe { zeroed() }; slots],
@@ -227,10 +229,11 @@ impl SendBatch {
     /// `s` into datagrams of `s` bytes (UDP GSO), the last one possibly shorter.
     pub fn with_slots(slot_len: usize, slots: usize, segment: Option<u16>) -> SendBatch {
         let slots = slots.max(1);
+        let stride = buf::stride(slot_len);
         let mut b = SendBatch {
             slot_len,
-            stride: buf::stride(slot_len),
-            buffers: AlignedBuf::zeroed(buf::stride(slot_len) * slots),
+            stride,
+            buffers: AlignedBuf::zeroed(stride * slots),
             // SAFETY: plain C structs, all-zero is valid (see RecvBatch::new).
             iovecs: vec![unsafe { zeroed() }; slots],
             names: vec![unsafe { zeroed() }; slots],
