@@ -4,10 +4,14 @@
 # every one (sockperf --reply-every 1, --full-rtt: the whole round trip, as netceil reports).
 # netceil gives two figures: latency from each request's intended send time (its headline,
 # which counts the client's own lateness) and service time from the actual send (what sockperf
-# measures). netceil runs three times per round: sleeping between events (its default), with
-# --spin (busy-polling, as sockperf's client does by default: compare like with like), and with
+# measures). netceil runs three times per round: sleeping between events (its default: it
+# wakes a learned few microseconds before each send and polls until it, and each answer wakes
+# it, as each wakes sockperf's receiving thread, blocked in recvfrom), with --spin
+# (busy-polling: answers read without a wakeup), and with
 # --spin and its sampler reduced to one baseline (--sample-interval 1h: how much of netceil's
-# tail is its own once-a-second sampler on a 2-core machine). Prints per round the figures and
+# tail is its own once-a-second sampler on a 2-core machine). sockperf also runs twice per round,
+# as a control: sockperf / sockperf shows how far the machine's noise alone moves the ratios,
+# which "<= 1 in every round" must be read against. Prints per round the figures and
 # the like-for-like ratios, then the medians and ranges of the ratios netceil / sockperf at p50
 # and p99 (≤ 1 is netceil as fast or faster), whether every round is ≤ 1, and the load average
 # before and after (other work on the machine moves the tail more than anything measured here).
@@ -69,16 +73,16 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 rows=()
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) = 1 ]; then
-    n=$(netceil_round); ns=$(netceil_round --spin); s=$(sockperf_round)
+    c=$(sockperf_round); n=$(netceil_round); ns=$(netceil_round --spin); s=$(sockperf_round)
     nq=$(netceil_round --spin --sample-interval 1h)
   else
     nq=$(netceil_round --spin --sample-interval 1h)
-    s=$(sockperf_round); ns=$(netceil_round --spin); n=$(netceil_round)
+    s=$(sockperf_round); ns=$(netceil_round --spin); n=$(netceil_round); c=$(sockperf_round)
   fi
-  echo "round $r  netceil latency p50 p99, service p50 p99: $n | --spin: $ns | --spin, sampler at 1h: $nq | sockperf p50 p99: $s (µs)"
+  echo "round $r  netceil latency p50 p99, service p50 p99: $n | --spin: $ns | --spin, sampler at 1h: $nq | sockperf p50 p99: $s | sockperf again: $c (µs)"
   read -r _ _ s50 s99 <<<"$ns"; read -r k50 k99 <<<"$s"
   python3 -c "print(f'round $r  --spin service / sockperf: p50 {$s50/$k50:.3f}  p99 {$s99/$k99:.3f}')"
-  rows+=("$n $ns $s $nq")
+  rows+=("$n $ns $s $nq $c")
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%s\n' "${rows[@]}" | python3 -c '
@@ -100,4 +104,12 @@ show("--spin, sampler 1h, service p50", 12, 8)
 show("--spin, sampler 1h, service p99", 13, 9)
 every = lambda i, j: all(x[i] <= x[j] for x in rows)
 print(f"--spin service <= sockperf in every round: p50 {every(6, 8)}, p99 {every(7, 9)}")
+print(f"default latency (from intended) <= sockperf in every round: p50 {every(0, 8)}, p99 {every(1, 9)}")
+# The control: sockperf against its own other run of the same round. A tool exactly as fast as
+# sockperf is <= 1 in a round only by the luck of the noise, so "every round" means little where
+# the control itself swings this far.
+print("control, sockperf / sockperf (same round, another run):")
+show("p50", 14, 8)
+show("p99", 15, 9)
+print(f"control <= 1 in every round: p50 {every(14, 8)}, p99 {every(15, 9)}")
 '

@@ -722,9 +722,10 @@ pub struct RrArgs {
     /// Concurrent connections (or UDP sockets).
     #[arg(long, default_value_t = 1)]
     pub flows: u32,
-    /// Busy-poll: the client never sleeps, it polls its sockets and the clock in a loop (as
-    /// sockperf's client does), so answers are read without a wakeup and requests leave on
-    /// time. Lower, steadier latency, for one whole core; the run's notes say so.
+    /// Busy-poll: the client never sleeps, it polls its sockets and the clock in a loop, so
+    /// answers are read without a wakeup. Lower, steadier latency, for one whole core; the
+    /// run's notes say so. Without it a paced client still sends on time: it wakes a learned
+    /// few microseconds early and polls until each send.
     #[arg(long)]
     pub spin: bool,
     /// Run length (10, 2.5s, 500ms, 1m).

@@ -259,7 +259,9 @@ pub fn run_rr(
         stop,
         live: live.clone(),
         spin: cfg.spin,
-        yield_between_polls: cfg.spin && echo_shares_the_client_cpu(cfg)?,
+        // A sleeping paced client polls too, in the last stretch before each send.
+        yield_between_polls: (cfg.spin || cfg.rate_tps.is_some())
+            && echo_shares_the_client_cpu(cfg)?,
     };
     let (outcome, last) = std::thread::scope(|scope| {
         let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -438,12 +440,23 @@ fn summarize(
             cfg.flows
         )
     });
+    let gave_away = if o.yielded {
+        "; it gave the core away after each idle poll, since the echo shares its CPU"
+    } else {
+        ""
+    };
     if cfg.spin {
         notes.push(format!(
-            "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side, as sockperf's client reads them{}",
+            "the client spun (--spin): it polled its sockets and the clock without sleeping, {:.0} % of a core, {:.0} % of it in polls that found nothing; answers are read without a wakeup on its side (sockperf's client reads them with one, on a thread of their own, and spins only to send on time){gave_away}",
             o.cpu_ns as f64 / 1e9 / duration_s * 100.0,
             if o.cpu_ns > 0 { spin_cpu_ns as f64 * 100.0 / o.cpu_ns as f64 } else { 0.0 },
-            if o.yielded { "; it gave the core away after each idle poll, since the echo shares its CPU" } else { "" }
+        ));
+    } else if let Some(lead) = o.wake_lead_ns.filter(|_| !o.send_lateness.is_empty()) {
+        notes.push(format!(
+            "the client slept between requests and woke {:.1} µs before each send (the 95th percentile of its timer's lateness, learned as it ran), then polled until the send time: requests left a median {:.1} µs after their intended time, and the polls cost {:.1} % of a core{gave_away}",
+            lead as f64 / 1e3,
+            quantile_us(&o.send_lateness, 0.5),
+            spin_cpu_ns as f64 / 1e9 / duration_s * 100.0,
         ));
     }
     notes.push(format!(
