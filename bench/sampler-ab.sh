@@ -6,14 +6,37 @@
 # the per-round ratios (the machine is shared and noisy: only the ratio within a round means
 # much).
 #
+# A (or B) may be the word `floor`: bench/sampler_floor.c, built here, which only reads the files
+# netceil's sampler always reads (the fast tier every interval, PSI every 100 ms), parses and
+# keeps nothing, and sleeps on the same fixed schedule: the kernel's share, a lower bound no /proc
+# sampler at that interval goes under. `bench/sampler-ab.sh floor target/release/netceil` prints
+# netceil's cost as a multiple of that floor.
+#
 # usage: bench/sampler-ab.sh A B [ROUNDS] [INTERVAL] [store|no-store] [SECONDS]
 #   defaults: 5 rounds, 10ms, no-store, 10 s. Example:
 #   bench/sampler-ab.sh /tmp/nc-base target/release/netceil 5 10ms store
 set -euo pipefail
+cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: $0 A B [ROUNDS] [INTERVAL] [store|no-store] [SECONDS]" >&2; exit 2; }
 a=$1 b=$2 rounds=${3:-5} interval=${4:-10ms} mode=${5:-no-store} secs=${6:-10}
 warm=2
-for x in "$a" "$b"; do [ -x "$x" ] || { echo "$0: $x is not an executable" >&2; exit 2; }; done
+floor=bench/out/sampler_floor
+for x in "$a" "$b"; do
+  if [ "$x" = floor ]; then
+    mkdir -p bench/out
+    command -v cc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc; }
+    cc -O2 -o "$floor" bench/sampler_floor.c
+  else
+    [ -x "$x" ] || { echo "$0: $x is not an executable" >&2; exit 2; }
+  fi
+done
+# The interval in whole milliseconds, for the floor.
+interval_ms=$(python3 -c "
+import re, sys
+m = re.fullmatch(r'([0-9.]+)(ms|s|m|h)', sys.argv[1])
+if not m: sys.exit(f'interval {sys.argv[1]!r}: expected a number and ms, s, m or h, as 10ms')
+print(max(1, round(float(m.group(1)) * {'ms': 1, 's': 1e3, 'm': 6e4, 'h': 3.6e6}[m.group(2)])))
+" "$interval")
 case $mode in
   store) store=() ;;
   no-store) store=(--no-store) ;;
@@ -33,8 +56,12 @@ pid_cpu() { # nanoseconds on CPU of every thread of one process
 # Steady CPU % of one core of one binary: after the warm-up, over $secs.
 steady() {
   local bin=$1 db=$2 pid a b
-  NETCEIL_DB=$db "$bin" watch "${store[@]}" -q --interval "$interval" \
-    --duration $((secs + warm + 5)) >/dev/null 2>&1 &
+  if [ "$bin" = floor ]; then
+    "$floor" "$interval_ms" $((secs + warm + 5)) &
+  else
+    NETCEIL_DB=$db "$bin" watch "${store[@]}" -q --interval "$interval" \
+      --duration $((secs + warm + 5)) >/dev/null 2>&1 &
+  fi
   pid=$!
   sleep "$warm"
   a=$(pid_cpu $pid)

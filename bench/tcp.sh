@@ -8,7 +8,9 @@
 # window cut, which a receiver that holds bytes back causes). Also each receiver's CPU seconds
 # per GiB read (netceil's from its receiver's note, iperf3's from its server's CPU share) and
 # each sender's per GiB sent (netceil's generator CPU, iperf3's client CPU share), as ratios:
-# steadier than the throughput, and where a costlier reader or writer shows first.
+# steadier than the throughput, and where a costlier reader or writer shows first. iperf3 runs
+# twice per round: iperf3 / iperf3 is the control, the spread the machine's noise alone gives a
+# ratio, against which netceil's ratios and "every round" are read.
 # Only 127.0.0.1 is used; iperf3's server is stopped by its PID on every exit.
 #
 # usage: bench/tcp.sh [ROUNDS] [SECONDS]          (defaults: 7 rounds of 5 s)
@@ -60,10 +62,13 @@ case ${PRIO:-} in
     exit 2
     ;;
 esac
-variants=(nc iperf3)
+# iperf3_again, a second iperf3 run in every round, is the control: iperf3 / iperf3 shows how
+# far the machine's noise alone moves a ratio from round to round. A tool exactly as fast as
+# iperf3 is >= 1.0 in a round only by that noise's luck, so "every round" is read against it.
+variants=(nc iperf3 iperf3_again)
 # KERNEL=1 adds netceil with --rcvbuf kernel (the kernel's receive-buffer autotuning, as iperf3
 # has it) to every round: what the default's fixed, cache-sized buffer on loopback is worth.
-[ "${KERNEL:-0}" = 1 ] && variants=(nc iperf3 nc_kernel)
+[ "${KERNEL:-0}" = 1 ] && variants=(nc iperf3 iperf3_again nc_kernel)
 
 port=$((20000 + RANDOM % 20000))
 server=""
@@ -109,15 +114,15 @@ retrans = sum(f.get("retransmits") or 0 for f in run["results"].get("flows", [])
 print(f"{statistics.median(rwnd[0]) if rwnd and rwnd[0] else float('nan')} {retrans}")
 PY
       ;;
-    iperf3)
+    iperf3 | iperf3_again)
       "${pre[@]}" iperf3 -s -B 127.0.0.1 -p "$port" -1 >/dev/null 2>&1 &
       server=$!
       sleep 0.3
       "${pre[@]}" iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -l 128K "${ip_pin[@]}" -J \
-        >"$out/tcp_iperf3.json" || true
+        >"$out/tcp_$1.json" || true
       wait "$server" || true
       server=""
-      python3 - "$out/tcp_iperf3.json" <<'PY'
+      python3 - "$out/tcp_$1.json" <<'PY'
 import json, sys
 end = json.load(open(sys.argv[1]))["end"]
 rx = end["sum_received"]
@@ -186,6 +191,16 @@ for side, table in (("receiver", cpu), ("sender", txcpu), ("sender + receiver", 
             print(f"{n} {side} CPU per GiB / iperf3's: median {st.median(per):.3f}, "
                   f"range {min(per):.3f}-{max(per):.3f} (iperf3 median "
                   f"{st.median(c['iperf3'] for c in table):.3f} s/GiB)")
+# The control: a tool as fast as iperf3 is >= 1.0 in a round with the odds of a coin, so the
+# nc ratios are read against the spread of iperf3's own.
+ctl = [row["iperf3_again"] / row["iperf3"] for row in rows]
+nc = [row["nc"] / row["iperf3"] for row in rows]
+logs = sorted(abs(math.log(r)) for r in ctl)
+print(f"control: iperf3 / iperf3 varies by a median factor of {math.exp(st.median(logs)):.3f} "
+      f"from round to round (largest {math.exp(logs[-1]):.3f}); "
+      f"nc / iperf3's median {st.median(nc):.3f} is "
+      + ("within" if min(ctl) <= st.median(nc) <= max(ctl) else "outside")
+      + f" the control's range {min(ctl):.3f}-{max(ctl):.3f}")
 shares = [s for s, _ in rwnd if not math.isnan(s)]
 if shares:
     print(f"nc sender receive-window-limited (median of 1 s rows): median {st.median(shares):.1f} %, "
