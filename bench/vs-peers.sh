@@ -37,34 +37,47 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 declare -a floor nc_udp nc_unexpl iperf_udp nc_tcp iperf_tcp sockperf_tx nc_tx
-for r in $(seq 1 "$rounds"); do
-  echo "round $r/$rounds" >&2
+run_floor() {
   floor+=("$("$out/udp_floor" 64 "$secs" "$port" | sed -E 's/.*received_pps=([0-9]+).*/\1/')")
-
+}
+run_nc_udp() {
   "$nc" run udp --size 64 --duration "$secs" --json -q --no-store >"$out/nc_udp.json"
   nc_udp+=("$(json "$out/nc_udp.json" results rx_app_pps)")
   nc_tx+=("$(json "$out/nc_udp.json" results tx_pps)")
   nc_unexpl+=("$(json "$out/nc_udp.json" results unexplained_packets)")
-
+}
+run_iperf_udp() {
   iperf3 -s -p "$port" -1 >/dev/null 2>&1 & servers=($!); sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -u -l 64 -b 0 -t "$secs" -J >"$out/iperf_udp.json" || true
   wait "${servers[@]}" || true; servers=()
   iperf_udp+=("$(python3 -c "
 import json; d=json.load(open('$out/iperf_udp.json'))['end']['sum']
 print((d['packets']-d['lost_packets'])/d['seconds'])")")
-
+}
+run_nc_tcp() {
   "$nc" run tcp --duration "$secs" --json -q --no-store >"$out/nc_tcp.json"
   nc_tcp+=("$(json "$out/nc_tcp.json" results rx_app_bits_per_s)")
-
+}
+run_iperf_tcp() {
   iperf3 -s -p "$port" -1 >/dev/null 2>&1 & servers=($!); sleep 0.3
   iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J >"$out/iperf_tcp.json" || true
   wait "${servers[@]}" || true; servers=()
   iperf_tcp+=("$(json "$out/iperf_tcp.json" end sum_received bits_per_second)")
-
+}
+run_sockperf_tx() {
   sockperf sr -i 127.0.0.1 -p "$port" >/dev/null 2>&1 & servers=($!); sleep 0.5
   sockperf tp -i 127.0.0.1 -p "$port" -m 64 -t "$secs" >"$out/sockperf.txt" 2>&1 || true
   kill "${servers[@]}" 2>/dev/null; wait "${servers[@]}" 2>/dev/null || true; servers=()
   sockperf_tx+=("$(sed -nE 's/.*Message Rate is ([0-9]+) \[msg\/sec\].*/\1/p' "$out/sockperf.txt" | tail -1)")
+}
+# The order rotates each round, so that no tool always runs first, last or right after
+# another (a fixed order once put netceil before iperf3 in every round).
+udp=(run_floor run_nc_udp run_iperf_udp run_sockperf_tx)
+tcp=(run_nc_tcp run_iperf_tcp)
+for r in $(seq 1 "$rounds"); do
+  echo "round $r/$rounds" >&2
+  k=$((r % ${#udp[@]})) j=$((r % ${#tcp[@]}))
+  for f in "${udp[@]:k}" "${udp[@]:0:k}" "${tcp[@]:j}" "${tcp[@]:0:j}"; do "$f"; done
 done
 
 "$nc" run udp --size 64 --rate 100k --duration 10 --json -q --no-store >"$out/nc_paced.json"
