@@ -684,9 +684,9 @@ pub struct TcpArgs {
     pub congestion: Option<String>,
     /// Each stream's socket receive buffer on this side: `auto` fixes it at twice the
     /// receiving core's L2 cache on a path inside this host (handshake RTT ≤ 100 µs), where the
-    /// kernel's autotuning lets megabytes queue, and leaves longer paths to the kernel; `kernel` always leaves it to the kernel (net.ipv4.tcp_rmem), as an
-    /// application that sets nothing; a size (1M) fixes it at that many bytes (SO_RCVBUF of half:
-    /// the kernel doubles it)
+    /// kernel's autotuning lets megabytes queue, and leaves longer paths to the kernel; `kernel`
+    /// always leaves it to the kernel (net.ipv4.tcp_rmem), as an application that sets nothing;
+    /// a size (1M) fixes it at that many bytes (SO_RCVBUF of half: the kernel doubles it)
     #[arg(long, value_parser = parse_recv_buffer, default_value = "auto", value_name = "auto|kernel|SIZE")]
     pub rcvbuf: TcpRecvBuffer,
     /// Reverse, as iperf3's -R: the far side sends and this side reads (on loopback the

@@ -135,8 +135,8 @@ pub(crate) struct Plan<'a> {
     pub live: Arc<Live>,
     /// Poll without sleeping (see `RrConfig::spin`).
     pub spin: bool,
-    /// Spinning, or polling the last stretch before a send: give the core away after each poll
-    /// that found nothing. Only when the echo that must answer is placed on the client's own
+    /// Give the core away after each poll that found nothing (spinning, or polling the last
+    /// stretch before a send). Only when the echo that must answer is placed on the client's own
     /// CPU: anywhere else a yield hands the core to whatever else is runnable there, for a
     /// whole time slice, and the answer waits.
     pub yield_between_polls: bool,
@@ -175,7 +175,8 @@ pub(crate) struct Outcome {
     /// A sleeping paced client: how early it woke before each send at the end of the run
     /// (see [`WakeLead`]), ns.
     pub wake_lead_ns: Option<u64>,
-    /// The core was given away after each idle poll ([`Plan::yield_between_polls`]).
+    /// The client polled, and gave the core away after each idle poll
+    /// ([`Plan::yield_between_polls`]).
     pub yielded: bool,
     /// First flow error, if any (the flow stopped).
     pub error: Option<String>,
@@ -316,10 +317,10 @@ pub(crate) fn run(plan: Plan<'_>) -> Result<Outcome, LoadError> {
         let wake_at = if plan.spin { 0 } else { wake_at };
         let polling = wake_at <= polled_at;
         events.extend(ev.wait(Some(wake_at), polled_at)?);
-        if !polling && events.is_empty() {
+        if let (Some(l), false, true) = (lead.as_mut(), polling, events.is_empty()) {
             // Woken by the timer (not by the periodic tick, which comes before its time).
             let woke = now_ns();
-            if let (Some(l), true) = (lead.as_mut(), woke >= wake_at) {
+            if woke >= wake_at {
                 l.observe(woke - wake_at);
             }
         }
@@ -363,7 +364,7 @@ pub(crate) fn run(plan: Plan<'_>) -> Result<Outcome, LoadError> {
         .sum();
     c.out.dead_flows = flows.iter().filter(|f| f.dead).count() as u64;
     c.out.loss_timeout_ns = c.loss_timeout_ns;
-    c.out.yielded = plan.yield_between_polls;
+    c.out.yielded = plan.yield_between_polls && c.out.idle_poll_ns > 0;
     c.out.wake_lead_ns = lead.map(|l| l.ns());
     c.out.cpu_ns = thread_cpu_ns() - cpu_start;
     Ok(c.out)
@@ -834,24 +835,21 @@ mod tests {
         );
     }
 
+    /// `lead` after `n` wakes each `late_ns` late.
+    fn after(mut lead: WakeLead, n: usize, late_ns: u64) -> WakeLead {
+        (0..n).for_each(|_| lead.observe(late_ns));
+        lead
+    }
+
     /// However late the timer, the lead stays within half the interval and 200 µs, and never
     /// under 2 µs however punctual: past the first the client would be spinning.
     #[test]
     fn the_wake_lead_keeps_to_its_bounds() {
-        let mut lead = WakeLead::new(100_000.0);
-        for _ in 0..10_000 {
-            lead.observe(5_000_000);
-        }
+        let lead = after(WakeLead::new(100_000.0), 10_000, 5_000_000);
         assert_eq!(lead.ns(), 50_000, "half the 100 µs interval");
-        let mut lead = WakeLead::new(1e9);
-        for _ in 0..10_000 {
-            lead.observe(5_000_000);
-        }
+        let lead = after(WakeLead::new(1e9), 10_000, 5_000_000);
         assert_eq!(lead.ns(), 200_000);
-        for _ in 0..100_000 {
-            lead.observe(0);
-        }
-        assert_eq!(lead.ns(), 2_000);
+        assert_eq!(after(lead, 100_000, 0).ns(), 2_000);
         // An interval shorter than the floor: the floor still holds (one poll before a send).
         assert_eq!(WakeLead::new(1_000.0).ns(), 2_000);
     }

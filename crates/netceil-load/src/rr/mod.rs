@@ -259,9 +259,7 @@ pub fn run_rr(
         stop,
         live: live.clone(),
         spin: cfg.spin,
-        // A sleeping paced client polls too, in the last stretch before each send.
-        yield_between_polls: (cfg.spin || cfg.rate_tps.is_some())
-            && echo_shares_the_client_cpu(cfg)?,
+        yield_between_polls: echo_shares_the_client_cpu(cfg)?,
     };
     let (outcome, last) = std::thread::scope(|scope| {
         let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -453,7 +451,7 @@ fn summarize(
         ));
     } else if let Some(lead) = o.wake_lead_ns.filter(|_| !o.send_lateness.is_empty()) {
         notes.push(format!(
-            "the client slept between requests and woke {:.1} µs before each send (the 95th percentile of its timer's lateness, learned as it ran), then polled until the send time: requests left a median {:.1} µs after their intended time, and the polls cost {:.1} % of a core{gave_away}",
+            "the client slept between requests, woke early before each send (by {:.1} µs at the end of the run: the 95th percentile of its timer's lateness, learned as it ran) and polled until the send time: requests left a median {:.1} µs after their intended time, and the polls cost {:.1} % of a core{gave_away}",
             lead as f64 / 1e3,
             quantile_us(&o.send_lateness, 0.5),
             spin_cpu_ns as f64 / 1e9 / duration_s * 100.0,
