@@ -42,5 +42,7 @@ pub use recorder::{
     spawn_sampler, Recorder, SamplerHandle, SamplerOutput, SamplerStopper, MAX_PROCESS_COLUMNS,
     MAX_ROWS,
 };
-pub use sampler::{NicIrq, Sampler, SamplerConfig, SlowSnapshot, Snapshot, ThreadSample};
+pub use sampler::{
+    NicIrq, Sampler, SamplerConfig, SlowSnapshot, Snapshot, ThreadSample, DEFER_MAX,
+};
 pub use source::{thread_cpu_time, FakeSource, ProcFs, Source};

@@ -3,8 +3,9 @@
 //! [`Recorder`] turns a stream of snapshots into rows of a `Series` (one per interval, `t_s`
 //! measured from the first snapshot) and writes each missing value's reason once.
 //! [`spawn_sampler`] runs a [`Sampler`] and a `Recorder` on their own thread beside a
-//! workload, sends every row as it is made, and hands back the whole series when stopped, so
-//! a caller can show a live table and still keep everything sampled so far.
+//! workload, sends every row as it is made (at intervals under [`crate::DEFER_MAX`], within
+//! that long of its sample: see [`Sampler::sample_deferred`]), and hands back the whole series
+//! when stopped, so a caller can show a live table and still keep everything sampled so far.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -675,13 +676,19 @@ fn run<S: Source>(
     let cpu_at_start = sampler.source().thread_cpu_time();
     let mut samples = 0usize;
     let mut last_sample = Instant::now();
-    let mut take = |sampler: &mut Sampler<S>, recorder: &mut Recorder| {
-        let snap = sampler.sample();
-        samples += 1;
-        if let Some(row) = recorder.push(snap) {
-            // Nobody listening is fine: the series keeps the row.
-            let _ = rows.send(row);
+    let mut snaps = Vec::new();
+    let record = |snaps: &mut Vec<Snapshot>, recorder: &mut Recorder| {
+        for snap in snaps.drain(..) {
+            if let Some(row) = recorder.push(snap) {
+                // Nobody listening is fine: the series keeps the row.
+                let _ = rows.send(row);
+            }
         }
+    };
+    let mut take = |sampler: &mut Sampler<S>, recorder: &mut Recorder| {
+        sampler.sample_deferred(&mut snaps);
+        samples += 1;
+        record(&mut snaps, recorder);
     };
     take(&mut sampler, &mut recorder);
     let mut next = 1u32;
@@ -703,8 +710,7 @@ fn run<S: Source>(
         if priority == SamplerPriority::Idle {
             // Late to wake, or slow to read because it was preempted all along: the CPUs are
             // full, and the rows matter more now than the workload's few milliseconds.
-            let late =
-                woke.saturating_duration_since(deadline) + last_sample.duration_since(woke) / 2;
+            let late = woke.saturating_duration_since(deadline) + sampler.last_read_span() / 2;
             if late > sched::late_limit(interval) && sched::raise(0).is_ok() {
                 tid.store(0, Ordering::SeqCst);
                 priority = SamplerPriority::Raised {
@@ -722,6 +728,9 @@ fn run<S: Source>(
     if last_sample.elapsed() >= interval / 2 {
         take(&mut sampler, &mut recorder);
     }
+    let mut snaps = Vec::new();
+    sampler.flush_deferred(&mut snaps);
+    record(&mut snaps, &mut recorder);
     // No stopper may raise a thread id that is about to be free for reuse.
     tid.store(0, Ordering::SeqCst);
     let sampler_cpu_s = sampler

@@ -134,6 +134,8 @@ fn background_sampler_sends_rows_and_returns_the_series() {
     assert!(out.series.len() <= 8, "{} rows kept", out.series.len());
     assert!(out.rows_per_row >= 2, "{}", out.rows_per_row);
     assert_eq!(out.series.len(), live.len().div_ceil(out.rows_per_row));
+    // Text kept to be parsed later (see Sampler::sample_deferred) is parsed at the stop.
+    assert_eq!(out.samples, live.len() + 1);
     assert!((live.last().unwrap().t_s - out.wall_s).abs() < 1e-9);
 
     let too_fast = SamplerConfig {

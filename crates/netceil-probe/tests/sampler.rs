@@ -8,7 +8,7 @@ use netceil_probe::qdisc::QdiscStats;
 use netceil_probe::rates::{NO_FLOW_REASON, RESET_REASON, SLOW_TIER_REASON};
 use netceil_probe::{
     counter_delta, rates, rates_with, CounterWidth, FakeSource, MetricIds, Recorder, Row, Sampler,
-    SamplerConfig,
+    SamplerConfig, DEFER_MAX,
 };
 
 #[derive(Clone)]
@@ -989,6 +989,67 @@ fn at_10ms_the_slow_tier_is_read_every_100ms() {
         .missing
         .iter()
         .all(|m| !m.metric.starts_with("cpu_") && m.metric != CS_PER_S));
+}
+
+/// At 10 ms the fast tier's text may wait to be parsed (`Sampler::sample_deferred`): what
+/// comes out must be what reading and parsing at every tick makes, snapshot for snapshot,
+/// through counters that move, an interface that appears, a file that cannot be parsed and
+/// one that cannot be read; none waits `DEFER_MAX`, and none is lost at the end.
+#[test]
+fn parsing_later_makes_the_snapshots_of_every_tick() {
+    let (at_once, later) = (FakeSource::new(), FakeSource::new());
+    let mut m = Machine::new();
+    m.ifaces.truncate(1);
+    let mut cfg = config();
+    cfg.interval = Duration::from_millis(10);
+    let mut each = Sampler::new(at_once.clone(), cfg.clone());
+    let mut deferred = Sampler::new(later.clone(), cfg);
+    let (mut expected, mut got) = (Vec::new(), Vec::new());
+    let mut deferred_ticks = 0;
+    for i in 0..60u64 {
+        m.idle(1);
+        m.cpus[1].1[0] += i % 3;
+        m.ctxt += 7 * i;
+        m.intr += 50 * (i % 4);
+        m.net_rx[1] += i;
+        m.tcp_retrans += 1;
+        m.ifaces[0].rx_packets += 3 * i;
+        if i == 25 {
+            m.ifaces.push(Iface::new("eth1"));
+        }
+        for fake in [&at_once, &later] {
+            if i > 0 {
+                fake.advance(Duration::from_millis(10));
+            }
+            fake.set_thread_cpu(Some(Duration::from_micros(100 * i)));
+            m.install(fake);
+            if i == 33 {
+                fake.set("/proc/softirqs", "CPU0 CPU1\nNET_RX: 1\n");
+            }
+            if i == 41 {
+                fake.set_error("/proc/stat", std::io::ErrorKind::PermissionDenied, "denied");
+            }
+        }
+        expected.push(each.sample());
+        let before = got.len();
+        deferred.sample_deferred(&mut got);
+        if got.len() == before {
+            deferred_ticks += 1;
+        }
+        let waiting = expected.len() - got.len();
+        assert!(
+            Duration::from_millis(10) * (waiting as u32) < DEFER_MAX,
+            "tick {i}: {waiting} ticks wait to be parsed"
+        );
+    }
+    deferred.flush_deferred(&mut got);
+    assert!(deferred_ticks >= 30, "only {deferred_ticks} ticks deferred");
+    assert_eq!(got.len(), expected.len());
+    for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(g, e, "tick {i}");
+    }
+    assert!(got[33].softirqs.is_err() && got[41].stat.is_err());
+    assert!(got[59].net_dev.as_ref().unwrap().ifaces.len() == 2);
 }
 
 fn qdisc(netns: Option<&str>, kind: &str, handle: &str, bytes: u64, overlimits: u64) -> QdiscStats {
