@@ -1,8 +1,9 @@
 //! Request/response: transactions per second and a latency histogram, over TCP or UDP.
 //!
 //! Each flow sends `size`-byte requests and waits for `size`-byte responses from an echo: the
-//! in-process one on loopback (the TCP sink/echo server, or a small UDP echo), or `netceil recv`
-//! on `target`. Closed loop (no rate) keeps one request in flight per flow; paced runs send on
+//! in-process one on loopback (over TCP a thread per flow blocked in `read` up to
+//! four flows, the epoll sink/echo server above; over UDP a small echo), or
+//! `netceil recv` on `target`. Closed loop (no rate) keeps one request in flight per flow; paced runs send on
 //! an absolute schedule and measure every latency from the intended send time, so they are safe
 //! from coordinated omission (see `rr/client.rs` for how).
 //!
@@ -10,6 +11,7 @@
 //! single thread keeps the client's own scheduling out of the measurement.
 
 mod client;
+mod tcp_echo;
 mod udp_echo;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -167,6 +169,8 @@ pub struct RrProgress {
 }
 
 enum Echo {
+    /// Few flows: a thread each, blocked in `read` (see [`tcp_echo`]).
+    TcpThreads(tcp_echo::TcpEcho),
     Tcp(Server),
     Udp(udp_echo::UdpEcho),
 }
@@ -196,6 +200,9 @@ pub fn run_rr(
     )?;
     let echo = match (cfg.target, cfg.proto) {
         (Some(_), _) => None,
+        (None, RrProto::Tcp) if cfg.flows <= tcp_echo::MAX_FLOWS => Some(Echo::TcpThreads(
+            tcp_echo::TcpEcho::start(loopback(cfg.ipv6), cfg.flows, cfg.rx_cpu)?,
+        )),
         (None, RrProto::Tcp) => Some(Echo::Tcp(Server::start_on(
             loopback(cfg.ipv6),
             1,
@@ -210,6 +217,7 @@ pub fn run_rr(
     };
     let target = match (&echo, cfg.target) {
         (_, Some(t)) => t,
+        (Some(Echo::TcpThreads(e)), None) => e.local_addr(),
         (Some(Echo::Tcp(s)), None) => s.local_addr(),
         (Some(Echo::Udp(u)), None) => u.local_addr(),
         (None, None) => unreachable!("an echo is started when there is no target"),
@@ -278,6 +286,13 @@ pub fn run_rr(
         Ok::<_, LoadError>((outcome, last))
     })?;
     let echo_note = match echo {
+        Some(Echo::TcpThreads(e)) => {
+            let r = e.stop()?;
+            Some(format!(
+                "in-process TCP echo, a thread per flow blocked in read: {} B echoed, CPU {:.3} s",
+                r.echoed_bytes, r.cpu_s
+            ))
+        }
         Some(Echo::Tcp(s)) => {
             let r = s.stop()?;
             Some(format!(
