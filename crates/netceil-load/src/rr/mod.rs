@@ -1,11 +1,11 @@
 //! Request/response: transactions per second and a latency histogram, over TCP or UDP.
 //!
 //! Each flow sends `size`-byte requests and waits for `size`-byte responses from an echo: the
-//! in-process one on loopback (over TCP a thread per flow blocked in `read` up to
-//! four flows, the epoll sink/echo server above; over UDP a small echo), or
-//! `netceil recv` on `target`. Closed loop (no rate) keeps one request in flight per flow; paced runs send on
-//! an absolute schedule and measure every latency from the intended send time, so they are safe
-//! from coordinated omission (see `rr/client.rs` for how).
+//! in-process one on loopback (over TCP a thread per flow blocked in `read` up to four flows,
+//! the epoll sink/echo server above; over UDP a small echo), or `netceil recv` on `target`.
+//! Closed loop (no rate) keeps one request in flight per flow; paced runs send on an absolute
+//! schedule and measure every latency from the intended send time, so they are safe from
+//! coordinated omission (see `rr/client.rs` for how).
 //!
 //! One client thread runs all flows in one epoll loop: request/response is about latency, and a
 //! single thread keeps the client's own scheduling out of the measurement.
