@@ -708,6 +708,12 @@ fn handle(
                             Ok(false) => return Next::Keep,
                             Err(()) => return Next::Close,
                         }
+                        // A read shorter than the buffer took all there was, most likely: a
+                        // request answered goes back to epoll (level-triggered, so anything
+                        // left wakes it at once) instead of paying a read that finds nothing.
+                        if n < buf.len() {
+                            return Next::Keep;
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Keep,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
