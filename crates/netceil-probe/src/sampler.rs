@@ -652,6 +652,7 @@ impl<S: Source> Sampler<S> {
         for text in &pending {
             let fast = self.fast_parsed(text);
             // The slow tier was not due at any of these ticks, and has not been read since.
+            // A text is kept only when a slow reading exists and is not due, so there is one.
             let slow = match &self.slow {
                 Some(s) => Arc::clone(s),
                 None => continue,
