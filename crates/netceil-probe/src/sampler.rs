@@ -598,9 +598,15 @@ impl<S: Source> Sampler<S> {
     pub fn sample(&mut self) -> Snapshot {
         let mut text = std::mem::take(&mut self.bufs.fast);
         text.read(&self.source);
-        let fast = self.fast_parsed(&text);
-        let t0 = text.t0;
+        let snap = self.sample_read(&text);
         self.bufs.fast = text;
+        snap
+    }
+
+    /// A snapshot of the fast tier just read as `text`, reading the slow tier when it is due.
+    fn sample_read(&mut self, text: &FastText) -> Snapshot {
+        let fast = self.fast_parsed(text);
+        let t0 = text.t0;
         let slow = match self.slow.take() {
             Some(last) if !self.slow_due(&last, t0) => last,
             last => {
@@ -631,19 +637,23 @@ impl<S: Source> Sampler<S> {
     /// parsing waits (see the module docs). [`Sampler::flush_deferred`] parses what is
     /// left.
     pub fn sample_deferred(&mut self, out: &mut Vec<Snapshot>) {
+        let mut text = self.spare.pop().unwrap_or_default();
+        text.read(&self.source);
         let keep = DEFER_MAX.as_nanos() / self.config.interval.as_nanos().max(1)
             > self.pending.len() as u128 + 1;
-        let now = self.source.now();
-        let slow_due = self.slow.as_ref().is_none_or(|l| self.slow_due(l, now));
-        if keep && !slow_due {
-            let mut text = self.spare.pop().unwrap_or_default();
-            text.read(&self.source);
+        if keep
+            && self
+                .slow
+                .as_ref()
+                .is_some_and(|l| !self.slow_due(l, text.t0))
+        {
             self.last_read_span = text.t1.saturating_sub(text.t0);
             self.pending.push(text);
             return;
         }
         self.flush_deferred(out);
-        out.push(self.sample());
+        out.push(self.sample_read(&text));
+        self.spare.push(text);
     }
 
     /// Parses the fast-tier texts [`Sampler::sample_deferred`] kept, into `out`.

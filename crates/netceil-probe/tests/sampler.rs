@@ -1002,6 +1002,8 @@ fn parsing_later_makes_the_snapshots_of_every_tick() {
     m.ifaces.truncate(1);
     let mut cfg = config();
     cfg.interval = Duration::from_millis(10);
+    // Slow readings every 7 ticks, batches of at most 5: they fall anywhere in a batch.
+    cfg.slow_interval = Duration::from_millis(70);
     let mut each = Sampler::new(at_once.clone(), cfg.clone());
     let mut deferred = Sampler::new(later.clone(), cfg);
     let (mut expected, mut got) = (Vec::new(), Vec::new());
