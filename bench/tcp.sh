@@ -21,6 +21,8 @@
 #               kernel still keeps 5 % of each second for others. Refused with both threads on
 #               one CPU: iperf3's client then spins at FIFO priority and its server never runs
 #   KERNEL=1    also run netceil with --rcvbuf kernel in every round
+#   EACH=1      also run netceil with --sink-wakes each (its reader woken at every arrival, as
+#               iperf3's) in every round: what batching the reader's wake-ups is worth
 #   NC=path     the netceil binary (default: built here with cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +70,10 @@ esac
 variants=(nc iperf3 iperf3_again)
 # KERNEL=1 adds netceil with --rcvbuf kernel (the kernel's receive-buffer autotuning, as iperf3
 # has it) to every round: what the default's fixed, cache-sized buffer on loopback is worth.
-[ "${KERNEL:-0}" = 1 ] && variants=(nc iperf3 iperf3_again nc_kernel)
+[ "${KERNEL:-0}" = 1 ] && variants+=(nc_kernel)
+# EACH=1 adds netceil with --sink-wakes each: its reader woken at every arrival, as iperf3's,
+# instead of once per 200 µs of the stream's rate (see crates/netceil-load/src/tcp/wakes.rs).
+[ "${EACH:-0}" = 1 ] && variants+=(nc_each)
 
 port=$((20000 + RANDOM % 20000))
 server=""
@@ -93,9 +98,11 @@ PY
 
 run_one() { # run_one VARIANT: prints the receiver's bit/s and its CPU seconds per GiB read
   case $1 in
-    nc_kernel)
+    nc_kernel | nc_each)
+      local extra=(--rcvbuf kernel)
+      [ "$1" = nc_each ] && extra=(--sink-wakes each)
       "${pre[@]}" "$NC" run tcp --duration "$secs" --msg-size 128K "${nc_pin[@]}" \
-        --rcvbuf kernel --json -q --no-store >"$out/tcp_$1.json"
+        "${extra[@]}" --json -q --no-store >"$out/tcp_$1.json"
       nc_figures "$out/tcp_$1.json"
       ;;
     nc)

@@ -1,5 +1,5 @@
-//! The raw socket options nix and socket2 do not wrap: reading `TCP_INFO` and setting
-//! `SO_MAX_PACING_RATE`.
+//! The raw socket options nix and socket2 do not wrap: reading `TCP_INFO`, setting
+//! `SO_MAX_PACING_RATE`, and setting and reading `SO_RCVLOWAT`.
 //!
 //! This is the only module of the crate with `unsafe`: `getsockopt`/`setsockopt` calls on a
 //! borrowed, open descriptor with buffers we own. Everything else (which fields exist, at which
@@ -197,6 +197,53 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<(
     };
     if rc == 0 {
         Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the socket's receive low-water mark (SO_RCVLOWAT): a reader is woken, and `poll`
+/// reports the socket readable, only once `bytes` are queued (or the stream ended, or the
+/// receive buffer is nearly full). TCP caps it at half of a fixed receive buffer.
+pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes)
+        .unwrap_or(libc::c_int::MAX)
+        .max(1);
+    // SAFETY: `fd` is live for the borrow; the option value is a local c_int whose exact size
+    // is passed, and setsockopt only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const v).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The socket's receive low-water mark as the kernel holds it (after its cap), bytes.
+pub fn rcvlowat(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `fd` is live for the borrow; `v` is a writable c_int and `len` its exact size;
+    // the kernel writes at most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw mut v).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(usize::try_from(v).unwrap_or(0))
     } else {
         Err(io::Error::last_os_error())
     }

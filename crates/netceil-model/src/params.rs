@@ -90,6 +90,30 @@ pub struct TcpParams {
     /// Left out when `auto`, so a run stored before it existed reads back as one.
     #[serde(default, skip_serializing_if = "TcpRecvBuffer::is_auto")]
     pub rcvbuf: TcpRecvBuffer,
+    /// How this side's sink streams woke their reader (`--sink-wakes`). Left out when
+    /// batched, so a run stored before it existed reads back as one.
+    #[serde(default, skip_serializing_if = "TcpSinkWakes::is_batched")]
+    pub sink_wakes: TcpSinkWakes,
+}
+
+/// How a TCP receiver's sink streams wake their reader.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpSinkWakes {
+    /// A stream with a fixed receive buffer wakes its reader once per 200 µs of its own rate
+    /// (SO_RCVLOWAT); the others at every arrival.
+    #[default]
+    Batched,
+    /// At every arrival, as an application that sets nothing.
+    Each,
+}
+
+impl TcpSinkWakes {
+    pub fn is_batched(&self) -> bool {
+        *self == TcpSinkWakes::Batched
+    }
 }
 
 /// How a TCP receiver sizes each stream's socket receive buffer.
@@ -717,6 +741,7 @@ mod tests {
                 congestion: Some("bbr".into()),
                 direction: TcpDirection::Both,
                 rcvbuf: TcpRecvBuffer::Bytes(1 << 20),
+                sink_wakes: TcpSinkWakes::Each,
             }),
             LoadParams::Rr(RrParams {
                 proto: RrProtocol::Udp,

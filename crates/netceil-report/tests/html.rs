@@ -307,6 +307,7 @@ fn a_tcp_search_shows_goodput_and_retransmits_not_packets() {
                 congestion: None,
                 direction: Default::default(),
                 rcvbuf: Default::default(),
+                sink_wakes: Default::default(),
             }),
         });
         p.results = Some(Results {

@@ -660,6 +660,14 @@ pub enum TcpPacingArg {
     App,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SinkWakesArg {
+    /// Once per 200 µs of each stream's rate (SO_RCVLOWAT).
+    Batched,
+    /// At every arrival.
+    Each,
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct TcpArgs {
     /// Concurrent connections.
@@ -689,6 +697,11 @@ pub struct TcpArgs {
     /// a size (1M) fixes it at that many bytes (SO_RCVBUF of half: the kernel doubles it)
     #[arg(long, value_parser = parse_recv_buffer, default_value = "auto", value_name = "auto|kernel|SIZE")]
     pub rcvbuf: TcpRecvBuffer,
+    /// How this side's receiver is woken for each stream: `batched` wakes it once per 200 µs
+    /// of the stream's own rate (SO_RCVLOWAT, streams with a fixed --rcvbuf only), so the
+    /// sender's softirq pays fewer wake-ups; `each` at every arrival, as iperf3's reader
+    #[arg(long, value_enum, default_value_t = SinkWakesArg::Batched)]
+    pub sink_wakes: SinkWakesArg,
     /// Reverse, as iperf3's -R: the far side sends and this side reads (on loopback the
     /// roles swap; with --to, `netceil serve` sends).
     #[arg(long, short = 'R', conflicts_with = "bidir")]

@@ -34,6 +34,7 @@ pub fn trials(a: &SweepTcpParams, ipv6: bool) -> Result<Vec<Trial>, Error> {
                 congestion: None,
                 direction: Default::default(),
                 rcvbuf: Default::default(),
+                sink_wakes: Default::default(),
             })
         })
         .collect()

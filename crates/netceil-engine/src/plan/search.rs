@@ -560,6 +560,7 @@ fn tcp_flows(t: &TcpSearch, reach: Reach, target: Option<String>) -> TcpParams {
         congestion: None,
         direction: TcpDirection::Up,
         rcvbuf: Default::default(),
+        sink_wakes: Default::default(),
     }
 }
 

@@ -207,8 +207,11 @@ pub fn run_rr(
             loopback(cfg.ipv6),
             1,
             cfg.rx_cpu,
-            // Echo connections are not sized: only sink streams are.
-            crate::tcp::RecvBuffer::Kernel,
+            // Echo connections are not sized or batched: only sink streams are.
+            crate::tcp::Sinks {
+                recv: crate::tcp::RecvBuffer::Kernel,
+                wakes: crate::tcp::SinkWakes::Each,
+            },
         )?)),
         (None, RrProto::Udp) => Some(Echo::Udp(udp_echo::UdpEcho::start(
             loopback(cfg.ipv6),

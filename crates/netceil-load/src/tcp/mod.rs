@@ -32,6 +32,7 @@ mod reverse;
 pub mod rrul;
 mod sender;
 mod server;
+pub mod wakes;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
@@ -44,8 +45,9 @@ use netceil_model::{FlowResult, GeneratorStats, PacingMode, Results, TcpDirectio
 
 pub(crate) use evloop::EventLoop;
 pub use rcvbuf::RecvBuffer;
-pub(crate) use server::Server;
 pub use server::{serve_tcp, TcpServeReport, TcpTestServer};
+pub(crate) use server::{Server, Sinks};
+pub use wakes::SinkWakes;
 
 use crate::clock::{now_ns, ProgressTicks};
 use crate::tcpinfo::{set_max_pacing_rate, tcp_info};
@@ -111,6 +113,9 @@ pub struct TcpConfig {
     /// How the receiving end sizes each stream's receive buffer (`--rcvbuf`); this side's
     /// receivers only: a far `netceil recv`/`serve` sizes its own.
     pub recv_buffer: RecvBuffer,
+    /// How this side's sink streams wake their reader (`--sink-wakes`, see [`wakes`]); a far
+    /// `netceil recv`/`serve` batches as its default.
+    pub sink_wakes: SinkWakes,
 }
 
 impl Default for TcpConfig {
@@ -130,6 +135,7 @@ impl Default for TcpConfig {
             congestion: None,
             direction: TcpDirection::Up,
             recv_buffer: RecvBuffer::default(),
+            sink_wakes: SinkWakes::default(),
         }
     }
 }
@@ -423,7 +429,10 @@ pub(crate) fn run_forward(
             loopback(cfg.ipv6),
             threads as usize,
             cfg.rx_cpu,
-            cfg.recv_buffer,
+            Sinks {
+                recv: cfg.recv_buffer,
+                wakes: cfg.sink_wakes,
+            },
         )?)
     } else {
         None
@@ -654,12 +663,16 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
     flow_count_notes(&acked_fallback, &unknown, &errors, &mut notes);
     if let Some(s) = &server_report {
         notes.push(format!(
-            "in-process receiver: {} threads' CPU {:.3} s ({:.1} % of one core)",
+            "in-process receiver: {} threads' CPU {:.3} s ({:.1} % of one core), woken {:.0} \
+             times a second ({:.0} KiB read per wake-up)",
             threads,
             s.cpu_s,
-            s.cpu_s / rx_window_s * 100.0
+            s.cpu_s / rx_window_s * 100.0,
+            s.wakeups as f64 / rx_window_s,
+            s.stream_bytes as f64 / s.wakeups.max(1) as f64 / 1024.0
         ));
         notes.extend(s.rcvbuf.note(cfg.recv_buffer, "in-process receiver"));
+        notes.extend(s.wakes.note("in-process receiver"));
         if s.stream_bytes != rx_bytes && acked_fallback.is_empty() && unknown.is_empty() {
             notes.push(format!(
                 "the in-process receiver read {} B in all, the flows' counts add up to {rx_bytes} B",

@@ -52,8 +52,11 @@ pub(crate) fn run_reverse(
             loopback(cfg.ipv6),
             threads as usize,
             cfg.tx_cpu,
-            // It only sends: no sink stream to size.
-            super::RecvBuffer::Kernel,
+            // It only sends: no sink stream to size or batch.
+            super::server::Sinks {
+                recv: super::RecvBuffer::Kernel,
+                wakes: super::SinkWakes::Each,
+            },
         )?),
         Some(_) => None,
     };

@@ -8,13 +8,14 @@
 //!
 //! # Reads
 //! Each wake-up reads a stream until its socket is empty (at most [`READS_PER_TURN`] reads of
-//! [`READ_BUF`], then the others' turn). Earlier, a stream that outran its reader was read in
-//! batches (SO_RCVLOWAT at an eighth of the receive window, up to 1 MiB): fewer wake-ups for
-//! the sender's softirq to pay. Measured against iperf3 on one loopback stream (Linux 6.18,
-//! 2 vCPUs, 7 alternated rounds), batching gave 0.81× iperf3 and reading at once 1.08×: held
-//! bytes delayed the window updates, so the sender's probes retransmitted data the receiver
-//! already had (TcpExtDelayedACKLost, 20–65 per 4 s run, none without batching), each one a
-//! congestion-window cut. A large read buffer is what saves the syscalls.
+//! [`READ_BUF`], then the others' turn). A large read buffer is what saves the syscalls.
+//!
+//! How often a sink stream wakes its worker is [`super::wakes`]'s: with a fixed receive buffer,
+//! once per 200 µs of its own rate (SO_RCVLOWAT). An earlier mark tied to an autotuned window
+//! (an eighth of it, up to 1 MiB) measured 0.81× iperf3 on one loopback stream: autotuning
+//! stopped growing the window while bytes sat under the mark, and the sender's probes
+//! retransmitted data the receiver already had (TcpExtDelayedACKLost, 20–65 per 4 s run). The
+//! fixed buffer has no autotuning to starve, and the mark is at most an eighth of it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -32,6 +33,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::evloop::EventLoop;
 use super::hello::{self, Ask, Mode, HELLO_LEN, PACED_HELLO_LEN, REPORT_LEN};
 use super::rcvbuf::{self, RecvBuffer, Sizing};
+use super::wakes::{Batch, Batching, SinkWakes, STALE_NS};
 use crate::buf::AlignedBuf;
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::threads;
@@ -76,8 +78,12 @@ pub struct TcpServeReport {
     pub source_bytes: u64,
     /// CPU seconds the server threads used.
     pub cpu_s: f64,
+    /// Times a worker woke with something to do (`epoll_wait` returning events).
+    pub wakeups: u64,
     /// What was done to the sink streams' receive buffers (see [`super::rcvbuf`]).
     pub rcvbuf: Sizing,
+    /// How the sink streams' wake-ups were batched (see [`super::wakes`]).
+    pub wakes: Batching,
 }
 
 /// Live counters, readable while the server runs (for progress lines).
@@ -107,18 +113,18 @@ pub(crate) struct Server {
 impl Server {
     /// Binds `listen` and starts `threads` workers.
     pub(crate) fn start(listen: SocketAddr, threads: usize) -> Result<Server, LoadError> {
-        Self::start_admitting(listen, threads, None, None, RecvBuffer::default())
+        Self::start_admitting(listen, threads, None, None, Sinks::default())
     }
 
     /// As [`Server::start`], with every worker placed on `cpu` (`None`: the scheduler's) and
-    /// sink streams' receive buffers sized by `recv`.
+    /// sink streams treated as `sinks` says.
     pub(crate) fn start_on(
         listen: SocketAddr,
         threads: usize,
         cpu: Option<usize>,
-        recv: RecvBuffer,
+        sinks: Sinks,
     ) -> Result<Server, LoadError> {
-        Self::start_admitting(listen, threads, None, cpu, recv)
+        Self::start_admitting(listen, threads, None, cpu, sinks)
     }
 
     /// As [`Server::start_on`], closing at once every connection not from `admit`.
@@ -127,7 +133,7 @@ impl Server {
         threads: usize,
         admit: Option<IpAddr>,
         cpu: Option<usize>,
-        recv: RecvBuffer,
+        sinks: Sinks,
     ) -> Result<Server, LoadError> {
         let bind_err = |source| LoadError::Bind {
             addr: listen,
@@ -168,7 +174,7 @@ impl Server {
                 index,
                 listener: listener.take(),
                 admit,
-                recv,
+                sinks,
                 inboxes: inboxes.clone(),
                 stop: stop.clone(),
                 live: live.clone(),
@@ -177,6 +183,7 @@ impl Server {
                 free: Vec::new(),
                 report: TcpServeReport::default(),
                 paced: BinaryHeap::new(),
+                stale_check_ns: None,
             };
             let handle = threads::spawn(format!("netceil-tcp-rx{index}"), move || {
                 threads::place(cpu)?;
@@ -229,7 +236,9 @@ impl Server {
                     total.source_connections += r.source_connections;
                     total.source_bytes += r.source_bytes;
                     total.cpu_s += r.cpu_s;
+                    total.wakeups += r.wakeups;
                     total.rcvbuf.merge(&r.rcvbuf);
+                    total.wakes.merge(&r.wakes);
                 }
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
                 Err(_) => {
@@ -260,7 +269,7 @@ impl TcpTestServer {
     /// Binds `listen` (port 0 for any) with as many workers as cores (at most 8).
     pub fn start(listen: SocketAddr, admit: IpAddr) -> Result<TcpTestServer, LoadError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        Server::start_admitting(listen, threads, Some(admit), None, RecvBuffer::default())
+        Server::start_admitting(listen, threads, Some(admit), None, Sinks::default())
             .map(TcpTestServer)
     }
 
@@ -304,6 +313,8 @@ enum State {
     },
     Sink {
         bytes: u64,
+        /// The stream's wake-up batching, if it is batched.
+        batch: Option<Batch>,
     },
     Echo {
         pending: Vec<u8>,
@@ -373,8 +384,8 @@ struct Worker {
     index: usize,
     listener: Option<TcpListener>,
     admit: Option<IpAddr>,
-    /// How sink streams' receive buffers are sized.
-    recv: RecvBuffer,
+    /// How sink streams' receive buffers are sized and wake their worker.
+    sinks: Sinks,
     inboxes: Arc<Vec<Inbox>>,
     stop: Arc<AtomicBool>,
     live: Arc<LiveCounters>,
@@ -384,6 +395,18 @@ struct Worker {
     report: TcpServeReport,
     /// Paced sources by the time their next chunk falls due (see [`Pace`]).
     paced: BinaryHeap<Reverse<(u64, usize)>>,
+    /// When to look for batched sink streams left unread for [`STALE_NS`]; `None` while no
+    /// stream holds a mark.
+    stale_check_ns: Option<u64>,
+}
+
+/// How a server treats its sink streams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Sinks {
+    /// Their receive buffers (see [`super::rcvbuf`]).
+    pub(crate) recv: RecvBuffer,
+    /// Their wake-ups (see [`super::wakes`]).
+    pub(crate) wakes: SinkWakes,
 }
 
 impl Worker {
@@ -402,8 +425,13 @@ impl Worker {
         let mut ready = Vec::with_capacity(256);
         while !self.stop.load(Ordering::Relaxed) {
             ready.clear();
-            let wake = self.paced.peek().map(|Reverse((due, _))| *due);
+            let paced = self.paced.peek().map(|Reverse((due, _))| *due);
+            let wake = match (paced, self.stale_check_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             ready.extend(ev.wait(wake, now_ns())?);
+            self.report.wakeups += u64::from(!ready.is_empty());
             for &(token, flags) in &ready {
                 match token {
                     WAKE_TOKEN => {
@@ -428,21 +456,22 @@ impl Worker {
                                 &mut buf,
                                 &mut self.report,
                                 &self.live,
-                                self.recv,
+                                self.sinks,
                             ),
                             None => continue,
                         };
-                        match next {
-                            Next::Keep => {
-                                self.sync_interest(&ev, slot)?;
-                                self.queue_paced(slot);
-                            }
-                            Next::Close => self.close(&ev, slot),
-                        }
+                        self.after_turn(&ev, slot, next)?;
                     }
                 }
             }
             self.pace_due(&ev, &mut buf)?;
+            self.read_stale(&ev, &mut buf)?;
+        }
+        // Streams still open at the stop are counted as they stand.
+        for conn in self.conns.iter().flatten() {
+            if let State::Sink { batch: Some(b), .. } = &conn.state {
+                self.report.wakes.add(b, false);
+            }
         }
         self.report.cpu_s = (thread_cpu_ns() - cpu_start) as f64 / 1e9;
         Ok(self.report)
@@ -581,8 +610,76 @@ impl Worker {
         Ok(())
     }
 
+    /// What follows a connection's turn: its epoll interest, its pacing, the stale check if
+    /// it now holds a mark, or its close.
+    fn after_turn(&mut self, ev: &EventLoop, slot: usize, next: Next) -> Result<(), LoadError> {
+        match next {
+            Next::Keep => {
+                self.sync_interest(ev, slot)?;
+                self.queue_paced(slot);
+                let marked = matches!(
+                    self.conns.get(slot).and_then(Option::as_ref),
+                    Some(Conn {
+                        state: State::Sink { batch: Some(b), .. },
+                        ..
+                    }) if b.mark() > 0
+                );
+                if marked && self.stale_check_ns.is_none() {
+                    self.stale_check_ns = Some(now_ns() + STALE_NS);
+                }
+            }
+            Next::Close => self.close(ev, slot),
+        }
+        Ok(())
+    }
+
+    /// Reads every batched sink stream left unread for [`STALE_NS`] (its mark held back what
+    /// a slower rate delivered), which sets its mark again from that rate.
+    fn read_stale(&mut self, ev: &EventLoop, buf: &mut [u8]) -> Result<(), LoadError> {
+        let now = now_ns();
+        if self.stale_check_ns.is_none_or(|t| now < t) {
+            return Ok(());
+        }
+        let mut marked = false;
+        for slot in 0..self.conns.len() {
+            let Some(conn) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            let State::Sink { batch: Some(b), .. } = &conn.state else {
+                continue;
+            };
+            if !b.stale(now) {
+                marked |= b.mark() > 0;
+                continue;
+            }
+            let next = handle(
+                conn,
+                EpollFlags::EPOLLIN,
+                buf,
+                &mut self.report,
+                &self.live,
+                self.sinks,
+            );
+            if let Some(Conn {
+                state: State::Sink { batch: Some(b), .. },
+                ..
+            }) = self.conns[slot].as_ref()
+            {
+                marked |= b.mark() > 0;
+            }
+            if let Next::Close = next {
+                self.close(ev, slot);
+            }
+        }
+        self.stale_check_ns = marked.then(|| now + STALE_NS);
+        Ok(())
+    }
+
     fn close(&mut self, ev: &EventLoop, slot: usize) {
         if let Some(conn) = self.conns[slot].take() {
+            if let State::Sink { batch: Some(b), .. } = &conn.state {
+                self.report.wakes.add(b, false);
+            }
             ev.delete(&conn.stream);
             self.free.push(slot);
         }
@@ -606,7 +703,7 @@ fn handle(
     buf: &mut [u8],
     report: &mut TcpServeReport,
     live: &LiveCounters,
-    recv: RecvBuffer,
+    sinks: Sinks,
 ) -> Next {
     if let State::Hello { buf: hello, got } = &mut conn.state {
         // The first 8 bytes say the version, and so the length: a stream's data follows its
@@ -631,9 +728,12 @@ fn handle(
             return Next::Close;
         };
         let mode = ask.mode();
+        let mut batch = None;
         if mode == Mode::Stream {
             // Before the hello's answer: no payload has been sent, no window opened for it.
-            report.rcvbuf.add(rcvbuf::apply(&conn.stream, recv));
+            let sized = rcvbuf::apply(&conn.stream, sinks.recv);
+            report.rcvbuf.add(sized);
+            batch = Batch::new(sinks.wakes, sized, now_ns());
         }
         // 16 bytes at most into an empty send buffer: always fits.
         if conn.stream.write_all(&hello[..len]).is_err() {
@@ -642,7 +742,7 @@ fn handle(
         conn.state = match mode {
             Mode::Stream => {
                 report.stream_connections += 1;
-                State::Sink { bytes: 0 }
+                State::Sink { bytes: 0, batch }
             }
             Mode::Echo => {
                 report.echo_connections += 1;
@@ -668,13 +768,24 @@ fn handle(
         State::Source(pace) => {
             source_turn(&mut conn.stream, flags, buf, report, live, pace.as_mut())
         }
-        State::Sink { bytes } => {
+        State::Sink { bytes, batch } => {
             let before = *bytes;
             let next = sink_reads(&mut conn.stream, bytes, buf, report, live);
+            let now = now_ns();
             if *bytes > before {
                 // The end of the receive window, for the goodput.
-                live.last_stream_data_ns
-                    .fetch_max(now_ns(), Ordering::Relaxed);
+                live.last_stream_data_ns.fetch_max(now, Ordering::Relaxed);
+            }
+            if let Some(b) = batch {
+                if let Some(mark) = b.turn(*bytes - before, now) {
+                    if b.apply(&conn.stream, mark) {
+                        report.wakes.saw_mark(mark);
+                    } else {
+                        // Refused: counted now, then woken at every arrival.
+                        report.wakes.add(b, true);
+                        *batch = None;
+                    }
+                }
             }
             next
         }
@@ -849,7 +960,10 @@ mod tests {
 
     #[test]
     fn interest_changes_only_when_an_echo_backs_up_or_drains() {
-        let sink = State::Sink { bytes: 5 };
+        let sink = State::Sink {
+            bytes: 5,
+            batch: None,
+        };
         assert_eq!(interest_change(&sink, EpollFlags::EPOLLIN), None);
         let backed_up = State::Echo {
             pending: vec![1, 2, 3],
@@ -932,8 +1046,8 @@ mod tests {
         );
     }
 
-    /// A few bytes sent after a fast stream slows down are read at once, not at the end of
-    /// the stream.
+    /// A few bytes sent after a batched fast stream slows down are read within the stale
+    /// check, not at the end of the stream.
     #[test]
     fn a_slow_tail_after_a_fast_stream_is_read_at_once() {
         let _one = one_load();
@@ -942,9 +1056,14 @@ mod tests {
         s.write_all(&hello::encode(Mode::Stream, 0)).unwrap();
         let mut ack = [0u8; HELLO_LEN];
         s.read_exact(&mut ack).unwrap();
+        // Flat out for 150 ms (at most 8 GiB): long enough for the sink to measure the
+        // stream's rate and batch it.
         let bulk = vec![7u8; 1 << 20];
-        for _ in 0..64 {
+        let start = Instant::now();
+        let mut sent = 0u64;
+        while start.elapsed() < Duration::from_millis(150) && sent < 8 << 30 {
             s.write_all(&bulk).unwrap();
+            sent += 1 << 20;
         }
         let read = |n: u64| {
             let start = Instant::now();
@@ -954,14 +1073,16 @@ mod tests {
             }
             start.elapsed()
         };
-        read(64 << 20);
+        read(sent);
         s.write_all(&[1u8; 1000]).unwrap();
-        let tail = read((64 << 20) + 1000);
+        let tail = read(sent + 1000);
         s.shutdown(Shutdown::Write).unwrap();
         let mut count = [0u8; REPORT_LEN];
         s.read_exact(&mut count).unwrap();
-        assert_eq!(u64::from_le_bytes(count), (64 << 20) + 1000);
-        server.stop().unwrap();
+        assert_eq!(u64::from_le_bytes(count), sent + 1000);
+        let report = server.stop().unwrap();
+        // The tail fell under the mark the fast stream had: only the stale read brings it.
+        assert_eq!(report.wakes.batched, 1, "{report:?}");
         // Generous for a loaded machine, far below "never".
         assert!(
             tail < Duration::from_millis(500),
