@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use netceil_model::{FlowResult, GeneratorStats, Results, TcpDirection, TcpDirectionResult};
 
 use super::rcvbuf::{self, Sizing};
+use super::wakes::Batching;
 use super::{hello, loopback, receiver, supervise, Meter, Server, TcpConfig, TcpProgress};
 use crate::clock::{now_ns, ProgressTicks};
 use crate::threads;
@@ -74,13 +75,16 @@ pub(crate) fn run_reverse(
     };
     // Sized before the hello: the far end sends nothing until it has answered.
     let mut sizing = Sizing::default();
+    let mut sized = Vec::new();
     let streams = hello::connect_asking(target, cfg.flows, ask, |s| {
-        sizing.add(rcvbuf::apply(s, cfg.recv_buffer));
+        let z = rcvbuf::apply(s, cfg.recv_buffer);
+        sizing.add(z);
+        sized.push(z);
         Ok(())
     })?;
     let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
-    for (id, s) in streams.into_iter().enumerate() {
-        shares[id % threads as usize].push((id as u32, s));
+    for (id, (s, z)) in streams.into_iter().zip(sized).enumerate() {
+        shares[id % threads as usize].push((id as u32, s, z));
     }
     let inner_stop = Arc::new(AtomicBool::new(false));
     let start_ns = now_ns() + 2_000_000;
@@ -96,6 +100,7 @@ pub(crate) fn run_reverse(
             deadline_ns,
             stop: inner_stop.clone(),
             rx_live,
+            wakes: cfg.sink_wakes,
         };
         let cpu = cfg.rx_cpu;
         handles.push(
@@ -170,6 +175,10 @@ fn summarize_reverse(
     let send_window_s = recv_end.saturating_sub(start_ns).max(1) as f64 / 1e9;
     let rx_window_s = recv_end.max(last_data).saturating_sub(start_ns).max(1) as f64 / 1e9;
     let cpu_s = outcomes.iter().map(|o| o.cpu_ns).sum::<u64>() as f64 / 1e9;
+    let mut wakes = Batching::default();
+    for o in &outcomes {
+        wakes.merge(&o.wakes);
+    }
     let mut flows: Vec<_> = outcomes.into_iter().flat_map(|o| o.flows).collect();
     flows.sort_by_key(|f| f.flow);
     let rx_bytes: u64 = flows.iter().map(|f| f.rx_bytes).sum();
@@ -184,6 +193,7 @@ fn summarize_reverse(
         }
     )];
     notes.extend(sizing.note(cfg.recv_buffer, "reading side"));
+    notes.extend(wakes.note("reading side"));
     let rx_bits_per_s = rx_bytes as f64 * 8.0 / rx_window_s;
     if let Some(rate) = cfg.rate_per_flow_bps {
         let total = rate * f64::from(cfg.flows);
