@@ -92,7 +92,8 @@ cpu = [float(m.group(1)) for n in res["notes"]
        for m in [re.search(r"in-process receiver: \d+ threads' CPU ([0-9.]+) s", n)] if m]
 per_gib = cpu[0] / (res["rx_app_bytes"] / 2**30) if cpu and res["rx_app_bytes"] else float("nan")
 tx = res["generator"]["cpu_s"] / (res["tx_bytes"] / 2**30) if res["tx_bytes"] else float("nan")
-print(f"{res['rx_app_bits_per_s']},{per_gib},{tx}")
+retrans = sum(f.get("retransmits") or 0 for f in res.get("flows", []))
+print(f"{res['rx_app_bits_per_s']},{per_gib},{tx},{retrans}")
 PY
 }
 
@@ -137,7 +138,8 @@ rx = end["sum_received"]
 cpu_s = end["cpu_utilization_percent"]["remote_total"] / 100 * rx["seconds"]
 tx = end["sum_sent"]
 tx_cpu_s = end["cpu_utilization_percent"]["host_total"] / 100 * tx["seconds"]
-print(f"{rx['bits_per_second']},{cpu_s / (rx['bytes'] / 2**30)},{tx_cpu_s / (tx['bytes'] / 2**30)}")
+print(f"{rx['bits_per_second']},{cpu_s / (rx['bytes'] / 2**30)},{tx_cpu_s / (tx['bytes'] / 2**30)},"
+      f"{tx.get('retransmits') or 0}")
 PY
       ;;
   esac
@@ -162,13 +164,14 @@ done
 
 python3 - "$res" "$rounds" "$secs" "${PIN:-scheduler}" "${PRIO:-normal}" "$out/tcp_rwnd.txt" <<'PY'
 import math, statistics as st, sys
-rows, cpu, txcpu = [], [], []
+rows, cpu, txcpu, retr = [], [], [], []
 for line in open(sys.argv[1]):
     parts = line.split()
     cells = {k: [float(x) for x in v.split(",")] for k, v in (p.split("=") for p in parts[1:])}
     rows.append({k: v[0] for k, v in cells.items()})
     cpu.append({k: v[1] for k, v in cells.items()})
     txcpu.append({k: v[2] for k, v in cells.items()})
+    retr.append({k: v[3] for k, v in cells.items()})
 rwnd = [tuple(float(x) for x in line.split()) for line in open(sys.argv[6])]
 print(f"TCP 1 stream, loopback, 128 KiB writes, {sys.argv[2]} rounds x {sys.argv[3]} s, "
       f"placement: {sys.argv[4]}, priority: {sys.argv[5]}")
@@ -198,6 +201,11 @@ for side, table in (("receiver", cpu), ("sender", txcpu), ("sender + receiver", 
             print(f"{n} {side} CPU per GiB / iperf3's: median {st.median(per):.3f}, "
                   f"range {min(per):.3f}-{max(per):.3f} (iperf3 median "
                   f"{st.median(c['iperf3'] for c in table):.3f} s/GiB)")
+# Segments each sender retransmitted (tcp_info for netceil, iperf3's sum_sent.retransmits): on
+# loopback every one is spurious, and a congestion-window cut.
+print("sender retransmits per run: " + ", ".join(
+    f"{k} median {st.median(r[k] for r in retr):.0f} (range {min(r[k] for r in retr):.0f}-"
+    f"{max(r[k] for r in retr):.0f})" for k in retr[0]))
 # The control: a tool as fast as iperf3 is >= 1.0 in a round with the odds of a coin, so the
 # nc ratios are read against the spread of iperf3's own.
 ctl = [row["iperf3_again"] / row["iperf3"] for row in rows]
