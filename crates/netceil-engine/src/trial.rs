@@ -8,7 +8,7 @@ use netceil_load::tcp::rrul::RrulConfig;
 use netceil_load::{rr, tcp, udp};
 use netceil_model::params::{
     LoadParams, RrParams, RrProtocol, RrulParams, TcpPacingRequest, TcpParams, TcpRecvBuffer,
-    TcpSinkWakes, UdpParams,
+    UdpParams,
 };
 use netceil_model::{Rate, Workload};
 use std::net::SocketAddr;
@@ -154,10 +154,7 @@ impl Trial {
                     tcp::RecvBuffer::Fixed(usize::try_from(b).unwrap_or(usize::MAX))
                 }
             },
-            sink_wakes: match p.sink_wakes {
-                TcpSinkWakes::Batched => tcp::SinkWakes::Batched,
-                TcpSinkWakes::Each => tcp::SinkWakes::Each,
-            },
+            sink_wakes: p.sink_wakes,
         };
         cfg.validate()?;
         Ok(Trial::Tcp(cfg, p))

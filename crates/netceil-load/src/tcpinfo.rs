@@ -161,44 +161,36 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
     })
 }
 
-/// Caps the socket's pacing rate at `bytes_per_s` (SO_MAX_PACING_RATE). Setting it also turns on
-/// TCP's internal pacing when the qdisc is not `fq` (Linux ≥ 4.13).
-pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<()> {
-    // Kernels since 4.20 take a 64-bit value; older ones only a 32-bit one.
-    let wide = bytes_per_s;
-    // SAFETY: `fd` is live for the borrow; the option value is a local u64 whose exact size is
-    // passed, and setsockopt only reads it.
+/// Sets a `SOL_SOCKET` option whose value is a plain integer `T` (u32, u64, c_int).
+fn set_socket_int<T: Copy>(fd: BorrowedFd<'_>, name: libc::c_int, value: T) -> io::Result<()> {
+    // SAFETY: `fd` is live for the borrow; the option value is a local integer whose exact
+    // size is passed, and setsockopt only reads it.
     let rc = unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            (&raw const wide).cast(),
-            size_of::<u64>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::EINVAL) {
-        return Err(err);
-    }
-    let narrow = u32::try_from(bytes_per_s).unwrap_or(u32::MAX);
-    // SAFETY: as above, with a local u32.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            (&raw const narrow).cast(),
-            size_of::<u32>() as libc::socklen_t,
+            name,
+            (&raw const value).cast(),
+            size_of::<T>() as libc::socklen_t,
         )
     };
     if rc == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// Caps the socket's pacing rate at `bytes_per_s` (SO_MAX_PACING_RATE). Setting it also turns on
+/// TCP's internal pacing when the qdisc is not `fq` (Linux ≥ 4.13).
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> io::Result<()> {
+    // Kernels since 4.20 take a 64-bit value; older ones only a 32-bit one.
+    match set_socket_int(fd, libc::SO_MAX_PACING_RATE, bytes_per_s) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let narrow = u32::try_from(bytes_per_s).unwrap_or(u32::MAX);
+            set_socket_int(fd, libc::SO_MAX_PACING_RATE, narrow)
+        }
+        other => other,
     }
 }
 
@@ -209,22 +201,7 @@ pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     let v = libc::c_int::try_from(bytes)
         .unwrap_or(libc::c_int::MAX)
         .max(1);
-    // SAFETY: `fd` is live for the borrow; the option value is a local c_int whose exact size
-    // is passed, and setsockopt only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&raw const v).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_socket_int(fd, libc::SO_RCVLOWAT, v)
 }
 
 /// The socket's receive low-water mark as the kernel holds it (after its cap), bytes.

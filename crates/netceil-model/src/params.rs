@@ -116,6 +116,19 @@ impl TcpSinkWakes {
     }
 }
 
+impl std::str::FromStr for TcpSinkWakes {
+    type Err = String;
+
+    /// The names the JSON uses: `batched`, `each`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "batched" => Ok(TcpSinkWakes::Batched),
+            "each" => Ok(TcpSinkWakes::Each),
+            other => Err(format!("expected batched or each, got '{other}'")),
+        }
+    }
+}
+
 /// How a TCP receiver sizes each stream's socket receive buffer.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
@@ -721,6 +734,22 @@ mod tests {
             tx_cpu: None,
         }
         .with_frame()
+    }
+
+    #[test]
+    fn sink_wakes_parse_their_json_names_and_nothing_else() {
+        use std::str::FromStr;
+        assert_eq!(TcpSinkWakes::from_str("batched"), Ok(TcpSinkWakes::Batched));
+        assert_eq!(TcpSinkWakes::from_str("each"), Ok(TcpSinkWakes::Each));
+        for bad in ["", "Each", "batch", "each "] {
+            let err = TcpSinkWakes::from_str(bad).unwrap_err();
+            assert!(err.contains("expected batched or each"), "{bad:?}: {err}");
+        }
+        // The same names as the stored JSON.
+        assert_eq!(
+            serde_json::to_string(&TcpSinkWakes::Each).unwrap(),
+            "\"each\""
+        );
     }
 
     #[test]

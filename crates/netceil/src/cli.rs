@@ -2,8 +2,9 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use netceil_lab::topo::Topology;
-use netceil_model::params::TcpRecvBuffer;
+use netceil_model::params::{TcpRecvBuffer, TcpSinkWakes};
 use std::net::SocketAddr;
+use std::str::FromStr;
 use std::time::Duration;
 
 use crate::parse::{
@@ -660,14 +661,6 @@ pub enum TcpPacingArg {
     App,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SinkWakesArg {
-    /// Once per 200 µs of each stream's rate (SO_RCVLOWAT).
-    Batched,
-    /// At every arrival.
-    Each,
-}
-
 #[derive(Debug, Args, Clone)]
 pub struct TcpArgs {
     /// Concurrent connections.
@@ -700,8 +693,8 @@ pub struct TcpArgs {
     /// How this side's receiver is woken for each stream: `batched` wakes it once per 200 µs
     /// of the stream's own rate (SO_RCVLOWAT, streams with a fixed --rcvbuf only), so the
     /// sender's softirq pays fewer wake-ups; `each` at every arrival, as iperf3's reader
-    #[arg(long, value_enum, default_value_t = SinkWakesArg::Batched)]
-    pub sink_wakes: SinkWakesArg,
+    #[arg(long, value_parser = TcpSinkWakes::from_str, default_value = "batched", value_name = "batched|each")]
+    pub sink_wakes: TcpSinkWakes,
     /// Reverse, as iperf3's -R: the far side sends and this side reads (on loopback the
     /// roles swap; with --to, `netceil serve` sends).
     #[arg(long, short = 'R', conflicts_with = "bidir")]

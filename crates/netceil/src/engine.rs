@@ -6,7 +6,7 @@ use anyhow::{anyhow, Context};
 use netceil_engine::{Campaign, Observer, Replay, SessionConfig, Trial};
 use netceil_model::params::{
     LoadParams, RrParams, RrProtocol, RrSearch, RrulParams, SearchKind, SearchParams, SweepParams,
-    SweepTcpParams, TcpPacingRequest, TcpParams, TcpSearch, TcpSinkWakes, UdpParams, UdpSearch,
+    SweepTcpParams, TcpPacingRequest, TcpParams, TcpSearch, UdpParams, UdpSearch,
 };
 use netceil_model::{frame_to_udp_payload, udp_payload_to_frame, Run, TcpDirection};
 use netceil_probe::Row;
@@ -15,8 +15,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use crate::cli::{
-    CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, RrulArgs, SinkWakesArg, TcpArgs, TcpPacingArg,
-    UdpArgs,
+    CommonRunArgs, MetricsArgs, ProtoArg, RrArgs, RrulArgs, TcpArgs, TcpPacingArg, UdpArgs,
 };
 use crate::{Done, Failure, Outcome};
 use netceil_metrics::{MetricsServer, Publisher};
@@ -332,10 +331,7 @@ pub fn tcp_params(a: &TcpArgs, common: &CommonRunArgs) -> TcpParams {
             (false, false) => TcpDirection::Up,
         },
         rcvbuf: a.rcvbuf,
-        sink_wakes: match a.sink_wakes {
-            SinkWakesArg::Batched => TcpSinkWakes::Batched,
-            SinkWakesArg::Each => TcpSinkWakes::Each,
-        },
+        sink_wakes: a.sink_wakes,
     }
 }
 

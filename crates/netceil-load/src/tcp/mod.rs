@@ -663,8 +663,8 @@ fn summarize(cfg: &TcpConfig, plan: &PacingPlan, ended: Ended) -> Results {
     flow_count_notes(&acked_fallback, &unknown, &errors, &mut notes);
     if let Some(s) = &server_report {
         notes.push(format!(
-            "in-process receiver: {} threads' CPU {:.3} s ({:.1} % of one core), woken {:.0} \
-             times a second ({:.0} KiB read per wake-up)",
+            "in-process receiver: {} threads' CPU {:.3} s ({:.1} % of one core), epoll_wait \
+             returned work {:.0} times a second ({:.0} KiB read per return)",
             threads,
             s.cpu_s,
             s.cpu_s / rx_window_s * 100.0,

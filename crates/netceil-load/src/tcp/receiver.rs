@@ -15,7 +15,7 @@ use nix::sys::epoll::EpollFlags;
 
 use super::evloop::EventLoop;
 use super::rcvbuf::Sized;
-use super::wakes::{Batch, Batching, SinkWakes, STALE_NS};
+use super::wakes::{self, Batch, Batching, SinkWakes, STALE_NS};
 use crate::buf::AlignedBuf;
 use crate::clock::{now_ns, sleep_until_ns, thread_cpu_ns};
 use crate::LoadError;
@@ -83,16 +83,7 @@ impl Flow {
     ) -> bool {
         let before = self.bytes;
         let done = read_flow(self, buf, live, last_data_ns);
-        if let Some(b) = &mut self.batch {
-            if let Some(mark) = b.turn(self.bytes - before, now_ns()) {
-                if b.apply(&self.stream, mark) {
-                    wakes.saw_mark(mark);
-                } else {
-                    wakes.add(b, true);
-                    self.batch = None;
-                }
-            }
-        }
+        wakes::after_read(&mut self.batch, &self.stream, self.bytes - before, wakes);
         done
     }
 }
@@ -177,7 +168,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
             if f.turn(&mut buf, &plan.rx_live, &mut last_data_ns, &mut wakes) {
                 ev.delete(&f.stream);
                 open -= 1;
-            } else if stale_check_ns.is_none() && f.batch.as_ref().is_some_and(|b| b.mark() > 0) {
+            } else if stale_check_ns.is_none() && wakes::holds_mark(&f.batch) {
                 stale_check_ns = Some(now_ns() + STALE_NS);
             }
         }
@@ -192,7 +183,7 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
                     open -= 1;
                     continue;
                 }
-                marked |= f.batch.as_ref().is_some_and(|b| b.mark() > 0);
+                marked |= wakes::holds_mark(&f.batch);
             }
             stale_check_ns = marked.then_some(now + STALE_NS);
         }
@@ -225,9 +216,8 @@ pub(crate) fn run(plan: Plan) -> Result<Outcome, LoadError> {
 mod tests {
     use super::*;
     use crate::tcp::rcvbuf::{self, RecvBuffer};
-    use std::io::Write;
     use std::net::TcpListener;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// A few bytes sent after a batched fast stream slows down are read within the stale
     /// check, not at the end of the stream.
@@ -251,29 +241,11 @@ mod tests {
             wakes: SinkWakes::Batched,
         };
         let reader = std::thread::spawn(move || run(plan));
-        let read = |n: u64| {
-            let start = Instant::now();
-            while live.load(Ordering::Relaxed) < n {
-                assert!(start.elapsed() < Duration::from_secs(5), "{n} B never read");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            start.elapsed()
-        };
-        // Flat out for 150 ms (at most 8 GiB): long enough to be measured and batched.
-        let bulk = vec![7u8; 1 << 20];
-        let begun = Instant::now();
-        let mut sent = 0u64;
-        while begun.elapsed() < Duration::from_millis(150) && sent < 8 << 30 {
-            s.write_all(&bulk).unwrap();
-            sent += 1 << 20;
-        }
-        read(sent);
-        s.write_all(&[1u8; 1000]).unwrap();
-        let tail = read(sent + 1000);
+        let (sent, tail) = crate::tcp::wakes::testing::fast_then_tail(&mut s, &live);
         stop.store(true, Ordering::Relaxed);
         drop(s);
         let out = reader.join().unwrap().unwrap();
-        assert_eq!(out.flows[0].rx_bytes, sent + 1000);
+        assert_eq!(out.flows[0].rx_bytes, sent);
         // The tail fell under the mark the fast stream had: only the stale read brings it.
         assert_eq!(out.wakes.batched, 1, "{:?}", out.wakes);
         // Generous for a loaded machine, far below "never".

@@ -33,7 +33,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::evloop::EventLoop;
 use super::hello::{self, Ask, Mode, HELLO_LEN, PACED_HELLO_LEN, REPORT_LEN};
 use super::rcvbuf::{self, RecvBuffer, Sizing};
-use super::wakes::{Batch, Batching, SinkWakes, STALE_NS};
+use super::wakes::{self, Batch, Batching, SinkWakes, STALE_NS};
 use crate::buf::AlignedBuf;
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::threads;
@@ -78,7 +78,7 @@ pub struct TcpServeReport {
     pub source_bytes: u64,
     /// CPU seconds the server threads used.
     pub cpu_s: f64,
-    /// Times a worker woke with something to do (`epoll_wait` returning events).
+    /// Times a worker's `epoll_wait` returned events (each, most often, a wake-up from sleep).
     pub wakeups: u64,
     /// What was done to the sink streams' receive buffers (see [`super::rcvbuf`]).
     pub rcvbuf: Sizing,
@@ -374,6 +374,13 @@ struct Conn {
     interest: EpollFlags,
 }
 
+impl Conn {
+    /// A sink stream whose reader wakes only past a mark (see [`super::wakes`]).
+    fn holds_mark(&self) -> bool {
+        matches!(&self.state, State::Sink { batch, .. } if wakes::holds_mark(batch))
+    }
+}
+
 /// What to do with a connection after handling its event.
 enum Next {
     Keep,
@@ -592,20 +599,15 @@ impl Worker {
             }
             p.queued_at = None;
             let flags = EpollFlags::empty();
-            match source_turn(
+            let next = source_turn(
                 &mut conn.stream,
                 flags,
                 buf,
                 &mut self.report,
                 &self.live,
                 Some(p),
-            ) {
-                Next::Keep => {
-                    self.sync_interest(ev, slot)?;
-                    self.queue_paced(slot);
-                }
-                Next::Close => self.close(ev, slot),
-            }
+            );
+            self.after_turn(ev, slot, next)?;
         }
         Ok(())
     }
@@ -617,13 +619,7 @@ impl Worker {
             Next::Keep => {
                 self.sync_interest(ev, slot)?;
                 self.queue_paced(slot);
-                let marked = matches!(
-                    self.conns.get(slot).and_then(Option::as_ref),
-                    Some(Conn {
-                        state: State::Sink { batch: Some(b), .. },
-                        ..
-                    }) if b.mark() > 0
-                );
+                let marked = self.conns[slot].as_ref().is_some_and(Conn::holds_mark);
                 if marked && self.stale_check_ns.is_none() {
                     self.stale_check_ns = Some(now_ns() + STALE_NS);
                 }
@@ -640,7 +636,6 @@ impl Worker {
         if self.stale_check_ns.is_none_or(|t| now < t) {
             return Ok(());
         }
-        let mut marked = false;
         for slot in 0..self.conns.len() {
             let Some(conn) = self.conns[slot].as_mut() else {
                 continue;
@@ -649,7 +644,6 @@ impl Worker {
                 continue;
             };
             if !b.stale(now) {
-                marked |= b.mark() > 0;
                 continue;
             }
             let next = handle(
@@ -660,17 +654,11 @@ impl Worker {
                 &self.live,
                 self.sinks,
             );
-            if let Some(Conn {
-                state: State::Sink { batch: Some(b), .. },
-                ..
-            }) = self.conns[slot].as_ref()
-            {
-                marked |= b.mark() > 0;
-            }
             if let Next::Close = next {
                 self.close(ev, slot);
             }
         }
+        let marked = self.conns.iter().flatten().any(Conn::holds_mark);
         self.stale_check_ns = marked.then(|| now + STALE_NS);
         Ok(())
     }
@@ -771,22 +759,12 @@ fn handle(
         State::Sink { bytes, batch } => {
             let before = *bytes;
             let next = sink_reads(&mut conn.stream, bytes, buf, report, live);
-            let now = now_ns();
             if *bytes > before {
                 // The end of the receive window, for the goodput.
-                live.last_stream_data_ns.fetch_max(now, Ordering::Relaxed);
+                live.last_stream_data_ns
+                    .fetch_max(now_ns(), Ordering::Relaxed);
             }
-            if let Some(b) = batch {
-                if let Some(mark) = b.turn(*bytes - before, now) {
-                    if b.apply(&conn.stream, mark) {
-                        report.wakes.saw_mark(mark);
-                    } else {
-                        // Refused: counted now, then woken at every arrival.
-                        report.wakes.add(b, true);
-                        *batch = None;
-                    }
-                }
-            }
+            wakes::after_read(batch, &conn.stream, *bytes - before, &mut report.wakes);
             next
         }
         State::Echo { pending, sent, eof } => {
@@ -1056,30 +1034,12 @@ mod tests {
         s.write_all(&hello::encode(Mode::Stream, 0)).unwrap();
         let mut ack = [0u8; HELLO_LEN];
         s.read_exact(&mut ack).unwrap();
-        // Flat out for 150 ms (at most 8 GiB): long enough for the sink to measure the
-        // stream's rate and batch it.
-        let bulk = vec![7u8; 1 << 20];
-        let start = Instant::now();
-        let mut sent = 0u64;
-        while start.elapsed() < Duration::from_millis(150) && sent < 8 << 30 {
-            s.write_all(&bulk).unwrap();
-            sent += 1 << 20;
-        }
-        let read = |n: u64| {
-            let start = Instant::now();
-            while server.live().stream_bytes.load(Ordering::Relaxed) < n {
-                assert!(start.elapsed() < Duration::from_secs(5), "{n} B never read");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            start.elapsed()
-        };
-        read(sent);
-        s.write_all(&[1u8; 1000]).unwrap();
-        let tail = read(sent + 1000);
+        let (sent, tail) =
+            super::super::wakes::testing::fast_then_tail(&mut s, &server.live().stream_bytes);
         s.shutdown(Shutdown::Write).unwrap();
         let mut count = [0u8; REPORT_LEN];
         s.read_exact(&mut count).unwrap();
-        assert_eq!(u64::from_le_bytes(count), sent + 1000);
+        assert_eq!(u64::from_le_bytes(count), sent);
         let report = server.stop().unwrap();
         // The tail fell under the mark the fast stream had: only the stale read brings it.
         assert_eq!(report.wakes.batched, 1, "{report:?}");
