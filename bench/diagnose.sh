@@ -19,7 +19,7 @@
 # A/B experiment on netceil's own workload); the cases are scored on the verdict after it, and
 # a table gives per case the verdict before, the change, what moved and the verdict after.
 #
-# usage: bench/diagnose.sh [--set base|train|heldout|confirm2|confirm3|confirm3h|batch6|batch6h|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] [--confirm]
+# usage: bench/diagnose.sh [--set base|train|heldout|confirm2|confirm3|confirm3h|batch6|batch6h|batch7|batch7h|batch8|batch8h|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] [--confirm]
 #        bench/diagnose.sh --cleanup      # restore after a kill -9 (reads the state file)
 #
 # Root only. Traffic goes to loopback and to the namespaces the script makes (198.18.0.0/30,
@@ -38,11 +38,11 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --cleanup) cleanup_only=1; shift ;;
     --confirm) confirm=1; shift ;;
-    *) echo "usage: $0 [--set base|train|heldout|confirm2|confirm3|confirm3h|batch6|batch6h|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] [--confirm] | --cleanup" >&2; exit 2 ;;
+    *) echo "usage: $0 [--set base|train|heldout|confirm2|confirm3|confirm3h|batch6|batch6h|batch7|batch7h|batch8|batch8h|all] [--repeats N] [--only REGEX] [--nc PATH] [--out DIR] [--confirm] | --cleanup" >&2; exit 2 ;;
   esac
 done
 case "$set" in
-  all) sets="base train heldout confirm2 confirm3 confirm3h batch6 batch6h" ;;
+  all) sets="base train heldout confirm2 confirm3 confirm3h batch6 batch6h batch7 batch7h batch8 batch8h" ;;
   base) sets=base ;;
   *) [ -f "bench/diagnose/cases/$set.sh" ] ||
        { echo "--set: base, all, or a set in bench/diagnose/cases/ ($(cd bench/diagnose/cases && ls *.sh | sed 's/\.sh$//' | tr '\n' ' ')); got '$set'" >&2; exit 2; }
@@ -130,7 +130,7 @@ if [ -z "$nc" ]; then
 fi
 mkdir -p "$out"
 bin=$(mktemp -d)
-for c in spin timer_flood pipe_pingpong; do cc -O2 -o "$bin/$c" "bench/diagnose/$c.c"; done
+for c in spin timer_flood pipe_pingpong burst; do cc -O2 -o "$bin/$c" "bench/diagnose/$c.c"; done
 if [ "$confirm" = 1 ]; then
   # Every `netceil run` of the cases gets --confirm; other commands run as they are.
   printf '#!/bin/sh\nif [ "$1" = run ]; then exec "%s" "$@" --confirm; fi\nexec "%s" "$@"\n' "$nc" "$nc" >"$bin/nc-confirm"

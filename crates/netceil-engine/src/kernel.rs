@@ -253,38 +253,43 @@ pub fn far_deltas(
     }
 }
 
-/// Per-core CPU times from /proc/stat; `None` if it could not be read.
-pub fn cpu_times(
-    source: &(impl Source + ?Sized),
-) -> Option<netceil_probe::parse::proc_stat::ProcStat> {
-    netceil_probe::parse::proc_stat::parse(&source.read("/proc/stat").ok()?).ok()
+/// Per-core CPU times from /proc/stat, and when they were read (on the source's clock).
+pub struct CpuReading {
+    stat: netceil_probe::parse::proc_stat::ProcStat,
+    at: std::time::Duration,
 }
 
-/// Each core's time shares between two /proc/stat readings, percent.
+/// Reads every core's CPU times; `None` if /proc/stat could not be read.
+pub fn cpu_times(source: &(impl Source + ?Sized)) -> Option<CpuReading> {
+    let at = source.now();
+    let stat = netceil_probe::parse::proc_stat::parse(&source.read("/proc/stat").ok()?).ok()?;
+    Some(CpuReading { stat, at })
+}
+
+/// Each core's time shares between two readings, percent, as the sampler takes them (busy is
+/// the wall time less idle and iowait, see `netceil_probe::cpu_share`).
 pub fn cpu_shares(
-    before: &netceil_probe::parse::proc_stat::ProcStat,
-    after: &netceil_probe::parse::proc_stat::ProcStat,
+    before: &CpuReading,
+    after: &CpuReading,
+    ticks_per_s: u64,
 ) -> Vec<netceil_model::FarCpu> {
+    let wall = after.at.saturating_sub(before.at).as_secs_f64() * ticks_per_s as f64;
     let mut out = Vec::new();
-    for line in &after.cpus {
-        let Some(b) = before.cpus.iter().find(|b| b.cpu == line.cpu) else {
+    for line in &after.stat.cpus {
+        let Some(b) = before.stat.cpu(line.cpu) else {
             continue;
         };
-        let (a, b) = (&line.times, &b.times);
-        let Some(total) = a.total().checked_sub(b.total()).filter(|t| *t > 0) else {
+        let Ok(s) = netceil_probe::cpu_share::shares(b, &line.times, wall) else {
             continue;
         };
-        let pct = |x: u64, y: u64| 100.0 * x.saturating_sub(y) as f64 / total as f64;
-        let opt = |x: Option<u64>, y: Option<u64>| pct(x.unwrap_or(0), y.unwrap_or(0));
-        let idle = pct(a.idle, b.idle);
         out.push(netceil_model::FarCpu {
             cpu: line.cpu,
-            user_pct: pct(a.user + a.nice, b.user + b.nice),
-            system_pct: pct(a.system, b.system),
-            irq_pct: opt(a.irq, b.irq),
-            softirq_pct: opt(a.softirq, b.softirq),
-            idle_pct: idle,
-            busy_pct: (100.0 - idle - opt(a.iowait, b.iowait)).max(0.0),
+            user_pct: s.user + s.nice,
+            system_pct: s.system,
+            irq_pct: s.irq.or_zero(),
+            softirq_pct: s.softirq.or_zero(),
+            idle_pct: s.idle,
+            busy_pct: s.busy,
         });
     }
     out
@@ -294,6 +299,25 @@ pub fn cpu_shares(
 mod tests {
     use super::*;
     use netceil_probe::FakeSource;
+
+    #[test]
+    fn far_cpu_busy_is_the_wall_time_less_idle() {
+        // One second (100 ticks) in which cpu0 was 60 ticks idle and 10 in iowait, and the
+        // tick saw 4 busy ones; cpu1 saw all of its 100.
+        let s = FakeSource::new();
+        let stat = |c0: &str, c1: &str| format!("cpu  0 0 0 0 0 0 0 0\ncpu0 {c0}\ncpu1 {c1}\n");
+        s.set("/proc/stat", stat("0 0 0 0 0 0 0 0", "0 0 0 0 0 0 0 0"));
+        let before = cpu_times(&s).unwrap();
+        s.advance(std::time::Duration::from_secs(1));
+        s.set("/proc/stat", stat("3 0 1 60 10 0 0 0", "100 0 0 0 0 0 0 0"));
+        let after = cpu_times(&s).unwrap();
+        let cpus = cpu_shares(&before, &after, 100);
+        let busy: Vec<(u32, f64, f64)> = cpus
+            .iter()
+            .map(|c| (c.cpu, c.busy_pct, c.user_pct))
+            .collect();
+        assert_eq!(busy, [(0, 30.0, 3.0), (1, 100.0, 100.0)]);
+    }
 
     /// A machine whose counters are given: /proc/net/snmp's Udp lines, lo's packets in,
     /// and one CPU's softnet backlog drops.

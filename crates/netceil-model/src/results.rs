@@ -365,7 +365,9 @@ pub struct FarCpu {
     pub irq_pct: f64,
     pub softirq_pct: f64,
     pub idle_pct: f64,
-    /// 100 − idle − iowait.
+    /// The wall time less idle and iowait, percent: exact where the tick-sampled busy
+    /// columns (user, system, irq, softirq) miss the bursts of a CPU woken thousands of
+    /// times a second, so those may add up to less.
     pub busy_pct: f64,
 }
 

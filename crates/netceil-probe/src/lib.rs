@@ -20,6 +20,7 @@
 
 pub mod affinity;
 pub mod cgroup;
+pub mod cpu_share;
 mod error;
 pub mod flows;
 pub mod host;

@@ -37,6 +37,7 @@ use netceil_model::{MetricId, Unit};
 
 use crate::ids::{Key, Label, MetricIds, Schema};
 
+use crate::cpu_share::{self, Column, NoShares};
 use crate::parse::proc_stat::CpuTimes;
 use crate::parse::snmp::{Counter, KnownCounters};
 use crate::sampler::{NicIrq, SlowSnapshot, Snapshot};
@@ -480,11 +481,14 @@ fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
         }
     }
     let Ok(p) = &prev.stat else { return };
-    cpu_shares(b, None, &p.total, &c.total);
+    // The wall time between the two readings of /proc/stat, in its ticks.
+    let wall = cur.stat_at.saturating_sub(prev.stat_at).as_secs_f64() * cur.ticks_per_s as f64;
+    let both = c.cpus.iter().filter(|l| p.cpu(l.cpu).is_some()).count();
+    cpu_shares(b, None, &p.total, &c.total, wall * both as f64);
     for line in &c.cpus {
         // A CPU new in this snapshot starts at the next interval.
         if let Some(pt) = p.cpu(line.cpu) {
-            cpu_shares(b, Some(line.cpu), pt, &line.times);
+            cpu_shares(b, Some(line.cpu), pt, &line.times, wall);
         }
     }
     for line in &p.cpus {
@@ -530,85 +534,54 @@ impl Display for CpuName {
     }
 }
 
-fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes) {
+/// One CPU's (or, with `cpu` None, all CPUs') shares of the interval, from two readings of its
+/// /proc/stat times `wall` ticks of wall time apart (CPUs × that for all CPUs): busy is the
+/// wall time less idle and iowait (see [`crate::cpu_share`]).
+fn cpu_shares(b: &mut Builder, cpu: Option<u32>, p: &CpuTimes, c: &CpuTimes, wall: f64) {
     let id = |name: &'static str| match cpu {
         Some(n) => labeled(name, LABEL_CPU, n),
         None => Key::Plain(name),
     };
     let who = CpuName(cpu);
-    let d = |a: u64, z: u64| counter_delta(a, z, CounterWidth::Native);
-    let required = [
-        d(p.user, c.user),
-        d(p.nice, c.nice),
-        d(p.system, c.system),
-        d(p.idle, c.idle),
-    ];
-    let [Some(user), Some(nice), Some(system), Some(idle)] = required else {
-        for name in CPU_NAMES {
-            b.missing(id(name), format_args!("{who}: CPU time went backwards"));
+    let s = match cpu_share::shares(p, c, wall) {
+        Ok(s) => s,
+        Err(why) => {
+            for name in CPU_NAMES {
+                match why {
+                    NoShares::Backwards => {
+                        b.missing(id(name), format_args!("{who}: CPU time went backwards"))
+                    }
+                    NoShares::NoTicks => b.missing(
+                        id(name),
+                        format_args!(
+                            "{who}: no CPU time ticks in the interval (shorter than one USER_HZ tick)"
+                        ),
+                    ),
+                }
+            }
+            return;
         }
-        return;
     };
-    // Optional columns: None = this kernel does not print it.
-    let opt = |a: Option<u64>, z: Option<u64>| match (a, z) {
-        (Some(a), Some(z)) => Some(d(a, z)),
-        _ => None,
-    };
-    let iowait = opt(p.iowait, c.iowait);
-    let irq = opt(p.irq, c.irq);
-    let softirq = opt(p.softirq, c.softirq);
-    let steal = opt(p.steal, c.steal);
-    if [irq, softirq, steal]
-        .iter()
-        .any(|v| matches!(v, Some(None)))
-    {
-        for name in CPU_NAMES {
-            b.missing(id(name), format_args!("{who}: CPU time went backwards"));
-        }
-        return;
-    }
-    let iowait_ticks = iowait.flatten().unwrap_or(0);
-    let total = user + nice + system + idle + iowait_ticks;
-    let total = total
-        + irq.flatten().unwrap_or(0)
-        + softirq.flatten().unwrap_or(0)
-        + steal.flatten().unwrap_or(0);
-    if total == 0 {
-        for name in CPU_NAMES {
-            b.missing(
-                id(name),
-                format_args!(
-                    "{who}: no CPU time ticks in the interval (shorter than one USER_HZ tick)"
-                ),
-            );
-        }
-        return;
-    }
-    let pct = |ticks: u64| 100.0 * ticks as f64 / total as f64;
-    b.value(id(CPU_USER_PCT), Unit::Percent, pct(user));
-    b.value(id(CPU_NICE_PCT), Unit::Percent, pct(nice));
-    b.value(id(CPU_SYSTEM_PCT), Unit::Percent, pct(system));
-    b.value(id(CPU_IDLE_PCT), Unit::Percent, pct(idle));
-    b.value(
-        id(CPU_BUSY_PCT),
-        Unit::Percent,
-        pct(total - idle - iowait_ticks),
-    );
+    b.value(id(CPU_USER_PCT), Unit::Percent, s.user);
+    b.value(id(CPU_NICE_PCT), Unit::Percent, s.nice);
+    b.value(id(CPU_SYSTEM_PCT), Unit::Percent, s.system);
+    b.value(id(CPU_IDLE_PCT), Unit::Percent, s.idle);
+    b.value(id(CPU_BUSY_PCT), Unit::Percent, s.busy);
     let optional = [
-        (CPU_IOWAIT_PCT, iowait, "iowait"),
-        (CPU_IRQ_PCT, irq, "irq"),
-        (CPU_SOFTIRQ_PCT, softirq, "softirq"),
-        (CPU_STEAL_PCT, steal, "steal"),
+        (CPU_IOWAIT_PCT, s.iowait, "iowait"),
+        (CPU_IRQ_PCT, s.irq, "irq"),
+        (CPU_SOFTIRQ_PCT, s.softirq, "softirq"),
+        (CPU_STEAL_PCT, s.steal, "steal"),
     ];
-    for (name, ticks, column) in optional {
-        match ticks {
-            Some(Some(t)) => b.value(id(name), Unit::Percent, pct(t)),
-            Some(None) => b.missing(
+    for (name, share, column) in optional {
+        match share {
+            Column::Pct(v) => b.value(id(name), Unit::Percent, v),
+            Column::Backwards => b.missing(
                 id(name),
-                format_args!("{who}: iowait went backwards, which the kernel allows (proc.rst)"),
+                format_args!("{who}: {column} went backwards, which the kernel allows (proc.rst)"),
             ),
             // Said once for the name, not per CPU.
-            None => b.missing(
+            Column::Absent => b.missing(
                 name,
                 format!("/proc/stat has no {column} column on this kernel"),
             ),

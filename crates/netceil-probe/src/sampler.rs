@@ -266,6 +266,9 @@ pub struct NicIrq {
 pub struct Snapshot {
     /// When it was taken, on the source's monotonic clock: the middle of the reads.
     pub t: Duration,
+    /// When /proc/stat was read, on the same clock: the first of the reads, so `t` less up to
+    /// half of all of them. CPU shares are of the time between two of these.
+    pub stat_at: Duration,
     /// USER_HZ, to turn thread CPU ticks into time.
     pub ticks_per_s: u64,
     pub stat: Result<ProcStat, SourceError>,
@@ -693,6 +696,7 @@ impl<S: Source> Sampler<S> {
     ) -> Snapshot {
         Snapshot {
             t: t0 + (t1.saturating_sub(t0)) / 2,
+            stat_at: t0,
             ticks_per_s: self.source.clock_ticks_per_s(),
             stat: fast.stat,
             softirqs: fast.softirqs,

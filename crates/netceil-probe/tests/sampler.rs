@@ -412,10 +412,10 @@ fn interval(before: &Machine, after: &Machine, secs: u64) -> Row {
 fn two_samples_give_rates_over_the_measured_interval() {
     let m0 = Machine::new();
     let mut m1 = m0.clone();
-    // 2 s later. cpu0: +100 ticks: 30 user, 10 system, 50 idle, 10 softirq.
-    m1.cpus[0].1 = [1030, 0, 510, 8050, 10, 0, 110, 0];
-    // cpu1: +100 ticks, all user.
-    m1.cpus[1].1 = [2100, 0, 500, 7000, 10, 0, 100, 0];
+    // 2 s later. cpu0: +200 ticks: 60 user, 20 system, 100 idle, 20 softirq.
+    m1.cpus[0].1 = [1060, 0, 520, 8100, 10, 0, 120, 0];
+    // cpu1: +200 ticks, all user.
+    m1.cpus[1].1 = [2200, 0, 500, 7000, 10, 0, 100, 0];
     m1.intr += 40_000;
     m1.ctxt += 10_000;
     m1.forks += 6;
@@ -763,6 +763,43 @@ fn recorder_places_late_metrics_and_measured_times() {
     let cpu2 = series.get(&cpu(CPU_BUSY_PCT, 2)).unwrap();
     assert_eq!(cpu2.values, [None, None, Some(10.0)]);
     assert_eq!(cpu2.unit, Unit::Percent);
+}
+
+#[test]
+fn busy_is_the_wall_time_less_idle_when_ticks_missed_it() {
+    // 1 s = 100 ticks. cpu0: 60 idle ticks and only 4 busy ones: the CPU ran in bursts between
+    // scheduler ticks; idle is exact, so 40 % of the second was busy. The columns' split of
+    // what the ticks saw is of the wall time.
+    let m0 = Machine::new();
+    let mut m1 = m0.clone();
+    m1.cpus[0].1 = [1003, 0, 501, 8060, 10, 0, 100, 0];
+    m1.cpus[1].1 = [2000, 0, 500, 7100, 10, 0, 100, 0];
+    let row = interval(&m0, &m1, 1);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 0), 40.0);
+    assert_value(&row, &cpu(CPU_IDLE_PCT, 0), 60.0);
+    assert_value(&row, &cpu(CPU_USER_PCT, 0), 3.0);
+    assert_value(&row, &cpu(CPU_SYSTEM_PCT, 0), 1.0);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 1), 0.0);
+    // All CPUs: 200 ticks of wall time, 160 of them idle.
+    assert_value(&row, &id(CPU_BUSY_PCT), 20.0);
+
+    // Iowait is not busy either, and a tick of rounding over the wall time is no busy time.
+    let mut m2 = m0.clone();
+    m2.cpus[0].1 = [1000, 0, 500, 8071, 40, 0, 100, 0];
+    let row = interval(&m0, &m2, 1);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 0), 0.0);
+    assert_value(&row, &cpu(CPU_IOWAIT_PCT, 0), 30.0);
+}
+
+#[test]
+fn columns_over_the_wall_time_are_shares_of_their_sum() {
+    // 1 s, but 200 ticks counted: not the clock /proc/stat was read by. Shares of the columns.
+    let m0 = Machine::new();
+    let mut m1 = m0.clone();
+    m1.cpus[0].1 = [1050, 0, 500, 8150, 10, 0, 100, 0];
+    let row = interval(&m0, &m1, 1);
+    assert_value(&row, &cpu(CPU_BUSY_PCT, 0), 25.0);
+    assert_value(&row, &cpu(CPU_USER_PCT, 0), 25.0);
 }
 
 #[test]

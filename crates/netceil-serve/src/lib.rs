@@ -1012,7 +1012,7 @@ fn test_body(
     let duration_s = started.elapsed().as_secs_f64();
     let counters_after = kernel::Counters::read(ctx.source.as_ref());
     let cpu = match (cpu_before, kernel::cpu_times(ctx.source.as_ref())) {
-        (Some(b), Some(a)) => kernel::cpu_shares(&b, &a),
+        (Some(b), Some(a)) => kernel::cpu_shares(&b, &a, ctx.source.clock_ticks_per_s()),
         _ => Vec::new(),
     };
     let sampled = sampler
