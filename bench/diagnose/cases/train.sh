@@ -20,8 +20,10 @@ case_thief_on_another_cpu() {
   taskset -c 1 "$nc" run udp --size 64 --rate 20k --duration 5 --json -q --no-store >"$1"
 }
 case_tcp_small_receive_buffer() {
+  # --rcvbuf kernel: by default netceil's receiver fixes its own buffer on a path inside this
+  # host (SO_RCVBUF, which tcp_rmem does not bound), and this case would induce nothing.
   set_sysctl net.ipv4.tcp_rmem "4096 4096 4096"
-  "$nc" run tcp --duration 5 --json -q --no-store >"$1"
+  "$nc" run tcp --duration 5 --rcvbuf kernel --json -q --no-store >"$1"
 }
 case_tcp_small_send_buffer() {
   set_sysctl net.ipv4.tcp_wmem "4096 4096 4096"

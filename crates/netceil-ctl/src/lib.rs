@@ -42,7 +42,7 @@ pub use auth::{fresh_nonce, hex, unhex, Key, KeyError, NONCE_LEN};
 pub use frame::{decode, encode, read_frame, write_frame, Decoded, FrameError};
 pub use limits::{Limits, Refusal};
 pub use loglimit::{LogBounds, LogLimiter, Summary};
-pub use msg::{ClientMsg, Grant, GroAnswer, ServerMsg, TestKind, TestSpec};
+pub use msg::{ClientMsg, Grant, GroAnswer, ServerMsg, TcpRcvbuf, TestKind, TestSpec};
 
 /// Labels of the two MACs, so neither can stand for the other.
 pub const MAC_REQUEST: &str = "netceil request";

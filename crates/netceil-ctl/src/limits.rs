@@ -147,6 +147,8 @@ mod tests {
             run_id: 1,
             sample_ms: 1000,
             gro: false,
+            tcp_rcvbuf: None,
+            tcp_wake_each: false,
         }
     }
 

@@ -93,6 +93,24 @@ pub struct TestSpec {
     /// is what it always was.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gro: bool,
+    /// TCP streams: how the far end sizes each stream's receive buffer (`--rcvbuf`). Absent:
+    /// its own choice, as for a request without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_rcvbuf: Option<TcpRcvbuf>,
+    /// TCP streams: the far end's reader wakes at every arrival (`--sink-wakes each`), not in
+    /// batches. Left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tcp_wake_each: bool,
+}
+
+/// A TCP stream's receive buffer as the client asks the far end to size it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TcpRcvbuf {
+    /// The far kernel's autotuning (its net.ipv4.tcp_rmem).
+    Kernel,
+    /// This many bytes, autotuning off (the far kernel caps it at its net.core.rmem_max).
+    Bytes(u64),
 }
 
 /// The server's answer to a request for UDP GRO.
@@ -137,6 +155,8 @@ mod tests {
             run_id: 7,
             sample_ms: 1000,
             gro: false,
+            tcp_rcvbuf: None,
+            tcp_wake_each: false,
         }
     }
 

@@ -4,7 +4,7 @@
 use anyhow::anyhow;
 use netceil_ctl::{
     fresh_nonce, hex, read_frame, unhex, write_frame, ClientMsg, FrameError, Grant, GroAnswer, Key,
-    ServerMsg, TestKind, TestSpec, MAX_SERVER_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
+    ServerMsg, TcpRcvbuf, TestKind, TestSpec, MAX_SERVER_FRAME, MIN_HELLO_FRAME, NONCE_LEN, PROTO,
 };
 use netceil_load::{rr, tcp, udp};
 use netceil_model::{FarEnd, Results};
@@ -232,6 +232,8 @@ pub fn udp_spec(cfg: &udp::UdpConfig, interval: Duration) -> TestSpec {
         run_id: cfg.run_id,
         sample_ms: sample_ms(interval),
         gro: cfg.gro,
+        tcp_rcvbuf: None,
+        tcp_wake_each: false,
     }
 }
 
@@ -254,6 +256,13 @@ pub fn tcp_spec(cfg: &tcp::TcpConfig, interval: Duration) -> TestSpec {
         run_id: 0,
         sample_ms: sample_ms(interval),
         gro: false,
+        // An explicit --rcvbuf goes to the far end; its default is sized for the far host.
+        tcp_rcvbuf: match cfg.recv_buffer {
+            tcp::RecvBuffer::Kernel => Some(TcpRcvbuf::Kernel),
+            tcp::RecvBuffer::Fixed(n) => Some(TcpRcvbuf::Bytes(n as u64)),
+            tcp::RecvBuffer::Auto { .. } => None,
+        },
+        tcp_wake_each: cfg.sink_wakes == tcp::SinkWakes::Each,
     }
 }
 
@@ -272,6 +281,8 @@ pub fn rr_spec(cfg: &rr::RrConfig, run_id: u16, interval: Duration) -> TestSpec 
         run_id,
         sample_ms: sample_ms(interval),
         gro: false,
+        tcp_rcvbuf: None,
+        tcp_wake_each: false,
     }
 }
 
@@ -302,6 +313,10 @@ pub fn attach(results: &mut Results, far: anyhow::Result<FarEnd>, near_t0_s: f64
                 far.series.t_s.len(),
                 far.ended_by
             ));
+            // What the far end said about how it measured, where the run's notes are read.
+            results
+                .notes
+                .extend(far.notes.iter().map(|n| format!("far end: {n}")));
             results.far = Some(Box::new(far));
         }
         Err(e) => results

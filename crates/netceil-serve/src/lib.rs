@@ -24,9 +24,10 @@ use mio::{Events, Interest, Poll, Token};
 use netceil_ctl::{
     decode, fit_reply, fresh_nonce, hex, unhex, write_frame, Admission, ClientMsg, Decoded,
     Displaced, Evicted, FrameError, Grant, GroAnswer, Host, Key, Limits, ServerMsg, Slots,
-    TestKind, TestSpec, MAC_GRANT, MAC_REQUEST, MAX_CLIENT_FRAME, MIN_HELLO_FRAME, NONCE_LEN,
-    PROTO,
+    TcpRcvbuf, TestKind, TestSpec, MAC_GRANT, MAC_REQUEST, MAX_CLIENT_FRAME, MIN_HELLO_FRAME,
+    NONCE_LEN, PROTO,
 };
+use netceil_load::tcp::{RecvBuffer, SinkWakes};
 use netceil_model::{FarApp, FarEnd};
 use netceil_probe::{spawn_sampler, SamplerConfig, Source};
 use std::io::{ErrorKind, Read, Write};
@@ -832,7 +833,8 @@ struct TestCtx {
 /// The test's data side.
 enum Data {
     Udp(netceil_load::udp::UdpReceiver),
-    Tcp(netceil_load::tcp::TcpTestServer),
+    /// The server, and how it sizes its sink streams' receive buffers (said in the report).
+    Tcp(netceil_load::tcp::TcpTestServer, RecvBuffer),
 }
 
 impl Data {
@@ -843,7 +845,7 @@ impl Data {
                 let p = r.progress();
                 (p.rx_packets, p.rx_bytes)
             }
-            Data::Tcp(t) => (0, t.bytes_so_far()),
+            Data::Tcp(t, _) => (0, t.bytes_so_far()),
         }
     }
 }
@@ -872,9 +874,11 @@ fn run_test(
     ctx.running.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Stops the test's data socket and says what the application side counted there.
-fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<FarApp> {
-    Ok(match data {
+/// Stops the test's data socket and says what the application side counted there, with what
+/// the client should know about how (the TCP sinks' buffers and wake-ups).
+fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<(FarApp, Vec<String>)> {
+    let mut notes = Vec::new();
+    let app = match data {
         Data::Udp(r) => {
             let rep = r.stop().context("stopping the UDP receiver")?;
             ctx.totals
@@ -897,8 +901,10 @@ fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<FarApp> {
                 ..FarApp::default()
             }
         }
-        Data::Tcp(t) => {
+        Data::Tcp(t, recv) => {
             let rep = t.stop().context("stopping the TCP server")?;
+            notes.extend(rep.rcvbuf.note(recv, "far end"));
+            notes.extend(rep.wakes.note("far end"));
             ctx.totals
                 .tests_refused_connections
                 .fetch_add(rep.refused_connections, Ordering::Relaxed);
@@ -912,7 +918,8 @@ fn stop_data(data: Data, ctx: &TestCtx) -> anyhow::Result<FarApp> {
                 ..FarApp::default()
             }
         }
-    })
+    };
+    Ok((app, notes))
 }
 
 fn test_body(
@@ -944,14 +951,28 @@ fn test_body(
             .context("opening the test's UDP socket")?,
         )
     } else {
+        // The client's --rcvbuf and --sink-wakes, else this host's own choice.
+        let recv = match spec.tcp_rcvbuf {
+            None => RecvBuffer::default(),
+            Some(TcpRcvbuf::Kernel) => RecvBuffer::Kernel,
+            Some(TcpRcvbuf::Bytes(n)) => {
+                RecvBuffer::Fixed(usize::try_from(n).unwrap_or(usize::MAX))
+            }
+        };
+        let wakes = if spec.tcp_wake_each {
+            SinkWakes::Each
+        } else {
+            SinkWakes::default()
+        };
         Data::Tcp(
-            netceil_load::tcp::TcpTestServer::start(bind, admit_ip)
+            netceil_load::tcp::TcpTestServer::start(bind, admit_ip, recv, wakes)
                 .context("opening the test's TCP listener")?,
+            recv,
         )
     };
     let data_port = match &data {
         Data::Udp(r) => r.local_addr().port(),
-        Data::Tcp(t) => t.local_addr().port(),
+        Data::Tcp(t, _) => t.local_addr().port(),
     };
     let iface = kernel::iface_facing(SocketAddr::new(admit_ip, 9));
     let counters_before = kernel::Counters::read(ctx.source.as_ref());
@@ -991,7 +1012,7 @@ fn test_body(
                     Ok(()) => GroAnswer::On,
                     Err(reason) => GroAnswer::Refused { reason },
                 }),
-                Data::Tcp(_) => None,
+                Data::Tcp(..) => None,
             },
         }),
     )
@@ -1008,7 +1029,7 @@ fn test_body(
         .set_write_timeout(Some(WRITE_TIMEOUT))
         .context("SO_SNDTIMEO")?;
     let ended_by = watch_test(stream, spec, &data, ctx, started);
-    let app = stop_data(data, ctx)?;
+    let (app, data_notes) = stop_data(data, ctx)?;
     let duration_s = started.elapsed().as_secs_f64();
     let counters_after = kernel::Counters::read(ctx.source.as_ref());
     let cpu = match (cpu_before, kernel::cpu_times(ctx.source.as_ref())) {
@@ -1019,7 +1040,7 @@ fn test_body(
         .stop()
         .map_err(|_| anyhow::anyhow!("the sampler thread panicked"))?
         .series;
-    let mut notes = Vec::new();
+    let mut notes = data_notes;
     notes.extend(counters_after.problems().iter().cloned());
     let mut far = FarEnd {
         address: ctx.local.to_string(),

@@ -683,14 +683,16 @@ pub struct TcpArgs {
     /// /proc/sys/net/ipv4/tcp_available_congestion_control. Default: the kernel's.
     #[arg(long, short = 'C', value_name = "ALGO")]
     pub congestion: Option<String>,
-    /// Each stream's socket receive buffer on this side: `auto` fixes it at twice the
-    /// receiving core's L2 cache on a path inside this host (handshake RTT ≤ 100 µs), where the
-    /// kernel's autotuning lets megabytes queue, and leaves longer paths to the kernel; `kernel`
-    /// always leaves it to the kernel (net.ipv4.tcp_rmem), as an application that sets nothing;
-    /// a size (1M) fixes it at that many bytes (SO_RCVBUF of half: the kernel doubles it)
+    /// Each stream's socket receive buffer where it is read (here, or at the far end with
+    /// --to): `auto` fixes it at twice the receiving core's L2 cache on a path inside one host
+    /// (handshake RTT ≤ 100 µs), where the kernel's autotuning lets megabytes queue, and leaves
+    /// longer paths to the kernel; `kernel` always leaves it to the kernel (net.ipv4.tcp_rmem
+    /// of the reading host), as an application that sets nothing; a size (1M) fixes it at that
+    /// many bytes (SO_RCVBUF of half: the kernel doubles it)
     #[arg(long, value_parser = parse_recv_buffer, default_value = "auto", value_name = "auto|kernel|SIZE")]
     pub rcvbuf: TcpRecvBuffer,
-    /// How this side's receiver is woken for each stream: `batched` wakes it once per 200 µs
+    /// How the reader (here, or at the far end with --to) is woken for each stream: `batched`
+    /// wakes it once per 200 µs
     /// of the stream's own rate (SO_RCVLOWAT, streams with a fixed --rcvbuf only), so the
     /// sender's softirq pays fewer wake-ups; `each` at every arrival, as iperf3's reader
     #[arg(long, value_parser = TcpSinkWakes::from_str, default_value = "batched", value_name = "batched|each")]

@@ -415,6 +415,65 @@ fn gro_is_asked_of_the_far_end_and_it_says_what_it_did() {
 }
 
 #[test]
+fn tcp_receive_buffers_and_wakes_are_asked_of_the_far_end_and_it_says_what_it_did() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", &addr, "--duration", "30"]);
+    let server = Server::start(cmd);
+    let notes = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "tcp",
+            "--to",
+            &addr,
+            "--duration",
+            "1",
+            "--json",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        args.push("--no-store");
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let far: Vec<String> = v["results"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str().filter(|n| n.starts_with("far end: ")))
+            .map(str::to_string)
+            .collect();
+        far.join("\n")
+    };
+    // The far end's own choice on a path inside one host: a fixed buffer, reader batched.
+    let own = notes(&[]);
+    assert!(
+        own.contains("receive buffers on the far end fixed at"),
+        "{own}"
+    );
+    assert!(
+        own.contains("streams on the far end woke their reader in batches"),
+        "{own}"
+    );
+    // Asked: a fixed size, every arrival waking the reader.
+    let asked = notes(&["--rcvbuf", "512K", "--sink-wakes", "each"]);
+    assert!(asked.contains("fixed at 512 KiB"), "{asked}");
+    assert!(asked.contains("as asked (--rcvbuf)"), "{asked}");
+    assert!(!asked.contains("in batches"), "{asked}");
+    // Asked: the far kernel's autotuning, which fixes nothing and batches nothing.
+    let kernel = notes(&["--rcvbuf", "kernel"]);
+    assert!(
+        !kernel.contains("fixed at") && !kernel.contains("in batches"),
+        "{kernel}"
+    );
+    drop(server);
+}
+
+#[test]
 fn serve_refuses_other_hosts_without_a_key() {
     Command::new(BIN)
         .args(["serve", "--listen", "0.0.0.0:0", "--duration", "1"])

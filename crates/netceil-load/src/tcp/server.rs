@@ -266,11 +266,17 @@ impl Drop for Server {
 pub struct TcpTestServer(Server);
 
 impl TcpTestServer {
-    /// Binds `listen` (port 0 for any) with as many workers as cores (at most 8).
-    pub fn start(listen: SocketAddr, admit: IpAddr) -> Result<TcpTestServer, LoadError> {
+    /// Binds `listen` (port 0 for any) with as many workers as cores (at most 8); sink
+    /// streams get receive buffers as `recv` says and wake their worker as `wakes` says.
+    pub fn start(
+        listen: SocketAddr,
+        admit: IpAddr,
+        recv: RecvBuffer,
+        wakes: SinkWakes,
+    ) -> Result<TcpTestServer, LoadError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        Server::start_admitting(listen, threads, Some(admit), None, Sinks::default())
-            .map(TcpTestServer)
+        let sinks = Sinks { recv, wakes };
+        Server::start_admitting(listen, threads, Some(admit), None, sinks).map(TcpTestServer)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
