@@ -33,4 +33,6 @@ b8_rr_paced_one_cpu|no_ceiling|12 k requests a second are answered in full; CPU 
 b8_burst_neighbour_paced_rr|no_ceiling|the neighbour takes room on CPU 0, but the request path wins the CPU each time it wakes and the 15 k/s rate is delivered: nothing bound the workload
 b8_paced_udp_two_cpus|no_ceiling buffer_drops|100 kpps of 64 B datagrams reaches the receiver on two CPUs, but its socket buffer overflows now and then (0.02–0.6 % of the datagrams in six runs): no ceiling when that loss is negligible, the buffer when it is not
 "
-HEALTHY_SET="b8_rr_paced_one_cpu b8_burst_neighbour_paced_rr b8_paced_udp_two_cpus"
+# b8_paced_udp_two_cpus is not a healthy control since its expectation was amended: its loss
+# is real, and naming the buffer for it is no false claim.
+HEALTHY_SET="b8_rr_paced_one_cpu b8_burst_neighbour_paced_rr"

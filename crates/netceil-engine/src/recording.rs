@@ -3,7 +3,7 @@
 //! as it goes, so a crash or Ctrl-C keeps what was measured.
 
 use anyhow::Context;
-use netceil_model::{names as n, MetricId, Run, Unit};
+use netceil_model::{MetricId, Run, Unit};
 use netceil_probe::{spawn_sampler, Row, SamplerConfig, SamplerHandle, SamplerStopper, Source};
 use netceil_store::{RunWriter, Store};
 use std::sync::atomic::AtomicBool;
@@ -294,7 +294,8 @@ impl<'s> Recording<'s> {
             Ok(out) => {
                 run.notes.extend(memory_notes(&out));
                 run.notes.extend(priority_note(out.priority));
-                run.notes.extend(unticked_note(&out.series));
+                run.notes
+                    .extend(netceil_probe::cpu_share::unticked_note(&out.series));
                 run.meta.sampler_cpu_s = out.sampler_cpu_s;
                 run.meta.sampler_cpu_pct = out.sampler_cpu_pct();
                 if !out.nics.is_empty() {
@@ -367,66 +368,6 @@ fn priority_note(priority: netceil_probe::sched::SamplerPriority) -> Option<Stri
     }
 }
 
-/// The busy columns of /proc/stat that split a CPU's busy time (user, nice, system, irq,
-/// softirq): sampled by the scheduler tick.
-const TICKED: [&str; 5] = [
-    n::CPU_USER_PCT,
-    n::CPU_NICE_PCT,
-    n::CPU_SYSTEM_PCT,
-    n::CPU_IRQ_PCT,
-    n::CPU_SOFTIRQ_PCT,
-];
-
-/// A CPU is said to have run unseen by the tick when the ticks missed at least this much of
-/// its busy time (percentage points of the run).
-const UNTICKED_MIN: f64 = 10.0;
-
-/// CPUs whose busy time (wall less idle, see `netceil_probe::rates`) the scheduler tick mostly
-/// missed: said in the run's notes, since their us/sy/si split then covers only what the tick
-/// saw, while their busy figure is whole.
-fn unticked_note(series: &netceil_model::Series) -> Option<String> {
-    let mut cpus = Vec::new();
-    for busy in series.by_name(n::CPU_BUSY_PCT) {
-        let Some(cpu) = busy.id.label("cpu") else {
-            continue;
-        };
-        // Rows where busy and every column the kernel prints were measured, summed.
-        let split: Vec<&netceil_model::Metric> = TICKED
-            .iter()
-            .filter_map(|name| series.get(&MetricId::new(*name).with("cpu", cpu)))
-            .collect();
-        let (mut b, mut seen, mut rows) = (0.0, 0.0, 0u32);
-        for (row, v) in busy.values.iter().enumerate() {
-            let Some(v) = v else { continue };
-            let parts: Option<Vec<f64>> = split
-                .iter()
-                .map(|m| m.values.get(row).copied().flatten())
-                .collect();
-            if let Some(parts) = parts {
-                b += v;
-                seen += parts.iter().sum::<f64>();
-                rows += 1;
-            }
-        }
-        if rows == 0 || split.is_empty() {
-            continue;
-        }
-        let (b, seen) = (b / f64::from(rows), seen / f64::from(rows));
-        if b - seen >= UNTICKED_MIN {
-            cpus.push(format!(
-                "CPU {cpu} {b:.0} % busy, {seen:.0} % seen by ticks"
-            ));
-        }
-    }
-    if cpus.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "{}: busy in bursts shorter than the scheduler tick (a load woken thousands of times a second). Busy is the wall time less the kernel's exact idle and iowait time; the user/system/softirq split comes from ticks and covers only the part they saw",
-        cpus.join("; ")
-    ))
-}
-
 /// What the sampler's in-memory copy of the run merged or left out (the store has all of it):
 /// said in the run's notes.
 fn memory_notes(out: &netceil_probe::SamplerOutput) -> Vec<String> {
@@ -473,43 +414,6 @@ fn attach(series: &mut netceil_model::Series, attached: &[(f64, LoadValues)]) {
     }
     for ((row, id), (unit, sum, n)) in sums {
         series.set_at(row, id, unit, sum / f64::from(n));
-    }
-}
-
-#[cfg(test)]
-mod unticked_tests {
-    use super::*;
-    use netceil_model::Series;
-
-    /// Two rows of CPU 0 with these busy and user shares (the other columns 0).
-    fn cpu0(busy: f64, user: f64) -> Series {
-        let mut s = Series::new(1.0);
-        for t in [1.0, 2.0] {
-            s.push_row(t);
-            let id = |name: &str| MetricId::new(name).with("cpu", "0");
-            s.set(&id(n::CPU_BUSY_PCT), Unit::Percent, busy);
-            for name in TICKED {
-                let v = if name == n::CPU_USER_PCT { user } else { 0.0 };
-                s.set(&id(name), Unit::Percent, v);
-            }
-        }
-        s
-    }
-
-    #[test]
-    fn a_cpu_busy_between_ticks_is_said() {
-        let note = unticked_note(&cpu0(68.0, 6.0)).expect("a note");
-        assert!(
-            note.starts_with("CPU 0 68 % busy, 6 % seen by ticks"),
-            "{note}"
-        );
-    }
-
-    #[test]
-    fn a_cpu_the_ticks_saw_or_an_idle_one_is_not() {
-        assert_eq!(unticked_note(&cpu0(68.0, 60.0)), None);
-        assert_eq!(unticked_note(&cpu0(5.0, 0.0)), None);
-        assert_eq!(unticked_note(&Series::new(1.0)), None);
     }
 }
 

@@ -16,6 +16,8 @@
 
 use crate::parse::proc_stat::CpuTimes;
 use crate::rates::{counter_delta, CounterWidth};
+use netceil_model::names as n;
+use netceil_model::{MetricId, Series};
 
 /// How far the columns may add up to more than the wall time before they are taken to be on
 /// another clock than the readings': each column is rounded down to a tick on its own, so a
@@ -128,6 +130,57 @@ pub fn shares(p: &CpuTimes, c: &CpuTimes, wall: f64) -> Result<Shares, NoShares>
     })
 }
 
+/// The columns that split busy time between user, system and interrupts: tick-sampled.
+const TICKED: [&str; 5] = [
+    n::CPU_USER_PCT,
+    n::CPU_NICE_PCT,
+    n::CPU_SYSTEM_PCT,
+    n::CPU_IRQ_PCT,
+    n::CPU_SOFTIRQ_PCT,
+];
+
+/// A CPU's ticks are said to have missed its busy time when they missed at least this much of
+/// it (percentage points of the run).
+const UNTICKED_MIN: f64 = 10.0;
+
+/// The note for a recorded series naming the CPUs whose busy time the ticks mostly missed:
+/// their user/system/softirq split covers only what the ticks saw (see the module docs).
+/// Means over the rows where busy and every split column were measured.
+pub fn unticked_note(series: &Series) -> Option<String> {
+    let mut cpus = Vec::new();
+    for busy in series.by_name(n::CPU_BUSY_PCT) {
+        let Some(cpu) = busy.id.label("cpu") else {
+            continue;
+        };
+        let split: Vec<_> = TICKED
+            .iter()
+            .filter_map(|name| series.get(&MetricId::new(*name).with("cpu", cpu)))
+            .collect();
+        if split.is_empty() {
+            continue;
+        }
+        let (mut b, mut seen, mut rows) = (0.0, 0.0, 0u32);
+        for (row, v) in busy.values.iter().enumerate() {
+            let parts = split.iter().map(|m| m.values.get(row).copied().flatten());
+            if let (Some(v), Some(sum)) = (v, parts.sum::<Option<f64>>()) {
+                (b, seen, rows) = (b + v, seen + sum, rows + 1);
+            }
+        }
+        let (b, seen) = (b / f64::from(rows.max(1)), seen / f64::from(rows.max(1)));
+        if b - seen >= UNTICKED_MIN {
+            cpus.push(format!(
+                "CPU {cpu} {b:.0} % busy, {seen:.0} % seen by ticks"
+            ));
+        }
+    }
+    (!cpus.is_empty()).then(|| {
+        format!(
+            "{}: busy in bursts shorter than the scheduler tick (a load woken thousands of times a second). Busy is the wall time less the kernel's exact idle and iowait time; the user/system/softirq split comes from ticks and covers only the part they saw",
+            cpus.join("; ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +196,37 @@ mod tests {
             steal: Some(0),
             ..CpuTimes::default()
         }
+    }
+
+    /// Two rows of CPU 0 with these busy and user shares (the other columns 0).
+    fn cpu0(busy: f64, user: f64) -> Series {
+        let mut s = Series::new(1.0);
+        for t in [1.0, 2.0] {
+            s.push_row(t);
+            let id = |name: &str| MetricId::new(name).with("cpu", "0");
+            s.set(&id(n::CPU_BUSY_PCT), netceil_model::Unit::Percent, busy);
+            for name in TICKED {
+                let v = if name == n::CPU_USER_PCT { user } else { 0.0 };
+                s.set(&id(name), netceil_model::Unit::Percent, v);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_cpu_busy_between_ticks_is_noted() {
+        let note = unticked_note(&cpu0(68.0, 6.0)).expect("a note");
+        assert!(
+            note.starts_with("CPU 0 68 % busy, 6 % seen by ticks"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_cpu_the_ticks_saw_or_an_idle_one_is_not() {
+        assert_eq!(unticked_note(&cpu0(68.0, 60.0)), None);
+        assert_eq!(unticked_note(&cpu0(5.0, 0.0)), None);
+        assert_eq!(unticked_note(&Series::new(1.0)), None);
     }
 
     #[test]

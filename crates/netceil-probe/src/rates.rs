@@ -483,11 +483,19 @@ fn proc_stat_rates(b: &mut Builder, prev: &Snapshot, cur: &Snapshot) {
     let Ok(p) = &prev.stat else { return };
     // The wall time between the two readings of /proc/stat, in its ticks.
     let wall = cur.stat_at.saturating_sub(prev.stat_at).as_secs_f64() * cur.ticks_per_s as f64;
-    let both = c.cpus.iter().filter(|l| p.cpu(l.cpu).is_some()).count();
+    // Each CPU's earlier line: at the same place unless CPUs came or went. A CPU new in this
+    // snapshot starts at the next interval.
+    // (Looked up twice rather than kept: a row allocates only what it keeps.)
+    let earlier = |i: usize, cpu: u32| match p.cpus.get(i) {
+        Some(pl) if pl.cpu == cpu => Some(&pl.times),
+        _ => p.cpu(cpu),
+    };
+    let both = (c.cpus.iter().enumerate())
+        .filter(|(i, l)| earlier(*i, l.cpu).is_some())
+        .count();
     cpu_shares(b, None, &p.total, &c.total, wall * both as f64);
-    for line in &c.cpus {
-        // A CPU new in this snapshot starts at the next interval.
-        if let Some(pt) = p.cpu(line.cpu) {
+    for (i, line) in c.cpus.iter().enumerate() {
+        if let Some(pt) = earlier(i, line.cpu) {
             cpu_shares(b, Some(line.cpu), pt, &line.times, wall);
         }
     }

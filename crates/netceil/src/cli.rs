@@ -692,9 +692,9 @@ pub struct TcpArgs {
     #[arg(long, value_parser = parse_recv_buffer, default_value = "auto", value_name = "auto|kernel|SIZE")]
     pub rcvbuf: TcpRecvBuffer,
     /// How the reader (here, or at the far end with --to) is woken for each stream: `batched`
-    /// wakes it once per 200 µs
-    /// of the stream's own rate (SO_RCVLOWAT, streams with a fixed --rcvbuf only), so the
-    /// sender's softirq pays fewer wake-ups; `each` at every arrival, as iperf3's reader
+    /// wakes it once per 200 µs of the stream's own rate (SO_RCVLOWAT, streams with a fixed
+    /// --rcvbuf only), so the sender's softirq pays fewer wake-ups; `each` at every arrival, as
+    /// iperf3's reader
     #[arg(long, value_parser = TcpSinkWakes::from_str, default_value = "batched", value_name = "batched|each")]
     pub sink_wakes: TcpSinkWakes,
     /// Reverse, as iperf3's -R: the far side sends and this side reads (on loopback the
